@@ -1,0 +1,121 @@
+//! The result types of certified computations.
+//!
+//! An [`Enclosure`] is a closed interval `[lo, hi]` of finite f64 numbers that
+//! is *claimed to contain an exact real value*. Nothing converts an `f64`
+//! into an `Enclosure` implicitly: every constructor is an explicit claim made
+//! by a certified routine that names its lemma in `proofs/`.
+
+use serde::Serialize;
+
+/// A closed interval `[lo, hi]` with finite endpoints and `lo <= hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Enclosure {
+    lo: f64,
+    hi: f64,
+}
+
+impl Enclosure {
+    /// Builds `[lo, hi]`; `None` unless both are finite and `lo <= hi`.
+    pub fn new(lo: f64, hi: f64) -> Option<Self> {
+        (lo.is_finite() && hi.is_finite() && lo <= hi).then_some(Self { lo, hi })
+    }
+
+    /// The point interval `[x, x]` of an exactly known value.
+    pub fn exact(x: f64) -> Option<Self> {
+        Self::new(x, x)
+    }
+
+    /// Lower endpoint.
+    pub fn lo(&self) -> f64 {
+        self.lo
+    }
+
+    /// Upper endpoint.
+    pub fn hi(&self) -> f64 {
+        self.hi
+    }
+
+    /// Midpoint (an approximation, no guarantee beyond lying in the interval).
+    pub fn mid(&self) -> f64 {
+        let m = self.lo * 0.5 + self.hi * 0.5;
+        m.clamp(self.lo, self.hi)
+    }
+
+    /// An upper bound of the radius `(hi - lo) / 2`.
+    pub fn rad(&self) -> f64 {
+        ((self.hi - self.lo) * 0.5).next_up()
+    }
+
+    /// Relative radius `rad / |mid|` (an approximation used for tightness
+    /// reporting only); `+inf` when the interval contains 0 and is not `[0,0]`.
+    pub fn rel_rad(&self) -> f64 {
+        if self.lo == 0.0 && self.hi == 0.0 {
+            return 0.0;
+        }
+        if self.lo <= 0.0 && self.hi >= 0.0 {
+            return f64::INFINITY;
+        }
+        self.rad() / self.mid().abs()
+    }
+
+    /// Whether `x` lies in the interval (exact comparison).
+    pub fn contains(&self, x: f64) -> bool {
+        self.lo <= x && x <= self.hi
+    }
+
+    /// Intersection of two enclosures of the same value (`None` if disjoint,
+    /// which proves that one of the two claims is wrong).
+    pub fn intersect(&self, other: &Self) -> Option<Self> {
+        Self::new(self.lo.max(other.lo), self.hi.min(other.hi))
+    }
+
+    /// Whether the two intervals share a point.
+    pub fn overlaps(&self, other: &Self) -> bool {
+        self.lo <= other.hi && other.lo <= self.hi
+    }
+
+    /// Converts to an inari interval (exact).
+    pub fn to_interval(self) -> inari::Interval {
+        inari::Interval::try_from((self.lo, self.hi)).expect("finite lo <= hi")
+    }
+
+    /// Converts from an inari interval; `None` if empty or unbounded.
+    pub fn from_interval(x: inari::Interval) -> Option<Self> {
+        if x.is_empty() {
+            return None;
+        }
+        Self::new(x.inf(), x.sup())
+    }
+}
+
+/// An enclosure of a nonnegative integer (a rank), `lo <= exact <= hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct IntEnclosure {
+    /// Lower bound.
+    pub lo: u64,
+    /// Upper bound.
+    pub hi: u64,
+}
+
+/// Why a certified routine returns no result. "Inconclusive" is always an
+/// allowed answer; a wrong enclosure never is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inconclusive {
+    /// Human-readable reason (one line).
+    pub reason: String,
+}
+
+impl Inconclusive {
+    /// Builds a reason.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Inconclusive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "inconclusive: {}", self.reason)
+    }
+}

@@ -1,0 +1,24 @@
+//! # specbound
+//!
+//! Certified spectral quantities of Transformer weight matrices. Every
+//! singular value, norm and Schatten quantity is returned as an
+//! [`enclosure::Enclosure`] that provably contains the exact value for the
+//! weights as stored; where that cannot be proven the answer is
+//! [`enclosure::Inconclusive`] with a reason.
+//!
+//! Pipeline (one module per stage):
+//! - [`io`]: reading matrices (`.npy`, `.safetensors`), exact conversion to f64;
+//! - [`linalg`]: certified linear algebra (approximate SVD, then certification);
+//! - [`spectral`]: derived quantities (norms, Schatten, rank);
+//! - [`report`]: JSON and table output.
+//!
+//! Soundness arguments live in `proofs/` (one file per lemma); every
+//! function that returns an enclosure names its lemma.
+#![deny(missing_docs)]
+
+pub mod enclosure;
+#[allow(missing_docs)]
+pub mod io;
+pub mod linalg;
+pub mod report;
+pub mod spectral;

@@ -1,0 +1,1 @@
+//! Factored products (placeholder during bring-up).

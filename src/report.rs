@@ -1,0 +1,219 @@
+//! Output of certified results: JSON (machine-readable, exact round-trip
+//! decimals) and a readable table.
+//!
+//! Every `lo`/`hi` is written as the shortest decimal that parses back to the
+//! very f64 held (serde_json uses the shortest round-trip representation), so
+//! the printed interval is exactly the certified one.
+
+use serde::Serialize;
+
+use crate::enclosure::{Enclosure, IntEnclosure};
+use crate::linalg::{CertifiedValue, SingularValues};
+use crate::spectral::{SchattenEnclosure, SpectralSummary};
+
+/// JSON form of one certified singular value.
+#[derive(Serialize)]
+pub struct ValueJson {
+    /// Lower bound.
+    pub lo: f64,
+    /// Upper bound.
+    pub hi: f64,
+    /// Certifying method.
+    pub method: String,
+    /// Number of values sharing this enclosure.
+    pub cluster_size: usize,
+    /// Decimal lower bound tighter than f64 (MPFR only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lo_exact: Option<String>,
+    /// Decimal upper bound tighter than f64 (MPFR only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hi_exact: Option<String>,
+}
+
+impl From<&CertifiedValue> for ValueJson {
+    fn from(v: &CertifiedValue) -> Self {
+        Self {
+            lo: v.enclosure.lo(),
+            hi: v.enclosure.hi(),
+            method: v.method.name(),
+            cluster_size: v.cluster_size,
+            lo_exact: v.exact.as_ref().map(|e| e.lo.clone()),
+            hi_exact: v.exact.as_ref().map(|e| e.hi.clone()),
+        }
+    }
+}
+
+/// JSON form of one Schatten quantity.
+#[derive(Serialize)]
+pub struct SchattenJson {
+    /// The exponent (the decimal given, as a JSON number).
+    pub p: serde_json::Value,
+    /// Encloses `sum sigma^p` (the rank for p = 0); null if it overflowed f64.
+    pub power: Option<Enclosure>,
+    /// Encloses the Schatten (quasi-)norm; null for p = 0 or on overflow.
+    pub norm: Option<Enclosure>,
+}
+
+impl From<&SchattenEnclosure> for SchattenJson {
+    fn from(s: &SchattenEnclosure) -> Self {
+        let p = s
+            .p
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(serde_json::Value::Number)
+            .unwrap_or_else(|| serde_json::Value::String(s.p.clone()));
+        Self {
+            p,
+            power: s.power,
+            norm: s.norm,
+        }
+    }
+}
+
+/// The complete result of `specbound svd`.
+#[derive(Serialize)]
+pub struct SvdReport {
+    /// Input file.
+    pub input: String,
+    /// Tensor name (safetensors only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
+    /// Storage type the values were converted from (exactly).
+    pub dtype: String,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Requested precision.
+    pub precision: String,
+    /// Index-matched enclosures, largest first, `min(rows, cols)` entries.
+    pub singular_values: Vec<ValueJson>,
+    /// Trailing values that are exactly zero by structure.
+    pub structural_zeros: usize,
+    /// Encloses sigma_1.
+    pub spectral_norm: Enclosure,
+    /// Encloses the Frobenius norm.
+    pub frobenius_norm: Enclosure,
+    /// Encloses the nuclear norm.
+    pub nuclear_norm: Enclosure,
+    /// Encloses the (2,1)-norm (sum of column 2-norms).
+    pub norm_21: Enclosure,
+    /// Encloses the (1,1)-norm.
+    pub norm_11: Enclosure,
+    /// Encloses the stable rank (null if sigma_1 > 0 could not be certified).
+    pub stable_rank: Option<Enclosure>,
+    /// Encloses the rank.
+    pub rank: IntEnclosure,
+    /// One entry per requested p.
+    pub schatten: Vec<SchattenJson>,
+    /// Largest relative radius over the singular values (tightness, not a guarantee).
+    pub max_relative_radius: f64,
+}
+
+impl SvdReport {
+    /// Assembles the report.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        input: String,
+        tensor: Option<String>,
+        dtype: String,
+        precision: String,
+        sv: &SingularValues,
+        summary: &SpectralSummary,
+        schatten: &[SchattenEnclosure],
+    ) -> Self {
+        Self {
+            input,
+            tensor,
+            dtype,
+            rows: sv.rows,
+            cols: sv.cols,
+            precision,
+            singular_values: sv.values.iter().map(ValueJson::from).collect(),
+            structural_zeros: sv.structural_zeros,
+            spectral_norm: summary.spectral_norm,
+            frobenius_norm: summary.frobenius_norm,
+            nuclear_norm: summary.nuclear_norm,
+            norm_21: summary.norm_21,
+            norm_11: summary.norm_11,
+            stable_rank: summary.stable_rank,
+            rank: summary.rank,
+            schatten: schatten.iter().map(SchattenJson::from).collect(),
+            max_relative_radius: sv.max_rel_rad(),
+        }
+    }
+
+    /// A readable table.
+    pub fn to_table(&self, max_rows: usize) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let fmt = |e: &Enclosure| format!("[{:e}, {:e}]", e.lo(), e.hi());
+        let _ = writeln!(
+            s,
+            "{}{}: {} x {} ({}), precision {}",
+            self.input,
+            self.tensor
+                .as_ref()
+                .map(|t| format!(" [{t}]"))
+                .unwrap_or_default(),
+            self.rows,
+            self.cols,
+            self.dtype,
+            self.precision
+        );
+        let _ = writeln!(s, "certified quantities (each interval contains the exact value):");
+        let _ = writeln!(s, "  spectral norm   {}", fmt(&self.spectral_norm));
+        let _ = writeln!(s, "  Frobenius norm  {}", fmt(&self.frobenius_norm));
+        let _ = writeln!(s, "  nuclear norm    {}", fmt(&self.nuclear_norm));
+        let _ = writeln!(s, "  (2,1)-norm      {}", fmt(&self.norm_21));
+        let _ = writeln!(s, "  (1,1)-norm      {}", fmt(&self.norm_11));
+        match &self.stable_rank {
+            Some(e) => {
+                let _ = writeln!(s, "  stable rank     {}", fmt(e));
+            }
+            None => {
+                let _ = writeln!(s, "  stable rank     inconclusive (sigma_1 not certified > 0)");
+            }
+        }
+        let _ = writeln!(s, "  rank            [{}, {}]", self.rank.lo, self.rank.hi);
+        for sc in &self.schatten {
+            let p = &sc.p;
+            let pw = sc.power.as_ref().map(fmt).unwrap_or_else(|| "overflow".into());
+            match &sc.norm {
+                Some(n) => {
+                    let _ = writeln!(s, "  Schatten p={p}: sum sigma^p {pw}, norm {}", fmt(n));
+                }
+                None => {
+                    let _ = writeln!(s, "  Schatten p={p}: {pw}");
+                }
+            }
+        }
+        let _ = writeln!(s, "  max relative radius {:.2e}", self.max_relative_radius);
+        let _ = writeln!(s, "singular values (largest first):");
+        let _ = writeln!(s, "  {:>5}  {:>24}  {:>24}  method", "i", "lo", "hi");
+        let n = self.singular_values.len();
+        for (i, v) in self.singular_values.iter().enumerate() {
+            if n > max_rows && i >= max_rows / 2 && i < n - max_rows / 2 {
+                if i == max_rows / 2 {
+                    let _ = writeln!(s, "  ... {} more (use --json for all)", n - max_rows);
+                }
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "  {:>5}  {:>24e}  {:>24e}  {}{}",
+                i + 1,
+                v.lo,
+                v.hi,
+                v.method,
+                if v.cluster_size > 1 {
+                    format!(" (cluster of {})", v.cluster_size)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        s
+    }
+}

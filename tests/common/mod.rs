@@ -1,0 +1,185 @@
+//! Exact test matrices with known singular values, and exact containment checks.
+//!
+//! Constructions (reference: verified-numerics.md section 7): dyadic
+//! orthogonal matrices (block-diagonal Sylvester–Hadamard blocks H_{4^j}/2^j
+//! mixed by random signed permutations, and products of two such), and
+//! A = D Q (rows scaled by d_i), whose singular values are exactly |d_i|
+//! because every entry d_i q_ij is computed exactly.
+#![allow(dead_code)]
+
+use rug::Rational;
+use specbound::enclosure::Enclosure;
+use specbound::io::DenseMatrix;
+
+/// A small deterministic generator (xorshift64*), so tests are reproducible.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    pub fn sign(&mut self) -> f64 {
+        if self.next_u64() & 1 == 0 {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+}
+
+/// Sylvester–Hadamard H_{2^k} (entries +-1).
+pub fn hadamard(k: u32) -> Vec<Vec<f64>> {
+    let mut h = vec![vec![1.0]];
+    for _ in 0..k {
+        let n = h.len();
+        let mut g = vec![vec![0.0; 2 * n]; 2 * n];
+        for i in 0..n {
+            for j in 0..n {
+                g[i][j] = h[i][j];
+                g[i][j + n] = h[i][j];
+                g[i + n][j] = h[i][j];
+                g[i + n][j + n] = -h[i][j];
+            }
+        }
+        h = g;
+    }
+    h
+}
+
+/// An exactly orthogonal dyadic n x n matrix (row-major), dense within blocks
+/// of size up to 64, mixed by random signed permutations; `mix` multiplies
+/// two such matrices (still exact: entries are short sums of powers of two).
+pub fn dyadic_orthogonal(n: usize, rng: &mut Rng, mix: bool) -> Vec<f64> {
+    let one = |rng: &mut Rng| -> Vec<f64> {
+        let mut q = vec![0.0; n * n];
+        let mut start = 0;
+        while start < n {
+            let left = n - start;
+            let j = [3u32, 2, 1, 0]
+                .into_iter()
+                .find(|&j| 4usize.pow(j) <= left && (j == 0 || rng.below(3) != 0))
+                .unwrap_or(0);
+            let b = 4usize.pow(j);
+            let h = hadamard(2 * j);
+            let scale = 0.5f64.powi(j as i32);
+            for a in 0..b {
+                for c in 0..b {
+                    q[(start + a) * n + start + c] = h[a][c] * scale;
+                }
+            }
+            start += b;
+        }
+        // Random signed permutations on both sides.
+        let mut pr: Vec<usize> = (0..n).collect();
+        let mut pc: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            pr.swap(i, rng.below(i + 1));
+            pc.swap(i, rng.below(i + 1));
+        }
+        let sr: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
+        let sc: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
+        let mut out = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                out[i * n + j] = sr[i] * sc[j] * q[pr[i] * n + pc[j]];
+            }
+        }
+        out
+    };
+    let q1 = one(rng);
+    if !mix {
+        return q1;
+    }
+    let q2 = one(rng);
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for k in 0..n {
+            let a = q1[i * n + k];
+            if a == 0.0 {
+                continue;
+            }
+            for j in 0..n {
+                out[i * n + j] += a * q2[k * n + j];
+            }
+        }
+    }
+    out
+}
+
+/// A = D Q[0..m, :] (m <= n) or its transpose, with singular values exactly |d|.
+/// Every entry is one exact product d_i q_ij (requires d_i q_ij exact: d_i with
+/// few significant bits, or the caller accepts only powers of two).
+pub fn scaled_rows(d: &[f64], n: usize, transpose: bool, rng: &mut Rng) -> DenseMatrix {
+    let m = d.len();
+    assert!(m <= n);
+    let q = dyadic_orthogonal(n, rng, true);
+    let mut a = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let x = d[i] * q[i * n + j];
+            a[i * n + j] = x;
+        }
+    }
+    if transpose {
+        let mut t = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                t[j * m + i] = a[i * n + j];
+            }
+        }
+        DenseMatrix {
+            rows: n,
+            cols: m,
+            data: t,
+        }
+    } else {
+        DenseMatrix {
+            rows: m,
+            cols: n,
+            data: a,
+        }
+    }
+}
+
+/// The exact singular values |d_i| sorted descending, padded with zeros to
+/// min(rows, cols) (for the D Q construction min(rows, cols) = len(d)).
+pub fn sorted_abs(d: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = d.iter().map(|x| x.abs()).collect();
+    v.sort_by(|a, b| b.partial_cmp(a).unwrap());
+    v
+}
+
+/// Exact containment of an exact f64 oracle value.
+pub fn assert_contains_all(encs: &[Enclosure], oracle: &[f64], what: &str) {
+    assert_eq!(encs.len(), oracle.len(), "{what}: count");
+    for (i, (e, &x)) in encs.iter().zip(oracle).enumerate() {
+        assert!(
+            e.lo() <= x && x <= e.hi(),
+            "{what}: sigma_{} = {x:e} not in [{:e}, {:e}]",
+            i + 1,
+            e.lo(),
+            e.hi()
+        );
+    }
+}
+
+/// Exact containment of sqrt(q) for a rational q: lo^2 <= q <= hi^2 with lo >= 0.
+pub fn assert_contains_sqrt(e: &Enclosure, q: &Rational, what: &str) {
+    let lo = Rational::from_f64(e.lo()).unwrap();
+    let hi = Rational::from_f64(e.hi()).unwrap();
+    assert!(e.lo() >= 0.0, "{what}: negative lower bound");
+    assert!(
+        Rational::from(&lo * &lo) <= *q && *q <= Rational::from(&hi * &hi),
+        "{what}: sqrt({q}) not in [{:e}, {:e}]",
+        e.lo(),
+        e.hi()
+    );
+}
