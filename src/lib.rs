@@ -17,7 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod enclosure;
-#[allow(missing_docs)]
+
 pub mod io;
 pub mod linalg;
 pub mod report;

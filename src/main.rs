@@ -14,7 +14,11 @@ use specbound::report::SvdReport;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
 
 #[derive(Parser)]
-#[command(name = "specbound", version, about = "Certified spectral quantities of weight matrices")]
+#[command(
+    name = "specbound",
+    version,
+    about = "Certified spectral quantities of weight matrices"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -97,11 +101,15 @@ fn run(cli: Cli) -> Result<Outcome> {
             let a = &loaded.matrix;
             let sv = match certify_singular_values(a, &opts) {
                 Ok(sv) => sv,
-                Err(inc) => return Ok(Outcome::Inconclusive(format!("{}: {inc}", input.display()))),
+                Err(inc) => {
+                    return Ok(Outcome::Inconclusive(format!("{}: {inc}", input.display())))
+                }
             };
             let summary = match summarize(a, &sv) {
                 Ok(s) => s,
-                Err(inc) => return Ok(Outcome::Inconclusive(format!("{}: {inc}", input.display()))),
+                Err(inc) => {
+                    return Ok(Outcome::Inconclusive(format!("{}: {inc}", input.display())))
+                }
             };
             let schatten: Vec<_> = ps.iter().map(|p| enclose_schatten(&sv, p)).collect();
             let report = SvdReport::new(

@@ -56,13 +56,12 @@ pub struct SchattenJson {
 
 impl From<&SchattenEnclosure> for SchattenJson {
     fn from(s: &SchattenEnclosure) -> Self {
-        let p = s
-            .p
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(serde_json::Value::Number)
-            .unwrap_or_else(|| serde_json::Value::String(s.p.clone()));
+        let p =
+            s.p.parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(serde_json::Value::Number)
+                .unwrap_or_else(|| serde_json::Value::String(s.p.clone()));
         Self {
             p,
             power: s.power,
@@ -162,7 +161,10 @@ impl SvdReport {
             self.dtype,
             self.precision
         );
-        let _ = writeln!(s, "certified quantities (each interval contains the exact value):");
+        let _ = writeln!(
+            s,
+            "certified quantities (each interval contains the exact value):"
+        );
         let _ = writeln!(s, "  spectral norm   {}", fmt(&self.spectral_norm));
         let _ = writeln!(s, "  Frobenius norm  {}", fmt(&self.frobenius_norm));
         let _ = writeln!(s, "  nuclear norm    {}", fmt(&self.nuclear_norm));
@@ -173,13 +175,20 @@ impl SvdReport {
                 let _ = writeln!(s, "  stable rank     {}", fmt(e));
             }
             None => {
-                let _ = writeln!(s, "  stable rank     inconclusive (sigma_1 not certified > 0)");
+                let _ = writeln!(
+                    s,
+                    "  stable rank     inconclusive (sigma_1 not certified > 0)"
+                );
             }
         }
         let _ = writeln!(s, "  rank            [{}, {}]", self.rank.lo, self.rank.hi);
         for sc in &self.schatten {
             let p = &sc.p;
-            let pw = sc.power.as_ref().map(fmt).unwrap_or_else(|| "overflow".into());
+            let pw = sc
+                .power
+                .as_ref()
+                .map(fmt)
+                .unwrap_or_else(|| "overflow".into());
             match &sc.norm {
                 Some(n) => {
                     let _ = writeln!(s, "  Schatten p={p}: sum sigma^p {pw}, norm {}", fmt(n));

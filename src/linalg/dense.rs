@@ -49,7 +49,11 @@ pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
         k = 0;
     }
     let transposed = rows < cols;
-    let (m, n) = if transposed { (cols, rows) } else { (rows, cols) };
+    let (m, n) = if transposed {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    };
     let a = Mat::from_fn(m, n, |i, j| {
         let x = if transposed {
             data[j * cols + i]

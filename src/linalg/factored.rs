@@ -1,1 +1,280 @@
-//! Factored products (placeholder during bring-up).
+//! Singular values of a factored product `A = B C` (B is m x r, C is r x n,
+//! r small) certified without forming `A`.
+//!
+//! The per-head query-key and value-output matrices of a Transformer are such
+//! products of rank at most the head dimension. The `min(m, n) - r` trailing
+//! singular values are exactly zero (rank(A) <= r) and are reported as
+//! structural zeros. The `r` leading ones are certified with the residual
+//! theorem from `r` approximate pairs whose residuals are formed through the
+//! thin factors only (`proofs/factored-product.md`, L14). When some hull
+//! touches 0 the counting argument of L14 does not apply, and the product is
+//! formed densely, certified, and widened by the product's rounding error
+//! (Weyl, `proofs/weyl.md`, L9).
+
+use faer::{Accum, Mat, MatRef, Par};
+
+use super::dense::{
+    self, abs_norm2_ru, pair_bounds_and_merge, residual_col_bounds, BoundedProduct,
+};
+use super::rounding::{self as r, ETA};
+use super::{
+    certify_singular_values, values_from_groups, CertifiedValue, Method, SingularValues, SvdOptions,
+};
+use crate::enclosure::{Enclosure, Inconclusive};
+use crate::io::DenseMatrix;
+
+fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
+    Mat::from_fn(x.rows, x.cols, |i, j| r::scale_pow2_rn(x.get(i, j), k))
+}
+
+fn transpose(x: &DenseMatrix) -> DenseMatrix {
+    let mut data = vec![0.0; x.data.len()];
+    for i in 0..x.rows {
+        for j in 0..x.cols {
+            data[j * x.rows + i] = x.get(i, j);
+        }
+    }
+    DenseMatrix {
+        rows: x.cols,
+        cols: x.rows,
+        data,
+    }
+}
+
+/// Exact power-of-two prescaling exponent for one factor (0 if not exact).
+fn scale_for(x: &DenseMatrix) -> i32 {
+    let maxabs = x.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if maxabs == 0.0 {
+        return 0;
+    }
+    let k = -dense::exponent_of(maxabs);
+    if x.data.iter().all(|&v| r::scale_pow2_exact(v, k).is_some()) {
+        k
+    } else {
+        0
+    }
+}
+
+/// `fl(L fl(R Y))` with column error bounds (L4 applied twice, L14):
+/// `||(P - L R Y) e_j|| <= gamma_r bl ||W e_j|| + sqrt(rows) r eta + bl err_W_j`.
+fn two_stage_product(
+    l: MatRef<'_, f64>,
+    rr: MatRef<'_, f64>,
+    y: MatRef<'_, f64>,
+    bl: f64,
+    br: f64,
+    par: Par,
+) -> BoundedProduct {
+    let w = dense::product_with_bound(rr, y, br, par);
+    let (rows, k) = (l.nrows(), l.ncols());
+    let mut p = Mat::<f64>::zeros(rows, y.ncols());
+    faer::linalg::matmul::matmul(&mut p, Accum::Replace, l, w.computed.as_ref(), 1.0, par);
+    let g = r::mul_ru(r::gamma_ru(k), bl);
+    let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(k as f64, ETA));
+    let col_err = (0..y.ncols())
+        .map(|j| {
+            let wj: Vec<f64> = w.computed.col(j).iter().copied().collect();
+            let e = r::add_ru(r::mul_ru(g, r::norm2_ru(&wj)), under);
+            r::add_ru(e, r::mul_ru(bl, w.col_err[j]))
+        })
+        .collect();
+    BoundedProduct {
+        computed: p,
+        col_err,
+    }
+}
+
+fn structural_zero(count: usize) -> CertifiedValue {
+    CertifiedValue {
+        enclosure: Enclosure::exact(0.0).expect("zero"),
+        method: Method::Structural,
+        cluster_size: count,
+        exact: None,
+    }
+}
+
+/// Certified, index-matched enclosures of all `min(m, n)` singular values of
+/// `B C`, where `b` is `m x r` and `c` is `r x n`.
+///
+/// *Guarantee: certified enclosure.* `values[i]` contains the exact i-th
+/// largest singular value of the exact product of the two stored matrices;
+/// the trailing `structural_zeros` values are exactly zero because
+/// rank(BC) <= r. Justification: `proofs/factored-product.md` (L14),
+/// `proofs/residual-single-pair.md` (L6), `proofs/residual-cluster.md` (L7),
+/// `proofs/near-orthogonal.md` (L8), `proofs/dot-product-error.md` (L4),
+/// `proofs/collatz-bound.md` (L5), `proofs/weyl.md` (L9) for the dense fallback.
+///
+/// The factored route runs in binary64; with `opts.precision` other than
+/// `F64`, or when the counting condition of L14 fails, the dense fallback
+/// certifies `fl(B C)` with that precision and widens by the product error.
+pub fn certify_factored(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
+    if b.cols != c.rows {
+        return Err(Inconclusive::new(format!(
+            "factor shapes do not chain: {}x{} times {}x{}",
+            b.rows, b.cols, c.rows, c.cols
+        )));
+    }
+    if b.data.iter().chain(c.data.iter()).any(|x| !x.is_finite()) {
+        return Err(Inconclusive::new("factor has non-finite entries"));
+    }
+    let (m0, n0) = (b.rows, c.cols);
+    if m0 == 0 || n0 == 0 || b.cols == 0 {
+        return Err(Inconclusive::new("factor has a zero-sized dimension"));
+    }
+    let kmin = m0.min(n0);
+    let rr = b.cols;
+    if rr >= kmin || opts.precision != super::Precision::F64 {
+        return dense_fallback(b, c, opts);
+    }
+    // Orient so that m >= n: (BC)^T = C^T B^T.
+    let (bb, cc) = if m0 >= n0 {
+        (b.clone(), c.clone())
+    } else {
+        (transpose(c), transpose(b))
+    };
+    let (kb, kc) = (scale_for(&bb), scale_for(&cc));
+    let bm = to_faer(&bb, kb);
+    let cm = to_faer(&cc, kc);
+    if bm.as_ref().norm_max() == 0.0 || cm.as_ref().norm_max() == 0.0 {
+        return Ok(SingularValues {
+            rows: m0,
+            cols: n0,
+            values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
+            structural_zeros: kmin,
+        });
+    }
+    // Approximate SVD through the thin factors (no guarantee).
+    let svd_b = bm
+        .thin_svd()
+        .map_err(|_| Inconclusive::new("approximate SVD of a factor did not converge"))?;
+    let sb: Vec<f64> = svd_b.S().column_vector().iter().copied().collect();
+    let mut kmat = Mat::<f64>::zeros(rr, cc.cols);
+    let mut svt = svd_b.V().transpose().to_owned();
+    for i in 0..rr {
+        for j in 0..rr {
+            svt[(i, j)] *= sb[i];
+        }
+    }
+    faer::linalg::matmul::matmul(
+        &mut kmat,
+        Accum::Replace,
+        svt.as_ref(),
+        cm.as_ref(),
+        1.0,
+        opts.par,
+    );
+    let kt = kmat.transpose().to_owned();
+    let svd_k = kt
+        .thin_svd()
+        .map_err(|_| Inconclusive::new("approximate SVD of the core did not converge"))?;
+    let s: Vec<f64> = svd_k
+        .S()
+        .column_vector()
+        .iter()
+        .map(|&x| x.max(0.0))
+        .collect();
+    let v = svd_k.U().to_owned(); // n x r
+    let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
+    faer::linalg::matmul::matmul(&mut u, Accum::Replace, svd_b.U(), svd_k.V(), 1.0, opts.par);
+    // Residuals through the factors.
+    let beta_b = abs_norm2_ru(bm.as_ref());
+    let beta_c = abs_norm2_ru(cm.as_ref());
+    let pv = two_stage_product(
+        bm.as_ref(),
+        cm.as_ref(),
+        v.as_ref(),
+        beta_b,
+        beta_c,
+        opts.par,
+    );
+    let qu = two_stage_product(
+        cm.transpose(),
+        bm.transpose(),
+        u.as_ref(),
+        beta_c,
+        beta_b,
+        opts.par,
+    );
+    let e = residual_col_bounds(&pv, u.as_ref(), &s);
+    let f = residual_col_bounds(&qu, v.as_ref(), &s);
+    let groups = pair_bounds_and_merge(&s, &e, &f, v.as_ref());
+    match groups {
+        Ok(groups) if groups.iter().all(|g| g.lo > 0.0) => {
+            let mut values = values_from_groups(&groups, kb + kc, Method::F64Residual)?;
+            let zeros = kmin - rr;
+            values.extend((0..zeros).map(|_| structural_zero(zeros)));
+            Ok(SingularValues {
+                rows: m0,
+                cols: n0,
+                values,
+                structural_zeros: zeros,
+            })
+        }
+        _ => dense_fallback(b, c, opts),
+    }
+}
+
+/// Forms `fl(B C)`, certifies it, widens by `||BC - fl(BC)||_F` (L9) and
+/// forces the values beyond index r to exact zeros (L14).
+fn dense_fallback(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
+    let (m, rr, n) = (b.rows, b.cols, c.cols);
+    let bm = to_faer(b, 0);
+    let cm = to_faer(c, 0);
+    let mut am = Mat::<f64>::zeros(m, n);
+    faer::linalg::matmul::matmul(
+        &mut am,
+        Accum::Replace,
+        bm.as_ref(),
+        cm.as_ref(),
+        1.0,
+        opts.par,
+    );
+    let mut data = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            data.push(am[(i, j)]);
+        }
+    }
+    if data.iter().any(|x| !x.is_finite()) {
+        return Err(Inconclusive::new("product of the factors overflowed"));
+    }
+    let a = DenseMatrix {
+        rows: m,
+        cols: n,
+        data,
+    };
+    // ||BC - fl(BC)||_F <= gamma_r ||B||_F ||C||_F + sqrt(mn) r eta  (L4, Cauchy-Schwarz)
+    let d = r::add_ru(
+        r::mul_ru(
+            r::gamma_ru(rr),
+            r::mul_ru(r::norm2_ru(&b.data), r::norm2_ru(&c.data)),
+        ),
+        r::mul_ru(r::sqrt_ru((m * n) as f64), r::mul_ru(rr as f64, ETA)),
+    );
+    if !d.is_finite() {
+        return Err(Inconclusive::new("product error bound overflowed"));
+    }
+    let mut sv = certify_singular_values(&a, opts)?;
+    let kmin = m.min(n);
+    for (i, v) in sv.values.iter_mut().enumerate() {
+        if i >= rr {
+            *v = structural_zero(kmin - rr);
+            continue;
+        }
+        let lo = r::sub_rd(v.enclosure.lo(), d).max(0.0);
+        let hi = r::add_ru(v.enclosure.hi(), d);
+        v.enclosure =
+            Enclosure::new(lo, hi).ok_or_else(|| Inconclusive::new("widened bound overflowed"))?;
+        v.exact = None;
+    }
+    sv.structural_zeros = kmin.saturating_sub(rr);
+    Ok(sv)
+}

@@ -110,7 +110,11 @@ fn dot_directed(x: &[Float], y: &[Float], prec: u32, round: Round) -> Float {
 fn mul_tn(x: &FMat, y: &FMat, prec: u32) -> FMat {
     let cols: Vec<Vec<Float>> = (0..y.cols)
         .into_par_iter()
-        .map(|j| (0..x.cols).map(|i| dot_rn(x.col(i), y.col(j), prec)).collect())
+        .map(|j| {
+            (0..x.cols)
+                .map(|i| dot_rn(x.col(i), y.col(j), prec))
+                .collect()
+        })
         .collect();
     FMat {
         rows: x.cols,
@@ -124,7 +128,11 @@ fn mul_nn(x: &FMat, y: &FMat, prec: u32) -> FMat {
     let xt = transpose(x);
     let cols: Vec<Vec<Float>> = (0..y.cols)
         .into_par_iter()
-        .map(|j| (0..x.rows).map(|i| dot_rn(xt.col(i), y.col(j), prec)).collect())
+        .map(|j| {
+            (0..x.rows)
+                .map(|i| dot_rn(xt.col(i), y.col(j), prec))
+                .collect()
+        })
         .collect();
     FMat {
         rows: x.rows,
@@ -186,6 +194,8 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
     };
     let mut maxcorr = 0.0f64;
     let tiny = Float::with_val(prec, 1u32) >> (prec as i32 / 2);
+    // Pairs closer than this (relative to sigma_i^2 + sigma_j^2) are treated as a cluster.
+    let cluster_tol = Float::with_val(prec, 1u32) >> 24;
     for i in 0..n {
         ff.data[i * m + i] = Float::with_val(prec, r.at(i, i) / 2u32);
         gg.data[i * n + i] = Float::with_val(prec, s.at(i, i) / 2u32);
@@ -197,11 +207,22 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
             let si2 = Float::with_val(prec, sig[i].square_ref());
             let den = Float::with_val(prec, &sj2 - &si2);
             let scale = Float::with_val(prec, &si2 + &sj2);
-            if den.clone().abs() <= Float::with_val(prec, &scale * &tiny) {
-                continue; // (near-)repeated values: leave the pair alone
+            let cluster_gap = Float::with_val(prec, &scale * &cluster_tol);
+            if den.clone().abs() <= cluster_gap {
+                // Clustered or repeated values: the Ogita-Aishima formula
+                // divides by the gap; only re-orthogonalise (F + F^T = R).
+                ff.data[j * m + i] = Float::with_val(prec, r.at(i, j) / 2u32);
+                gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
+                continue;
             }
-            let alpha = Float::with_val(prec, t.at(i, j) + Float::with_val(prec, &sig[j] * r.at(i, j)));
-            let beta = Float::with_val(prec, t.at(j, i) + Float::with_val(prec, &sig[j] * s.at(i, j)));
+            let alpha = Float::with_val(
+                prec,
+                t.at(i, j) + Float::with_val(prec, &sig[j] * r.at(i, j)),
+            );
+            let beta = Float::with_val(
+                prec,
+                t.at(j, i) + Float::with_val(prec, &sig[j] * s.at(i, j)),
+            );
             let fij = Float::with_val(
                 prec,
                 Float::with_val(prec, &alpha * &sig[j]) + Float::with_val(prec, &beta * &sig[i]),
@@ -210,7 +231,15 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
                 prec,
                 Float::with_val(prec, &alpha * &sig[i]) + Float::with_val(prec, &beta * &sig[j]),
             ) / &den;
-            maxcorr = maxcorr.max(fij.to_f64().abs()).max(gij.to_f64().abs());
+            let big = fij.to_f64().abs().max(gij.to_f64().abs());
+            if big > 1.0 / 1024.0 {
+                // A correction this large means the pair is not resolved yet
+                // (a cluster in disguise): re-orthogonalise only.
+                ff.data[j * m + i] = Float::with_val(prec, r.at(i, j) / 2u32);
+                gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
+                continue;
+            }
+            maxcorr = maxcorr.max(big);
             ff.data[j * m + i] = fij; // F[i][j]
             gg.data[j * n + i] = gij; // G[i][j]
         }
@@ -222,6 +251,9 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
         }
         for j in n..m {
             let fij = Float::with_val(prec, -t.at(j, i)) / si;
+            if fij.to_f64().abs() > 1.0 / 1024.0 {
+                continue;
+            }
             let fji = Float::with_val(prec, r.at(j, i) - &fij);
             maxcorr = maxcorr.max(fij.to_f64().abs());
             ff.data[j * m + i] = fij; // F[i][j], i < n <= j
@@ -258,20 +290,21 @@ pub fn certify(
     scale_exp: i32,
     bits: u32,
 ) -> Result<Vec<CertifiedValue>, Inconclusive> {
-    let (m, n) = (a.nrows(), a.ncols());
+    let n = a.ncols();
     let prec = bits.max(64);
     let svd = a
         .svd()
         .map_err(|_| Inconclusive::new("the approximate SVD did not converge"))?;
     let af = FMat::from_faer(a, prec);
-    let mut u = FMat::from_faer(svd.U(), prec);
-    let mut v = FMat::from_faer(svd.V(), prec);
-    let mut sig: Vec<Float> = svd
+    let u0 = FMat::from_faer(svd.U(), prec);
+    let v0 = FMat::from_faer(svd.V(), prec);
+    let sig0: Vec<Float> = svd
         .S()
         .column_vector()
         .iter()
         .map(|&x| Float::with_val(prec, x.max(0.0)))
         .collect();
+    let (mut u, mut v, mut sig) = (u0.clone(), v0.clone(), sig0.clone());
     // Quadratic convergence: 53 -> 106 -> 212 -> ... bits; stop early when
     // the corrections reach the working precision or stop shrinking.
     let target = 2f64.powi(-(prec as i32) + 8);
@@ -284,50 +317,13 @@ pub fn certify(
         }
         last = corr;
     }
-    // Certification with directed rounding (L13).
-    let vt = v.clone();
-    let rows_a = transpose(&af); // row i of A as a contiguous column
-    let per_col: Vec<(Float, Float)> = (0..n)
-        .into_par_iter()
-        .map(|j| {
-            let vj = vt.col(j);
-            let uj = u.col(j);
-            // ||A v_j - s_j u_j||^2, upper bound
-            let mut e2 = Float::new(prec);
-            for i in 0..m {
-                let lo = dot_directed(rows_a.col(i), vj, prec, Round::Down);
-                let hi = dot_directed(rows_a.col(i), vj, prec, Round::Up);
-                let su_hi = Float::with_val_round(prec, &sig[j] * &uj[i], Round::Up).0;
-                let su_lo = Float::with_val_round(prec, &sig[j] * &uj[i], Round::Down).0;
-                let el = Float::with_val_round(prec, &lo - &su_hi, Round::Down).0.abs();
-                let eh = Float::with_val_round(prec, &hi - &su_lo, Round::Up).0.abs();
-                let big = if el > eh { el } else { eh };
-                let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
-                e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
-            }
-            // ||A^T u_j - s_j v_j||^2, upper bound (only the first n columns of U)
-            for k in 0..n {
-                let lo = dot_directed(af.col(k), uj, prec, Round::Down);
-                let hi = dot_directed(af.col(k), uj, prec, Round::Up);
-                let sv_hi = Float::with_val_round(prec, &sig[j] * &vj[k], Round::Up).0;
-                let sv_lo = Float::with_val_round(prec, &sig[j] * &vj[k], Round::Down).0;
-                let el = Float::with_val_round(prec, &lo - &sv_hi, Round::Down).0.abs();
-                let eh = Float::with_val_round(prec, &hi - &sv_lo, Round::Up).0.abs();
-                let big = if el > eh { el } else { eh };
-                let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
-                e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
-            }
-            let vn2 = dot_directed(vj, vj, prec, Round::Down);
-            (e2, vn2.sqrt_rd())
-        })
-        .collect();
-    let (res2_hi, ynorm_lo): (Vec<Float>, Vec<Float>) = per_col.into_iter().unzip();
-    let pb = PairBounds {
-        s: sig.clone(),
-        res2_hi,
-        ynorm_lo,
+    // Certification with directed rounding (L13). Refinement carries no
+    // guarantee: if the refined factors cannot be certified, certify the
+    // unrefined ones instead (both are valid inputs to L6/L7).
+    let groups = match certify_factors(&af, &u, &v, &sig, prec) {
+        Ok(g) => g,
+        Err(_) => certify_factors(&af, &u0, &v0, &sig0, prec)?,
     };
-    let groups = merge_groups(&pb, |mu| gram_defect_mpfr(&v, mu, prec))?;
     let digits = ((prec as f64) * std::f64::consts::LOG10_2).ceil() as usize + 2;
     let mut out = Vec::with_capacity(n);
     for (lo, hi, size) in index_matched(&groups) {
@@ -349,6 +345,65 @@ pub fn certify(
         });
     }
     Ok(out)
+}
+
+/// Disjoint certified groups for given factors (`u` is m x m or m x n,
+/// `v` n x n, `sig` n values) with directed-rounding residuals (L6, L7, L13).
+fn certify_factors(
+    af: &FMat,
+    u: &FMat,
+    v: &FMat,
+    sig: &[Float],
+    prec: u32,
+) -> Result<Vec<super::cluster::Group<Float>>, Inconclusive> {
+    let (m, n) = (af.rows, af.cols);
+    let vt = v.clone();
+    let rows_a = transpose(af); // row i of A as a contiguous column
+    let per_col: Vec<(Float, Float)> = (0..n)
+        .into_par_iter()
+        .map(|j| {
+            let vj = vt.col(j);
+            let uj = u.col(j);
+            // ||A v_j - s_j u_j||^2, upper bound
+            let mut e2 = Float::new(prec);
+            for i in 0..m {
+                let lo = dot_directed(rows_a.col(i), vj, prec, Round::Down);
+                let hi = dot_directed(rows_a.col(i), vj, prec, Round::Up);
+                let su_hi = Float::with_val_round(prec, &sig[j] * &uj[i], Round::Up).0;
+                let su_lo = Float::with_val_round(prec, &sig[j] * &uj[i], Round::Down).0;
+                let el = Float::with_val_round(prec, &lo - &su_hi, Round::Down)
+                    .0
+                    .abs();
+                let eh = Float::with_val_round(prec, &hi - &su_lo, Round::Up).0.abs();
+                let big = if el > eh { el } else { eh };
+                let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
+                e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
+            }
+            // ||A^T u_j - s_j v_j||^2, upper bound (only the first n columns of U)
+            for k in 0..n {
+                let lo = dot_directed(af.col(k), uj, prec, Round::Down);
+                let hi = dot_directed(af.col(k), uj, prec, Round::Up);
+                let sv_hi = Float::with_val_round(prec, &sig[j] * &vj[k], Round::Up).0;
+                let sv_lo = Float::with_val_round(prec, &sig[j] * &vj[k], Round::Down).0;
+                let el = Float::with_val_round(prec, &lo - &sv_hi, Round::Down)
+                    .0
+                    .abs();
+                let eh = Float::with_val_round(prec, &hi - &sv_lo, Round::Up).0.abs();
+                let big = if el > eh { el } else { eh };
+                let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
+                e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
+            }
+            let vn2 = dot_directed(vj, vj, prec, Round::Down);
+            (e2, vn2.sqrt_rd())
+        })
+        .collect();
+    let (res2_hi, ynorm_lo): (Vec<Float>, Vec<Float>) = per_col.into_iter().unzip();
+    let pb = PairBounds {
+        s: sig.to_vec(),
+        res2_hi,
+        ynorm_lo,
+    };
+    merge_groups(&pb, |mu| gram_defect_mpfr(v, mu, prec))
 }
 
 /// Upper bound of `||I - V_mu^T V_mu||_F` with directed rounding (L8, L13).

@@ -194,11 +194,13 @@ mod tests {
 
     #[test]
     fn scaling_detects_inexact_subnormals() {
-        assert_eq!(scale_pow2_exact(3.0, -1074), None);
+        // 3 * 2^-1076 = 0.75 eta is not representable; 3 * 2^-1074 is.
+        assert_eq!(scale_pow2_exact(3.0, -1076), None);
+        assert_eq!(scale_pow2_exact(3.0, -1074), Some(3.0 * ETA));
         assert_eq!(scale_pow2_exact(1.0, -1074), Some(ETA));
         assert_eq!(scale_pow2_exact(ETA, 1074), Some(1.0));
-        let up = scale_pow2_ru(3.0, -1074);
-        let dn = scale_pow2_rd(3.0, -1074);
-        assert!(dn <= 2.0 * ETA && up >= 4.0 * ETA);
+        let up = scale_pow2_ru(3.0, -1076);
+        let dn = scale_pow2_rd(3.0, -1076);
+        assert!(dn == 0.0 && up >= ETA);
     }
 }

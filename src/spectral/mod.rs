@@ -136,11 +136,8 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         let x = Interval::try_from((lo, hi)).expect("ordered");
         t = t + x.pow(p.value);
     }
-    let two_k = Interval::try_from((
-        r::scale_pow2_rd(1.0, k),
-        r::scale_pow2_ru(1.0, k),
-    ))
-    .expect("finite");
+    let two_k =
+        Interval::try_from((r::scale_pow2_rd(1.0, k), r::scale_pow2_ru(1.0, k))).expect("finite");
     let power = Enclosure::from_interval(t * two_k.pow(p.value));
     let norm = Enclosure::from_interval(two_k * t.pow(p.value.recip()));
     SchattenEnclosure {

@@ -1,0 +1,1173 @@
+//! NumPy `.npy` reader (format versions 1.0, 2.0 and 3.0) and small writers.
+//!
+//! Layout: the magic `\x93NUMPY`, a major and a minor version byte, the
+//! header length (u16 little-endian for 1.0, u32 for 2.0 and 3.0), the header
+//! (a Python dict literal with the keys `descr`, `fortran_order` and `shape`,
+//! padded with spaces and ended by `\n`; Latin-1 for 1.0/2.0, UTF-8 for
+//! 3.0), then the raw array data.
+//!
+//! Only 2-D little-endian float arrays are read: `<f2`, `<f4`, `<f8` (plain
+//! `f2`/`f4`/`f8` and `=` mean native order and are taken as little-endian,
+//! the only byte order this crate is built for). The data size is checked
+//! against the file size before anything is allocated, so a hostile header
+//! can never make the reader allocate more than `8 / itemsize` times the
+//! file size.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::Path;
+
+use super::{check_finite, DenseMatrix, LoadedMatrix, ReadError, SourceDtype};
+
+/// The first six bytes of every `.npy` file.
+pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+const SUPPORTED: &str = "'<f2', '<f4', '<f8' (little-endian float16/32/64; 'f2', 'f4', 'f8' \
+                         and '=' native order are read as little-endian)";
+
+/// Nesting limit of the header literal (a real header nests two levels).
+const MAX_DEPTH: usize = 16;
+
+/// Reads a 2-D float array from a `.npy` file. Fortran-ordered arrays are
+/// converted to row-major. Every value must be finite.
+pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
+    let fmt_err = |msg: String| ReadError::format(path, None, msg);
+    let mut file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+
+    // Magic and version.
+    let mut pre = [0u8; 8];
+    if file_len < pre.len() as u64 {
+        return Err(fmt_err(format!(
+            "file is {file_len} bytes, too short for an npy header (\\x93NUMPY magic + version)"
+        )));
+    }
+    read_exact_or_format(&mut file, &mut pre, path, "npy magic")?;
+    if &pre[..6] != MAGIC {
+        return Err(fmt_err(
+            "not an npy file: it does not start with the magic \\x93NUMPY".into(),
+        ));
+    }
+    let (major, minor) = (pre[6], pre[7]);
+    let len_bytes = match (major, minor) {
+        (1, 0) => 2,
+        (2, 0) | (3, 0) => 4,
+        _ => {
+            return Err(fmt_err(format!(
+                "unsupported npy format version {major}.{minor} (supported: 1.0, 2.0, 3.0)"
+            )))
+        }
+    };
+    let mut lb = [0u8; 4];
+    read_exact_or_format(&mut file, &mut lb[..len_bytes], path, "npy header length")?;
+    let header_len = u32::from_le_bytes(lb) as u64;
+    let data_start = 8 + len_bytes as u64 + header_len;
+    if data_start > file_len {
+        return Err(fmt_err(format!(
+            "npy header length {header_len} exceeds the file: header would end at byte \
+             {data_start}, file is {file_len} bytes"
+        )));
+    }
+    // header_len <= file_len, so this allocation is bounded by the file size.
+    let mut hbytes = vec![0u8; header_len as usize];
+    read_exact_or_format(&mut file, &mut hbytes, path, "npy header")?;
+    let header_text: String = if major == 3 {
+        String::from_utf8(hbytes)
+            .map_err(|e| fmt_err(format!("npy 3.0 header is not UTF-8: {e}")))?
+    } else {
+        // Latin-1: every byte is the code point of the same value.
+        hbytes.iter().map(|&b| b as char).collect()
+    };
+    let header = parse_header(&header_text).map_err(|m| fmt_err(format!("bad npy header: {m}")))?;
+
+    // dtype
+    let dtype = npy_dtype(&header.descr).map_err(|(dtype, note)| ReadError::UnsupportedDtype {
+        path: path.to_path_buf(),
+        tensor: None,
+        dtype,
+        supported: SUPPORTED,
+        note,
+    })?;
+    let itemsize = dtype.itemsize();
+
+    // shape
+    if header.shape.len() != 2 {
+        return Err(ReadError::NotTwoD {
+            path: path.to_path_buf(),
+            tensor: None,
+            shape: header.shape,
+        });
+    }
+    let (rows, cols) = (header.shape[0], header.shape[1]);
+    if rows == 0 || cols == 0 {
+        return Err(ReadError::Empty {
+            path: path.to_path_buf(),
+            tensor: None,
+            shape: header.shape,
+        });
+    }
+    let nbytes = rows
+        .checked_mul(cols)
+        .and_then(|n| n.checked_mul(itemsize))
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| {
+            fmt_err(format!(
+                "shape ({rows}, {cols}) with {itemsize}-byte elements overflows the address space"
+            ))
+        })?;
+    let found = file_len - data_start;
+    if found != nbytes {
+        let what = if found < nbytes {
+            "file is truncated"
+        } else {
+            "file has trailing bytes"
+        };
+        return Err(fmt_err(format!(
+            "{what}: shape ({rows}, {cols}) of {} needs {nbytes} data bytes, found {found}",
+            header.descr_text
+        )));
+    }
+
+    // Allocation: rows*cols*8 bytes = nbytes * 8 / itemsize <= file_len * 8 / itemsize.
+    let n = rows * cols;
+    let mut data = vec![0.0f64; n];
+    let mut reader = io::BufReader::with_capacity(1 << 16, &mut file);
+    let mut chunk = vec![0u8; (1 << 16) / itemsize * itemsize];
+    let (mut i, mut j) = (0usize, 0usize); // storage-order cursor (Fortran only)
+    let mut k = 0usize;
+    while k < n {
+        let take = (n - k).min(chunk.len() / itemsize);
+        let buf = &mut chunk[..take * itemsize];
+        read_exact_or_format(&mut reader, buf, path, "npy data")?;
+        for bytes in buf.chunks_exact(itemsize) {
+            let v = decode(dtype, bytes);
+            if header.fortran_order {
+                data[i * cols + j] = v;
+                i += 1;
+                if i == rows {
+                    i = 0;
+                    j += 1;
+                }
+            } else {
+                data[k] = v;
+            }
+            k += 1;
+        }
+    }
+    // The file may have grown since we looked at its length.
+    let mut extra = [0u8; 1];
+    match reader.read(&mut extra) {
+        Ok(0) => {}
+        Ok(_) => {
+            return Err(fmt_err(
+                "file has trailing bytes after the array data".into(),
+            ))
+        }
+        Err(e) => return Err(ReadError::io(path, e)),
+    }
+
+    let matrix = DenseMatrix { rows, cols, data };
+    check_finite(path, None, &matrix)?;
+    Ok(LoadedMatrix { matrix, dtype })
+}
+
+fn decode(dtype: SourceDtype, b: &[u8]) -> f64 {
+    match dtype {
+        SourceDtype::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        SourceDtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+        SourceDtype::F16 => half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
+        SourceDtype::BF16 => half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
+    }
+}
+
+fn read_exact_or_format<R: Read>(
+    r: &mut R,
+    buf: &mut [u8],
+    path: &Path,
+    what: &str,
+) -> Result<(), ReadError> {
+    r.read_exact(buf).map_err(|e| {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            ReadError::format(
+                path,
+                None,
+                format!("file is truncated (while reading {what})"),
+            )
+        } else {
+            ReadError::io(path, e)
+        }
+    })
+}
+
+/// Maps a `descr` to a dtype, or gives (descr as written, note) for the error.
+fn npy_dtype(descr: &PyValue) -> Result<SourceDtype, (String, Option<&'static str>)> {
+    let s = match descr {
+        PyValue::Str(s) => s.as_str(),
+        other => {
+            return Err((
+                other.to_string(),
+                Some("structured and sub-array dtypes are not supported"),
+            ))
+        }
+    };
+    let (order, code) = match s.chars().next() {
+        Some(c @ ('<' | '>' | '=' | '|')) => (Some(c), &s[1..]),
+        _ => (None, s),
+    };
+    let dtype = match code {
+        "f2" | "e" => Some(SourceDtype::F16),
+        "f4" | "f" => Some(SourceDtype::F32),
+        "f8" | "d" => Some(SourceDtype::F64),
+        _ => None,
+    };
+    let quoted = format!("'{s}'");
+    match (order, dtype) {
+        (Some('>'), Some(_)) => Err((quoted, Some("big-endian data is not supported"))),
+        (Some('|'), Some(_)) => Err((
+            quoted,
+            Some("byte order '|' (not applicable) is meaningless for a multi-byte float"),
+        )),
+        (_, Some(d)) => Ok(d),
+        (_, None) => Err((quoted, None)),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Header literal parser
+
+/// A value of the Python literal subset used by npy headers.
+#[derive(Clone, Debug, PartialEq)]
+enum PyValue {
+    Str(String),
+    Int(i128),
+    Bool(bool),
+    None,
+    Tuple(Vec<PyValue>),
+    List(Vec<PyValue>),
+    Dict(Vec<(PyValue, PyValue)>),
+}
+
+impl std::fmt::Display for PyValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn seq(f: &mut std::fmt::Formatter<'_>, items: &[PyValue]) -> std::fmt::Result {
+            for (k, v) in items.iter().enumerate() {
+                if k > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{v}")?;
+            }
+            Ok(())
+        }
+        match self {
+            PyValue::Str(s) => write!(f, "'{s}'"),
+            PyValue::Int(i) => write!(f, "{i}"),
+            PyValue::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
+            PyValue::None => f.write_str("None"),
+            PyValue::Tuple(v) => {
+                f.write_str("(")?;
+                seq(f, v)?;
+                f.write_str(if v.len() == 1 { ",)" } else { ")" })
+            }
+            PyValue::List(v) => {
+                f.write_str("[")?;
+                seq(f, v)?;
+                f.write_str("]")
+            }
+            PyValue::Dict(kv) => {
+                f.write_str("{")?;
+                for (k, (key, v)) in kv.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{key}: {v}")?;
+                }
+                f.write_str("}")
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Header {
+    descr: PyValue,
+    /// `descr` as it should appear in messages.
+    descr_text: String,
+    fortran_order: bool,
+    shape: Vec<usize>,
+}
+
+fn parse_header(text: &str) -> Result<Header, String> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        pos: 0,
+        text,
+    };
+    let v = p.value(0)?;
+    p.skip_ws();
+    if p.pos != p.s.len() {
+        return Err(format!(
+            "unexpected {} after the header dict at byte {}",
+            p.describe_here(),
+            p.pos
+        ));
+    }
+    let PyValue::Dict(items) = v else {
+        return Err(format!("expected a dict literal, found {v}"));
+    };
+    let mut descr = None;
+    let mut fortran = None;
+    let mut shape = None;
+    for (k, v) in items {
+        let PyValue::Str(k) = k else {
+            continue; // not one of ours; numpy would reject, we ignore
+        };
+        let slot = match k.as_str() {
+            "descr" => &mut descr,
+            "fortran_order" => &mut fortran,
+            "shape" => &mut shape,
+            _ => continue,
+        };
+        if slot.is_some() {
+            return Err(format!("duplicate key '{k}'"));
+        }
+        *slot = Some(v);
+    }
+    let descr = descr.ok_or("missing key 'descr'")?;
+    let fortran_order = match fortran.ok_or("missing key 'fortran_order'")? {
+        PyValue::Bool(b) => b,
+        other => {
+            return Err(format!(
+                "'fortran_order' must be True or False, found {other}"
+            ))
+        }
+    };
+    let shape = match shape.ok_or("missing key 'shape'")? {
+        PyValue::Tuple(v) | PyValue::List(v) => v
+            .iter()
+            .map(|d| match d {
+                PyValue::Int(i) if *i < 0 => Err(format!("negative dimension {i} in shape")),
+                PyValue::Int(i) => usize::try_from(*i)
+                    .map_err(|_| format!("dimension {i} in shape does not fit in usize")),
+                other => Err(format!("shape entries must be integers, found {other}")),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        other => {
+            return Err(format!(
+                "'shape' must be a tuple of integers, found {other}"
+            ))
+        }
+    };
+    let descr_text = descr.to_string();
+    Ok(Header {
+        descr,
+        descr_text,
+        fortran_order,
+        shape,
+    })
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    pos: usize,
+    text: &'a str,
+}
+
+impl Parser<'_> {
+    fn skip_ws(&mut self) {
+        while self.pos < self.s.len() && matches!(self.s[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    fn describe_here(&self) -> String {
+        match self.text[self.pos..].chars().next() {
+            None => "end of header".into(),
+            Some(c) => format!("{:?}", c),
+        }
+    }
+
+    fn expected(&self, what: &str) -> String {
+        format!(
+            "expected {what} at byte {}, found {}",
+            self.pos,
+            self.describe_here()
+        )
+    }
+
+    fn value(&mut self, depth: usize) -> Result<PyValue, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("literal nested deeper than {MAX_DEPTH} levels"));
+        }
+        self.skip_ws();
+        match self.peek() {
+            Some(b'{') => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                loop {
+                    self.skip_ws();
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                        return Ok(PyValue::Dict(items));
+                    }
+                    let k = self.value(depth + 1)?;
+                    self.skip_ws();
+                    if self.peek() != Some(b':') {
+                        return Err(self.expected("':'"));
+                    }
+                    self.pos += 1;
+                    let v = self.value(depth + 1)?;
+                    items.push((k, v));
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b'}') => {}
+                        _ => return Err(self.expected("',' or '}'")),
+                    }
+                }
+            }
+            Some(open @ (b'(' | b'[')) => {
+                let close = if open == b'(' { b')' } else { b']' };
+                self.pos += 1;
+                let mut items = Vec::new();
+                let mut trailing_comma = false;
+                loop {
+                    self.skip_ws();
+                    if self.peek() == Some(close) {
+                        self.pos += 1;
+                        break;
+                    }
+                    items.push(self.value(depth + 1)?);
+                    self.skip_ws();
+                    trailing_comma = false;
+                    match self.peek() {
+                        Some(b',') => {
+                            self.pos += 1;
+                            trailing_comma = true;
+                        }
+                        Some(c) if c == close => {}
+                        _ => return Err(self.expected(&format!("',' or '{}'", close as char))),
+                    }
+                }
+                if open == b'[' {
+                    Ok(PyValue::List(items))
+                } else if items.len() == 1 && !trailing_comma {
+                    // `(x)` is just a parenthesised x in Python.
+                    Ok(items.pop().expect("one item"))
+                } else {
+                    Ok(PyValue::Tuple(items))
+                }
+            }
+            Some(q @ (b'\'' | b'"')) => {
+                self.pos += 1;
+                let start = self.pos;
+                let mut out = String::new();
+                let mut seg = start;
+                loop {
+                    match self.peek() {
+                        None => {
+                            return Err(format!(
+                                "unterminated string starting at byte {}",
+                                start - 1
+                            ))
+                        }
+                        Some(c) if c == q => {
+                            out.push_str(&self.text[seg..self.pos]);
+                            self.pos += 1;
+                            return Ok(PyValue::Str(out));
+                        }
+                        Some(b'\\') => {
+                            out.push_str(&self.text[seg..self.pos]);
+                            self.pos += 1;
+                            let c = self.text[self.pos..].chars().next().ok_or_else(|| {
+                                format!("unterminated string starting at byte {}", start - 1)
+                            })?;
+                            out.push(match c {
+                                'n' => '\n',
+                                't' => '\t',
+                                'r' => '\r',
+                                '0' => '\0',
+                                other => other,
+                            });
+                            self.pos += c.len_utf8();
+                            seg = self.pos;
+                        }
+                        Some(_) => {
+                            // advance one whole char (the text is valid UTF-8)
+                            let c = self.text[self.pos..].chars().next().expect("not at end");
+                            self.pos += c.len_utf8();
+                        }
+                    }
+                }
+            }
+            Some(c) if c.is_ascii_digit() || c == b'-' || c == b'+' => {
+                let start = self.pos;
+                let neg = c == b'-';
+                if c == b'-' || c == b'+' {
+                    self.pos += 1;
+                }
+                let digits_start = self.pos;
+                let mut acc: i128 = 0;
+                while let Some(d) = self.peek().filter(u8::is_ascii_digit) {
+                    acc = acc
+                        .checked_mul(10)
+                        .and_then(|a| a.checked_add(i128::from(d - b'0')))
+                        .ok_or_else(|| format!("integer too large at byte {start}"))?;
+                    self.pos += 1;
+                    // Python 3 allows '_' separators; tolerate them.
+                    while self.peek() == Some(b'_') {
+                        self.pos += 1;
+                    }
+                }
+                if self.pos == digits_start {
+                    return Err(self.expected("a digit"));
+                }
+                // Python 2 long suffix, as in old numpy headers: (3L, 4L)
+                if matches!(self.peek(), Some(b'L' | b'l')) {
+                    self.pos += 1;
+                }
+                if matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'.') {
+                    return Err(self.expected("an integer"));
+                }
+                Ok(PyValue::Int(if neg { -acc } else { acc }))
+            }
+            Some(c) if c.is_ascii_alphabetic() => {
+                let start = self.pos;
+                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'_') {
+                    self.pos += 1;
+                }
+                match &self.text[start..self.pos] {
+                    "True" => Ok(PyValue::Bool(true)),
+                    "False" => Ok(PyValue::Bool(false)),
+                    "None" => Ok(PyValue::None),
+                    word => Err(format!("unexpected name '{word}' at byte {start}")),
+                }
+            }
+            _ => Err(self.expected("a value")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Writers
+
+/// Writes an npy 1.0 file: header padded with spaces so that the data starts
+/// at a multiple of 64 bytes, ended by `\n`, then `data` verbatim.
+fn write_npy_bytes(
+    path: &Path,
+    descr: &str,
+    shape: &[usize],
+    fortran: bool,
+    data: &[u8],
+) -> io::Result<()> {
+    let shape_text = match shape {
+        [d] => format!("({d},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!(
+        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape_text}, }}",
+        if fortran { "True" } else { "False" }
+    );
+    let unpadded = MAGIC.len() + 2 + 2 + header.len() + 1;
+    header.extend(std::iter::repeat_n(
+        ' ',
+        unpadded.next_multiple_of(64) - unpadded,
+    ));
+    header.push('\n');
+    let hlen = u16::try_from(header.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "npy header too long for v1.0"))?;
+    let mut w = BufWriter::new(File::create(path)?);
+    w.write_all(MAGIC)?;
+    w.write_all(&[1, 0])?;
+    w.write_all(&hlen.to_le_bytes())?;
+    w.write_all(header.as_bytes())?;
+    w.write_all(data)?;
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+fn check_len(rows: usize, cols: usize, len: usize) -> io::Result<()> {
+    if rows.checked_mul(cols) != Some(len) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("data has {len} elements, shape ({rows}, {cols}) needs rows*cols"),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `m` as a C-order `<f8` npy 1.0 file.
+pub fn write_npy_f64(path: &Path, m: &DenseMatrix) -> io::Result<()> {
+    check_len(m.rows, m.cols, m.data.len())?;
+    let bytes: Vec<u8> = m.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_npy_bytes(path, "<f8", &[m.rows, m.cols], false, &bytes)
+}
+
+/// Writes a `<f4` npy 1.0 file of shape `(rows, cols)`. `data` is written
+/// verbatim in storage order: row-major if `fortran` is false, column-major
+/// (and `fortran_order: True` in the header) if it is true.
+pub fn write_npy_f32(
+    path: &Path,
+    rows: usize,
+    cols: usize,
+    data: &[f32],
+    fortran: bool,
+) -> io::Result<()> {
+    check_len(rows, cols, data.len())?;
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_npy_bytes(path, "<f4", &[rows, cols], fortran, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::TempPath;
+    use super::*;
+
+    /// Raw npy file: given version, literal header text (padded here), data.
+    fn raw_npy(major: u8, header: &str, data: &[u8]) -> Vec<u8> {
+        let len_bytes = if major == 1 { 2 } else { 4 };
+        let mut h = header.to_string();
+        let unpadded = 8 + len_bytes + h.len() + 1;
+        h.extend(std::iter::repeat_n(
+            ' ',
+            unpadded.next_multiple_of(64) - unpadded,
+        ));
+        h.push('\n');
+        let mut out = MAGIC.to_vec();
+        out.extend([major, 0]);
+        if major == 1 {
+            out.extend((h.len() as u16).to_le_bytes());
+        } else {
+            out.extend((h.len() as u32).to_le_bytes());
+        }
+        out.extend(h.as_bytes());
+        out.extend(data);
+        out
+    }
+
+    fn write_tmp(name: &str, bytes: &[u8]) -> TempPath {
+        let t = TempPath::new(name);
+        std::fs::write(t.path(), bytes).unwrap();
+        t
+    }
+
+    fn err_of(t: &TempPath) -> (ReadError, String) {
+        let e = read_npy(t.path()).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!("{}: ", t.path().display())),
+            "message does not start with the path: {msg}"
+        );
+        assert!(!msg.contains('\n'));
+        (e, msg)
+    }
+
+    fn f64_bytes(v: &[f64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn round_trip_f64_c_order_bit_exact() {
+        let data = vec![
+            1.0,
+            -0.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            -1.0 / 3.0,
+            std::f64::consts::PI,
+            -2.5e300,
+            0.1,
+            7.0,
+            -8.0,
+            1e-310,
+        ];
+        let m = DenseMatrix {
+            rows: 3,
+            cols: 4,
+            data,
+        };
+        let t = TempPath::new("rt64.npy");
+        write_npy_f64(t.path(), &m).unwrap();
+        let bytes = std::fs::read(t.path()).unwrap();
+        assert_eq!(bytes.len(), 128 + 12 * 8, "header padded to 64 bytes");
+        assert_eq!(bytes[127], b'\n');
+        let got = read_npy(t.path()).unwrap();
+        assert_eq!(got.dtype, SourceDtype::F64);
+        assert_eq!((got.matrix.rows, got.matrix.cols), (3, 4));
+        for (a, b) in got.matrix.data.iter().zip(&m.data) {
+            assert_eq!(a.to_bits(), b.to_bits());
+        }
+        assert_eq!(got.matrix.get(1, 2), std::f64::consts::PI);
+    }
+
+    #[test]
+    fn round_trip_f32_c_and_fortran_give_same_matrix() {
+        let (rows, cols) = (3, 5);
+        let val = |i: usize, j: usize| (i as f32 + 1.0) * 0.1 - (j as f32) * 1.7e-3 + 1e-30;
+        let c: Vec<f32> = (0..rows)
+            .flat_map(|i| (0..cols).map(move |j| val(i, j)))
+            .collect();
+        let f: Vec<f32> = (0..cols)
+            .flat_map(|j| (0..rows).map(move |i| val(i, j)))
+            .collect();
+        let tc = TempPath::new("c.npy");
+        let tf = TempPath::new("f.npy");
+        write_npy_f32(tc.path(), rows, cols, &c, false).unwrap();
+        write_npy_f32(tf.path(), rows, cols, &f, true).unwrap();
+        let mc = read_npy(tc.path()).unwrap();
+        let mf = read_npy(tf.path()).unwrap();
+        assert_eq!(mc.dtype, SourceDtype::F32);
+        assert_eq!(mf.dtype, SourceDtype::F32);
+        assert_eq!(mc.matrix, mf.matrix);
+        for i in 0..rows {
+            for j in 0..cols {
+                assert_eq!(mc.matrix.get(i, j), val(i, j) as f64);
+            }
+        }
+        // 1 x n and n x 1 Fortran arrays too.
+        let t = TempPath::new("f1.npy");
+        write_npy_f32(t.path(), 1, 4, &[1.0, 2.0, 3.0, 4.0], true).unwrap();
+        assert_eq!(
+            read_npy(t.path()).unwrap().matrix.data,
+            [1.0, 2.0, 3.0, 4.0]
+        );
+        write_npy_f32(t.path(), 4, 1, &[1.0, 2.0, 3.0, 4.0], true).unwrap();
+        assert_eq!(
+            read_npy(t.path()).unwrap().matrix.data,
+            [1.0, 2.0, 3.0, 4.0]
+        );
+    }
+
+    #[test]
+    fn fortran_order_larger_than_one_chunk() {
+        // More than the 64 KiB read chunk, to exercise the streaming cursor.
+        let (rows, cols) = (97, 301);
+        let val = |i: usize, j: usize| (i * 1000 + j) as f32;
+        let f: Vec<f32> = (0..cols)
+            .flat_map(|j| (0..rows).map(move |i| val(i, j)))
+            .collect();
+        let t = TempPath::new("big-f.npy");
+        write_npy_f32(t.path(), rows, cols, &f, true).unwrap();
+        let m = read_npy(t.path()).unwrap().matrix;
+        for i in 0..rows {
+            for j in 0..cols {
+                assert_eq!(m.get(i, j), val(i, j) as f64);
+            }
+        }
+    }
+
+    #[test]
+    fn round_trip_f16() {
+        let vals = [
+            1.0f32,
+            -2.5,
+            65504.0,
+            6.1035156e-5,
+            5.9604645e-8,
+            0.333_251_95,
+        ];
+        let h: Vec<half::f16> = vals.iter().map(|&v| half::f16::from_f32(v)).collect();
+        for (a, b) in h.iter().zip(&vals) {
+            assert_eq!(a.to_f32(), *b, "test values must be exact in f16");
+        }
+        let bytes: Vec<u8> = h.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+        let t = write_tmp(
+            "h.npy",
+            &raw_npy(
+                1,
+                "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }",
+                &bytes,
+            ),
+        );
+        let got = read_npy(t.path()).unwrap();
+        assert_eq!(got.dtype, SourceDtype::F16);
+        let want: Vec<f64> = vals.iter().map(|&v| v as f64).collect();
+        assert_eq!(got.matrix.data, want);
+    }
+
+    #[test]
+    fn header_variants_versions_2_and_3() {
+        let data = f64_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let want = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let headers = [
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+            "{'shape': (2,3), 'fortran_order': False, 'descr': '<f8'}",
+            "{ \"fortran_order\" : False ,\"descr\":\"<f8\",  'shape' : ( 2 , 3 , ) , }",
+            "{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3]}",
+            "{'descr': 'f8', 'fortran_order': False, 'shape': (2L, 3L), }",
+            "{'descr': '=d', 'fortran_order': False, 'shape': (2, 3), 'extra': None}",
+        ];
+        for (k, h) in headers.iter().enumerate() {
+            for major in [1u8, 2, 3] {
+                let t = write_tmp(&format!("v{major}-{k}.npy"), &raw_npy(major, h, &data));
+                let got = read_npy(t.path()).unwrap_or_else(|e| panic!("{h} v{major}: {e}"));
+                assert_eq!(got.matrix.data, want, "{h}");
+                assert_eq!((got.matrix.rows, got.matrix.cols), (2, 3));
+            }
+        }
+        // Fortran flag honoured in v2 as well.
+        let t = write_tmp(
+            "v2f.npy",
+            &raw_npy(
+                2,
+                "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }",
+                &data,
+            ),
+        );
+        assert_eq!(
+            read_npy(t.path()).unwrap().matrix.data,
+            vec![1.0, 3.0, 5.0, 2.0, 4.0, 6.0]
+        );
+    }
+
+    #[test]
+    fn unsupported_dtypes() {
+        let cases: [(&str, &str); 6] = [
+            (">f8", "big-endian"),
+            ("<i8", "'<i8'"),
+            ("|f4", "'|'"),
+            ("<c16", "'<c16'"),
+            ("|u1", "'|u1'"),
+            ("[('a', '<f8'), ('b', '<f4')]", "structured"),
+        ];
+        for (k, (descr, needle)) in cases.iter().enumerate() {
+            let d = if descr.starts_with('[') {
+                descr.to_string()
+            } else {
+                format!("'{descr}'")
+            };
+            let h = format!("{{'descr': {d}, 'fortran_order': False, 'shape': (1, 1), }}");
+            let t = write_tmp(&format!("dt{k}.npy"), &raw_npy(1, &h, &[0u8; 16]));
+            let (e, msg) = err_of(&t);
+            assert!(matches!(e, ReadError::UnsupportedDtype { .. }), "{e:?}");
+            assert!(msg.contains(needle), "{msg}");
+            assert!(msg.contains("'<f2', '<f4', '<f8'"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn not_two_d() {
+        for (k, (shape, dims, nbytes)) in [
+            ("()", vec![], 8usize),
+            ("(384,)", vec![384usize], 384 * 8),
+            ("(2, 3, 4)", vec![2, 3, 4], 24 * 8),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let h = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+            let t = write_tmp(&format!("nd{k}.npy"), &raw_npy(1, &h, &vec![0u8; nbytes]));
+            let (e, msg) = err_of(&t);
+            match &e {
+                ReadError::NotTwoD { shape, .. } => assert_eq!(shape, &dims),
+                other => panic!("{other:?}"),
+            }
+            assert!(
+                msg.ends_with(&format!("expected a 2-D array, found shape {dims:?}")),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_dimension() {
+        let t = write_tmp(
+            "empty.npy",
+            &raw_npy(
+                1,
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }",
+                &[],
+            ),
+        );
+        let (e, msg) = err_of(&t);
+        assert!(matches!(e, ReadError::Empty { .. }), "{e:?}");
+        assert!(msg.contains("[0, 3]"), "{msg}");
+    }
+
+    #[test]
+    fn truncated_and_trailing_data() {
+        let m = DenseMatrix {
+            rows: 4,
+            cols: 4,
+            data: (0..16).map(|v| v as f64).collect(),
+        };
+        let t = TempPath::new("full.npy");
+        write_npy_f64(t.path(), &m).unwrap();
+        let full = std::fs::read(t.path()).unwrap();
+
+        let tt = write_tmp("trunc.npy", &full[..full.len() - 5]);
+        let (e, msg) = err_of(&tt);
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(msg.contains("truncated"), "{msg}");
+        assert!(msg.contains("needs 128 data bytes, found 123"), "{msg}");
+
+        let mut longer = full.clone();
+        longer.extend([0u8; 3]);
+        let tl = write_tmp("long.npy", &longer);
+        let (e, msg) = err_of(&tl);
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(msg.contains("trailing bytes"), "{msg}");
+        assert!(msg.contains("needs 128 data bytes, found 131"), "{msg}");
+
+        // Truncated inside the header and inside the magic.
+        for (k, cut) in [3usize, 9, 40].into_iter().enumerate() {
+            let t = write_tmp(&format!("cut{k}.npy"), &full[..cut]);
+            let (e, msg) = err_of(&t);
+            assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+            assert!(
+                msg.contains("short")
+                    || msg.contains("truncated")
+                    || msg.contains("exceeds the file"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn hostile_shapes_fail_fast_without_allocating() {
+        let start = std::time::Instant::now();
+        for (k, shape) in [
+            "(1099511627776, 1099511627776)", // (1<<40, 1<<40): overflows
+            "(1073741824, 1073741824)",       // 2^60 elements * 8 fits in u64 but not the file
+            "(18446744073709551615, 2)",      // u64::MAX rows
+            "(340282366920938463463374607431768211455, 1)", // > u64
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let h = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+            let t = write_tmp(&format!("huge{k}.npy"), &raw_npy(1, &h, &[0u8; 64]));
+            let (e, msg) = err_of(&t);
+            assert!(matches!(e, ReadError::Format { .. }), "{shape}: {e:?}");
+            assert!(
+                msg.contains("overflow")
+                    || msg.contains("needs")
+                    || msg.contains("usize")
+                    || msg.contains("too large"),
+                "{msg}"
+            );
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn malformed_headers() {
+        let data = f64_bytes(&[1.0; 4]);
+        let cases = [
+            (
+                "{'descr': '<f8', 'shape': (2, 2), }",
+                "missing key 'fortran_order'",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False}",
+                "missing key 'shape'",
+            ),
+            (
+                "{'fortran_order': False, 'shape': (2, 2)}",
+                "missing key 'descr'",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': 0, 'shape': (2, 2)}",
+                "True or False",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2, -2)}",
+                "negative",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2.0)}",
+                "integer",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': 4}",
+                "tuple",
+            ),
+            (
+                "{'descr': '<f8, 'fortran_order': False, 'shape': (2, 2)}",
+                "expected",
+            ),
+            (
+                "{'descr': '<f8' 'fortran_order': False, 'shape': (2, 2)}",
+                "expected ',' or '}'",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': false, 'shape': (2, 2)}",
+                "unexpected name",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)} x",
+                "after the header",
+            ),
+            (
+                "{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)}",
+                "duplicate",
+            ),
+            ("['descr', '<f8']", "expected a dict"),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)",
+                "expected ',' or '}'",
+            ),
+            ("{'descr': '<f8", "unterminated string"),
+        ];
+        for (k, (h, needle)) in cases.iter().enumerate() {
+            let t = write_tmp(&format!("bad{k}.npy"), &raw_npy(1, h, &data));
+            let (e, msg) = err_of(&t);
+            assert!(matches!(e, ReadError::Format { .. }), "{h}: {e:?}");
+            assert!(msg.contains("bad npy header"), "{msg}");
+            assert!(msg.contains(needle), "{h}: {msg}");
+        }
+        // Deep nesting is refused, not a stack overflow.
+        let deep = format!("{}{}", "(".repeat(10_000), ")".repeat(10_000));
+        let t = write_tmp("deep.npy", &raw_npy(2, &deep, &data));
+        let (_, msg) = err_of(&t);
+        assert!(msg.contains("nested deeper"), "{msg}");
+        // v3 header that is not UTF-8.
+        let mut bytes = raw_npy(
+            3,
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+            &data,
+        );
+        bytes[20] = 0xff;
+        let t = write_tmp("latin.npy", &bytes);
+        let (_, msg) = err_of(&t);
+        assert!(msg.contains("UTF-8"), "{msg}");
+        // ... while in v1 the same byte is Latin-1 and harmless inside a string.
+        let h = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), 'x': 'Xy'}";
+        let mut bytes = raw_npy(1, h, &data);
+        let pos = bytes.windows(2).position(|w| w == b"Xy").unwrap();
+        bytes[pos] = 0xe9;
+        let t = write_tmp("latin1.npy", &bytes);
+        read_npy(t.path()).unwrap();
+    }
+
+    #[test]
+    fn bad_magic_version_and_header_length() {
+        let t = write_tmp("magic.npy", b"\x93NUMPZ\x01\x00\x10\x00{}              ");
+        let (_, msg) = err_of(&t);
+        assert!(msg.contains("magic"), "{msg}");
+
+        let mut bytes = raw_npy(
+            1,
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }",
+            &[0u8; 8],
+        );
+        bytes[6] = 4;
+        let t = write_tmp("v4.npy", &bytes);
+        let (_, msg) = err_of(&t);
+        assert!(msg.contains("version 4.0"), "{msg}");
+
+        bytes[6] = 2; // v2 reads a u32 header length: now garbage and far too large
+        bytes[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let t = write_tmp("hlen.npy", &bytes);
+        let (_, msg) = err_of(&t);
+        assert!(
+            msg.contains("header length 4294967295 exceeds the file"),
+            "{msg}"
+        );
+
+        let t = write_tmp("empty-file.npy", b"");
+        let (_, msg) = err_of(&t);
+        assert!(msg.contains("file is 0 bytes"), "{msg}");
+    }
+
+    #[test]
+    fn non_finite_values_report_first_position() {
+        let mut data = vec![0.5f64; 12];
+        data[6] = f64::NAN; // row 1, col 2 of 3x4
+        data[9] = f64::INFINITY;
+        let m = DenseMatrix {
+            rows: 3,
+            cols: 4,
+            data,
+        };
+        let t = TempPath::new("nan.npy");
+        write_npy_f64(t.path(), &m).unwrap();
+        let (e, msg) = err_of(&t);
+        match e {
+            ReadError::NonFinite { row, col, .. } => assert_eq!((row, col), (1, 2)),
+            other => panic!("{other:?}"),
+        }
+        assert!(msg.contains("NaN at row 1, col 2"), "{msg}");
+
+        // Fortran order: the first in row-major order of the result, not in storage order.
+        // Matrix 2x2 [[1, -inf], [inf, 1]] stored column-major: 1, inf, -inf, 1.
+        let t = TempPath::new("inf.npy");
+        write_npy_f32(
+            t.path(),
+            2,
+            2,
+            &[1.0, f32::INFINITY, f32::NEG_INFINITY, 1.0],
+            true,
+        )
+        .unwrap();
+        let (e, msg) = err_of(&t);
+        match e {
+            ReadError::NonFinite {
+                row, col, value, ..
+            } => {
+                assert_eq!((row, col), (0, 1));
+                assert_eq!(value, f64::NEG_INFINITY);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(msg.contains("-inf at row 0, col 1"), "{msg}");
+
+        // f16 infinity
+        let bytes: Vec<u8> = [half::f16::ONE, half::f16::INFINITY]
+            .iter()
+            .flat_map(|v| v.to_bits().to_le_bytes())
+            .collect();
+        let t = write_tmp(
+            "hinf.npy",
+            &raw_npy(
+                1,
+                "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2), }",
+                &bytes,
+            ),
+        );
+        let (e, _) = err_of(&t);
+        assert!(
+            matches!(e, ReadError::NonFinite { row: 0, col: 1, .. }),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn writers_reject_wrong_length() {
+        let t = TempPath::new("w.npy");
+        assert!(write_npy_f32(t.path(), 2, 2, &[1.0; 3], false).is_err());
+        let m = DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![1.0; 5],
+        };
+        assert!(write_npy_f64(t.path(), &m).is_err());
+    }
+
+    #[test]
+    fn header_parser_values() {
+        let h =
+            parse_header("{'descr': '<f4', 'fortran_order': True, 'shape': (3, 4), }\n").unwrap();
+        assert_eq!(h.descr, PyValue::Str("<f4".into()));
+        assert!(h.fortran_order);
+        assert_eq!(h.shape, vec![3, 4]);
+        let h = parse_header("{'descr':'<f4','fortran_order':False,'shape':(384,)}").unwrap();
+        assert_eq!(h.shape, vec![384]);
+        let h = parse_header("{'descr':'<f4','fortran_order':False,'shape':((7))}").unwrap_err();
+        assert!(h.contains("tuple"), "{h}");
+        let h = parse_header("{'descr':'<f4','fortran_order':False,'shape':(1_000, 2)}").unwrap();
+        assert_eq!(h.shape, vec![1000, 2]);
+        let h =
+            parse_header(r"{'descr':'<f4','x':'a\'b','fortran_order':False,'shape':()}").unwrap();
+        assert!(h.shape.is_empty());
+    }
+}

@@ -1,0 +1,724 @@
+//! `.safetensors` reader: one 2-D F16 / BF16 / F32 / F64 tensor of a file.
+//!
+//! The file is memory-mapped and parsed with the `safetensors` crate, which
+//! validates the header (JSON, offsets, byte counts against dtype × shape,
+//! full coverage of the data section). Elements are decoded one by one with
+//! `from_le_bytes`, so no alignment of the data is assumed.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::path::Path;
+
+use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors};
+use memmap2::Mmap;
+
+use super::{check_finite, DenseMatrix, LoadedMatrix, ReadError, SourceDtype};
+
+const SUPPORTED: &str = "F16, BF16, F32, F64";
+
+fn source_dtype(d: Dtype) -> Option<SourceDtype> {
+    match d {
+        Dtype::F16 => Some(SourceDtype::F16),
+        Dtype::BF16 => Some(SourceDtype::BF16),
+        Dtype::F32 => Some(SourceDtype::F32),
+        Dtype::F64 => Some(SourceDtype::F64),
+        _ => None,
+    }
+}
+
+/// Reads one 2-D tensor of a safetensors file as a row-major `f64` matrix.
+///
+/// With `tensor == None` the file must hold exactly one 2-D tensor of a
+/// supported dtype (F16, BF16, F32, F64), which is then read; otherwise the
+/// error is [`ReadError::TensorNeeded`], listing the candidates.
+pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+    let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+    if file_len < 8 {
+        return Err(ReadError::format(
+            path,
+            None,
+            format!(
+                "file is {file_len} bytes, too short for a safetensors file \
+                 (8-byte header length, then a JSON header)"
+            ),
+        ));
+    }
+    // SAFETY: the map is only read, and only while `file` and `mmap` live in
+    // this function. As with any file mapping, another process truncating or
+    // rewriting the file while we read it is outside what we can guard
+    // against (it may fault or change values); callers read model files that
+    // are not being written.
+    let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
+    let buf: &[u8] = &mmap;
+    let st = SafeTensors::deserialize(buf).map_err(|e| {
+        let mut msg = describe_crate_error(&e, buf);
+        let culprit = match e {
+            SafeTensorError::TensorInvalidInfo
+            | SafeTensorError::InvalidOffset(_)
+            | SafeTensorError::MetadataIncompleteBuffer
+            | SafeTensorError::ValidationOverflow => diagnose_offsets(buf),
+            _ => None,
+        };
+        let tensor = culprit.map(|(name, detail)| {
+            msg.push_str(": ");
+            msg.push_str(&detail);
+            name
+        });
+        ReadError::format(path, tensor.as_deref(), msg)
+    })?;
+
+    let mut candidates: Vec<String> = st
+        .iter()
+        .filter(|(_, v)| v.shape().len() == 2 && source_dtype(v.dtype()).is_some())
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    candidates.sort_by(|a, b| natural_cmp(a, b));
+
+    let name: String = match tensor {
+        Some(n) => n.to_owned(),
+        None if candidates.len() == 1 => candidates[0].clone(),
+        None => {
+            return Err(ReadError::TensorNeeded {
+                path: path.to_path_buf(),
+                available: candidates,
+            })
+        }
+    };
+    let tname = Some(name.as_str());
+    let view = match st.tensor(&name) {
+        Ok(v) => v,
+        Err(SafeTensorError::TensorNotFound(_)) => {
+            return Err(ReadError::MissingTensor {
+                path: path.to_path_buf(),
+                tensor: name,
+                available: candidates,
+            })
+        }
+        Err(e) => {
+            return Err(ReadError::format(
+                path,
+                tname,
+                describe_crate_error(&e, buf),
+            ))
+        }
+    };
+
+    let dtype = source_dtype(view.dtype()).ok_or_else(|| ReadError::UnsupportedDtype {
+        path: path.to_path_buf(),
+        tensor: Some(name.clone()),
+        dtype: view.dtype().to_string(),
+        supported: SUPPORTED,
+        note: None,
+    })?;
+    let shape = view.shape().to_vec();
+    if shape.len() != 2 {
+        return Err(ReadError::NotTwoD {
+            path: path.to_path_buf(),
+            tensor: Some(name),
+            shape,
+        });
+    }
+    let (rows, cols) = (shape[0], shape[1]);
+    if rows == 0 || cols == 0 {
+        return Err(ReadError::Empty {
+            path: path.to_path_buf(),
+            tensor: Some(name),
+            shape,
+        });
+    }
+    let itemsize = dtype.itemsize();
+    let bytes = view.data();
+    // The crate has validated this already; check again before allocating.
+    let n = rows.checked_mul(cols);
+    let nbytes = n.and_then(|n| n.checked_mul(itemsize));
+    if nbytes != Some(bytes.len()) {
+        return Err(ReadError::format(
+            path,
+            tname,
+            format!(
+                "shape {shape:?} of {dtype} needs {} bytes, the tensor has {}",
+                nbytes.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string()),
+                bytes.len()
+            ),
+        ));
+    }
+    let data: Vec<f64> = match dtype {
+        SourceDtype::F64 => bytes
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect(),
+        SourceDtype::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64)
+            .collect(),
+        SourceDtype::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect(),
+        SourceDtype::BF16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect(),
+    };
+    let matrix = DenseMatrix { rows, cols, data };
+    check_finite(path, tname, &matrix)?;
+    Ok(LoadedMatrix { matrix, dtype })
+}
+
+/// The crate's message, with the numbers that make it actionable where we
+/// can compute them cheaply.
+fn describe_crate_error(e: &SafeTensorError, buf: &[u8]) -> String {
+    let mut msg = format!("invalid safetensors file: {e}");
+    if let SafeTensorError::InvalidHeaderLength | SafeTensorError::HeaderTooLarge = e {
+        if let Some(n) = buf.get(..8) {
+            let n = u64::from_le_bytes(n.try_into().expect("8 bytes"));
+            msg.push_str(&format!(
+                " (header length {n} declared, file has {} bytes after the 8-byte length)",
+                buf.len() - 8
+            ));
+        }
+    }
+    msg
+}
+
+/// After the crate rejected the tensor table, finds the first tensor whose
+/// byte range is wrong and says why, with the numbers. Best effort: `None`
+/// if the header cannot be re-read or no single tensor is to blame.
+fn diagnose_offsets(buf: &[u8]) -> Option<(String, String)> {
+    use ::safetensors::tensor::TensorInfo;
+    let n = usize::try_from(u64::from_le_bytes(buf.get(..8)?.try_into().ok()?)).ok()?;
+    let header = buf.get(8..8usize.checked_add(n)?)?;
+    let table: std::collections::BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(header).ok()?;
+    let data_len = buf.len() - 8 - n;
+    let mut infos: Vec<(String, TensorInfo)> = Vec::new();
+    for (name, v) in table {
+        if name == "__metadata__" {
+            continue;
+        }
+        let info: TensorInfo = serde_json::from_value(v).ok()?;
+        let (b, e) = info.data_offsets;
+        let need = info
+            .shape
+            .iter()
+            .try_fold(info.dtype.bitsize(), |acc, &d| acc.checked_mul(d))
+            .map(|bits| bits.div_ceil(8));
+        let Some(need) = need else {
+            let detail = format!(
+                "shape {:?} of {} overflows the address space",
+                info.shape, info.dtype
+            );
+            return Some((name, detail));
+        };
+        if e < b || e - b != need {
+            let detail = format!(
+                "shape {:?} of {} needs {need} bytes, but data_offsets [{b}, {e}] give {}",
+                info.shape,
+                info.dtype,
+                if e < b {
+                    "a negative range".to_string()
+                } else {
+                    format!("{}", e - b)
+                }
+            );
+            return Some((name, detail));
+        }
+        if e > data_len {
+            let detail =
+                format!("data_offsets [{b}, {e}] end beyond the {data_len}-byte data section");
+            return Some((name, detail));
+        }
+        infos.push((name, info));
+    }
+    infos.sort_by_key(|(_, i)| i.data_offsets);
+    let mut end = 0;
+    for (name, info) in infos {
+        let (b, e) = info.data_offsets;
+        if b != end {
+            let detail = format!(
+                "data_offsets [{b}, {e}] do not start where the previous tensor ends \
+                 (byte {end}); tensors must tile the data section"
+            );
+            return Some((name, detail));
+        }
+        end = e;
+    }
+    None
+}
+
+/// Orders names with digit runs compared as numbers, so that
+/// `layer.2` < `layer.10`.
+fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].is_ascii_digit() && b[j].is_ascii_digit() {
+            let si = i;
+            while i < a.len() && a[i].is_ascii_digit() {
+                i += 1;
+            }
+            let sj = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            let da = trim_zeros(&a[si..i]);
+            let db = trim_zeros(&b[sj..j]);
+            let ord = da.len().cmp(&db.len()).then_with(|| da.cmp(db));
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        } else {
+            if a[i] != b[j] {
+                return a[i].cmp(&b[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (a.len() - i).cmp(&(b.len() - j)).then_with(|| a.cmp(b))
+}
+
+fn trim_zeros(d: &[u8]) -> &[u8] {
+    let k = d.iter().position(|&c| c != b'0').unwrap_or(d.len());
+    &d[k..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::TempPath;
+    use super::*;
+    use ::safetensors::tensor::TensorView;
+
+    /// Serialises (name, dtype, shape, bytes) tensors with the crate.
+    fn st_file(name: &str, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) -> TempPath {
+        let views: Vec<(String, TensorView<'_>)> = tensors
+            .iter()
+            .map(|(n, d, s, b)| (n.to_string(), TensorView::new(*d, s.clone(), b).unwrap()))
+            .collect();
+        let bytes = ::safetensors::serialize(views, None).unwrap();
+        let t = TempPath::new(name);
+        std::fs::write(t.path(), bytes).unwrap();
+        t
+    }
+
+    /// Hand-written file: 8-byte LE header length, header, data.
+    fn raw_st(name: &str, header: &str, data: &[u8]) -> TempPath {
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend(header.as_bytes());
+        out.extend(data);
+        let t = TempPath::new(name);
+        std::fs::write(t.path(), out).unwrap();
+        t
+    }
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn err_of(t: &TempPath, tensor: Option<&str>) -> (ReadError, String) {
+        let e = read_safetensors(t.path(), tensor).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!("{}: ", t.path().display())),
+            "message does not start with the path: {msg}"
+        );
+        assert!(!msg.contains('\n'));
+        (e, msg)
+    }
+
+    #[test]
+    fn reads_every_supported_dtype_exactly() {
+        let vals = [1.0f64, -2.5, 0.375, 1024.0, -0.0, 3.0];
+        let f64b: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let f32b: Vec<u8> = vals
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect();
+        let f16b: Vec<u8> = vals
+            .iter()
+            .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
+            .collect();
+        let bf16b: Vec<u8> = vals
+            .iter()
+            .flat_map(|&v| half::bf16::from_f64(v).to_bits().to_le_bytes())
+            .collect();
+        let t = st_file(
+            "all.safetensors",
+            &[
+                ("a.f64", Dtype::F64, vec![2, 3], f64b),
+                ("b.f32", Dtype::F32, vec![2, 3], f32b),
+                ("c.f16", Dtype::F16, vec![3, 2], f16b),
+                ("d.bf16", Dtype::BF16, vec![6, 1], bf16b),
+            ],
+        );
+        for (name, dtype, rows, cols) in [
+            ("a.f64", SourceDtype::F64, 2, 3),
+            ("b.f32", SourceDtype::F32, 2, 3),
+            ("c.f16", SourceDtype::F16, 3, 2),
+            ("d.bf16", SourceDtype::BF16, 6, 1),
+        ] {
+            let got = read_safetensors(t.path(), Some(name)).unwrap();
+            assert_eq!(got.dtype, dtype);
+            assert_eq!((got.matrix.rows, got.matrix.cols), (rows, cols));
+            for (a, b) in got.matrix.data.iter().zip(&vals) {
+                assert_eq!(a.to_bits(), b.to_bits(), "{name}");
+            }
+        }
+        // read_matrix dispatches on the extension
+        let got = crate::io::read_matrix(t.path(), Some("c.f16")).unwrap();
+        assert_eq!(got.matrix.get(2, 1), 3.0);
+    }
+
+    #[test]
+    fn misaligned_data_is_decoded() {
+        // Header of 9 bytes: data starts at offset 17, not 8-aligned.
+        let vals = [1.5f64, -2.0, 3.25, 4.0];
+        let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let h = r#"{"w":{"dtype":"F64","shape":[2,2],"data_offsets":[0,32]}}"#;
+        let mut h = h.to_string();
+        if h.len() % 2 == 0 {
+            h.push(' '); // odd length: the data is not even 2-byte aligned
+        }
+        let t = raw_st("odd.safetensors", &h, &data);
+        assert_eq!(read_safetensors(t.path(), None).unwrap().matrix.data, vals);
+    }
+
+    #[test]
+    fn auto_selects_the_only_2d_float_tensor() {
+        let t = st_file(
+            "one.safetensors",
+            &[
+                ("bias", Dtype::F32, vec![3], f32_bytes(&[1.0, 2.0, 3.0])),
+                ("ids", Dtype::I64, vec![1, 2], vec![0u8; 16]),
+                (
+                    "weight",
+                    Dtype::F32,
+                    vec![1, 3],
+                    f32_bytes(&[4.0, 5.0, 6.0]),
+                ),
+            ],
+        );
+        let got = read_safetensors(t.path(), None).unwrap();
+        assert_eq!(got.matrix.data, [4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn tensor_needed_lists_2d_tensors() {
+        let t = st_file(
+            "two.safetensors",
+            &[
+                ("layer.10.w", Dtype::F32, vec![1, 1], f32_bytes(&[1.0])),
+                ("layer.2.w", Dtype::F32, vec![1, 1], f32_bytes(&[1.0])),
+                ("bias", Dtype::F32, vec![1], f32_bytes(&[1.0])),
+            ],
+        );
+        let (e, msg) = err_of(&t, None);
+        match &e {
+            ReadError::TensorNeeded { available, .. } => {
+                assert_eq!(available, &["layer.2.w", "layer.10.w"])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(msg.contains("a tensor name is needed"), "{msg}");
+        assert!(msg.contains("'layer.2.w', 'layer.10.w'"), "{msg}");
+        assert!(!msg.contains("bias"), "{msg}");
+
+        let t = st_file(
+            "none.safetensors",
+            &[("bias", Dtype::F32, vec![1], f32_bytes(&[1.0]))],
+        );
+        let (e, msg) = err_of(&t, None);
+        assert!(matches!(e, ReadError::TensorNeeded { .. }), "{e:?}");
+        assert!(msg.contains("no 2-D"), "{msg}");
+    }
+
+    #[test]
+    fn missing_tensor_lists_at_most_ten() {
+        let tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = (0..13)
+            .map(|k| {
+                (
+                    format!("layer.{k}.w"),
+                    Dtype::F32,
+                    vec![1, 1],
+                    f32_bytes(&[1.0]),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)> = tensors
+            .iter()
+            .map(|(n, d, s, b)| (n.as_str(), *d, s.clone(), b.clone()))
+            .collect();
+        let t = st_file("many.safetensors", &refs);
+        let (e, msg) = err_of(&t, Some("layer.99.w"));
+        assert!(matches!(e, ReadError::MissingTensor { .. }), "{e:?}");
+        assert_eq!(e.tensor(), Some("layer.99.w"));
+        assert!(msg.contains("no tensor named 'layer.99.w'"), "{msg}");
+        assert!(msg.contains("(13)"), "{msg}");
+        assert!(
+            msg.contains("'layer.0.w'") && msg.contains("'layer.9.w'"),
+            "{msg}"
+        );
+        assert!(!msg.contains("'layer.10.w'"), "{msg}");
+        assert!(msg.ends_with("... and 3 more"), "{msg}");
+    }
+
+    #[test]
+    fn one_d_and_three_d_tensors_are_not_2d() {
+        let t = st_file(
+            "model.safetensors",
+            &[
+                ("bias", Dtype::F32, vec![384], vec![0u8; 384 * 4]),
+                ("cube", Dtype::F32, vec![2, 2, 2], vec![0u8; 32]),
+                ("scalar", Dtype::F64, vec![], vec![0u8; 8]),
+            ],
+        );
+        let (e, msg) = err_of(&t, Some("bias"));
+        assert!(matches!(e, ReadError::NotTwoD { .. }), "{e:?}");
+        assert_eq!(
+            msg,
+            format!(
+                "{}: tensor 'bias': expected a 2-D tensor, found shape [384]",
+                t.path().display()
+            )
+        );
+        let (_, msg) = err_of(&t, Some("cube"));
+        assert!(msg.ends_with("tensor 'cube': expected a 2-D tensor, found shape [2, 2, 2]"));
+        let (_, msg) = err_of(&t, Some("scalar"));
+        assert!(msg.ends_with("found shape []"), "{msg}");
+    }
+
+    #[test]
+    fn unsupported_dtype_names_it_and_lists_supported() {
+        let t = st_file(
+            "ints.safetensors",
+            &[
+                ("ids", Dtype::I64, vec![1, 2], vec![0u8; 16]),
+                ("c", Dtype::C64, vec![1, 1], vec![0u8; 8]),
+            ],
+        );
+        for (name, dt) in [("ids", "I64"), ("c", "C64")] {
+            let (e, msg) = err_of(&t, Some(name));
+            assert!(matches!(e, ReadError::UnsupportedDtype { .. }), "{e:?}");
+            assert!(
+                msg.ends_with(&format!(
+                    "tensor '{name}': unsupported dtype {dt}; supported: F16, BF16, F32, F64"
+                )),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_dimension() {
+        let t = st_file(
+            "empty.safetensors",
+            &[("w", Dtype::F32, vec![0, 3], vec![])],
+        );
+        let (e, msg) = err_of(&t, Some("w"));
+        assert!(matches!(e, ReadError::Empty { .. }), "{e:?}");
+        assert!(
+            msg.contains("tensor 'w': empty matrix: shape [0, 3]"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn non_finite_reports_tensor_and_position() {
+        let mut v = [0.0f32; 6];
+        v[4] = f32::NAN; // (1, 1) of 2x3
+        let t = st_file(
+            "nan.safetensors",
+            &[("w", Dtype::F32, vec![2, 3], f32_bytes(&v))],
+        );
+        let (e, msg) = err_of(&t, Some("w"));
+        assert!(
+            matches!(e, ReadError::NonFinite { row: 1, col: 1, .. }),
+            "{e:?}"
+        );
+        assert!(
+            msg.contains("tensor 'w': non-finite value NaN at row 1, col 1"),
+            "{msg}"
+        );
+
+        let b: Vec<u8> = [half::bf16::ONE, half::bf16::NEG_INFINITY]
+            .iter()
+            .flat_map(|x| x.to_bits().to_le_bytes())
+            .collect();
+        let t = st_file("inf.safetensors", &[("w", Dtype::BF16, vec![2, 1], b)]);
+        let (e, _) = err_of(&t, None);
+        assert!(
+            matches!(e, ReadError::NonFinite { row: 1, col: 0, .. }),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn header_length_exceeding_the_file() {
+        let mut bytes = 1000u64.to_le_bytes().to_vec();
+        bytes.extend(br#"{"w":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}"#);
+        let t = TempPath::new("hlen.safetensors");
+        std::fs::write(t.path(), &bytes).unwrap();
+        let (e, msg) = err_of(&t, Some("w"));
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(msg.contains("invalid header length"), "{msg}");
+        assert!(msg.contains("header length 1000 declared"), "{msg}");
+
+        // Absurd length: refused before anything is read or allocated.
+        bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        std::fs::write(t.path(), &bytes).unwrap();
+        let (e, msg) = err_of(&t, None);
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(
+            msg.contains("header too large") || msg.contains("header length"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn malformed_files_are_format_errors() {
+        let cases: Vec<(&str, String, Vec<u8>, &str)> = vec![
+            ("json", "{not json".into(), vec![], "invalid JSON in header"),
+            (
+                "offsets",
+                r#"{"w":{"dtype":"F32","shape":[1,1],"data_offsets":[0,400]}}"#.into(),
+                vec![0u8; 4],
+                "tensor 'w': invalid safetensors file: invalid shape, data type, or offset for tensor: shape [1, 1] of F32 needs 4 bytes, but data_offsets [0, 400] give 400",
+            ),
+            (
+                "count",
+                // 2x2 F32 needs 16 bytes; offsets give 12
+                r#"{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}}"#.into(),
+                vec![0u8; 12],
+                "needs 16 bytes, but data_offsets [0, 12] give 12",
+            ),
+            (
+                "overflow",
+                r#"{"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}}"#
+                    .into(),
+                vec![0u8; 8],
+                "tensor 'w': invalid safetensors file",
+            ),
+            (
+                "control",
+                "{\"w\u{0}\": 1}".into(),
+                vec![],
+                "invalid JSON in header",
+            ),
+            (
+                "gap",
+                concat!(
+                    r#"{"w":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]},"#,
+                    r#""x":{"dtype":"F32","shape":[1,1],"data_offsets":[8,12]}}"#
+                )
+                .into(),
+                vec![0u8; 12],
+                "tensor 'x': invalid safetensors file: invalid offset for tensor `x`: \
+                 data_offsets [8, 12] do not start where the previous tensor ends (byte 4)",
+            ),
+            (
+                "beyond",
+                r#"{"w":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}"#.into(),
+                vec![],
+                "tensor 'w': invalid safetensors file: incomplete metadata, file not fully \
+                 covered: data_offsets [0, 4] end beyond the 0-byte data section",
+            ),
+            (
+                "trailing",
+                r#"{"w":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}"#.into(),
+                vec![0u8; 9],
+                "invalid safetensors file: incomplete metadata, file not fully covered",
+            ),
+        ];
+        for (name, header, data, needle) in cases {
+            let t = raw_st(&format!("{name}.safetensors"), &header, &data);
+            let (e, msg) = err_of(&t, Some("w"));
+            assert!(matches!(e, ReadError::Format { .. }), "{name}: {e:?}");
+            assert!(msg.contains("invalid safetensors file"), "{msg}");
+            assert!(msg.contains(needle), "{name}: {msg}");
+        }
+        // Truncated: a valid file with its last bytes cut off.
+        let t = st_file(
+            "ok.safetensors",
+            &[("w", Dtype::F32, vec![2, 2], vec![0u8; 16])],
+        );
+        let full = std::fs::read(t.path()).unwrap();
+        let tt = TempPath::new("trunc.safetensors");
+        std::fs::write(tt.path(), &full[..full.len() - 3]).unwrap();
+        let (e, msg) = err_of(&tt, Some("w"));
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(msg.contains("incomplete metadata"), "{msg}");
+        assert_eq!(e.tensor(), Some("w"));
+        assert!(
+            msg.contains("data_offsets [0, 16] end beyond the 13-byte data section"),
+            "{msg}"
+        );
+        // Header that is not UTF-8.
+        let mut bytes = 4u64.to_le_bytes().to_vec();
+        bytes.extend(b"{\xff}}");
+        std::fs::write(tt.path(), &bytes).unwrap();
+        let (e, msg) = err_of(&tt, None);
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(msg.contains("invalid UTF-8 in header"), "{msg}");
+        // Too short to hold the length.
+        std::fs::write(tt.path(), b"abc").unwrap();
+        let (e, msg) = err_of(&tt, None);
+        assert!(matches!(e, ReadError::Format { .. }), "{e:?}");
+        assert!(msg.contains("file is 3 bytes"), "{msg}");
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["l.10.w", "l.2.w", "l.1.w", "a", "l.02.x", "l.2.v"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        // "02" and "2" tie as numbers, so the rest decides.
+        assert_eq!(v, ["a", "l.1.w", "l.2.v", "l.2.w", "l.02.x", "l.10.w"]);
+    }
+
+    const MINILM: &str = "/work/shared/models/all-MiniLM-L6-v2/model.safetensors";
+
+    /// Real weights: the layer-0 query projection of all-MiniLM-L6-v2.
+    #[test]
+    fn real_minilm_query_weight() {
+        let path = Path::new(MINILM);
+        if !path.exists() {
+            println!("skipping real_minilm_query_weight: {MINILM} does not exist");
+            return;
+        }
+        let name = "encoder.layer.0.attention.self.query.weight";
+        let got = read_safetensors(path, Some(name)).unwrap();
+        assert_eq!(got.dtype, SourceDtype::F32);
+        assert_eq!((got.matrix.rows, got.matrix.cols), (384, 384));
+        let fro = got.matrix.data.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let reference = 36.655678621; // uncertified float reference
+        assert!(
+            ((fro - reference) / reference).abs() < 1e-6,
+            "Frobenius norm {fro} vs {reference}"
+        );
+        // Same through the dispatcher.
+        assert_eq!(
+            crate::io::read_matrix(path, Some(name)).unwrap().matrix,
+            got.matrix
+        );
+
+        let e = read_safetensors(path, Some("embeddings.position_ids")).unwrap_err();
+        assert!(matches!(e, ReadError::UnsupportedDtype { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&format!("{MINILM}: tensor 'embeddings.position_ids': ")));
+        assert!(msg.contains("I64"), "{msg}");
+
+        let e = read_safetensors(path, None).unwrap_err();
+        assert!(matches!(e, ReadError::TensorNeeded { .. }), "{e:?}");
+        assert!(e.to_string().contains("more"), "{e}");
+        let e = read_safetensors(path, Some("encoder.layer.0.nope")).unwrap_err();
+        assert!(matches!(e, ReadError::MissingTensor { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("'embeddings.word_embeddings.weight'"),
+            "{e}"
+        );
+        let e =
+            read_safetensors(path, Some("encoder.layer.0.attention.self.query.bias")).unwrap_err();
+        assert!(e.to_string().ends_with("found shape [384]"), "{e}");
+    }
+}
