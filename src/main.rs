@@ -36,11 +36,11 @@ enum Command {
         /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
         #[arg(long, value_delimiter = ',', default_value = "1,2")]
         schatten_p: Vec<String>,
-        /// f64 | extended | mpfr:BITS | auto
-        #[arg(long, default_value = "f64")]
+        /// auto (default: escalate until --rtol is met) | f64 | extended | mpfr:BITS
+        #[arg(long, default_value = "auto")]
         precision: String,
-        /// Target relative radius for `--precision auto`.
-        #[arg(long, default_value_t = 1e-12)]
+        /// Target relative radius for `--precision auto` (sigma_1 and every value >= 1e-6 sigma_1).
+        #[arg(long, default_value_t = 1e-11)]
         rtol: f64,
         /// Print one JSON object instead of a table.
         #[arg(long)]

@@ -13,9 +13,12 @@
 
 use faer::{Accum, Mat, MatRef, Par};
 
+use inari::Interval;
+
 use super::cluster::Group;
 use super::dense::{exponent_of, pair_bounds_and_merge, ApproxSvd};
-use super::rounding::{self as r, ETA, U};
+use super::eft::Sum2;
+use super::rounding::{self as r, ETA};
 use crate::enclosure::Inconclusive;
 
 /// Number of slices per operand.
@@ -90,23 +93,20 @@ fn col_norms_ru(x: MatRef<'_, f64>) -> Vec<f64> {
         .collect()
 }
 
-#[inline]
-fn two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    let bp = s - a;
-    (s, (a - (s - bp)) + (b - bp))
+/// `A Y` held as exactly computed slice products plus a bound of what was
+/// dropped: `A Y e_j = sum_c prods[c] e_j + D e_j` with `||D e_j|| <= dropped[j]`
+/// (L11).
+pub struct ExactProduct {
+    prods: Vec<Mat<f64>>,
+    dropped: Vec<f64>,
 }
 
-/// Upper bounds of `||(A Y - X diag(s)) e_j||_2` per column, computed with
-/// error-free slice products (L11) and Sum2 (L12). `a` is `rows x k`, `y` is
-/// `k x p`, `x` is `rows x p`.
-pub fn residual_col_bounds_exact(
+/// Error-free slice products of `A Y` (L11). `a` is `rows x k`, `y` is `k x p`.
+pub fn exact_product(
     a: MatRef<'_, f64>,
     y: MatRef<'_, f64>,
-    x: MatRef<'_, f64>,
-    s: &[f64],
     par: Par,
-) -> Result<Vec<f64>, Inconclusive> {
+) -> Result<ExactProduct, Inconclusive> {
     let (rows, k) = (a.nrows(), a.ncols());
     let p = y.ncols();
     let logk = (k.max(2) as f64).log2().ceil() as i32;
@@ -151,51 +151,48 @@ pub fn residual_col_bounds_exact(
     let cy: Vec<Vec<f64>> = sy.slices.iter().map(|m| col_norms_ru(m.as_ref())).collect();
     let cy_rest = col_norms_ru(sy.rest.as_ref());
     let cy_all = col_norms_ru(y);
-    let n_terms = pairs.len() + 2;
-    let g = r::gamma_ru(n_terms);
-    let g2 = r::mul_ru(g, g);
-    let mut out = Vec::with_capacity(p);
-    for j in 0..p {
-        let mut dropped = r::add_ru(r::mul_ru(fa_rest, cy_all[j]), r::mul_ru(fa_all, cy_rest[j]));
-        for i in 0..SLICES {
-            for q in 0..SLICES {
-                if i + q > 2 {
-                    dropped = r::add_ru(dropped, r::mul_ru(fa[i], cy[q][j]));
+    let dropped = (0..p)
+        .map(|j| {
+            let mut d = r::add_ru(r::mul_ru(fa_rest, cy_all[j]), r::mul_ru(fa_all, cy_rest[j]));
+            for i in 0..SLICES {
+                for q in 0..SLICES {
+                    if i + q > 2 {
+                        d = r::add_ru(d, r::mul_ru(fa[i], cy[q][j]));
+                    }
                 }
             }
-        }
+            d
+        })
+        .collect();
+    Ok(ExactProduct { prods, dropped })
+}
+
+/// Upper bounds of `||(A Y - X diag(s)) e_j||_2` per column from an exact
+/// product (L11, L12).
+pub fn residual_col_bounds_exact(
+    prod: &ExactProduct,
+    x: MatRef<'_, f64>,
+    s: &[f64],
+) -> Result<Vec<f64>, Inconclusive> {
+    let rows = x.nrows();
+    let mut out = Vec::with_capacity(s.len());
+    for (j, &sj) in s.iter().enumerate() {
         let xc = x.col(j);
-        let sj = s[j];
         let mut res2 = 0.0f64; // sum of res_ij^2 (RN; bounded below)
         let mut err2 = 0.0f64; // upper bound of sum of err_ij^2
         for i in 0..rows {
-            let ph = -sj * xc[i];
-            let pl = (-sj).mul_add(xc[i], -ph); // exact unless underflow (eta term)
-            let mut sum = ph;
-            let mut comp = 0.0f64;
-            let mut abs_sum = r::add_ru(ph.abs(), pl.abs());
-            for c in &prods {
-                let v = c[(i, j)];
-                let (s2, e2) = two_sum(sum, v);
-                sum = s2;
-                comp += e2;
-                abs_sum = r::add_ru(abs_sum, v.abs());
+            let mut acc = Sum2::new();
+            acc.add_prod(-sj, xc[i]);
+            for c in &prod.prods {
+                acc.add(c[(i, j)]);
             }
-            let (s2, e2) = two_sum(sum, pl);
-            sum = s2;
-            comp += e2;
-            let res = sum + comp;
-            let big_g = r::add_ru(r::mul_ru(g2, abs_sum), r::mul_ru((n_terms + 1) as f64, ETA));
-            let err = r::add_ru(
-                r::div_ru(r::mul_ru(U, r::add_ru(res.abs(), big_g)), 1.0 - 2.0 * U),
-                big_g,
-            );
+            let (res, err) = acc.finish();
             res2 = res.mul_add(res, res2);
             err2 = r::add_ru(err2, r::mul_ru(err, err));
         }
         let bound = r::add_ru(
             r::add_ru(r::sqrt_ru(r::nonneg_sum_ru(res2, rows)), r::sqrt_ru(err2)),
-            dropped,
+            prod.dropped[j],
         );
         if !bound.is_finite() {
             return Err(Inconclusive::new("extended residual bound overflowed"));
@@ -205,18 +202,121 @@ pub fn residual_col_bounds_exact(
     Ok(out)
 }
 
+/// Encloses `x_j^T (A y_j)` from the exact product (L11, L12).
+fn rayleigh_numerator(
+    prod: &ExactProduct,
+    x: MatRef<'_, f64>,
+    j: usize,
+    xnorm_hi: f64,
+) -> Interval {
+    let xc = x.col(j);
+    let mut acc = Sum2::new();
+    for c in &prod.prods {
+        let cc = c.col(j);
+        for (&xi, &ci) in xc.iter().zip(cc.iter()) {
+            acc.add_prod(xi, ci);
+        }
+    }
+    let (res, err) = acc.finish();
+    let err = r::add_ru(err, r::mul_ru(xnorm_hi, prod.dropped[j]));
+    Interval::try_from((r::sub_rd(res, err), r::add_ru(res, err))).unwrap_or(Interval::ENTIRE)
+}
+
+/// Encloses `||x_j||^2` (L12).
+fn norm2_sq_enclosure(x: MatRef<'_, f64>, j: usize) -> Interval {
+    let mut acc = Sum2::new();
+    for &v in x.col(j).iter() {
+        acc.add_prod(v, v);
+    }
+    let (res, err) = acc.finish();
+    Interval::try_from((r::sub_rd(res, err).max(0.0), r::add_ru(res, err)))
+        .unwrap_or(Interval::ENTIRE)
+}
+
 /// Certified groups for the approximate SVD of `a` (`m >= n`) with
-/// error-free residuals. Same guarantee as [`super::dense::certify_pairs`]:
-/// each returned hull contains exactly `members.len()` singular values.
+/// error-free residuals, then Kato–Temple refinement of isolated values.
+/// Same guarantee as [`super::dense::certify_pairs`]: each returned hull
+/// contains exactly `members.len()` singular values.
 /// Justification: `proofs/residual-single-pair.md` (L6),
 /// `proofs/residual-cluster.md` (L7), `proofs/near-orthogonal.md` (L8),
-/// `proofs/ozaki-exact-product.md` (L11), `proofs/compensated-sum.md` (L12).
+/// `proofs/ozaki-exact-product.md` (L11), `proofs/compensated-sum.md` (L12),
+/// `proofs/kato-temple.md` (L17).
 pub fn certify_pairs(
     a: MatRef<'_, f64>,
     svd: &ApproxSvd,
     par: Par,
 ) -> Result<Vec<Group<f64>>, Inconclusive> {
-    let e = residual_col_bounds_exact(a, svd.v.as_ref(), svd.u.as_ref(), &svd.s, par)?;
-    let f = residual_col_bounds_exact(a.transpose(), svd.u.as_ref(), svd.v.as_ref(), &svd.s, par)?;
-    pair_bounds_and_merge(&svd.s, &e, &f, svd.v.as_ref())
+    let pv = exact_product(a, svd.v.as_ref(), par)?;
+    let qu = exact_product(a.transpose(), svd.u.as_ref(), par)?;
+    let e = residual_col_bounds_exact(&pv, svd.u.as_ref(), &svd.s)?;
+    let f = residual_col_bounds_exact(&qu, svd.v.as_ref(), &svd.s)?;
+    let mut groups = pair_bounds_and_merge(&svd.s, &e, &f, svd.v.as_ref())?;
+    kato_temple_refine(&mut groups, &pv, svd, &e, &f);
+    Ok(groups)
+}
+
+/// Tightens every isolated (singleton) group with the Kato–Temple
+/// inequality for `B = [[0, A^T], [A, 0]]` (L17): the Rayleigh quotient
+/// `theta = 2 u^T A v / (||u||^2 + ||v||^2)` is enclosed with error-free
+/// products, `eps^2 <= (||E||^2 + ||F||^2) / (||u||^2 + ||v||^2)` (the
+/// Rayleigh quotient minimises the residual over shifts), and the
+/// neighbouring groups give `alpha`, `beta` with no other eigenvalue of `B`
+/// in `(alpha, beta)`. The result is intersected with the old hull.
+fn kato_temple_refine(
+    groups: &mut [Group<f64>],
+    pv: &ExactProduct,
+    svd: &ApproxSvd,
+    e: &[f64],
+    f: &[f64],
+) {
+    let ng = groups.len();
+    let bounds: Vec<(f64, f64)> = groups.iter().map(|g| (g.lo, g.hi)).collect();
+    for gi in 0..ng {
+        if groups[gi].members.len() != 1 {
+            continue;
+        }
+        let j = groups[gi].members[0];
+        // Other eigenvalues of B: larger singular values >= beta, smaller ones,
+        // zeros and negatives <= alpha (groups are sorted descending).
+        let beta = if gi == 0 {
+            f64::INFINITY
+        } else {
+            bounds[gi - 1].0
+        };
+        let alpha = if gi + 1 < ng {
+            bounds[gi + 1].1.max(0.0)
+        } else {
+            0.0
+        };
+        let u2 = norm2_sq_enclosure(svd.u.as_ref(), j);
+        let v2 = norm2_sq_enclosure(svd.v.as_ref(), j);
+        let z2 = u2 + v2;
+        if !(z2.inf() > 0.0) {
+            continue;
+        }
+        let num = rayleigh_numerator(pv, svd.u.as_ref(), j, u2.sqrt().sup());
+        let two = Interval::try_from((2.0, 2.0)).expect("2");
+        let theta = two * num / z2;
+        let res2 = r::add_ru(r::mul_ru(e[j], e[j]), r::mul_ru(f[j], f[j]));
+        let eps2 = r::div_ru(res2, z2.inf());
+        let (tl, th) = (theta.inf(), theta.sup());
+        if !(tl.is_finite() && th.is_finite() && eps2.is_finite()) || !(alpha < tl && th < beta) {
+            continue;
+        }
+        let lo = r::sub_rd(tl, r::div_ru(eps2, r::sub_rd(beta, th)));
+        let hi = r::add_ru(th, r::div_ru(eps2, r::sub_rd(tl, alpha)));
+        let g = &mut groups[gi];
+        let new_lo = if lo.is_finite() { lo.max(g.lo) } else { g.lo };
+        let new_hi = if hi.is_finite() { hi.min(g.hi) } else { g.hi };
+        // Both enclosures are valid, so they intersect; if they did not, one
+        // claim would be wrong: keep the hull of L7 rather than guess.
+        debug_assert!(
+            new_lo <= new_hi,
+            "Kato-Temple and L7 enclosures are disjoint"
+        );
+        if new_lo <= new_hi {
+            g.lo = new_lo.max(0.0);
+            g.hi = new_hi;
+        }
+    }
 }

@@ -18,6 +18,7 @@
 
 pub mod cluster;
 pub mod dense;
+pub mod eft;
 pub mod extended;
 pub mod factored;
 pub mod mpfr;
@@ -39,13 +40,20 @@ pub enum Precision {
     Extended,
     /// MPFR refinement and certification at the given number of bits.
     Mpfr(u32),
-    /// Escalate f64 -> extended -> MPFR until every value meets `rtol`
-    /// (MPFR only for matrices small enough, see [`AUTO_MPFR_MAX_WORK`]).
+    /// Escalate f64 -> extended -> MPFR until sigma_1 and every value of at
+    /// least [`AUTO_RELEVANT_FRACTION`] times sigma_1 has a relative radius of
+    /// at most `rtol` (MPFR only for matrices small enough, see
+    /// [`AUTO_MPFR_MAX_WORK`]). The default.
     Auto,
 }
 
 /// Largest `m * n * n` for which `Auto` escalates to MPFR.
-pub const AUTO_MPFR_MAX_WORK: usize = 1 << 24;
+pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
+
+/// `Auto` asks relative accuracy `rtol` of the values above this fraction of
+/// sigma_1; smaller values keep whatever absolute accuracy the first stage
+/// that satisfied the others gave.
+pub const AUTO_RELEVANT_FRACTION: f64 = 1e-6;
 
 /// Options of [`certify_singular_values`].
 #[derive(Clone, Copy, Debug)]
@@ -61,8 +69,8 @@ pub struct SvdOptions {
 impl Default for SvdOptions {
     fn default() -> Self {
         Self {
-            precision: Precision::F64,
-            rtol: 1e-12,
+            precision: Precision::Auto,
+            rtol: 1e-11,
             par: faer::get_global_parallelism(),
         }
     }
@@ -139,6 +147,19 @@ impl SingularValues {
     /// The enclosures alone.
     pub fn enclosures(&self) -> Vec<Enclosure> {
         self.values.iter().map(|v| v.enclosure).collect()
+    }
+
+    /// Largest relative radius over sigma_1 and the values whose upper bound
+    /// is at least `fraction * sigma_1` (ignoring exact zeros).
+    pub fn max_rel_rad_above(&self, fraction: f64) -> f64 {
+        let top = self.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
+        self.values
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| *i == 0 || v.enclosure.hi() >= fraction * top)
+            .filter(|(_, v)| !(v.enclosure.lo() == 0.0 && v.enclosure.hi() == 0.0))
+            .map(|(_, v)| v.enclosure.rel_rad())
+            .fold(0.0, f64::max)
     }
 
     /// Largest relative radius over all values, ignoring exact zeros.
@@ -275,7 +296,8 @@ pub fn certify_singular_values(
         Precision::Auto => {
             let mut best: Result<SingularValues, Inconclusive> = f64_result();
             let good = |r: &Result<SingularValues, Inconclusive>| {
-                r.as_ref().is_ok_and(|v| v.max_rel_rad() <= opts.rtol)
+                r.as_ref()
+                    .is_ok_and(|v| v.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol)
             };
             if good(&best) {
                 return best;
@@ -284,7 +306,7 @@ pub fn certify_singular_values(
                 vec![Box::new(extended_result)];
             let (m, n) = (prep.a.nrows(), prep.a.ncols());
             if m.saturating_mul(n).saturating_mul(n) <= AUTO_MPFR_MAX_WORK {
-                for bits in [128u32, 256, 512, 1024] {
+                for bits in [128u32, 256] {
                     stages.push(Box::new(move || mpfr_result(bits)));
                 }
             }

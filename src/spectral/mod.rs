@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
 use crate::io::DenseMatrix;
-use crate::linalg::rounding::{self as r, ETA, U};
+use crate::linalg::eft::Sum2;
+use crate::linalg::rounding as r;
 use crate::linalg::SingularValues;
 
 /// A Schatten exponent `p > 0`, held as an interval that contains the exact
@@ -147,89 +148,72 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
     }
 }
 
-/// Encloses `sum_ij a_ij^2` directly from the entries: error-free products
-/// (FMA) and a cascaded TwoSum (Sum2) with the bound of L12.
-pub fn enclose_sum_of_squares(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
+/// Exact power-of-two exponent `k` that brings the largest magnitude into
+/// `[1, 2)`, or 0 when that scaling would not be exact (L2).
+fn entry_scale(a: &DenseMatrix) -> i32 {
     let maxabs = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     if maxabs == 0.0 {
-        return Ok(Enclosure::exact(0.0).expect("zero"));
+        return 0;
     }
-    // Exact power-of-two scaling when possible (L2); scale back at the end.
-    let mut k = -crate::linalg::dense::exponent_of(maxabs);
-    if a.data.iter().any(|&x| r::scale_pow2_exact(x, k).is_none()) {
-        k = 0;
+    let k = -crate::linalg::dense::exponent_of(maxabs);
+    if a.data.iter().all(|&x| r::scale_pow2_exact(x, k).is_some()) {
+        k
+    } else {
+        0
     }
-    let mut s = 0.0f64; // running sum
-    let mut c = 0.0f64; // sum of TwoSum errors
-    let mut abs_sum = 0.0f64; // fl of sum of the products (for the bound)
+}
+
+/// Encloses `sum_ij a_ij^2` directly from the entries: error-free products
+/// (TwoProduct by FMA) summed by Sum2 with the bound of L12, on the exactly
+/// rescaled entries (L2).
+pub fn enclose_sum_of_squares(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
+    let k = entry_scale(a);
+    let mut acc = Sum2::new();
     for &x0 in &a.data {
         let x = r::scale_pow2_rn(x0, k);
-        let p = x * x;
-        let e = x.mul_add(x, -p); // exact unless x*x underflows (eta term below)
-        abs_sum += p;
-        for t in [p, e] {
-            let sn = s + t;
-            let bp = sn - s;
-            let err = (s - (sn - bp)) + (t - bp); // TwoSum, error-free
-            s = sn;
-            c += err;
-        }
+        acc.add_prod(x, x);
     }
-    let res = s + c;
-    let n_terms = 2 * a.data.len();
-    // sum |t_i| <= (1 + u) sum p_i  and  sum p_i <= nonneg bound of abs_sum.
-    let sum_abs = r::mul_ru(r::nonneg_sum_ru(abs_sum, a.data.len()), 1.0 + 2.0 * U);
-    let g = r::gamma_ru(n_terms);
-    let big_g = r::add_ru(
-        r::mul_ru(r::mul_ru(g, g), sum_abs),
-        r::mul_ru(n_terms as f64, ETA),
-    );
-    // |res - s| <= u (|res| + G) / (1 - u) + G
-    let err = r::add_ru(
-        r::div_ru(r::mul_ru(U, r::add_ru(res.abs(), big_g)), 1.0 - 2.0 * U),
-        big_g,
-    );
-    let lo = r::sub_rd(res, err).max(0.0);
-    let hi = r::add_ru(res, err);
-    let lo = r::scale_pow2_rd(lo, -2 * k);
+    let (lo, hi) = acc.bounds();
+    let lo = r::scale_pow2_rd(lo.max(0.0), -2 * k);
     let hi = r::scale_pow2_ru(hi, -2 * k);
     Enclosure::new(lo, hi).ok_or_else(|| Inconclusive::new("sum of squares overflowed"))
 }
 
 /// Encloses the (2,1)-norm `sum_j ||A e_j||_2` (column = second index) and
-/// the (1,1)-norm `sum_ij |a_ij|` from the entries (L3, L15 e).
+/// the (1,1)-norm `sum_ij |a_ij|` from the entries (L12, L3, L15 e).
 pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
-    let maxabs = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if maxabs == 0.0 {
-        let z = Enclosure::exact(0.0).expect("zero");
-        return Ok((z, z));
-    }
-    let mut k = -crate::linalg::dense::exponent_of(maxabs);
-    if a.data.iter().any(|&x| r::scale_pow2_exact(x, k).is_none()) {
-        k = 0;
-    }
+    let k = entry_scale(a);
     let (m, n) = (a.rows, a.cols);
-    let mut col_sq = vec![0.0f64; n];
-    let mut abs_total = 0.0f64;
+    let mut cols = vec![Sum2::new(); n];
+    let mut abs = Sum2::new();
     for i in 0..m {
         let row = &a.data[i * n..(i + 1) * n];
-        for (cs, &x0) in col_sq.iter_mut().zip(row) {
+        for (c, &x0) in cols.iter_mut().zip(row) {
             let x = r::scale_pow2_rn(x0, k);
-            *cs = x.mul_add(x, *cs);
-            abs_total += x.abs();
+            c.add_prod(x, x);
+            abs.add(x.abs());
         }
     }
-    let (mut lo21, mut hi21) = (0.0f64, 0.0f64);
-    for &cs in &col_sq {
-        lo21 = r::add_rd(lo21, r::sqrt_rd(r::nonneg_sum_rd(cs, m)));
-        hi21 = r::add_ru(hi21, r::sqrt_ru(r::nonneg_sum_ru(cs, m)));
+    // Sum the directed column-norm bounds error-free as well (Sum2 of exact terms).
+    let (mut lo_sum, mut hi_sum) = (Sum2::new(), Sum2::new());
+    for c in &cols {
+        let (l, h) = c.bounds();
+        lo_sum.add(r::sqrt_rd(l));
+        hi_sum.add(r::sqrt_ru(h));
     }
-    let lo11 = r::nonneg_sum_rd(abs_total, m * n);
-    let hi11 = r::nonneg_sum_ru(abs_total, m * n);
-    let n21 = Enclosure::new(r::scale_pow2_rd(lo21, -k), r::scale_pow2_ru(hi21, -k))
-        .ok_or_else(|| Inconclusive::new("(2,1)-norm overflowed"))?;
-    let n11 = Enclosure::new(r::scale_pow2_rd(lo11, -k), r::scale_pow2_ru(hi11, -k))
-        .ok_or_else(|| Inconclusive::new("(1,1)-norm overflowed"))?;
+    let lo21 = lo_sum.bounds().0;
+    let hi21 = hi_sum.bounds().1;
+    let (lo11, hi11) = abs.bounds();
+    let n21 = Enclosure::new(
+        r::scale_pow2_rd(lo21.max(0.0), -k),
+        r::scale_pow2_ru(hi21, -k),
+    )
+    .ok_or_else(|| Inconclusive::new("(2,1)-norm overflowed"))?;
+    let n11 = Enclosure::new(
+        r::scale_pow2_rd(lo11.max(0.0), -k),
+        r::scale_pow2_ru(hi11, -k),
+    )
+    .ok_or_else(|| Inconclusive::new("(1,1)-norm overflowed"))?;
     Ok((n21, n11))
 }
 
