@@ -132,7 +132,28 @@ fn run(cli: Cli) -> Result<Outcome> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return ExitCode::SUCCESS;
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                eprint!("{e}");
+                return ExitCode::from(2);
+            }
+            // One line: clap's first line (the tip and usage lines follow it).
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!(
+                "specbound: {} (see --help)",
+                first.trim_start_matches("error: ")
+            );
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(Outcome::Certified) => ExitCode::SUCCESS,
         Ok(Outcome::Inconclusive(why)) => {

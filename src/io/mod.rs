@@ -6,6 +6,8 @@
 //! `f64`), in row-major order, and checks that every value is finite.
 //! Errors are a [`ReadError`] whose `Display` is one line naming the file
 //! and, for safetensors, the tensor.
+//!
+//! Exactness of the conversion: `proofs/exact-conversion.md` (L1).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -113,7 +113,11 @@ pub fn abs_norm2_ru(a: MatRef<'_, f64>) -> f64 {
     abs_tmv(&z, &mut y);
     let mut ratio = 0.0f64;
     for (&yj, &xj) in y.iter().zip(x.iter()) {
-        ratio = ratio.max(r::div_ru(r::nonneg_sum_ru(yj, m), xj));
+        let q = r::div_ru(r::nonneg_sum_ru(yj, m), xj);
+        if !q.is_finite() {
+            return f64::INFINITY; // never let max() swallow a NaN or inf
+        }
+        ratio = ratio.max(q);
     }
     r::sqrt_ru(ratio)
 }
@@ -134,6 +138,13 @@ pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
         .thin_svd()
         .map_err(|_| Inconclusive::new("the approximate SVD did not converge"))?;
     let s: Vec<f64> = svd.S().column_vector().iter().copied().collect();
+    if s.iter().any(|x| !x.is_finite()) {
+        return Err(Inconclusive::new(
+            "the approximate SVD returned non-finite values",
+        ));
+    }
+    // The residual theorem centres intervals at |s_j| (L6): use |s_j| throughout.
+    let s = s.into_iter().map(f64::abs).collect();
     Ok(ApproxSvd {
         u: svd.U().to_owned(),
         s,
@@ -277,8 +288,13 @@ pub fn pair_bounds_and_merge(
             "residual bound overflowed (entries too large)",
         ));
     }
+    if s.iter().any(|&x| !(x >= 0.0)) {
+        return Err(Inconclusive::new(
+            "approximate singular values must be >= 0 (residuals are formed with the same s)",
+        ));
+    }
     let pb = PairBounds {
-        s: s.iter().map(|&x| x.max(0.0)).collect(),
+        s: s.to_vec(),
         res2_hi,
         ynorm_lo,
     };

@@ -46,8 +46,13 @@ fn split(x: MatRef<'_, f64>, by_rows: bool, t: i32) -> Result<Split, Inconclusiv
         if mu == 0.0 {
             continue;
         }
-        // mu < 2^e
+        // mu < 2^e; e <= 1000 keeps every grid multiple far from overflow (L11).
         let e = exponent_of(mu) + 1;
+        if e > 1000 {
+            return Err(Inconclusive::new(
+                "entries too large for error-free splitting",
+            ));
+        }
         for (p, slice) in slices.iter_mut().enumerate() {
             let gexp = e - t - (p as i32) * (t + 1);
             if gexp < -1022 {
@@ -154,10 +159,10 @@ pub fn exact_product(
     let dropped = (0..p)
         .map(|j| {
             let mut d = r::add_ru(r::mul_ru(fa_rest, cy_all[j]), r::mul_ru(fa_all, cy_rest[j]));
-            for i in 0..SLICES {
-                for q in 0..SLICES {
+            for (i, fai) in fa.iter().enumerate() {
+                for (q, cyq) in cy.iter().enumerate() {
                     if i + q > 2 {
-                        d = r::add_ru(d, r::mul_ru(fa[i], cy[q][j]));
+                        d = r::add_ru(d, r::mul_ru(*fai, cyq[j]));
                     }
                 }
             }
@@ -300,7 +305,7 @@ fn kato_temple_refine(
         let res2 = r::add_ru(r::mul_ru(e[j], e[j]), r::mul_ru(f[j], f[j]));
         let eps2 = r::div_ru(res2, z2.inf());
         let (tl, th) = (theta.inf(), theta.sup());
-        if !(tl.is_finite() && th.is_finite() && eps2.is_finite()) || !(alpha < tl && th < beta) {
+        if !(tl.is_finite() && th.is_finite() && eps2.is_finite() && alpha < tl && th < beta) {
             continue;
         }
         let lo = r::sub_rd(tl, r::div_ru(eps2, r::sub_rd(beta, th)));

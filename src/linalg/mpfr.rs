@@ -10,6 +10,9 @@
 //! Cost is O((m + n)^3) MPFR operations per refinement step: meant for
 //! matrices up to a few hundred rows and columns.
 
+// Index loops mirror the matrix formulas of the refinement.
+#![allow(clippy::needless_range_loop)]
+
 use faer::MatRef;
 use rayon::prelude::*;
 use rug::float::Round;

@@ -57,11 +57,18 @@ pub fn div_rd(a: f64, b: f64) -> f64 {
 /// Upper bound of `sqrt(a)`, a >= 0.
 #[inline]
 pub fn sqrt_ru(a: f64) -> f64 {
+    // NaN must propagate (f64::max would turn it into 0).
+    if a.is_nan() {
+        return f64::NAN;
+    }
     a.max(0.0).sqrt().next_up()
 }
 /// Lower bound of `sqrt(a)`; 0 for a <= 0.
 #[inline]
 pub fn sqrt_rd(a: f64) -> f64 {
+    if a.is_nan() {
+        return f64::NAN;
+    }
     if a <= 0.0 {
         0.0
     } else {
@@ -175,6 +182,14 @@ pub fn scale_pow2_rd(x: f64, k: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regression_nan_is_not_masked_by_directed_sqrt() {
+        // f64::max(NaN, 0) = 0 once turned a NaN residual into a tiny bound.
+        assert!(sqrt_ru(f64::NAN).is_nan());
+        assert!(sqrt_rd(f64::NAN).is_nan());
+        assert!(!nonneg_sum_ru(f64::NAN, 3).is_finite());
+    }
 
     #[test]
     fn constants_are_exact_powers_of_two() {

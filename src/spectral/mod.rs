@@ -135,7 +135,7 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         let lo = r::scale_pow2_rd(v.enclosure.lo(), -k);
         let hi = r::scale_pow2_ru(v.enclosure.hi(), -k);
         let x = Interval::try_from((lo, hi)).expect("ordered");
-        t = t + x.pow(p.value);
+        t += x.pow(p.value);
     }
     let two_k =
         Interval::try_from((r::scale_pow2_rd(1.0, k), r::scale_pow2_ru(1.0, k))).expect("finite");
