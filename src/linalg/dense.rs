@@ -35,6 +35,30 @@ pub fn exponent_of(x: f64) -> i32 {
     e
 }
 
+/// Exponent `k` such that `2^k maxabs` lies in `[1, 2)`, or 0 when scaling
+/// some entry by `2^k` would not be exact (L2). Scaling up (k >= 0) cannot
+/// lose bits (no overflow, as the result stays below 2); scaling down loses
+/// bits only for entries that become subnormal, so only those are checked.
+pub fn exact_scale_exponent(maxabs: f64, data: &[f64]) -> i32 {
+    if maxabs == 0.0 {
+        return 0;
+    }
+    let k = -exponent_of(maxabs);
+    if k >= 0 {
+        return k;
+    }
+    // |x| 2^k < 2^-1022  <=>  |x| < 2^(-1022 - k): only such entries can lose bits.
+    let limit = r::scale_pow2_rn(1.0, -1022 - k);
+    if data
+        .iter()
+        .any(|&x| x.abs() < limit && r::scale_pow2_exact(x, k).is_none())
+    {
+        0
+    } else {
+        k
+    }
+}
+
 /// Transposes to `m >= n` and scales by an exact power of two so that the
 /// largest magnitude lies in `[1, 2)` (L2); keeps the original scale when
 /// the scaling would not be exact. `data` is row-major `rows x cols`.
@@ -44,10 +68,7 @@ pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
     if maxabs == 0.0 {
         return None;
     }
-    let mut k = -exponent_of(maxabs);
-    if data.iter().any(|&x| r::scale_pow2_exact(x, k).is_none()) {
-        k = 0;
-    }
+    let k = exact_scale_exponent(maxabs, data);
     let transposed = rows < cols;
     let (m, n) = if transposed {
         (cols, rows)
@@ -93,7 +114,7 @@ pub fn abs_norm2_ru(a: MatRef<'_, f64>) -> f64 {
                 .fold(0.0, |acc, (&aij, &zi)| aij.abs().mul_add(zi, acc));
         }
     };
-    for _ in 0..6 {
+    for _ in 0..4 {
         abs_mv(&x, &mut z);
         abs_tmv(&z, &mut y);
         let ymax = y.iter().fold(0.0f64, |m, &v| m.max(v));
@@ -130,6 +151,9 @@ pub struct ApproxSvd {
     pub s: Vec<f64>,
     /// Right vectors, `n x p`.
     pub v: Mat<f64>,
+    /// `fl(A V)` and its rounding depth, when the approximation already
+    /// computed it (reused by the certification, which bounds its error).
+    pub av: Option<(Mat<f64>, usize)>,
 }
 
 /// Approximate thin SVD by faer (no guarantee).
@@ -149,6 +173,53 @@ pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
         u: svd.U().to_owned(),
         s,
         v: svd.V().to_owned(),
+        av: None,
+    })
+}
+
+/// Largest estimated condition number for which [`approx_thin_svd_gram`] is
+/// used: its residuals grow like `u kappa sigma_1`, so beyond this the
+/// direct thin SVD gives tighter enclosures.
+pub const GRAM_MAX_KAPPA: f64 = 30.0;
+
+/// Fast approximate thin SVD through the Gram matrix (no guarantee):
+/// eigenvectors `V` of `fl(A^T A)`, `s_j = sqrt(lambda_j)`, `U = A V S^-1`.
+/// About twice as fast as the direct thin SVD; returns `None` when the
+/// estimated condition number exceeds [`GRAM_MAX_KAPPA`] (its residuals would
+/// be too large to be useful), so the caller uses [`approx_thin_svd`].
+pub fn approx_thin_svd_gram(a: MatRef<'_, f64>, par: Par) -> Option<ApproxSvd> {
+    let (m, n) = (a.nrows(), a.ncols());
+    let mut g = Mat::<f64>::zeros(n, n);
+    faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
+    let eig = g.self_adjoint_eigen(faer::Side::Lower).ok()?;
+    let lam: Vec<f64> = eig.S().column_vector().iter().copied().collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| {
+        lam[j]
+            .partial_cmp(&lam[i])
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let s: Vec<f64> = order.iter().map(|&i| lam[i].max(0.0).sqrt()).collect();
+    let (top, bottom) = (s[0], s[n - 1]);
+    if !(top > 0.0) || !(bottom * GRAM_MAX_KAPPA >= top) {
+        return None;
+    }
+    let v = Mat::from_fn(n, n, |i, j| eig.U()[(i, order[j])]);
+    let (av, depth) = chunked_product(a, v.as_ref(), par);
+    let mut u = av.clone();
+    for (j, &sj) in s.iter().enumerate() {
+        let inv = 1.0 / sj;
+        u.col_as_slice_mut(j).iter_mut().for_each(|x| *x *= inv);
+    }
+    if s.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let _ = m;
+    Some(ApproxSvd {
+        u,
+        s,
+        v,
+        av: Some((av, depth)),
     })
 }
 
@@ -161,25 +232,77 @@ pub struct BoundedProduct {
     pub col_err: Vec<f64>,
 }
 
-/// `fl(A B)` with column error bounds `gamma_k beta ||B e_j|| + sqrt(m) k eta`
-/// where `beta >= || |A| ||_2` (L4).
+/// Inner-dimension chunk of [`product_with_bound`]: every term of the
+/// product then passes through at most `CHUNK + chunks - 1` roundings instead
+/// of `k`, which tightens the a priori bound (L4, blocked form).
+pub const CHUNK: usize = 512;
+
+/// `fl(A B)` computed as a sequential sum of GEMMs over inner-dimension
+/// chunks of at most [`CHUNK`]. Returns the product and the rounding depth
+/// `d`: every term of every entry passes through at most `d` roundings
+/// (`d = k` for one chunk, `CHUNK + chunks - 1` otherwise; L4, blocked form).
+pub fn chunked_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) -> (Mat<f64>, usize) {
+    let (m, k) = (a.nrows(), a.ncols());
+    let p = b.ncols();
+    let chunks = k.div_ceil(CHUNK).max(1);
+    let mut c = Mat::<f64>::zeros(m, p);
+    if chunks == 1 {
+        faer::linalg::matmul::matmul(&mut c, Accum::Replace, a, b, 1.0, par);
+        return (c, k.max(1));
+    }
+    // Separate buffers and explicit additions: the depth of every term is
+    // then known whatever order the GEMM kernel uses inside a chunk.
+    let mut part = Mat::<f64>::zeros(m, p);
+    for ch in 0..chunks {
+        let lo = ch * CHUNK;
+        let hi = (lo + CHUNK).min(k);
+        let ac = a.subcols(lo, hi - lo);
+        let bc = b.subrows(lo, hi - lo);
+        if ch == 0 {
+            faer::linalg::matmul::matmul(&mut c, Accum::Replace, ac, bc, 1.0, par);
+        } else {
+            faer::linalg::matmul::matmul(&mut part, Accum::Replace, ac, bc, 1.0, par);
+            for j in 0..p {
+                let dst = c.col_as_slice_mut(j);
+                let src = part.col_as_slice(j);
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d += s;
+                }
+            }
+        }
+    }
+    (c, (CHUNK + chunks - 1).min(k))
+}
+
+/// Column error bounds of a product `fl(A B)` of rounding depth `depth`,
+/// inner dimension `k`, `rows` rows: `gamma_depth beta ||B e_j|| + sqrt(rows) k eta`
+/// with `beta >= || |A| ||_2` (L4).
+pub fn product_col_err(
+    depth: usize,
+    k: usize,
+    rows: usize,
+    beta: f64,
+    b: MatRef<'_, f64>,
+) -> Vec<f64> {
+    let g = r::mul_ru(r::gamma_ru(depth), beta);
+    let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(k as f64, ETA));
+    (0..b.ncols())
+        .map(|j| {
+            let bj: Vec<f64> = b.col(j).iter().copied().collect();
+            r::add_ru(r::mul_ru(g, r::norm2_ru(&bj)), under)
+        })
+        .collect()
+}
+
+/// `fl(A B)` (chunked) with its column error bounds (L4).
 pub fn product_with_bound(
     a: MatRef<'_, f64>,
     b: MatRef<'_, f64>,
     beta: f64,
     par: Par,
 ) -> BoundedProduct {
-    let (m, k) = (a.nrows(), a.ncols());
-    let mut c = Mat::<f64>::zeros(m, b.ncols());
-    faer::linalg::matmul::matmul(&mut c, Accum::Replace, a, b, 1.0, par);
-    let g = r::mul_ru(r::gamma_ru(k), beta);
-    let under = r::mul_ru(r::sqrt_ru(m as f64), r::mul_ru(k as f64, ETA));
-    let col_err = (0..b.ncols())
-        .map(|j| {
-            let bj: Vec<f64> = b.col(j).iter().copied().collect();
-            r::add_ru(r::mul_ru(g, r::norm2_ru(&bj)), under)
-        })
-        .collect();
+    let (c, depth) = chunked_product(a, b, par);
+    let col_err = product_col_err(depth, a.ncols(), a.nrows(), beta, b);
     BoundedProduct {
         computed: c,
         col_err,
@@ -258,7 +381,13 @@ pub fn certify_pairs(
     if !beta.is_finite() {
         return Err(Inconclusive::new("|| |A| || bound overflowed"));
     }
-    let pv = product_with_bound(a, svd.v.as_ref(), beta, par);
+    let pv = match &svd.av {
+        Some((p, depth)) => BoundedProduct {
+            computed: p.clone(),
+            col_err: product_col_err(*depth, a.ncols(), a.nrows(), beta, svd.v.as_ref()),
+        },
+        None => product_with_bound(a, svd.v.as_ref(), beta, par),
+    };
     let qu = product_with_bound(a.transpose(), svd.u.as_ref(), beta, par);
     let e = residual_col_bounds(&pv, svd.u.as_ref(), &svd.s);
     let f = residual_col_bounds(&qu, svd.v.as_ref(), &svd.s);

@@ -36,7 +36,7 @@ impl Sum2 {
         let (s2, e2) = two_sum(self.sum, v);
         self.sum = s2;
         self.comp += e2;
-        self.abs = r::add_ru(self.abs, v.abs());
+        self.abs += v.abs(); // RN sum of |terms|; bounded in finish()
         self.n += 1;
     }
     /// Adds `a * b` exactly (TwoProduct by FMA; an underflowing error term is
@@ -52,8 +52,10 @@ impl Sum2 {
     pub fn finish(&self) -> (f64, f64) {
         let res = self.sum + self.comp;
         let g = r::gamma_ru(self.n.max(2));
+        // sum |t_i| <= bound of the RN sum of nonnegative terms (L3 b).
+        let abs_hi = r::nonneg_sum_ru(self.abs, self.n.max(1));
         let big_g = r::add_ru(
-            r::mul_ru(r::mul_ru(g, g), self.abs),
+            r::mul_ru(r::mul_ru(g, g), abs_hi),
             r::mul_ru((self.n + 1) as f64, ETA),
         );
         let err = r::add_ru(

@@ -251,9 +251,18 @@ pub fn certify_singular_values(
     let Some(prep) = dense::prepare(a.rows, a.cols, &a.data) else {
         return Ok(zero_matrix(a.rows, a.cols));
     };
-    let svd = dense::approx_thin_svd(prep.a.as_ref())?;
-    let f64_result = || -> Result<SingularValues, Inconclusive> {
-        let groups = dense::certify_pairs(prep.a.as_ref(), &svd, opts.par)?;
+    // The direct thin SVD is computed lazily: the f64 stage first tries the
+    // faster Gram-based approximation on well-conditioned matrices.
+    let direct_svd: std::cell::OnceCell<Result<dense::ApproxSvd, Inconclusive>> =
+        std::cell::OnceCell::new();
+    let direct = || -> Result<&dense::ApproxSvd, Inconclusive> {
+        direct_svd
+            .get_or_init(|| dense::approx_thin_svd(prep.a.as_ref()))
+            .as_ref()
+            .map_err(Clone::clone)
+    };
+    let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
+        let groups = dense::certify_pairs(prep.a.as_ref(), svd, opts.par)?;
         Ok(SingularValues {
             rows: a.rows,
             cols: a.cols,
@@ -261,8 +270,18 @@ pub fn certify_singular_values(
             structural_zeros: 0,
         })
     };
+    let f64_result = || -> Result<SingularValues, Inconclusive> {
+        if let Some(fast) = dense::approx_thin_svd_gram(prep.a.as_ref(), opts.par) {
+            if let Ok(r) = f64_with(&fast) {
+                if r.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol {
+                    return Ok(r);
+                }
+            }
+        }
+        f64_with(direct()?)
+    };
     let extended_result = || -> Result<SingularValues, Inconclusive> {
-        let groups = extended::certify_pairs(prep.a.as_ref(), &svd, opts.par)?;
+        let groups = extended::certify_pairs(prep.a.as_ref(), direct()?, opts.par)?;
         Ok(SingularValues {
             rows: a.rows,
             cols: a.cols,

@@ -147,13 +147,20 @@ pub fn scale_pow2_exact(x: f64, k: i32) -> Option<f64> {
 
 /// Round-to-nearest `x * 2^k` by at most three exact power-of-two steps.
 pub fn scale_pow2_rn(mut x: f64, mut k: i32) -> f64 {
-    // Scale up before down so that no intermediate step loses bits needlessly.
+    // Steps of one sign, each an exact normal power of two (L2 part e).
     while k != 0 {
         let step = k.clamp(-1000, 1000);
-        x *= f64::powi(2.0, step);
+        x *= pow2(step);
         k -= step;
     }
     x
+}
+
+/// The exact power of two `2^k` for `-1022 <= k <= 1023` (built from its bits).
+#[inline]
+pub fn pow2(k: i32) -> f64 {
+    debug_assert!((-1022..=1023).contains(&k));
+    f64::from_bits(((k + 1023) as u64) << 52)
 }
 
 /// Upper bound of `x * 2^k` (L2).

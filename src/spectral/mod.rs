@@ -152,15 +152,7 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
 /// `[1, 2)`, or 0 when that scaling would not be exact (L2).
 fn entry_scale(a: &DenseMatrix) -> i32 {
     let maxabs = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if maxabs == 0.0 {
-        return 0;
-    }
-    let k = -crate::linalg::dense::exponent_of(maxabs);
-    if a.data.iter().all(|&x| r::scale_pow2_exact(x, k).is_some()) {
-        k
-    } else {
-        0
-    }
+    crate::linalg::dense::exact_scale_exponent(maxabs, &a.data)
 }
 
 /// Encloses `sum_ij a_ij^2` directly from the entries: error-free products
