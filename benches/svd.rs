@@ -32,11 +32,19 @@ fn bench_shapes(c: &mut Criterion) {
         let a = gaussian(m, n, (m * 31 + n) as u64);
         let id = format!("{m}x{n}");
         let prep = dense::prepare(a.rows, a.cols, &a.data).expect("nonzero");
-        g.bench_with_input(BenchmarkId::new("approx_thin_svd_faer", &id), &prep, |b, p| {
-            b.iter(|| dense::approx_thin_svd(p.a.as_ref()).expect("converges"))
-        });
-        for (name, precision) in [("certify_auto", Precision::Auto), ("certify_extended", Precision::Extended)] {
-            let opts = SvdOptions { precision, ..SvdOptions::default() };
+        g.bench_with_input(
+            BenchmarkId::new("approx_thin_svd_faer", &id),
+            &prep,
+            |b, p| b.iter(|| dense::approx_thin_svd(p.a.as_ref()).expect("converges")),
+        );
+        for (name, precision) in [
+            ("certify_auto", Precision::Auto),
+            ("certify_extended", Precision::Extended),
+        ] {
+            let opts = SvdOptions {
+                precision,
+                ..SvdOptions::default()
+            };
             g.bench_with_input(BenchmarkId::new(name, &id), &a, |b, a| {
                 b.iter(|| certify_singular_values(a, &opts).expect("certifies"))
             });
@@ -50,7 +58,10 @@ fn bench_mpfr(c: &mut Criterion) {
     g.sample_size(10);
     for n in [32usize, 64] {
         let a = gaussian(n, n, n as u64);
-        let opts = SvdOptions { precision: Precision::Mpfr(256), ..SvdOptions::default() };
+        let opts = SvdOptions {
+            precision: Precision::Mpfr(256),
+            ..SvdOptions::default()
+        };
         g.bench_with_input(BenchmarkId::new("certify_mpfr256", n), &a, |b, a| {
             b.iter(|| certify_singular_values(a, &opts).expect("certifies"))
         });

@@ -27,9 +27,14 @@ fn radii(sv: &SingularValues) -> (f64, f64) {
 
 #[test]
 fn bundled_minilm_matrix_meets_the_targets() {
-    let a = read_npy(&root().join("data/minilm-l0-query.npy")).unwrap().matrix;
+    let a = read_npy(&root().join("data/minilm-l0-query.npy"))
+        .unwrap()
+        .matrix;
     let (s1, all) = radii(&certify_singular_values(&a, &opts(Precision::Auto)).unwrap());
-    assert!(s1 <= 1e-11 && all <= 1e-11, "auto: sigma_1 {s1:e}, all {all:e}");
+    assert!(
+        s1 <= 1e-11 && all <= 1e-11,
+        "auto: sigma_1 {s1:e}, all {all:e}"
+    );
     let (s1, _) = radii(&certify_singular_values(&a, &opts(Precision::F64)).unwrap());
     assert!(s1 <= 1e-11, "f64: sigma_1 {s1:e}");
     let (s1, _) = radii(&certify_singular_values(&a, &opts(Precision::Extended)).unwrap());
@@ -40,7 +45,10 @@ fn bundled_minilm_matrix_meets_the_targets() {
 fn every_minilm_weight_matrix_meets_the_targets() {
     let model = root().join("../shared/models/all-MiniLM-L6-v2/model.safetensors");
     if !model.is_file() {
-        eprintln!("skipped: {} is absent (only on the dev/CI machine)", model.display());
+        eprintln!(
+            "skipped: {} is absent (only on the dev/CI machine)",
+            model.display()
+        );
         return;
     }
     let mut worst = (0.0f64, 0.0f64, 0.0f64);
@@ -56,7 +64,10 @@ fn every_minilm_weight_matrix_meets_the_targets() {
             let name = format!("encoder.layer.{l}.{t}.weight");
             let a = read_matrix(&model, Some(&name)).unwrap().matrix;
             let (s1, all) = radii(&certify_singular_values(&a, &opts(Precision::Auto)).unwrap());
-            assert!(s1 <= 1e-11 && all <= 1e-11, "{name}: sigma_1 {s1:e}, all {all:e}");
+            assert!(
+                s1 <= 1e-11 && all <= 1e-11,
+                "{name}: sigma_1 {s1:e}, all {all:e}"
+            );
             let (e1, _) = radii(&certify_singular_values(&a, &opts(Precision::Extended)).unwrap());
             assert!(e1 <= 1e-14, "{name}: extended sigma_1 {e1:e}");
             worst = (worst.0.max(s1), worst.1.max(all), worst.2.max(e1));
@@ -104,7 +115,10 @@ fn mpfr_256_reaches_1e_60_at_256x256() {
     let t = std::time::Instant::now();
     let sv = certify_singular_values(&a, &opts(Precision::Mpfr(256))).unwrap();
     let r = mpfr_rel_rad(&sv);
-    eprintln!("256x256 MPFR-256: relative radius {r:e} in {:?}", t.elapsed());
+    eprintln!(
+        "256x256 MPFR-256: relative radius {r:e} in {:?}",
+        t.elapsed()
+    );
     assert!(r <= 1e-60, "MPFR-256 relative radius {r:e}");
 }
 
@@ -114,7 +128,11 @@ fn random_256_square_sigma_1_radius() {
     let data: Vec<f64> = (0..256 * 256)
         .map(|_| (rng.below(1 << 20) as f64 - (1 << 19) as f64) / (1 << 20) as f64)
         .collect();
-    let a = DenseMatrix { rows: 256, cols: 256, data };
+    let a = DenseMatrix {
+        rows: 256,
+        cols: 256,
+        data,
+    };
     let (s1, _) = radii(&certify_singular_values(&a, &opts(Precision::F64)).unwrap());
     assert!(s1 <= 1e-11, "f64 sigma_1 {s1:e}");
     let (s1, _) = radii(&certify_singular_values(&a, &opts(Precision::Extended)).unwrap());
