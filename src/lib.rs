@@ -19,9 +19,12 @@
 // always take the inconclusive branch.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod bounds;
+pub mod certify;
 pub mod enclosure;
 
 pub mod io;
 pub mod linalg;
+pub mod proxy;
 pub mod report;
 pub mod spectral;

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+use specbound::certify::{certify_model, CertifyError, CertifyOptions, ModelCertificate};
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
+use specbound::proxy::ArchOverrides;
+use specbound::report::atomic::write_atomic;
 use specbound::report::SvdReport;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
 
@@ -46,6 +49,91 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Certify a whole checkpoint: proxy matrices, their spectra, and the bound proxies.
+    Certify {
+        /// A Hugging Face model directory (config.json + model.safetensors or a sharded
+        /// index) or a single .safetensors file. Default: the bundled all-MiniLM-L6-v2.
+        model: Option<PathBuf>,
+        /// Write the certificate (JSON) to this file, atomically.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the four CSV tables (the authors' layout) into this directory.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Print the certificate JSON to stdout instead of a summary.
+        #[arg(long)]
+        json: bool,
+        /// Lipschitz constant L_phi of the activation (exact decimal).
+        #[arg(long, default_value = "1.13")]
+        l_phi: String,
+        /// Grid resolution m of P_m = {0, 1/m, ..., 2} (default ceil(L + ln N)).
+        #[arg(long)]
+        grid_m: Option<usize>,
+        /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
+        #[arg(long, default_value = "f64")]
+        precision: String,
+        /// Number of attention heads (needed for a .safetensors file without config.json).
+        #[arg(long)]
+        heads: Option<usize>,
+        /// Number of layers (default: from config.json or the tensors).
+        #[arg(long)]
+        layers: Option<usize>,
+        /// The model_id column of observed_bounds.csv (default: the model's directory name).
+        #[arg(long)]
+        model_id: Option<String>,
+    },
+}
+
+fn default_model() -> PathBuf {
+    let rel = PathBuf::from("data/all-MiniLM-L6-v2");
+    if rel.is_dir() {
+        rel
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/all-MiniLM-L6-v2")
+    }
+}
+
+fn summary_text(c: &ModelCertificate, secs: f64) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let f = |x: inari::Interval| format!("[{:e}, {:e}]", x.inf(), x.sup());
+    let _ = writeln!(
+        s,
+        "{}: {} (layers {}, hidden {}, heads {} x {}, intermediate {})",
+        c.model_path.display(),
+        c.arch.family,
+        c.arch.layers,
+        c.arch.hidden,
+        c.arch.heads,
+        c.arch.head_dim,
+        c.arch.intermediate
+    );
+    for h in &c.hashes {
+        let _ = writeln!(s, "  sha256 {}  {}", h.sha256, h.file);
+    }
+    let _ = writeln!(
+        s,
+        "L_phi = {}, grid m = {}, {} proxy matrices certified in {:.2} s",
+        c.params.l_phi_text,
+        c.params.grid_m,
+        c.results.len(),
+        secs
+    );
+    let _ = writeln!(
+        s,
+        "certified bounds (each interval contains the exact value):"
+    );
+    let _ = writeln!(s, "  B_ours    {}", f(c.proxies.ours));
+    let _ = writeln!(s, "  B_Edel    {}", f(c.proxies.edelman));
+    let _ = writeln!(s, "per layer:");
+    for (l, x) in c.proxies.layers.iter().enumerate() {
+        let _ = writeln!(s, "  layer {l}: alpha {}  xi {}", f(x.alpha), f(x.xi));
+    }
+    let _ = writeln!(
+        s,
+        "(use --json or --out for the full certificate, --csv DIR for the tables)"
+    );
+    s
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -75,6 +163,63 @@ enum Outcome {
 
 fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
+        Command::Certify {
+            model,
+            out,
+            csv,
+            json,
+            l_phi,
+            grid_m,
+            precision,
+            heads,
+            layers,
+            model_id,
+        } => {
+            let model = model.unwrap_or_else(default_model);
+            let opts = CertifyOptions {
+                precision: parse_precision(&precision)?,
+                l_phi,
+                grid_m,
+                overrides: ArchOverrides { heads, layers },
+            };
+            let t = std::time::Instant::now();
+            let cert = match certify_model(&model, &opts) {
+                Ok(c) => c,
+                Err(CertifyError::Inconclusive(why)) => {
+                    return Ok(Outcome::Inconclusive(format!("{}: {why}", model.display())))
+                }
+                Err(e) => bail!("{e}"),
+            };
+            let secs = t.elapsed().as_secs_f64();
+            let doc = serde_json::to_string_pretty(&cert.to_json())?;
+            // Everything is computed before anything is written.
+            if let Some(dir) = &csv {
+                std::fs::create_dir_all(dir).with_context(|| {
+                    format!("{}: cannot create the CSV directory", dir.display())
+                })?;
+                let id = model_id.clone().unwrap_or_else(|| {
+                    std::fs::canonicalize(&model)
+                        .ok()
+                        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+                        .unwrap_or_else(|| model.display().to_string())
+                });
+                for (name, text) in specbound::report::csv::tables(&cert, &id) {
+                    let p = dir.join(name);
+                    write_atomic(&p, text.as_bytes())
+                        .with_context(|| format!("{}: cannot write", p.display()))?;
+                }
+            }
+            if let Some(p) = &out {
+                write_atomic(p, doc.as_bytes())
+                    .with_context(|| format!("{}: cannot write", p.display()))?;
+            }
+            if json {
+                println!("{doc}");
+            } else {
+                print!("{}", summary_text(&cert, secs));
+            }
+            Ok(Outcome::Certified)
+        }
         Command::Svd {
             input,
             tensor,

@@ -12,11 +12,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod checkpoint;
 pub mod npy;
 pub mod safetensors;
 
 pub use self::npy::{read_npy, write_npy_f32, write_npy_f64};
-pub use self::safetensors::read_safetensors;
+pub use self::safetensors::{read_safetensors, SafetensorsFile};
 
 /// A dense real matrix, row-major, exactly as stored (after exact conversion to f64).
 #[derive(Clone, Debug, PartialEq)]

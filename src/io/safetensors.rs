@@ -26,12 +26,74 @@ fn source_dtype(d: Dtype) -> Option<SourceDtype> {
     }
 }
 
-/// Reads one 2-D tensor of a safetensors file as a row-major `f64` matrix.
-///
-/// With `tensor == None` the file must hold exactly one 2-D tensor of a
-/// supported dtype (F16, BF16, F32, F64), which is then read; otherwise the
-/// error is [`ReadError::TensorNeeded`], listing the candidates.
-pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+/// A memory-mapped, validated safetensors file from which tensors are read
+/// one at a time (every read converts exactly to f64 and checks finiteness).
+pub struct SafetensorsFile {
+    path: std::path::PathBuf,
+    mmap: Mmap,
+    names: Vec<String>,
+}
+
+impl SafetensorsFile {
+    /// Maps and validates the file (header JSON, offsets, byte counts).
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let mmap = map_and_validate(path)?;
+        let st = SafeTensors::deserialize(&mmap)
+            .map_err(|e| ReadError::format(path, None, describe_crate_error(&e, &mmap)))?;
+        let mut names: Vec<String> = st.names().into_iter().map(|s| s.to_string()).collect();
+        names.sort_by(|a, b| natural_cmp(a, b));
+        drop(st);
+        Ok(Self {
+            path: path.to_path_buf(),
+            mmap,
+            names,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// All tensor names, naturally sorted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The raw bytes of the file (for hashing).
+    pub fn bytes(&self) -> &[u8] {
+        &self.mmap
+    }
+
+    /// Shape and dtype name of a tensor, if present.
+    pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        let st = SafeTensors::deserialize(&self.mmap).ok()?;
+        let v = st.tensor(name).ok()?;
+        Some((v.shape().to_vec(), v.dtype().to_string()))
+    }
+
+    /// Reads one 2-D float tensor as a row-major f64 matrix (exact conversion).
+    pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        let path = self.path.as_path();
+        let buf: &[u8] = &self.mmap;
+        let st = SafeTensors::deserialize(buf)
+            .map_err(|e| ReadError::format(path, None, describe_crate_error(&e, buf)))?;
+        let candidates = two_d_candidates(&st);
+        decode_tensor(path, buf, &st, name.to_string(), candidates)
+    }
+}
+
+fn two_d_candidates(st: &SafeTensors<'_>) -> Vec<String> {
+    let mut candidates: Vec<String> = st
+        .iter()
+        .filter(|(_, v)| v.shape().len() == 2 && source_dtype(v.dtype()).is_some())
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    candidates.sort_by(|a, b| natural_cmp(a, b));
+    candidates
+}
+
+fn map_and_validate(path: &Path) -> Result<Mmap, ReadError> {
     let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
     let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
     if file_len < 8 {
@@ -44,14 +106,13 @@ pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatri
             ),
         ));
     }
-    // SAFETY: the map is only read, and only while `file` and `mmap` live in
-    // this function. As with any file mapping, another process truncating or
-    // rewriting the file while we read it is outside what we can guard
-    // against (it may fault or change values); callers read model files that
-    // are not being written.
+    // SAFETY: the map is only ever read. As with any file mapping, another
+    // process truncating or rewriting the file while we read it is outside
+    // what we can guard against (it may fault or change values); callers read
+    // model files that are not being written.
     let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
     let buf: &[u8] = &mmap;
-    let st = SafeTensors::deserialize(buf).map_err(|e| {
+    SafeTensors::deserialize(buf).map_err(|e| {
         let mut msg = describe_crate_error(&e, buf);
         let culprit = match e {
             SafeTensorError::TensorInvalidInfo
@@ -67,14 +128,20 @@ pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatri
         });
         ReadError::format(path, tensor.as_deref(), msg)
     })?;
+    Ok(mmap)
+}
 
-    let mut candidates: Vec<String> = st
-        .iter()
-        .filter(|(_, v)| v.shape().len() == 2 && source_dtype(v.dtype()).is_some())
-        .map(|(n, _)| n.to_owned())
-        .collect();
-    candidates.sort_by(|a, b| natural_cmp(a, b));
-
+/// Reads one 2-D tensor of a safetensors file as a row-major `f64` matrix.
+///
+/// With `tensor == None` the file must hold exactly one 2-D tensor of a
+/// supported dtype (F16, BF16, F32, F64), which is then read; otherwise the
+/// error is [`ReadError::TensorNeeded`], listing the candidates.
+pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+    let mmap = map_and_validate(path)?;
+    let buf: &[u8] = &mmap;
+    let st = SafeTensors::deserialize(buf)
+        .map_err(|e| ReadError::format(path, None, describe_crate_error(&e, buf)))?;
+    let candidates = two_d_candidates(&st);
     let name: String = match tensor {
         Some(n) => n.to_owned(),
         None if candidates.len() == 1 => candidates[0].clone(),
@@ -85,6 +152,16 @@ pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatri
             })
         }
     };
+    decode_tensor(path, buf, &st, name, candidates)
+}
+
+fn decode_tensor(
+    path: &Path,
+    buf: &[u8],
+    st: &SafeTensors<'_>,
+    name: String,
+    candidates: Vec<String>,
+) -> Result<LoadedMatrix, ReadError> {
     let tname = Some(name.as_str());
     let view = match st.tensor(&name) {
         Ok(v) => v,

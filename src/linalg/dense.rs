@@ -180,7 +180,7 @@ pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
 /// Largest estimated condition number for which [`approx_thin_svd_gram`] is
 /// used: its residuals grow like `u kappa sigma_1`, so beyond this the
 /// direct thin SVD gives tighter enclosures.
-pub const GRAM_MAX_KAPPA: f64 = 30.0;
+pub const GRAM_MAX_KAPPA: f64 = 100.0;
 
 /// Fast approximate thin SVD through the Gram matrix (no guarantee):
 /// eigenvectors `V` of `fl(A^T A)`, `s_j = sqrt(lambda_j)`, `U = A V S^-1`.

@@ -108,9 +108,43 @@ pub fn enclose_rank(sv: &SingularValues) -> IntEnclosure {
     IntEnclosure { lo, hi }
 }
 
+/// Encloses `sum_i sigma_i^p` for an exponent `p > 0` known to lie in the
+/// interval `p` (L15 b). The values are scaled by a power of two near
+/// sigma_1 first so that large `p` does not overflow needlessly. Returns the
+/// enclosure of the scaled sum `t` and the scale `2^k` (so the power is
+/// `t * (2^k)^p`); `None` for a zero matrix.
+fn scaled_power_sum(sv: &SingularValues, p: Interval) -> Option<(Interval, Interval)> {
+    let top = sv.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
+    if top == 0.0 {
+        return None;
+    }
+    let k = crate::linalg::dense::exponent_of(top);
+    let mut t = Interval::try_from((0.0, 0.0)).expect("zero");
+    for v in &sv.values {
+        let lo = r::scale_pow2_rd(v.enclosure.lo(), -k);
+        let hi = r::scale_pow2_ru(v.enclosure.hi(), -k);
+        if hi == 0.0 {
+            continue; // exact zeros contribute 0 for p > 0
+        }
+        let x = Interval::try_from((lo, hi)).expect("ordered");
+        t += x.pow(p);
+    }
+    let two_k =
+        Interval::try_from((r::scale_pow2_rd(1.0, k), r::scale_pow2_ru(1.0, k))).expect("finite");
+    Some((t, two_k))
+}
+
+/// Encloses `sum_i sigma_i^p` for every exact `p` in the interval `p`
+/// (`p.inf() > 0`), as an inari interval (unbounded on overflow) (L15 b).
+pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
+    match scaled_power_sum(sv, p) {
+        None => Interval::try_from((0.0, 0.0)).expect("zero"),
+        Some((t, two_k)) => t * two_k.pow(p),
+    }
+}
+
 /// Encloses `sum sigma_i^p` and `(sum sigma_i^p)^(1/p)` for `p > 0`, or the
-/// rank for `p = 0` (L15 b, c). The singular values are scaled by a power of
-/// two near `sigma_1` first so that large `p` does not overflow needlessly.
+/// rank for `p = 0` (L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
     if p.is_zero() {
         let rk = enclose_rank(sv);
@@ -120,31 +154,20 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
             norm: None,
         };
     }
-    let top = sv.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
-    if top == 0.0 {
-        let zero = Enclosure::exact(0.0);
-        return SchattenEnclosure {
+    match scaled_power_sum(sv, p.value) {
+        None => {
+            let zero = Enclosure::exact(0.0);
+            SchattenEnclosure {
+                p: p.text.clone(),
+                power: zero,
+                norm: zero,
+            }
+        }
+        Some((t, two_k)) => SchattenEnclosure {
             p: p.text.clone(),
-            power: zero,
-            norm: zero,
-        };
-    }
-    let k = crate::linalg::dense::exponent_of(top);
-    let mut t = Interval::try_from((0.0, 0.0)).expect("zero");
-    for v in &sv.values {
-        let lo = r::scale_pow2_rd(v.enclosure.lo(), -k);
-        let hi = r::scale_pow2_ru(v.enclosure.hi(), -k);
-        let x = Interval::try_from((lo, hi)).expect("ordered");
-        t += x.pow(p.value);
-    }
-    let two_k =
-        Interval::try_from((r::scale_pow2_rd(1.0, k), r::scale_pow2_ru(1.0, k))).expect("finite");
-    let power = Enclosure::from_interval(t * two_k.pow(p.value));
-    let norm = Enclosure::from_interval(two_k * t.pow(p.value.recip()));
-    SchattenEnclosure {
-        p: p.text.clone(),
-        power,
-        norm,
+            power: Enclosure::from_interval(t * two_k.pow(p.value)),
+            norm: Enclosure::from_interval(two_k * t.pow(p.value.recip())),
+        },
     }
 }
 
@@ -212,6 +235,94 @@ pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), In
 /// Certified summary of one matrix from its certified singular values and
 /// its entries (L15).
 pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary, Inconclusive> {
+    let sumsq = enclose_sum_of_squares(a)?;
+    let (norm_21, norm_11) = enclose_entry_norms(a)?;
+    summarize_with(sv, sumsq, norm_21, norm_11)
+}
+
+/// Certified summary of `A = B C` from its certified singular values and
+/// enclosures of its entries formed from the factors (L4, L12, L15).
+pub fn summarize_factored(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+    sv: &SingularValues,
+) -> Result<SpectralSummary, Inconclusive> {
+    let (sumsq, norm_21, norm_11) = enclose_product_entry_norms(b, c)?;
+    summarize_with(sv, sumsq, norm_21, norm_11)
+}
+
+/// Encloses `sum_ij x_ij^2`, the (2,1)-norm and the (1,1)-norm of `X = B C`
+/// without the exact product. `Y = fl(B C)` differs from `X` entrywise by at
+/// most `gamma_r (|B||C|)_ij + r eta` (L4), so column `j` of `X - Y` has
+/// 1-norm at most `e_j = gamma_r (1^T|B|) |c_j| + m r eta`, a dot product of
+/// two r-vectors bounded from above (L3 b). Then `| ||x_j|| - ||y_j|| | <= e_j`
+/// and `| ||x_j||_1 - ||y_j||_1 | <= e_j` (triangle inequality), and the
+/// norms of the computed `Y` are bounded with L3 b.
+pub fn enclose_product_entry_norms(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
+    use faer::{Accum, Mat, Par};
+    let (m, rr, n) = (b.rows, b.cols, c.cols);
+    let bm = Mat::from_fn(m, rr, |i, j| b.get(i, j));
+    let cm = Mat::from_fn(rr, n, |i, j| c.get(i, j));
+    let mut y = Mat::<f64>::zeros(m, n);
+    faer::linalg::matmul::matmul(
+        &mut y,
+        Accum::Replace,
+        bm.as_ref(),
+        cm.as_ref(),
+        1.0,
+        Par::Seq,
+    );
+    // w = upper bound of 1^T |B| (column sums of |B|), an r-vector.
+    let w: Vec<f64> = (0..rr)
+        .map(|k| r::nonneg_sum_ru((0..m).fold(0.0, |acc, i| acc + b.get(i, k).abs()), m))
+        .collect();
+    let gam = r::gamma_ru(rr);
+    let under = r::mul_ru((m * rr) as f64, crate::linalg::rounding::ETA);
+    let (mut sq_lo, mut sq_hi) = (Sum2::new(), Sum2::new());
+    let (mut a_lo, mut a_hi) = (Sum2::new(), Sum2::new());
+    let (mut n21_lo, mut n21_hi) = (Sum2::new(), Sum2::new());
+    for j in 0..n {
+        let dot = (0..rr).fold(0.0, |acc, k| w[k].mul_add(c.get(k, j).abs(), acc));
+        let e = r::add_ru(r::mul_ru(gam, r::nonneg_sum_ru(dot, rr)), under);
+        let col = y.col_as_slice(j);
+        let s2 = r::sum_sq(col);
+        let s1 = col.iter().fold(0.0, |acc, x| acc + x.abs());
+        let norm_lo = r::sub_rd(r::sqrt_rd(r::nonneg_sum_rd(s2, m)), e).max(0.0);
+        let norm_hi = r::add_ru(r::sqrt_ru(r::nonneg_sum_ru(s2, m)), e);
+        let abs_lo = r::sub_rd(r::nonneg_sum_rd(s1, m), e).max(0.0);
+        let abs_hi = r::add_ru(r::nonneg_sum_ru(s1, m), e);
+        if !(norm_hi.is_finite() && abs_hi.is_finite()) {
+            return Err(Inconclusive::new("product entries overflowed"));
+        }
+        n21_lo.add(norm_lo);
+        n21_hi.add(norm_hi);
+        a_lo.add(abs_lo);
+        a_hi.add(abs_hi);
+        sq_lo.add(r::mul_rd(norm_lo, norm_lo));
+        sq_hi.add(r::mul_ru(norm_hi, norm_hi));
+    }
+    let mk = |lo: &Sum2, hi: &Sum2, what: &str| {
+        Enclosure::new(lo.bounds().0.max(0.0), hi.bounds().1)
+            .ok_or_else(|| Inconclusive::new(format!("{what} overflowed")))
+    };
+    Ok((
+        mk(&sq_lo, &sq_hi, "sum of squares")?,
+        mk(&n21_lo, &n21_hi, "(2,1)-norm")?,
+        mk(&a_lo, &a_hi, "(1,1)-norm")?,
+    ))
+}
+
+/// Certified summary from certified singular values and direct enclosures
+/// of `sum a_ij^2`, the (2,1)-norm and the (1,1)-norm (L15).
+pub fn summarize_with(
+    sv: &SingularValues,
+    sumsq: Enclosure,
+    norm_21: Enclosure,
+    norm_11: Enclosure,
+) -> Result<SpectralSummary, Inconclusive> {
     let xs = sv_intervals(sv);
     let zero = Interval::try_from((0.0, 0.0)).expect("zero");
     let spectral = sv
@@ -224,14 +335,12 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
         xs.iter().fold(zero, |acc, &x| acc + x.sqr()).sqrt(),
         "Frobenius norm",
     )?;
-    let sumsq = enclose_sum_of_squares(a)?;
     let frob_direct = enc(sumsq.to_interval().sqrt(), "Frobenius norm")?;
     let frobenius = frob_sv.intersect(&frob_direct).ok_or_else(|| {
         Inconclusive::new(
             "internal consistency check failed: the two Frobenius enclosures are disjoint",
         )
     })?;
-    let (norm_21, norm_11) = enclose_entry_norms(a)?;
     let stable_rank = if spectral.lo() > 0.0 {
         let f = frobenius.to_interval();
         let s = spectral.to_interval();

@@ -1,0 +1,292 @@
+//! The bound proxies of Sakai & Imaizumi (arXiv 2605.07297) and the
+//! Edelman-style baseline, evaluated in interval arithmetic from certified
+//! spectral quantities (`../shared/reference/paper-proxies.md` §3.4–§4.1).
+//!
+//! Every quantity is an inari interval that contains the exact value of the
+//! paper's formula for the stored weights: the formulas are compositions of
+//! monotone or interval-extended operations (inari's outward-rounded `+`,
+//! `*`, `/`, `sqrt`, `pow`), applied to enclosures (`proofs/derived-quantities.md`,
+//! L15, and `proofs/proxy-formulas.md`, L18). Exponents such as `p = k/m`,
+//! `2/3` and `L_phi = 1.13` are held as intervals containing the exact
+//! rational or decimal, never as their binary64 neighbours.
+
+use inari::Interval;
+
+use crate::enclosure::IntEnclosure;
+use crate::linalg::SingularValues;
+use crate::proxy::MatrixType;
+use crate::spectral::SpectralSummary;
+
+/// Parameters that change a number of the certificate.
+#[derive(Clone, Debug)]
+pub struct ProxyParams {
+    /// `L_phi` as written (decimal).
+    pub l_phi_text: String,
+    /// Encloses the exact decimal `L_phi`.
+    pub l_phi: Interval,
+    /// Grid resolution m: `P_m = {0, 1/m, ..., 2}`.
+    pub grid_m: usize,
+}
+
+/// `m = ceil(L + ln max(N, 2))`, computed exactly: the smallest integer
+/// `m >= L + ln N`, decided with an interval enclosure of `ln N` (only an
+/// integer `ln N` could be ambiguous, which no integer N > 1 gives).
+pub fn default_grid_m(layers: usize, hidden: usize) -> usize {
+    let n = Interval::try_from(((hidden.max(2)) as f64, (hidden.max(2)) as f64)).expect("finite");
+    let x = n.ln() + Interval::try_from((layers as f64, layers as f64)).expect("finite");
+    let lo = x.inf().ceil();
+    let hi = x.sup().ceil();
+    debug_assert_eq!(lo, hi, "ceil(L + ln N) undecided");
+    hi as usize
+}
+
+/// What the proxies need of one certified matrix.
+pub struct MatrixInput<'a> {
+    /// Layer from 0.
+    pub layer: usize,
+    /// Head, -1 for layer matrices.
+    pub head: i64,
+    /// Family.
+    pub kind: MatrixType,
+    /// Certified singular values.
+    pub sv: &'a SingularValues,
+    /// Certified norms.
+    pub summary: &'a SpectralSummary,
+}
+
+/// Certified proxy quantities of one matrix.
+#[derive(Clone, Debug)]
+pub struct MatrixProxies {
+    /// `alpha^(l)` of the matrix's layer.
+    pub alpha: Interval,
+    /// `gamma(W)`.
+    pub gamma: Interval,
+    /// `s = gamma alpha L`.
+    pub scale: Interval,
+    /// `(k, c(W, k/m))` for k = 0..=2m.
+    pub contributions: Vec<(usize, Interval)>,
+    /// Grid indices k that can be the minimiser (a single one when certified unique).
+    pub p_opt: Vec<usize>,
+    /// Encloses `min_p c(W, p)`.
+    pub min_contribution: Interval,
+}
+
+/// Certified per-layer quantities.
+#[derive(Clone, Debug)]
+pub struct LayerProxies {
+    /// `alpha^(l)`.
+    pub alpha: Interval,
+    /// `xi^(l)` of the Edelman-style proxy.
+    pub xi: Interval,
+}
+
+/// Certified proxies of the whole model.
+#[derive(Clone, Debug)]
+pub struct ModelProxies {
+    /// Per matrix, in input order.
+    pub matrices: Vec<MatrixProxies>,
+    /// Per layer.
+    pub layers: Vec<LayerProxies>,
+    /// `B_ours = sum of minima + sqrt(L)`.
+    pub ours: Interval,
+    /// `B_Edel = (1 + sum alpha^(2/3) xi)^(3/2)`.
+    pub edelman: Interval,
+}
+
+fn pt(x: f64) -> Interval {
+    Interval::try_from((x, x)).expect("finite point")
+}
+
+fn iv(e: &crate::enclosure::Enclosure) -> Interval {
+    e.to_interval()
+}
+
+fn rank_iv(r: IntEnclosure) -> Interval {
+    Interval::try_from((r.lo as f64, r.hi as f64)).expect("finite")
+}
+
+/// The grid exponent `k/m` as an interval containing the exact rational.
+pub fn grid_p(k: usize, m: usize) -> Interval {
+    pt(k as f64) / pt(m as f64)
+}
+
+/// Encloses `S_{k/m} = sum_i sigma_i^(k/m)` for k = 1..=2m at once: with
+/// `r_i` enclosing `(sigma_i / 2^e)^(1/m)` (one interval `pow` per value) and
+/// `t` enclosing `2^(e/m)`, `sigma_i^(k/m) = (t r_i)^k`, evaluated by repeated
+/// outward-rounded multiplication (L15 b). Index 0 of the result is unused.
+pub fn grid_power_sums(sv: &SingularValues, m: usize) -> Vec<Interval> {
+    let zero = pt(0.0);
+    let mut sums = vec![zero; 2 * m + 1];
+    let top = sv.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
+    if top == 0.0 {
+        return sums;
+    }
+    let e = crate::linalg::dense::exponent_of(top);
+    let inv_m = pt(1.0) / pt(m as f64);
+    let two_e = Interval::try_from((
+        crate::linalg::rounding::scale_pow2_rd(1.0, e),
+        crate::linalg::rounding::scale_pow2_ru(1.0, e),
+    ))
+    .expect("finite");
+    let t = two_e.pow(inv_m);
+    for v in &sv.values {
+        if v.enclosure.hi() == 0.0 {
+            continue; // exact zeros contribute 0 for p > 0
+        }
+        let lo = crate::linalg::rounding::scale_pow2_rd(v.enclosure.lo(), -e);
+        let hi = crate::linalg::rounding::scale_pow2_ru(v.enclosure.hi(), -e);
+        let x = Interval::try_from((lo, hi)).expect("ordered");
+        let r = x.pow(inv_m);
+        let mut acc = pt(1.0);
+        for sum in sums.iter_mut().skip(1) {
+            acc *= r;
+            *sum += acc;
+        }
+    }
+    // Multiply the scaled sums by (2^(e/m))^k.
+    let mut tk = pt(1.0);
+    for sum in sums.iter_mut().skip(1) {
+        tk *= t;
+        *sum *= tk;
+    }
+    sums
+}
+
+/// `c(W, p) = S_p^(1/(p+2)) s^(p/(p+2)) N^((p+1)/(p+2))` at `p = k/m` from
+/// an enclosure `sp` of `S_p`; for p = 0 the Schatten quantity is the rank
+/// and the term is `sqrt(rank N)`.
+pub fn contribution(
+    sp: Interval,
+    rank: IntEnclosure,
+    k: usize,
+    m: usize,
+    s: Interval,
+    n: usize,
+) -> Interval {
+    let nn = pt(n as f64);
+    if k == 0 {
+        return (rank_iv(rank) * nn).sqrt();
+    }
+    let p = grid_p(k, m);
+    let two = pt(2.0);
+    let one = pt(1.0);
+    let e1 = (p + two).recip();
+    let e2 = p / (p + two);
+    let e3 = (p + one) / (p + two);
+    sp.pow(e1) * s.pow(e2) * nn.pow(e3)
+}
+
+/// Evaluates every proxy of §3.4–§4.1 from certified matrix quantities.
+/// `inputs` must hold, for each of the `layers` layers, the `heads` QK and
+/// V_tilde matrices and one M_in and M_out.
+pub fn evaluate(
+    inputs: &[MatrixInput<'_>],
+    layers: usize,
+    heads: usize,
+    hidden: usize,
+    params: &ProxyParams,
+) -> ModelProxies {
+    let find = |l: usize, kind: MatrixType, h: i64| -> &MatrixInput<'_> {
+        inputs
+            .iter()
+            .find(|x| x.layer == l && x.kind == kind && x.head == h)
+            .expect("every proxy matrix present")
+    };
+    let c2 = |l: usize, kind: MatrixType, h: i64| iv(&find(l, kind, h).summary.spectral_norm);
+    let n21 = |l: usize, kind: MatrixType, h: i64| iv(&find(l, kind, h).summary.norm_21);
+    let one = pt(1.0);
+    let four = pt(4.0);
+    // Per-layer factor of alpha: L_phi C2(M_in) C2(M_out) sum_h C2(V_h)(1 + 4 C2(QK_h)).
+    let factor: Vec<Interval> = (0..layers)
+        .map(|k| {
+            let mut sum = pt(0.0);
+            for h in 0..heads as i64 {
+                sum += c2(k, MatrixType::VTilde, h) * (one + four * c2(k, MatrixType::QK, h));
+            }
+            params.l_phi * c2(k, MatrixType::MIn, -1) * c2(k, MatrixType::MOut, -1) * sum
+        })
+        .collect();
+    let alpha: Vec<Interval> = (0..layers)
+        .map(|l| factor[l + 1..].iter().fold(one, |acc, &f| acc * f))
+        .collect();
+    let two_thirds = pt(2.0) / pt(3.0);
+    let three_halves = pt(3.0) / pt(2.0);
+    let xi: Vec<Interval> = (0..layers)
+        .map(|l| {
+            let (cin, cout) = (c2(l, MatrixType::MIn, -1), c2(l, MatrixType::MOut, -1));
+            let mut x = pt(0.0);
+            for h in 0..heads as i64 {
+                let cv = c2(l, MatrixType::VTilde, h);
+                x += (cout * cin * cv * n21(l, MatrixType::QK, h)).pow(two_thirds);
+                x += (cout * cin * n21(l, MatrixType::VTilde, h)).pow(two_thirds);
+            }
+            x += (cout * n21(l, MatrixType::MIn, -1)).pow(two_thirds);
+            x += n21(l, MatrixType::MOut, -1).pow(two_thirds);
+            x
+        })
+        .collect();
+    let ll = pt(layers as f64);
+    let m = params.grid_m;
+    let matrices: Vec<MatrixProxies> = inputs
+        .iter()
+        .map(|w| {
+            let l = w.layer;
+            let (cin, cout) = (c2(l, MatrixType::MIn, -1), c2(l, MatrixType::MOut, -1));
+            let gamma = match w.kind {
+                MatrixType::QK => pt(2.0) * c2(l, MatrixType::VTilde, w.head) * cout * cin,
+                MatrixType::VTilde => cout * cin,
+                MatrixType::MIn => cout,
+                MatrixType::MOut => one,
+            };
+            let scale = gamma * alpha[l] * ll;
+            let sums = grid_power_sums(w.sv, m);
+            let contributions: Vec<(usize, Interval)> = (0..=2 * m)
+                .map(|k| {
+                    (
+                        k,
+                        contribution(sums[k], w.summary.rank, k, m, scale, hidden),
+                    )
+                })
+                .collect();
+            let min_hi = contributions
+                .iter()
+                .map(|(_, c)| c.sup())
+                .fold(f64::INFINITY, f64::min);
+            let min_lo = contributions
+                .iter()
+                .map(|(_, c)| c.inf())
+                .fold(f64::INFINITY, f64::min);
+            let p_opt = contributions
+                .iter()
+                .filter(|(_, c)| c.inf() <= min_hi)
+                .map(|(k, _)| *k)
+                .collect();
+            let min_contribution = Interval::try_from((min_lo, min_hi)).unwrap_or(Interval::ENTIRE);
+            MatrixProxies {
+                alpha: alpha[l],
+                gamma,
+                scale,
+                contributions,
+                p_opt,
+                min_contribution,
+            }
+        })
+        .collect();
+    let ours = matrices
+        .iter()
+        .fold(pt(0.0), |acc, x| acc + x.min_contribution)
+        + ll.sqrt();
+    let inner = (0..layers).fold(one, |acc, l| acc + alpha[l].pow(two_thirds) * xi[l]);
+    let edelman = inner.pow(three_halves);
+    ModelProxies {
+        matrices,
+        layers: (0..layers)
+            .map(|l| LayerProxies {
+                alpha: alpha[l],
+                xi: xi[l],
+            })
+            .collect(),
+        ours,
+        edelman,
+    }
+}
