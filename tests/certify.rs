@@ -1,0 +1,719 @@
+//! `specbound certify` end to end on the real all-MiniLM-L6-v2 weights
+//! (the bundled copy), plus re-emitted layouts and broken models.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use specbound::io::checkpoint::Checkpoint;
+use specbound::io::DenseMatrix;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_specbound"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bundled() -> PathBuf {
+    root().join("data/all-MiniLM-L6-v2")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("specbound-certify-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn ok_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn iv(v: &Value) -> (f64, f64) {
+    let lo = v["lo"].as_f64().expect("lo");
+    let hi = v["hi"].as_f64().expect("hi");
+    assert!(lo <= hi, "lo > hi in {v}");
+    (lo, hi)
+}
+
+/// `x` lies in the interval widened by `rel` relative (for independent
+/// float computations, which carry their own rounding error).
+fn near(x: f64, v: &Value, rel: f64, what: &str) {
+    let (lo, hi) = iv(v);
+    let slack = rel * hi.abs().max(lo.abs());
+    assert!(
+        lo - slack <= x && x <= hi + slack,
+        "{what}: {x:e} not within float error of [{lo:e}, {hi:e}]"
+    );
+}
+
+fn certificate() -> Value {
+    use std::sync::OnceLock;
+    static C: OnceLock<Value> = OnceLock::new();
+    C.get_or_init(|| ok_json(&run(&["certify", "--json"])))
+        .clone()
+}
+
+#[test]
+fn default_run_certifies_the_bundled_model_with_all_keys() {
+    let c = certificate();
+    assert_eq!(c["format"], "specbound-certificate");
+    assert_eq!(c["version"], 1);
+    assert_eq!(c["tool"]["name"], "specbound");
+    let m = &c["model"];
+    assert_eq!(m["architecture"], "bert");
+    assert_eq!(m["layers"], 6);
+    assert_eq!(m["hidden"], 384);
+    assert_eq!(m["heads"], 12);
+    assert_eq!(m["head_dim"], 32);
+    assert_eq!(m["intermediate"], 1536);
+    assert_eq!(m["files"][0]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(c["parameters"]["l_phi"], "1.13");
+    assert_eq!(c["parameters"]["grid_m"], 12); // ceil(6 + ln 384) = ceil(11.95)
+    let mats = c["matrices"].as_array().unwrap();
+    assert_eq!(mats.len(), 6 * (2 * 12 + 2));
+    for w in mats {
+        for k in [
+            "spectral_norm",
+            "frobenius_norm",
+            "nuclear_norm",
+            "norm_21",
+            "norm_11",
+            "stable_rank",
+            "alpha",
+            "gamma",
+            "min_contribution",
+        ] {
+            let (lo, hi) = iv(&w[k]);
+            assert!(lo > 0.0 && hi.is_finite(), "{k}");
+        }
+        let ty = w["type"].as_str().unwrap();
+        let (rows, cols) = (w["rows"].as_u64().unwrap(), w["cols"].as_u64().unwrap());
+        let sv = w["singular_values"].as_array().unwrap();
+        let zeros = w["structural_zeros"].as_u64().unwrap();
+        assert_eq!(sv.len() as u64 + zeros, rows.min(cols));
+        match ty {
+            "QK" | "V_tilde" => {
+                assert!(w["head"].as_i64().unwrap() >= 0);
+                assert_eq!((rows, cols), (384, 384));
+                assert_eq!(sv.len(), 32, "rank <= head_dim, exact zeros counted");
+                assert_eq!(w["rank"]["lo"], 32);
+                assert_eq!(w["rank"]["hi"], 32);
+            }
+            "M_in" => assert_eq!((rows, cols, w["head"].as_i64().unwrap()), (384, 1536, -1)),
+            "M_out" => assert_eq!((rows, cols, w["head"].as_i64().unwrap()), (1536, 384, -1)),
+            t => panic!("unknown type {t}"),
+        }
+        assert_eq!(w["contributions"].as_array().unwrap().len(), 25);
+        assert!(!w["p_opt"].as_array().unwrap().is_empty());
+        let spec = iv(&w["spectral_norm"]);
+        assert!(
+            (spec.1 - spec.0) / spec.0 <= 2e-11,
+            "spectral norm width {spec:?}"
+        );
+    }
+    for b in ["ours", "edelman"] {
+        let (lo, hi) = iv(&c["bounds"][b]);
+        assert!(
+            (hi - lo) / lo <= 1e-9,
+            "{b} relative width {}",
+            (hi - lo) / lo
+        );
+    }
+}
+
+fn read(ck: &Checkpoint, name: &str) -> DenseMatrix {
+    ck.read(name).unwrap().matrix
+}
+
+/// Dense f64 product the way the authors' scripts form it.
+fn dense_product(
+    b_rows_t: &DenseMatrix,
+    rows0: usize,
+    c: &DenseMatrix,
+    rows1: usize,
+    dh: usize,
+    c_transposed: bool,
+) -> nalgebra::DMatrix<f64> {
+    // b_rows_t: weight whose rows rows0..rows0+dh give B^T; c: weight for C.
+    let n = b_rows_t.cols;
+    nalgebra::DMatrix::from_fn(n, n, |i, j| {
+        (0..dh)
+            .map(|k| {
+                let b = b_rows_t.get(rows0 + k, i);
+                let cc = if c_transposed {
+                    c.get(j, rows1 + k)
+                } else {
+                    c.get(rows1 + k, j)
+                };
+                b * cc
+            })
+            .sum::<f64>()
+    })
+}
+
+#[test]
+fn independent_float_computation_agrees_with_every_checked_interval() {
+    let c = certificate();
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let mats = c["matrices"].as_array().unwrap();
+    let find = |l: i64, h: i64, t: &str| {
+        mats.iter()
+            .find(|w| w["layer"] == l && w["head"] == h && w["type"] == t)
+            .unwrap()
+            .clone()
+    };
+    for l in [0usize, 5] {
+        let q = read(
+            &ck,
+            &format!("encoder.layer.{l}.attention.self.query.weight"),
+        );
+        let k = read(&ck, &format!("encoder.layer.{l}.attention.self.key.weight"));
+        let v = read(
+            &ck,
+            &format!("encoder.layer.{l}.attention.self.value.weight"),
+        );
+        let o = read(
+            &ck,
+            &format!("encoder.layer.{l}.attention.output.dense.weight"),
+        );
+        for h in [0usize, 7, 11] {
+            let qk = dense_product(&q, 32 * h, &k, 32 * h, 32, false);
+            let vo = dense_product(&v, 32 * h, &o, 32 * h, 32, true);
+            for (mat, t) in [(qk, "QK"), (vo, "V_tilde")] {
+                let w = find(l as i64, h as i64, t);
+                let s = mat.clone().svd(false, false).singular_values;
+                let mut s: Vec<f64> = s.iter().copied().collect();
+                s.sort_by(|a, b| b.partial_cmp(a).unwrap());
+                near(
+                    s[0],
+                    &w["spectral_norm"],
+                    1e-12,
+                    &format!("{t} {l}/{h} sigma_1"),
+                );
+                near(
+                    s[31],
+                    &w["singular_values"][31],
+                    1e-9,
+                    &format!("{t} {l}/{h} sigma_32"),
+                );
+                assert!(
+                    s[32] < 1e-12 * s[0],
+                    "beyond rank 32 the float values are noise"
+                );
+                let n21: f64 = (0..384).map(|j| mat.column(j).norm()).sum();
+                near(n21, &w["norm_21"], 1e-12, &format!("{t} {l}/{h} norm_21"));
+                let n11: f64 = mat.iter().map(|x| x.abs()).sum();
+                near(n11, &w["norm_11"], 1e-12, &format!("{t} {l}/{h} norm_11"));
+                near(
+                    mat.norm(),
+                    &w["frobenius_norm"],
+                    1e-12,
+                    &format!("{t} {l}/{h} frobenius"),
+                );
+            }
+        }
+        let ff1 = read(&ck, &format!("encoder.layer.{l}.intermediate.dense.weight"));
+        let m_in = nalgebra::DMatrix::from_fn(384, 1536, |i, j| ff1.get(j, i));
+        let w = find(l as i64, -1, "M_in");
+        let s = m_in.clone().svd(false, false).singular_values;
+        let top = s.iter().copied().fold(0.0, f64::max);
+        near(top, &w["spectral_norm"], 1e-12, "M_in sigma_1");
+        let n21: f64 = (0..1536).map(|j| m_in.column(j).norm()).sum();
+        near(n21, &w["norm_21"], 1e-12, "M_in norm_21");
+    }
+}
+
+#[test]
+fn proxies_recomputed_in_plain_floats_fall_within_float_error() {
+    // Re-implements paper-proxies.md §3.4-§4.1 independently (plain f64 on
+    // the certified midpoints) and compares with the certified intervals.
+    let c = certificate();
+    let mats = c["matrices"].as_array().unwrap();
+    let mid = |v: &Value| {
+        let (lo, hi) = iv(v);
+        0.5 * (lo + hi)
+    };
+    let get = |l: i64, h: i64, t: &str| {
+        mats.iter()
+            .find(|w| w["layer"] == l && w["head"] == h && w["type"] == t)
+            .unwrap()
+    };
+    let (layers, heads, n) = (6i64, 12i64, 384.0f64);
+    let c2 = |l, h, t| mid(&get(l, h, t)["spectral_norm"]);
+    let factor: Vec<f64> = (0..layers)
+        .map(|k| {
+            let s: f64 = (0..heads)
+                .map(|h| c2(k, h, "V_tilde") * (1.0 + 4.0 * c2(k, h, "QK")))
+                .sum();
+            1.13 * c2(k, -1, "M_in") * c2(k, -1, "M_out") * s
+        })
+        .collect();
+    let alpha: Vec<f64> = (0..layers as usize)
+        .map(|l| factor[l + 1..].iter().product())
+        .collect();
+    let mut ours = (layers as f64).sqrt();
+    let mut inner = 1.0;
+    for l in 0..layers {
+        let (cin, cout) = (c2(l, -1, "M_in"), c2(l, -1, "M_out"));
+        let mut xi = 0.0;
+        for h in 0..heads {
+            let n21 = |t| mid(&get(l, h, t)["norm_21"]);
+            xi += (cout * cin * c2(l, h, "V_tilde") * n21("QK")).powf(2.0 / 3.0);
+            xi += (cout * cin * n21("V_tilde")).powf(2.0 / 3.0);
+        }
+        xi += (cout * mid(&get(l, -1, "M_in")["norm_21"])).powf(2.0 / 3.0);
+        xi += mid(&get(l, -1, "M_out")["norm_21"]).powf(2.0 / 3.0);
+        inner += alpha[l as usize].powf(2.0 / 3.0) * xi;
+        for w in mats.iter().filter(|w| w["layer"] == l) {
+            let h = w["head"].as_i64().unwrap();
+            let gamma = match w["type"].as_str().unwrap() {
+                "QK" => 2.0 * c2(l, h, "V_tilde") * cout * cin,
+                "V_tilde" => cout * cin,
+                "M_in" => cout,
+                _ => 1.0,
+            };
+            near(alpha[l as usize], &w["alpha"], 1e-10, "alpha");
+            near(gamma, &w["gamma"], 1e-10, "gamma");
+            let s = gamma * alpha[l as usize] * layers as f64;
+            let svals: Vec<f64> = w["singular_values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(mid)
+                .collect();
+            let rank = w["rank"]["lo"].as_f64().unwrap();
+            let m = 12.0;
+            let mut best = f64::INFINITY;
+            for (k, cw) in w["contributions"].as_array().unwrap().iter().enumerate() {
+                let p = k as f64 / m;
+                let sp: f64 = if k == 0 {
+                    rank
+                } else {
+                    svals.iter().map(|x| x.powf(p)).sum()
+                };
+                let val = sp.powf(1.0 / (p + 2.0))
+                    * s.powf(p / (p + 2.0))
+                    * n.powf((p + 1.0) / (p + 2.0));
+                near(val, &cw["value"], 1e-9, &format!("c(W, {k}/12)"));
+                best = best.min(val);
+            }
+            near(best, &w["min_contribution"], 1e-9, "min contribution");
+            ours += best;
+        }
+    }
+    near(ours, &c["bounds"]["ours"], 1e-9, "B_ours");
+    near(inner.powf(1.5), &c["bounds"]["edelman"], 1e-9, "B_Edel");
+}
+
+fn write_safetensors(path: &Path, tensors: &[(String, &DenseMatrix)], dtype_f64: bool) {
+    let mut header = serde_json::Map::new();
+    let mut data: Vec<u8> = Vec::new();
+    for (name, m) in tensors {
+        let start = data.len();
+        for &x in &m.data {
+            if dtype_f64 {
+                data.extend_from_slice(&x.to_le_bytes());
+            } else {
+                data.extend_from_slice(&(x as f32).to_le_bytes());
+            }
+        }
+        header.insert(
+            name.clone(),
+            serde_json::json!({"dtype": if dtype_f64 {"F64"} else {"F32"}, "shape": [m.rows, m.cols], "data_offsets": [start, data.len()]}),
+        );
+    }
+    let mut h = serde_json::to_vec(&Value::Object(header)).unwrap();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&h);
+    out.extend_from_slice(&data);
+    std::fs::write(path, out).unwrap();
+}
+
+const NAMES: [&str; 6] = [
+    "attention.self.query.weight",
+    "attention.self.key.weight",
+    "attention.self.value.weight",
+    "attention.output.dense.weight",
+    "intermediate.dense.weight",
+    "output.dense.weight",
+];
+
+/// A one-layer model re-emitted from the real layer-0 weights.
+fn one_layer(dir: &Path, prefix: &str, config: Option<Value>, skip: Option<&str>, f64_dtype: bool) {
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let mats: Vec<(String, DenseMatrix)> = NAMES
+        .iter()
+        .filter(|n| Some(**n) != skip)
+        .map(|n| {
+            (
+                format!("{prefix}encoder.layer.0.{n}"),
+                read(&ck, &format!("encoder.layer.0.{n}")),
+            )
+        })
+        .collect();
+    let refs: Vec<(String, &DenseMatrix)> = mats.iter().map(|(n, m)| (n.clone(), m)).collect();
+    write_safetensors(&dir.join("model.safetensors"), &refs, f64_dtype);
+    if let Some(cfg) = config {
+        std::fs::write(dir.join("config.json"), serde_json::to_vec(&cfg).unwrap()).unwrap();
+    }
+}
+
+fn cfg(layers: usize, hidden: usize, heads: usize, model_type: &str) -> Value {
+    serde_json::json!({"model_type": model_type, "num_hidden_layers": layers, "hidden_size": hidden,
+        "num_attention_heads": heads, "intermediate_size": 1536})
+}
+
+fn bounds_of(dir: &Path, extra: &[&str]) -> (Value, Value) {
+    let mut args = vec!["certify", dir.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let j = ok_json(&run(&args));
+    (j["bounds"].clone(), j["matrices"].clone())
+}
+
+#[test]
+fn prefixes_dtypes_shards_and_single_files_give_the_same_certificate() {
+    let a = tmpdir("plain");
+    one_layer(&a, "", Some(cfg(1, 384, 12, "bert")), None, false);
+    let (b0, m0) = bounds_of(&a, &[]);
+    // bert. prefix
+    let b = tmpdir("prefixed");
+    one_layer(&b, "bert.", Some(cfg(1, 384, 12, "bert")), None, false);
+    assert_eq!(bounds_of(&b, &[]), (b0.clone(), m0.clone()));
+    // roberta. prefix and model_type
+    let r = tmpdir("roberta");
+    one_layer(
+        &r,
+        "roberta.",
+        Some(cfg(1, 384, 12, "roberta")),
+        None,
+        false,
+    );
+    assert_eq!(bounds_of(&r, &[]).0, b0);
+    // the same values stored as F64: identical exact matrices, identical certificate
+    let d = tmpdir("f64");
+    one_layer(&d, "", Some(cfg(1, 384, 12, "bert")), None, true);
+    assert_eq!(bounds_of(&d, &[]), (b0.clone(), m0.clone()));
+    // a single .safetensors file without config.json, with --heads
+    let s = tmpdir("single");
+    one_layer(&s, "", None, None, false);
+    let f = s.join("model.safetensors");
+    let j = ok_json(&run(&[
+        "certify",
+        f.to_str().unwrap(),
+        "--heads",
+        "12",
+        "--json",
+    ]));
+    assert_eq!(j["bounds"], b0);
+    // without --heads: a clear error
+    let out = run(&["certify", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--heads"));
+    // sharded: two shards plus an index
+    let sh = tmpdir("sharded");
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let mats: Vec<(String, DenseMatrix)> = NAMES
+        .iter()
+        .map(|n| {
+            (
+                format!("encoder.layer.0.{n}"),
+                read(&ck, &format!("encoder.layer.0.{n}")),
+            )
+        })
+        .collect();
+    let refs: Vec<(String, &DenseMatrix)> = mats.iter().map(|(n, m)| (n.clone(), m)).collect();
+    write_safetensors(
+        &sh.join("model-00001-of-00002.safetensors"),
+        &refs[..3],
+        false,
+    );
+    write_safetensors(
+        &sh.join("model-00002-of-00002.safetensors"),
+        &refs[3..],
+        false,
+    );
+    let mut map = serde_json::Map::new();
+    for (i, (n, _)) in refs.iter().enumerate() {
+        let f = if i < 3 {
+            "model-00001-of-00002.safetensors"
+        } else {
+            "model-00002-of-00002.safetensors"
+        };
+        map.insert(n.clone(), Value::String(f.into()));
+    }
+    std::fs::write(
+        sh.join("model.safetensors.index.json"),
+        serde_json::to_vec(&serde_json::json!({"metadata": {}, "weight_map": map})).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        sh.join("config.json"),
+        serde_json::to_vec(&cfg(1, 384, 12, "bert")).unwrap(),
+    )
+    .unwrap();
+    let j = ok_json(&run(&["certify", sh.to_str().unwrap(), "--json"]));
+    assert_eq!(j["bounds"], b0);
+    assert_eq!(j["model"]["files"].as_array().unwrap().len(), 2);
+}
+
+fn assert_bad(args: &[&str], needles: &[&str]) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "'{n}' not in: {err}");
+    }
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_models_give_one_line_errors_and_no_output() {
+    let missing = tmpdir("missing");
+    one_layer(
+        &missing,
+        "",
+        Some(cfg(1, 384, 12, "bert")),
+        Some("attention.self.value.weight"),
+        false,
+    );
+    let out_file = missing.join("cert.json");
+    let csv_dir = missing.join("csv");
+    assert_bad(
+        &[
+            "certify",
+            missing.to_str().unwrap(),
+            "--out",
+            out_file.to_str().unwrap(),
+            "--csv",
+            csv_dir.to_str().unwrap(),
+        ],
+        &[
+            "model.safetensors",
+            "attention.self.value.weight",
+            "missing",
+        ],
+    );
+    assert!(!out_file.exists() && !csv_dir.exists(), "no partial output");
+
+    let shape = tmpdir("shape");
+    one_layer(&shape, "", Some(cfg(1, 512, 8, "bert")), None, false);
+    assert_bad(
+        &["certify", shape.to_str().unwrap()],
+        &["hidden_size = 512"],
+    );
+
+    let div = tmpdir("div");
+    one_layer(&div, "", Some(cfg(1, 384, 5, "bert")), None, false);
+    assert_bad(
+        &["certify", div.to_str().unwrap()],
+        &["not divisible by 5 heads"],
+    );
+
+    let arch = tmpdir("arch");
+    one_layer(&arch, "", Some(cfg(1, 384, 12, "gpt2")), None, false);
+    assert_bad(
+        &["certify", arch.to_str().unwrap()],
+        &["unsupported architecture 'gpt2'", "supported: bert"],
+    );
+
+    let layers = tmpdir("layers");
+    one_layer(&layers, "", Some(cfg(2, 384, 12, "bert")), None, false);
+    assert_bad(
+        &["certify", layers.to_str().unwrap()],
+        &["encoder.layer.1.", "missing tensor"],
+    );
+
+    let nan = tmpdir("nan");
+    one_layer(&nan, "", Some(cfg(1, 384, 12, "bert")), None, false);
+    let p = nan.join("model.safetensors");
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let at = 8 + n + 4 * 1000; // inside the first tensor (query)
+    bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&p, &bytes).unwrap();
+    assert_bad(
+        &["certify", nan.to_str().unwrap()],
+        &["query.weight", "NaN"],
+    );
+
+    let trunc = tmpdir("trunc");
+    one_layer(&trunc, "", Some(cfg(1, 384, 12, "bert")), None, false);
+    let p = trunc.join("model.safetensors");
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
+    assert_bad(
+        &["certify", trunc.to_str().unwrap()],
+        &["model.safetensors"],
+    );
+
+    let empty = tmpdir("empty");
+    assert_bad(
+        &["certify", empty.to_str().unwrap()],
+        &["neither model.safetensors"],
+    );
+    assert_bad(&["certify", "/nonexistent/model"], &["/nonexistent/model"]);
+    assert_bad(
+        &["certify", bundled().to_str().unwrap(), "--l-phi", "x"],
+        &["L_phi"],
+    );
+}
+
+#[test]
+fn csv_tables_have_the_authors_layout_and_agree_with_the_certificate() {
+    let d = tmpdir("csv");
+    let cert = d.join("cert.json");
+    let out = run(&[
+        "certify",
+        "--csv",
+        d.join("tables").to_str().unwrap(),
+        "--out",
+        cert.to_str().unwrap(),
+        "--model-id",
+        "all-MiniLM-L6-v2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
+    let read = |n: &str| std::fs::read_to_string(d.join("tables").join(n)).unwrap();
+    let summary = read("matrix_summary.csv");
+    let mut lines = summary.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for col in [
+        "layer",
+        "head",
+        "matrix_type",
+        "rows",
+        "cols",
+        "rank",
+        "spectral_norm",
+        "frobenius_norm",
+        "nuclear_norm",
+        "norm_21",
+        "norm_11",
+        "stable_rank",
+    ] {
+        assert!(header.contains(&col), "{col}");
+        if !["layer", "head", "matrix_type", "rows", "cols"].contains(&col) {
+            assert!(
+                header.contains(&format!("{col}_lo").as_str())
+                    && header.contains(&format!("{col}_hi").as_str())
+            );
+        }
+    }
+    assert_eq!(lines.count(), 156);
+    let opt = read("schatten_opt.csv");
+    assert!(opt.starts_with("layer,head,matrix_type,alpha_mh,"));
+    for col in [
+        "gamma",
+        "scale_gamma_alpha_L",
+        "p_grid_m",
+        "p_opt",
+        "min_contribution",
+    ] {
+        assert!(opt.lines().next().unwrap().contains(col));
+    }
+    assert_eq!(opt.lines().count(), 157);
+    let bounds = read("observed_bounds.csv");
+    let rows: Vec<Vec<&str>> = bounds.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0],
+        ["model_id", "bound", "value", "value_lo", "value_hi"]
+    );
+    assert_eq!(rows[1][0], "all-MiniLM-L6-v2");
+    assert_eq!(rows[1][1], "ours");
+    let (lo, hi) = iv(&c["bounds"]["ours"]);
+    assert_eq!(rows[1][3].parse::<f64>().unwrap(), lo);
+    assert_eq!(rows[1][4].parse::<f64>().unwrap(), hi);
+    let v: f64 = rows[1][2].parse().unwrap();
+    assert!(lo <= v && v <= hi);
+    assert_eq!(rows[2][1], "edelman");
+    let raw = read("p_contribution_raw.csv");
+    assert!(
+        raw.starts_with("layer,head,matrix_type,p,contribution,contribution_lo,contribution_hi\n")
+    );
+    assert_eq!(raw.lines().count(), 1 + 156 * 25);
+    // No temporary files are left behind.
+    for e in std::fs::read_dir(d.join("tables")).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().to_string();
+        assert!(n.ends_with(".csv"), "stray file {n}");
+    }
+}
+
+#[test]
+fn atomic_output_keeps_the_old_certificate_when_a_run_fails() {
+    let d = tmpdir("atomic");
+    let cert = d.join("cert.json");
+    std::fs::write(&cert, b"previous certificate").unwrap();
+    let bad = tmpdir("atomic-bad");
+    one_layer(&bad, "", Some(cfg(1, 384, 5, "bert")), None, false);
+    let out = run(&[
+        "certify",
+        bad.to_str().unwrap(),
+        "--out",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&cert).unwrap(), b"previous certificate");
+    // Writing into a directory that does not exist fails cleanly.
+    let out = run(&[
+        "certify",
+        "--out",
+        d.join("no/such/dir/cert.json").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write"));
+    // A successful run replaces it completely.
+    let out = run(&["certify", "--out", cert.to_str().unwrap()]);
+    assert!(out.status.success());
+    let c: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
+    assert_eq!(c["format"], "specbound-certificate");
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "no temporary files left"
+    );
+}
+
+#[test]
+fn bundled_tensors_are_byte_identical_to_the_source_model() {
+    let src = root().join("../shared/models/all-MiniLM-L6-v2");
+    if !src.is_dir() {
+        eprintln!(
+            "skipped: {} is absent (only on the dev/CI machine)",
+            src.display()
+        );
+        return;
+    }
+    let a = Checkpoint::open(&src).unwrap();
+    let b = Checkpoint::open(&bundled()).unwrap();
+    let names: Vec<String> = b.names().map(str::to_string).collect();
+    assert_eq!(names.len(), 36);
+    for n in names {
+        assert_eq!(a.read(&n).unwrap(), b.read(&n).unwrap(), "{n}");
+    }
+    // And the full model (with embeddings, biases, position_ids) certifies identically.
+    let full = ok_json(&run(&["certify", src.to_str().unwrap(), "--json"]));
+    assert_eq!(full["bounds"], certificate()["bounds"]);
+    assert_eq!(full["matrices"], certificate()["matrices"]);
+}
