@@ -119,20 +119,11 @@ fn matrix_id(l: usize, h: i64, k: MatrixType) -> String {
     }
 }
 
-/// Parses `L_phi` into an interval containing the exact decimal.
+/// Parses a positive decimal parameter into an interval containing it exactly.
 pub fn parse_decimal(text: &str, what: &str) -> Result<Interval, CertifyError> {
-    let t = text.trim();
-    let ok = !t.is_empty()
-        && t.chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
-    let v: Interval = if ok {
-        format!("[{t}]")
-            .parse()
-            .map_err(|_| CertifyError::Param(format!("invalid {what} '{text}'")))?
-    } else {
-        return Err(CertifyError::Param(format!("invalid {what} '{text}'")));
-    };
-    if v.is_empty() || !(v.inf() > 0.0) || !v.sup().is_finite() {
+    let v = crate::spectral::parse_decimal_interval(text)
+        .ok_or_else(|| CertifyError::Param(format!("invalid {what} '{text}'")))?;
+    if !(v.inf() > 0.0) {
         return Err(CertifyError::Param(format!(
             "{what} must be a positive finite number, got '{text}'"
         )));

@@ -1,20 +1,14 @@
 //! `specbound certify` end to end on the real all-MiniLM-L6-v2 weights
 //! (the bundled copy), plus re-emitted layouts and broken models.
 
+mod common;
+
+use common::{assert_bad, ok_json, root, run};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
 use specbound::io::DenseMatrix;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_specbound"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn bundled() -> PathBuf {
     root().join("data/all-MiniLM-L6-v2")
@@ -25,20 +19,6 @@ fn tmpdir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("binary runs")
-}
-
-fn ok_json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 fn iv(v: &Value) -> (f64, f64) {
@@ -470,18 +450,6 @@ fn prefixes_dtypes_shards_and_single_files_give_the_same_certificate() {
     let j = ok_json(&run(&["certify", sh.to_str().unwrap(), "--json"]));
     assert_eq!(j["bounds"], b0);
     assert_eq!(j["model"]["files"].as_array().unwrap().len(), 2);
-}
-
-fn assert_bad(args: &[&str], needles: &[&str]) {
-    let out = run(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "'{n}' not in: {err}");
-    }
-    assert!(out.stdout.is_empty());
 }
 
 #[test]

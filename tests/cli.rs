@@ -1,17 +1,11 @@
 //! Integration tests that drive the real `specbound` binary.
 
+mod common;
+
+use common::{assert_bad as bad, ok_json, root, run};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use specbound::io::{read_npy, write_npy_f32, write_npy_f64, DenseMatrix};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_specbound"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn bundled() -> PathBuf {
     root().join("data/minilm-l0-query.npy")
@@ -36,37 +30,12 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("binary runs")
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    ok_json(out)
 }
 
 fn interval(v: &serde_json::Value) -> (f64, f64) {
     (v["lo"].as_f64().unwrap(), v["hi"].as_f64().unwrap())
-}
-
-/// A bad-input run: exit code 2, one line on stderr naming `needle`, no panic.
-fn assert_bad(args: &[&str], needle: &str) {
-    let out = run(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
-    assert!(!err.contains("panicked"), "panic: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected: {err}"
-    );
-    assert!(err.contains(needle), "'{needle}' not in: {err}");
-    assert!(out.stdout.is_empty(), "no partial output expected");
 }
 
 #[test]
@@ -282,26 +251,29 @@ fn safetensors_input_with_tensor_name() {
     ]));
     let b = json_of(&run(&["svd", bundled().to_str().unwrap(), "--json"]));
     assert_eq!(a["singular_values"], b["singular_values"]);
-    assert_bad(&["svd", m, "--tensor", "no.such.tensor"], "no.such.tensor");
-    assert_bad(
-        &["svd", m, "--tensor", "embeddings.position_ids"],
-        "position_ids",
+    bad(
+        &["svd", m, "--tensor", "no.such.tensor"],
+        &["no.such.tensor"],
     );
-    assert_bad(
+    bad(
+        &["svd", m, "--tensor", "embeddings.position_ids"],
+        &["position_ids"],
+    );
+    bad(
         &[
             "svd",
             m,
             "--tensor",
             "encoder.layer.0.attention.self.query.bias",
         ],
-        "query.bias",
+        &["query.bias"],
     );
 }
 
 #[test]
 fn bad_inputs_give_one_line_errors_and_exit_2() {
     let missing = tmp("does-not-exist.npy");
-    assert_bad(&["svd", missing.to_str().unwrap()], "does-not-exist.npy");
+    bad(&["svd", missing.to_str().unwrap()], &["does-not-exist.npy"]);
     // 1-D array
     let one_d = tmp("one_d.npy");
     write_npy_f32(&one_d, 1, 4, &[1.0, 2.0, 3.0, 4.0], false).unwrap();
@@ -310,7 +282,7 @@ fn bad_inputs_give_one_line_errors_and_exit_2() {
     let pos = hdr.find("(1, 4)").unwrap();
     bytes[10 + pos..10 + pos + 6].copy_from_slice(b"(4,)  ");
     std::fs::write(&one_d, &bytes).unwrap();
-    assert_bad(&["svd", one_d.to_str().unwrap()], "one_d.npy");
+    bad(&["svd", one_d.to_str().unwrap()], &["one_d.npy"]);
     // NaN entry
     let nan = tmp("nan.npy");
     write_npy_f64(
@@ -322,12 +294,12 @@ fn bad_inputs_give_one_line_errors_and_exit_2() {
         },
     )
     .unwrap();
-    assert_bad(&["svd", nan.to_str().unwrap()], "nan.npy");
+    bad(&["svd", nan.to_str().unwrap()], &["nan.npy"]);
     // Truncated file
     let trunc = tmp("trunc.npy");
     let full = std::fs::read(bundled()).unwrap();
     std::fs::write(&trunc, &full[..full.len() / 2]).unwrap();
-    assert_bad(&["svd", trunc.to_str().unwrap()], "trunc.npy");
+    bad(&["svd", trunc.to_str().unwrap()], &["trunc.npy"]);
     // Unsupported dtype (int64)
     let int = tmp("int.npy");
     let mut hdr = b"\x93NUMPY\x01\x00".to_vec();
@@ -341,23 +313,23 @@ fn bad_inputs_give_one_line_errors_and_exit_2() {
     hdr.extend_from_slice(d.as_bytes());
     hdr.extend_from_slice(&7i64.to_le_bytes());
     std::fs::write(&int, &hdr).unwrap();
-    assert_bad(&["svd", int.to_str().unwrap()], "int.npy");
+    bad(&["svd", int.to_str().unwrap()], &["int.npy"]);
     // Garbage file
     let junk = tmp("junk.safetensors");
     std::fs::write(&junk, b"\xff\xff\xff\xff\xff\xff\xff\x7fnot a header").unwrap();
-    assert_bad(&["svd", junk.to_str().unwrap()], "junk.safetensors");
+    bad(&["svd", junk.to_str().unwrap()], &["junk.safetensors"]);
     // Bad options
-    assert_bad(
+    bad(
         &["svd", bundled().to_str().unwrap(), "--precision", "quad"],
-        "quad",
+        &["quad"],
     );
-    assert_bad(
+    bad(
         &["svd", bundled().to_str().unwrap(), "--schatten-p", "-1"],
-        "-1",
+        &["-1"],
     );
-    assert_bad(
+    bad(
         &["svd", bundled().to_str().unwrap(), "--schatten-p", "abc"],
-        "abc",
+        &["abc"],
     );
 }
 

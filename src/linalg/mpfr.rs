@@ -367,35 +367,10 @@ fn certify_factors(
         .map(|j| {
             let vj = vt.col(j);
             let uj = u.col(j);
-            // ||A v_j - s_j u_j||^2, upper bound
-            let mut e2 = Float::new(prec);
-            for i in 0..m {
-                let lo = dot_directed(rows_a.col(i), vj, prec, Round::Down);
-                let hi = dot_directed(rows_a.col(i), vj, prec, Round::Up);
-                let su_hi = Float::with_val_round(prec, &sig[j] * &uj[i], Round::Up).0;
-                let su_lo = Float::with_val_round(prec, &sig[j] * &uj[i], Round::Down).0;
-                let el = Float::with_val_round(prec, &lo - &su_hi, Round::Down)
-                    .0
-                    .abs();
-                let eh = Float::with_val_round(prec, &hi - &su_lo, Round::Up).0.abs();
-                let big = if el > eh { el } else { eh };
-                let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
-                e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
-            }
-            // ||A^T u_j - s_j v_j||^2, upper bound (only the first n columns of U)
-            for k in 0..n {
-                let lo = dot_directed(af.col(k), uj, prec, Round::Down);
-                let hi = dot_directed(af.col(k), uj, prec, Round::Up);
-                let sv_hi = Float::with_val_round(prec, &sig[j] * &vj[k], Round::Up).0;
-                let sv_lo = Float::with_val_round(prec, &sig[j] * &vj[k], Round::Down).0;
-                let el = Float::with_val_round(prec, &lo - &sv_hi, Round::Down)
-                    .0
-                    .abs();
-                let eh = Float::with_val_round(prec, &hi - &sv_lo, Round::Up).0.abs();
-                let big = if el > eh { el } else { eh };
-                let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
-                e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
-            }
+            // ||A v_j - s_j u_j||^2 + ||A^T u_j - s_j v_j||^2 (first n columns of U), upper bound
+            let e2 = residual_sq_ru(&rows_a, m, vj, uj, &sig[j], prec);
+            let f2 = residual_sq_ru(af, n, uj, vj, &sig[j], prec);
+            let e2 = Float::with_val_round(prec, &e2 + &f2, Round::Up).0;
             let vn2 = dot_directed(vj, vj, prec, Round::Down);
             (e2, vn2.sqrt_rd())
         })
@@ -407,6 +382,27 @@ fn certify_factors(
         ynorm_lo,
     };
     merge_groups(&pb, |mu| gram_defect_mpfr(v, mu, prec))
+}
+
+/// Upper bound of `||M y - s x||_2^2` where `M` has `rows` rows stored as
+/// the columns of `mt` (so row i of M is `mt.col(i)`), by directed dot
+/// products (L13).
+fn residual_sq_ru(mt: &FMat, rows: usize, y: &[Float], x: &[Float], s: &Float, prec: u32) -> Float {
+    let mut e2 = Float::new(prec);
+    for i in 0..rows {
+        let lo = dot_directed(mt.col(i), y, prec, Round::Down);
+        let hi = dot_directed(mt.col(i), y, prec, Round::Up);
+        let sx_hi = Float::with_val_round(prec, s * &x[i], Round::Up).0;
+        let sx_lo = Float::with_val_round(prec, s * &x[i], Round::Down).0;
+        let el = Float::with_val_round(prec, &lo - &sx_hi, Round::Down)
+            .0
+            .abs();
+        let eh = Float::with_val_round(prec, &hi - &sx_lo, Round::Up).0.abs();
+        let big = if el > eh { el } else { eh };
+        let sq = Float::with_val_round(prec, big.square_ref(), Round::Up).0;
+        e2 = Float::with_val_round(prec, &e2 + &sq, Round::Up).0;
+    }
+    e2
 }
 
 /// Upper bound of `||I - V_mu^T V_mu||_F` with directed rounding (L8, L13).

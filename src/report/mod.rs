@@ -11,7 +11,7 @@ pub mod csv;
 
 use serde::Serialize;
 
-use crate::enclosure::{Enclosure, IntEnclosure};
+use crate::enclosure::Enclosure;
 use crate::linalg::{CertifiedValue, SingularValues};
 use crate::spectral::{SchattenEnclosure, SpectralSummary};
 
@@ -94,20 +94,9 @@ pub struct SvdReport {
     pub singular_values: Vec<ValueJson>,
     /// Trailing values that are exactly zero by structure.
     pub structural_zeros: usize,
-    /// Encloses sigma_1.
-    pub spectral_norm: Enclosure,
-    /// Encloses the Frobenius norm.
-    pub frobenius_norm: Enclosure,
-    /// Encloses the nuclear norm.
-    pub nuclear_norm: Enclosure,
-    /// Encloses the (2,1)-norm (sum of column 2-norms).
-    pub norm_21: Enclosure,
-    /// Encloses the (1,1)-norm.
-    pub norm_11: Enclosure,
-    /// Encloses the stable rank (null if sigma_1 > 0 could not be certified).
-    pub stable_rank: Option<Enclosure>,
-    /// Encloses the rank.
-    pub rank: IntEnclosure,
+    /// The certified norms, stable rank and rank (flattened into the object).
+    #[serde(flatten)]
+    pub summary: SpectralSummary,
     /// One entry per requested p.
     pub schatten: Vec<SchattenJson>,
     /// Largest relative radius over the singular values (tightness, not a guarantee).
@@ -135,13 +124,7 @@ impl SvdReport {
             precision,
             singular_values: sv.values.iter().map(ValueJson::from).collect(),
             structural_zeros: sv.structural_zeros,
-            spectral_norm: summary.spectral_norm,
-            frobenius_norm: summary.frobenius_norm,
-            nuclear_norm: summary.nuclear_norm,
-            norm_21: summary.norm_21,
-            norm_11: summary.norm_11,
-            stable_rank: summary.stable_rank,
-            rank: summary.rank,
+            summary: summary.clone(),
             schatten: schatten.iter().map(SchattenJson::from).collect(),
             max_relative_radius: sv.max_rel_rad(),
         }
@@ -169,12 +152,12 @@ impl SvdReport {
             s,
             "certified quantities (each interval contains the exact value):"
         );
-        let _ = writeln!(s, "  spectral norm   {}", fmt(&self.spectral_norm));
-        let _ = writeln!(s, "  Frobenius norm  {}", fmt(&self.frobenius_norm));
-        let _ = writeln!(s, "  nuclear norm    {}", fmt(&self.nuclear_norm));
-        let _ = writeln!(s, "  (2,1)-norm      {}", fmt(&self.norm_21));
-        let _ = writeln!(s, "  (1,1)-norm      {}", fmt(&self.norm_11));
-        match &self.stable_rank {
+        let _ = writeln!(s, "  spectral norm   {}", fmt(&self.summary.spectral_norm));
+        let _ = writeln!(s, "  Frobenius norm  {}", fmt(&self.summary.frobenius_norm));
+        let _ = writeln!(s, "  nuclear norm    {}", fmt(&self.summary.nuclear_norm));
+        let _ = writeln!(s, "  (2,1)-norm      {}", fmt(&self.summary.norm_21));
+        let _ = writeln!(s, "  (1,1)-norm      {}", fmt(&self.summary.norm_11));
+        match &self.summary.stable_rank {
             Some(e) => {
                 let _ = writeln!(s, "  stable rank     {}", fmt(e));
             }
@@ -185,7 +168,11 @@ impl SvdReport {
                 );
             }
         }
-        let _ = writeln!(s, "  rank            [{}, {}]", self.rank.lo, self.rank.hi);
+        let _ = writeln!(
+            s,
+            "  rank            [{}, {}]",
+            self.summary.rank.lo, self.summary.rank.hi
+        );
         for sc in &self.schatten {
             let p = &sc.p;
             let pw = sc

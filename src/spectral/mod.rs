@@ -16,6 +16,21 @@ use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::linalg::SingularValues;
 
+/// The tightest interval containing the exact value of a decimal number
+/// (`"1.13"` is 113/100, not its binary64 neighbour), by inari's decimal
+/// parser; `None` for malformed or non-finite input.
+pub fn parse_decimal_interval(text: &str) -> Option<Interval> {
+    let t = text.trim();
+    let ok = !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+    if !ok {
+        return None;
+    }
+    let v: Interval = format!("[{t}]").parse().ok()?;
+    (!v.is_empty() && v.inf().is_finite() && v.sup().is_finite()).then_some(v)
+}
+
 /// A Schatten exponent `p > 0`, held as an interval that contains the exact
 /// decimal the user wrote (so `0.1` means one tenth, not its binary64 neighbour).
 #[derive(Clone, Debug)]
@@ -27,26 +42,17 @@ pub struct SchattenP {
 }
 
 impl SchattenP {
-    /// Parses a decimal exponent; rejects non-positive, non-finite or malformed input.
+    /// Parses a decimal exponent; rejects negative, non-finite or malformed input.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let t = text.trim();
-        let ok = !t.is_empty()
-            && t.chars()
-                .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
-        let value: Interval = if ok {
-            format!("[{t}]")
-                .parse()
-                .map_err(|_| format!("invalid Schatten exponent '{text}'"))?
-        } else {
-            return Err(format!("invalid Schatten exponent '{text}'"));
-        };
-        if value.is_empty() || !(value.inf() >= 0.0) || !value.sup().is_finite() {
+        let value = parse_decimal_interval(text)
+            .ok_or_else(|| format!("invalid Schatten exponent '{text}'"))?;
+        if !(value.inf() >= 0.0) {
             return Err(format!(
                 "Schatten exponent '{text}' must be a finite number >= 0"
             ));
         }
         Ok(Self {
-            text: t.to_string(),
+            text: text.trim().to_string(),
             value,
         })
     }

@@ -7,6 +7,9 @@
 //! because every entry d_i q_ij is computed exactly.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
 use rug::Rational;
 use specbound::enclosure::Enclosure;
 use specbound::io::DenseMatrix;
@@ -182,4 +185,48 @@ pub fn assert_contains_sqrt(e: &Enclosure, q: &Rational, what: &str) {
         e.lo(),
         e.hi()
     );
+}
+
+/// The real `specbound` binary built for these tests.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_specbound"))
+}
+
+/// Runs the binary with `args`.
+pub fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Parses stdout as JSON after asserting success.
+pub fn ok_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// A bad-input run: exit code 2, one line on stderr containing every
+/// needle, no panic, nothing on stdout.
+pub fn assert_bad(args: &[&str], needles: &[&str]) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "'{n}' not in: {err}");
+    }
+    assert!(out.stdout.is_empty(), "no partial output expected");
 }
