@@ -22,6 +22,7 @@
 pub mod bounds;
 pub mod certify;
 pub mod enclosure;
+pub mod evidence;
 
 pub mod io;
 pub mod linalg;

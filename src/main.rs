@@ -1,7 +1,9 @@
 //! The `specbound` command line: a thin layer over the library.
 //!
-//! Exit codes: 0 = every requested quantity certified; 1 = inconclusive
-//! (the reason is printed); 2 = error (bad input or usage).
+//! Exit codes: 0 = certified / holds / consistent / unchanged; 1 =
+//! inconclusive, a failed check (verify), an inconsistent claim (audit) or a
+//! change beyond tolerance (diff), with the reason printed; 2 = error (bad
+//! input or usage); 3 = audit claims undecided (none inconsistent).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,6 +84,27 @@ enum Command {
         #[arg(long)]
         model_id: Option<String>,
     },
+    /// Check a certificate: re-derive every aggregate; with --model, also the hashes and every matrix.
+    Verify {
+        /// The certificate (JSON).
+        cert: PathBuf,
+        /// The model directory or file the certificate describes.
+        #[arg(long)]
+        model: Option<PathBuf>,
+    },
+    /// Compare two certificates quantity by quantity.
+    Diff {
+        /// The old certificate.
+        a: PathBuf,
+        /// The new certificate.
+        b: PathBuf,
+        /// Relative tolerance: exit 1 only for quantities that certainly changed by more.
+        #[arg(long, default_value_t = 0.0)]
+        rtol: f64,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn default_model() -> PathBuf {
@@ -159,10 +182,91 @@ fn parse_precision(s: &str) -> Result<Precision> {
 enum Outcome {
     Certified,
     Inconclusive(String),
+    /// A check failed (verify), a claim is wrong (audit), a quantity changed (diff): exit 1.
+    Failed(String),
 }
 
 fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
+        Command::Verify { cert, model } => {
+            let c = specbound::evidence::parse::read_certificate(&cert)?;
+            let mut v = specbound::evidence::verify::verify_internal(&c);
+            if v.failure.is_none() {
+                if let Some(m) = &model {
+                    let w = specbound::evidence::verify::verify_with_model(&c, m)?;
+                    v = specbound::evidence::verify::Verdict {
+                        checks: v.checks + w.checks,
+                        failure: w.failure,
+                    };
+                }
+            }
+            match v.failure {
+                None => {
+                    println!(
+                        "{}: certificate holds ({} checks{})",
+                        cert.display(),
+                        v.checks,
+                        if model.is_some() {
+                            ", hashes and weights included"
+                        } else {
+                            "; internal consistency only, pass --model to check against the weights"
+                        }
+                    );
+                    Ok(Outcome::Certified)
+                }
+                Some(f) => Ok(Outcome::Failed(format!("{}: FAILED: {f}", cert.display()))),
+            }
+        }
+        Command::Diff { a, b, rtol, json } => {
+            if !(rtol >= 0.0 && rtol.is_finite()) {
+                bail!("--rtol must be a nonnegative number, got {rtol}");
+            }
+            let ca = specbound::evidence::parse::read_certificate(&a)?;
+            let cb = specbound::evidence::parse::read_certificate(&b)?;
+            let d = specbound::evidence::diff::diff(&ca, &cb, rtol);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d)?);
+            } else {
+                println!(
+                    "{} quantities: {} certainly larger, {} certainly smaller, {} indistinguishable; {} certainly changed by more than rtol = {}",
+                    d.compared, d.larger, d.smaller, d.indistinguishable, d.beyond_rtol, d.rtol
+                );
+                for u in &d.unmatched {
+                    println!("  unmatched: {u}");
+                }
+                for r in d
+                    .rows
+                    .iter()
+                    .filter(|r| r.verdict != specbound::evidence::diff::Change::Indistinguishable)
+                    .take(25)
+                {
+                    println!(
+                        "  {:<48} {:?}: change in [{:e}, {:e}]{}",
+                        r.quantity,
+                        r.verdict,
+                        r.change[0],
+                        r.change[1],
+                        if r.exceeds_rtol { "  > rtol" } else { "" }
+                    );
+                }
+                let shown = d
+                    .rows
+                    .iter()
+                    .filter(|r| r.verdict != specbound::evidence::diff::Change::Indistinguishable)
+                    .count();
+                if shown > 25 {
+                    println!("  ... {} more changed quantities (use --json)", shown - 25);
+                }
+            }
+            if d.beyond_rtol > 0 {
+                Ok(Outcome::Failed(format!(
+                    "{} quantities certainly changed by more than rtol",
+                    d.beyond_rtol
+                )))
+            } else {
+                Ok(Outcome::Certified)
+            }
+        }
         Command::Certify {
             model,
             out,
@@ -301,7 +405,7 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(Outcome::Certified) => ExitCode::SUCCESS,
-        Ok(Outcome::Inconclusive(why)) => {
+        Ok(Outcome::Inconclusive(why)) | Ok(Outcome::Failed(why)) => {
             eprintln!("specbound: {why}");
             ExitCode::from(1)
         }

@@ -1,0 +1,1 @@
+//! `specbound audit` (built in the next step).
