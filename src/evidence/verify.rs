@@ -205,8 +205,8 @@ pub fn verify_internal(c: &Cert) -> Verdict {
                 ck.fail(format!("{at}.rank: stated [{}, {}] does not contain [{rank_lo}, {rank_hi}] implied by the singular values", w.rank.0, w.rank.1));
             }
         }
-        match w.stable_rank {
-            Some(sr) => match mi(w.frobenius_norm)
+        if let Some(sr) = w.stable_rank {
+            match mi(w.frobenius_norm)
                 .pow_q(2, 1)
                 .div(&mi(w.spectral_norm).pow_q(2, 1))
             {
@@ -219,8 +219,7 @@ pub fn verify_internal(c: &Cert) -> Verdict {
                 None => ck.fail(format!(
                     "{at}.stable_rank: stated although spectral_norm may be 0"
                 )),
-            },
-            None => {}
+            }
         }
     }
     // alpha, xi per layer.
@@ -430,13 +429,15 @@ pub fn verify_with_model(c: &Cert, model: &Path) -> Result<Verdict, EvidenceErro
                     )),
                 })
             }
-            Some(h) if &h.sha256 != sha => return Ok(Verdict {
-                checks,
-                failure: Some(format!(
+            Some(h) if &h.sha256 != sha => {
+                return Ok(Verdict {
+                    checks,
+                    failure: Some(format!(
                     "$.model.files[{i}].sha256: '{f}' has SHA-256 {}, the certificate says {sha}",
                     h.sha256
                 )),
-            }),
+                })
+            }
             Some(_) => checks += 1,
         }
     }
