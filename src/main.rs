@@ -92,6 +92,16 @@ enum Command {
         #[arg(long)]
         model: Option<PathBuf>,
     },
+    /// Check claimed numbers (a CSV) against certified values of a model.
+    Audit {
+        /// The model directory or .safetensors file.
+        model: PathBuf,
+        /// The claims: a certify --csv table, a generic claims CSV, or a WeightWatcher details CSV.
+        claims: PathBuf,
+        /// Print the audit as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compare two certificates quantity by quantity.
     Diff {
         /// The old certificate.
@@ -184,6 +194,8 @@ enum Outcome {
     Inconclusive(String),
     /// A check failed (verify), a claim is wrong (audit), a quantity changed (diff): exit 1.
     Failed(String),
+    /// Audit: some claims undecided, none inconsistent: exit 3.
+    Undecided(String),
 }
 
 fn run(cli: Cli) -> Result<Outcome> {
@@ -215,6 +227,68 @@ fn run(cli: Cli) -> Result<Outcome> {
                     Ok(Outcome::Certified)
                 }
                 Some(f) => Ok(Outcome::Failed(format!("{}: FAILED: {f}", cert.display()))),
+            }
+        }
+        Command::Audit {
+            model,
+            claims,
+            json,
+        } => {
+            use specbound::evidence::audit::Verdict;
+            let rep = specbound::evidence::audit::audit(&model, &claims)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rep)?);
+            } else {
+                println!(
+                    "{} ({} layout): {} claims: {} consistent, {} inconsistent, {} undecided",
+                    claims.display(),
+                    rep.layout,
+                    rep.results.len(),
+                    rep.consistent,
+                    rep.inconsistent,
+                    rep.undecided
+                );
+                println!(
+                    "  {:>5}  {:<40} {:<20} {:>24}  {:<50} verdict",
+                    "line", "subject", "quantity", "claim", "certified"
+                );
+                for r in &rep.results {
+                    let v = match &r.verdict {
+                        Verdict::Consistent => "consistent".to_string(),
+                        Verdict::Inconsistent {
+                            distance,
+                            relative_error,
+                        } => {
+                            format!("INCONSISTENT (off by {distance:.3e}, relative {relative_error:.3e})")
+                        }
+                        Verdict::Undecided { width } => {
+                            format!("undecided (certified interval {width:.3e} wide)")
+                        }
+                    };
+                    println!(
+                        "  {:>5}  {:<40} {:<20} {:>24}  {:<50} {v}",
+                        r.line,
+                        r.subject,
+                        r.quantity,
+                        r.claim,
+                        format!("[{:e}, {:e}]", r.certified[0], r.certified[1])
+                    );
+                }
+            }
+            if rep.inconsistent > 0 {
+                Ok(Outcome::Failed(format!(
+                    "{} of {} claims are inconsistent",
+                    rep.inconsistent,
+                    rep.results.len()
+                )))
+            } else if rep.undecided > 0 {
+                Ok(Outcome::Undecided(format!(
+                    "{} of {} claims are undecided",
+                    rep.undecided,
+                    rep.results.len()
+                )))
+            } else {
+                Ok(Outcome::Certified)
             }
         }
         Command::Diff { a, b, rtol, json } => {
@@ -381,6 +455,13 @@ fn run(cli: Cli) -> Result<Outcome> {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`specbound ... | head`), like other Unix tools,
+    // instead of panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -408,6 +489,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Inconclusive(why)) | Ok(Outcome::Failed(why)) => {
             eprintln!("specbound: {why}");
             ExitCode::from(1)
+        }
+        Ok(Outcome::Undecided(why)) => {
+            eprintln!("specbound: {why}");
+            ExitCode::from(3)
         }
         Err(e) => {
             eprintln!("specbound: error: {e:#}");

@@ -9,8 +9,19 @@ use inari::Interval;
 use crate::certify::ModelCertificate;
 use crate::enclosure::Enclosure;
 
+/// Shortest round-trip decimal, in exponent form for very large or small
+/// magnitudes (so no long runs of padding zeros suggest false precision).
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if a != 0.0 && !(1e-5..1e16).contains(&a) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 fn mid(e: &Enclosure) -> String {
-    format!("{},{},{}", e.mid(), e.lo(), e.hi())
+    format!("{},{},{}", num(e.mid()), num(e.lo()), num(e.hi()))
 }
 
 fn mid_iv(x: Interval) -> String {
@@ -73,7 +84,7 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
                 Some((_, bv)) if bv <= v => acc,
                 _ => Some((k, v)),
             })
-            .map(|(k, _)| k as f64 / m as f64);
+            .map(|(k, _)| num(k as f64 / m as f64));
         opt_t.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}\n",
             r.layer,
@@ -83,7 +94,7 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
             mid_iv(p.gamma),
             mid_iv(p.scale),
             m,
-            best.map(|b| b.to_string()).unwrap_or_default(),
+            best.unwrap_or_default(),
             mid_iv(p.min_contribution),
         ));
         for (k, c) in &p.contributions {
@@ -92,7 +103,7 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
                 r.layer,
                 r.head,
                 r.kind.name(),
-                *k as f64 / m as f64,
+                num(*k as f64 / m as f64),
                 mid_iv(*c)
             ));
         }
