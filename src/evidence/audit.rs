@@ -85,6 +85,9 @@ pub struct AuditReport {
     pub undecided: usize,
 }
 
+/// `(subject kind, quantity, p, claim text, explicit tolerance)` of one claim.
+type RawClaim = (String, String, Option<String>, String, Option<String>);
+
 /// A minimal CSV reader (RFC 4180 quoting) with a size limit.
 pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Vec<String>>, EvidenceError> {
     let mut rows = Vec::new();
@@ -189,7 +192,7 @@ fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64) -> Verdict {
             Rational::from(&l - c)
         };
         let rel = if *c != 0 {
-            Rational::from(&dist / c.clone().abs())
+            &dist / c.clone().abs()
         } else {
             Rational::from(0)
         };
@@ -385,7 +388,7 @@ fn judge_p_opt(
             .min()
             .unwrap_or_default();
         let rel = if v != 0 {
-            Rational::from(&nearest / v.clone().abs()).to_f64()
+            (&nearest / v.clone().abs()).to_f64()
         } else {
             0.0
         };
@@ -496,8 +499,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                 .filter(|s| !s.is_empty())
         };
         // (subject, quantity, p, claim text, explicit tolerance)
-        let mut claims_here: Vec<(String, String, Option<String>, String, Option<String>)> =
-            Vec::new();
+        let mut claims_here: Vec<RawClaim> = Vec::new();
         let proxy_subject =
             |cell: &dyn Fn(&str) -> Option<String>| -> Result<(usize, i64, MatrixType), String> {
                 let l = cell("layer")
