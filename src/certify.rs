@@ -300,6 +300,7 @@ impl ModelCertificate {
                 "layers": self.arch.layers,
                 "hidden": self.arch.hidden,
                 "heads": self.arch.heads,
+                "kv_heads": self.arch.kv_heads,
                 "head_dim": self.arch.head_dim,
                 "intermediate": self.arch.intermediate,
             },
@@ -320,6 +321,7 @@ impl ModelCertificate {
                 "ours": enc_json(self.proxies.ours),
                 "edelman": enc_json(self.proxies.edelman),
             },
+            "extensions": self.arch.extension_note().into_iter().collect::<Vec<_>>(),
         })
     }
 }

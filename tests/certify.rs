@@ -485,7 +485,7 @@ fn bad_models_give_one_line_errors_and_no_output() {
     one_layer(&shape, "", Some(cfg(1, 512, 8, "bert")), None, false);
     assert_bad(
         &["certify", shape.to_str().unwrap()],
-        &["hidden_size = 512"],
+        &["the hidden size 512"],
     );
 
     let div = tmpdir("div");
@@ -496,10 +496,16 @@ fn bad_models_give_one_line_errors_and_no_output() {
     );
 
     let arch = tmpdir("arch");
-    one_layer(&arch, "", Some(cfg(1, 384, 12, "gpt2")), None, false);
+    one_layer(&arch, "", Some(cfg(1, 384, 12, "t5")), None, false);
     assert_bad(
         &["certify", arch.to_str().unwrap()],
-        &["unsupported architecture 'gpt2'", "supported: bert"],
+        &["unsupported architecture 't5'", "supported: bert"],
+    );
+    let mismatch = tmpdir("mismatch");
+    one_layer(&mismatch, "", Some(cfg(1, 384, 12, "gpt2")), None, false);
+    assert_bad(
+        &["certify", mismatch.to_str().unwrap()],
+        &["model type 'gpt2' expects tensors like 'h.0.attn.c_attn.weight'"],
     );
 
     let layers = tmpdir("layers");

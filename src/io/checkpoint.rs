@@ -1,6 +1,6 @@
 //! Checkpoints: a Hugging Face model directory (`config.json` plus
 //! `model.safetensors`, or a sharded `model.safetensors.index.json` with its
-//! shards) or a single `.safetensors` file.
+//! shards), a single `.safetensors` file, or a llama.cpp `.gguf` file.
 //!
 //! Files are memory-mapped and validated when opened; tensors are converted
 //! to f64 exactly when read (`proofs/exact-conversion.md`, L1). Every error
@@ -11,12 +11,58 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::gguf::GgufFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
+
+/// One weight file.
+enum Source {
+    St(SafetensorsFile),
+    Gguf(GgufFile),
+}
+
+impl Source {
+    fn path(&self) -> &Path {
+        match self {
+            Source::St(f) => f.path(),
+            Source::Gguf(f) => f.path(),
+        }
+    }
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Source::St(f) => f.bytes(),
+            Source::Gguf(f) => f.bytes(),
+        }
+    }
+    fn names(&self) -> Vec<String> {
+        match self {
+            Source::St(f) => f.names().to_vec(),
+            Source::Gguf(f) => f.tensors.keys().cloned().collect(),
+        }
+    }
+    /// Shape as a matrix would be read (`[rows, cols]` for 2-D) and dtype name.
+    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        match self {
+            Source::St(f) => f.info(name),
+            Source::Gguf(f) => f.tensors.get(name).map(|t| {
+                let mut d: Vec<usize> = t.dims.iter().map(|&x| x as usize).collect();
+                d.reverse();
+                (d, super::gguf::type_name(t.ggml_type))
+            }),
+        }
+    }
+    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        match self {
+            Source::St(f) => f.read(name),
+            Source::Gguf(f) => f.read(name),
+        }
+    }
+}
 
 /// An opened checkpoint.
 pub struct Checkpoint {
     root: PathBuf,
-    files: Vec<SafetensorsFile>,
+    files: Vec<Source>,
+    gguf_meta: Option<std::collections::BTreeMap<String, super::gguf::MetaValue>>,
     /// tensor name -> index into `files`
     index: BTreeMap<String, usize>,
     config: Option<serde_json::Value>,
@@ -102,13 +148,27 @@ impl Checkpoint {
         };
         let mut files = Vec::with_capacity(file_paths.len());
         let mut index = BTreeMap::new();
+        let mut gguf_meta = None;
         for p in &file_paths {
-            let f = SafetensorsFile::open(p)?;
+            let is_gguf = p.extension().is_some_and(|e| e == "gguf")
+                || std::fs::File::open(p)
+                    .and_then(|mut f| {
+                        let mut m = [0u8; 4];
+                        std::io::Read::read_exact(&mut f, &mut m).map(|_| m == *b"GGUF")
+                    })
+                    .unwrap_or(false);
+            let f = if is_gguf {
+                let g = GgufFile::open(p)?;
+                gguf_meta = Some(g.meta.clone());
+                Source::Gguf(g)
+            } else {
+                Source::St(SafetensorsFile::open(p)?)
+            };
             for n in f.names() {
                 if index.insert(n.clone(), files.len()).is_some() {
                     return Err(ReadError::format(
                         p,
-                        Some(n),
+                        Some(&n),
                         "tensor appears in more than one shard",
                     ));
                 }
@@ -118,6 +178,7 @@ impl Checkpoint {
         Ok(Self {
             root,
             files,
+            gguf_meta,
             index,
             config,
             config_path,
@@ -127,6 +188,11 @@ impl Checkpoint {
     /// The parsed `config.json`, if there was one.
     pub fn config(&self) -> Option<&serde_json::Value> {
         self.config.as_ref()
+    }
+
+    /// GGUF metadata, when the checkpoint is a GGUF file.
+    pub fn gguf_meta(&self) -> Option<&std::collections::BTreeMap<String, super::gguf::MetaValue>> {
+        self.gguf_meta.as_ref()
     }
 
     /// Path of `config.json`, if there was one.

@@ -13,6 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub mod checkpoint;
+pub mod gguf;
 pub mod npy;
 pub mod safetensors;
 

@@ -1,0 +1,585 @@
+//! GGUF (llama.cpp) files, versions 2 and 3: metadata, tensor directory and
+//! exact decoding of F32, F16, BF16, Q8_0, Q4_0 and Q4_1 tensors into f64.
+//!
+//! Every value of these formats is exactly representable in binary64 and
+//! is computed exactly (`proofs/gguf-exact-decode.md`, L19). The parser
+//! treats the file as hostile: every count, length, dimension and offset is
+//! checked against the file size before anything is allocated from it.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::{check_finite, DenseMatrix, LoadedMatrix, ReadError, SourceDtype};
+
+/// A metadata value (arrays keep only their length and, for scalars, values).
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetaValue {
+    /// Any integer type.
+    Int(i128),
+    /// f32 or f64.
+    Float(f64),
+    /// bool.
+    Bool(bool),
+    /// UTF-8 string (lossy).
+    Str(String),
+    /// An array: element count (elements are skipped).
+    Array(u64),
+}
+
+/// One tensor of the directory.
+#[derive(Clone, Debug)]
+pub struct GgufTensor {
+    /// Name.
+    pub name: String,
+    /// Dimensions as listed (fastest-varying first).
+    pub dims: Vec<u64>,
+    /// ggml type id.
+    pub ggml_type: u32,
+    /// Absolute byte offset of the data in the file.
+    pub start: usize,
+    /// Byte length of the data.
+    pub len: usize,
+}
+
+/// A mapped, validated GGUF file.
+pub struct GgufFile {
+    path: PathBuf,
+    mmap: Mmap,
+    /// Format version (2 or 3).
+    pub version: u32,
+    /// Metadata key-value pairs.
+    pub meta: BTreeMap<String, MetaValue>,
+    /// Tensor directory by name.
+    pub tensors: BTreeMap<String, GgufTensor>,
+}
+
+const MAGIC: &[u8; 4] = b"GGUF";
+const MAX_KV: u64 = 1 << 20;
+const MAX_TENSORS: u64 = 1 << 20;
+const MAX_STRING: u64 = 1 << 24;
+
+/// ggml type ids this reader decodes.
+pub const F32: u32 = 0;
+/// f16.
+pub const F16: u32 = 1;
+/// 4-bit blocks with a scale.
+pub const Q4_0: u32 = 2;
+/// 4-bit blocks with a scale and a minimum.
+pub const Q4_1: u32 = 3;
+/// 8-bit blocks with a scale.
+pub const Q8_0: u32 = 8;
+/// bfloat16.
+pub const BF16: u32 = 30;
+
+/// `(elements per block, bytes per block)` of a supported type.
+pub fn block_layout(t: u32) -> Option<(u64, u64)> {
+    match t {
+        F32 => Some((1, 4)),
+        F16 => Some((1, 2)),
+        BF16 => Some((1, 2)),
+        Q8_0 => Some((32, 34)),
+        Q4_0 => Some((32, 18)),
+        Q4_1 => Some((32, 20)),
+        _ => None,
+    }
+}
+
+/// Name of a ggml type id (for messages).
+pub fn type_name(t: u32) -> String {
+    match t {
+        F32 => "F32".into(),
+        F16 => "F16".into(),
+        Q4_0 => "Q4_0".into(),
+        Q4_1 => "Q4_1".into(),
+        Q8_0 => "Q8_0".into(),
+        BF16 => "BF16".into(),
+        6 => "Q5_0".into(),
+        7 => "Q5_1".into(),
+        9 => "Q8_1".into(),
+        10..=15 => format!("Q{}_K", t - 8),
+        _ => format!("type {t}"),
+    }
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+}
+
+impl<'a> Cursor<'a> {
+    fn err(&self, msg: impl Into<String>) -> ReadError {
+        ReadError::format(
+            self.path,
+            None,
+            format!("GGUF at byte {}: {}", self.pos, msg.into()),
+        )
+    }
+    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], ReadError> {
+        let end = (self.pos as u64)
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len() as u64);
+        match end {
+            Some(e) => {
+                let s = &self.buf[self.pos..e as usize];
+                self.pos = e as usize;
+                Ok(s)
+            }
+            None => Err(self.err(format!(
+                "{what} of {n} bytes runs past the end of the file ({} bytes)",
+                self.buf.len()
+            ))),
+        }
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, ReadError> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4"),
+        ))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, ReadError> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8"),
+        ))
+    }
+    fn string(&mut self, what: &str) -> Result<String, ReadError> {
+        let n = self.u64(what)?;
+        if n > MAX_STRING {
+            return Err(self.err(format!("{what} length {n} exceeds {MAX_STRING}")));
+        }
+        Ok(String::from_utf8_lossy(self.take(n, what)?).into_owned())
+    }
+    fn value(&mut self, t: u32, depth: u32) -> Result<MetaValue, ReadError> {
+        Ok(match t {
+            0 => MetaValue::Int(self.take(1, "u8")?[0] as i128),
+            1 => MetaValue::Int(self.take(1, "i8")?[0] as i8 as i128),
+            2 => MetaValue::Int(
+                u16::from_le_bytes(self.take(2, "u16")?.try_into().expect("2")) as i128,
+            ),
+            3 => MetaValue::Int(
+                i16::from_le_bytes(self.take(2, "i16")?.try_into().expect("2")) as i128,
+            ),
+            4 => MetaValue::Int(self.u32("u32")? as i128),
+            5 => MetaValue::Int(self.u32("i32")? as i32 as i128),
+            6 => MetaValue::Float(
+                f32::from_le_bytes(self.take(4, "f32")?.try_into().expect("4")) as f64,
+            ),
+            7 => MetaValue::Bool(self.take(1, "bool")?[0] != 0),
+            8 => MetaValue::Str(self.string("string")?),
+            9 => {
+                if depth > 4 {
+                    return Err(self.err("arrays nested too deeply"));
+                }
+                let et = self.u32("array type")?;
+                let n = self.u64("array length")?;
+                // Each element takes at least one byte: bound n by what is left.
+                if n > (self.buf.len() - self.pos) as u64 {
+                    return Err(self.err(format!("array of {n} elements cannot fit in the file")));
+                }
+                for _ in 0..n {
+                    self.value(et, depth + 1)?;
+                }
+                MetaValue::Array(n)
+            }
+            10 => MetaValue::Int(self.u64("u64")? as i128),
+            11 => MetaValue::Int(self.u64("i64")? as i64 as i128),
+            12 => MetaValue::Float(f64::from_le_bytes(
+                self.take(8, "f64")?.try_into().expect("8"),
+            )),
+            other => return Err(self.err(format!("unknown metadata value type {other}"))),
+        })
+    }
+}
+
+impl GgufFile {
+    /// Maps and validates a GGUF file.
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+        // SAFETY: the map is only read; see the safetensors reader for the
+        // caveat about files modified while mapped.
+        let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
+        let buf: &[u8] = &mmap;
+        let mut c = Cursor { buf, pos: 0, path };
+        if c.take(4, "magic")? != MAGIC {
+            return Err(ReadError::format(
+                path,
+                None,
+                "not a GGUF file (bad magic; expected \"GGUF\")",
+            ));
+        }
+        let version = c.u32("version")?;
+        if !(version == 2 || version == 3) {
+            return Err(ReadError::format(
+                path,
+                None,
+                format!("unsupported GGUF version {version} (supported: 2, 3)"),
+            ));
+        }
+        let n_tensors = c.u64("tensor count")?;
+        let n_kv = c.u64("metadata count")?;
+        if n_tensors > MAX_TENSORS || n_kv > MAX_KV {
+            return Err(ReadError::format(
+                path,
+                None,
+                format!("implausible counts: {n_tensors} tensors, {n_kv} metadata entries"),
+            ));
+        }
+        let mut meta = BTreeMap::new();
+        for _ in 0..n_kv {
+            let key = c.string("metadata key")?;
+            let t = c.u32("metadata type")?;
+            let v = c.value(t, 0)?;
+            meta.insert(key, v);
+        }
+        let alignment = match meta.get("general.alignment") {
+            None => 32u64,
+            Some(MetaValue::Int(a)) if *a > 0 && (*a as u64).is_power_of_two() && *a <= 1 << 16 => {
+                *a as u64
+            }
+            Some(v) => {
+                return Err(ReadError::format(
+                    path,
+                    Some("general.alignment"),
+                    format!("alignment must be a power of two, found {v:?}"),
+                ))
+            }
+        };
+        let mut infos = Vec::with_capacity(n_tensors.min(1 << 16) as usize);
+        for _ in 0..n_tensors {
+            let name = c.string("tensor name")?;
+            let nd = c.u32("dimension count")?;
+            if nd == 0 || nd > 4 {
+                return Err(ReadError::format(
+                    path,
+                    Some(&name),
+                    format!("{nd} dimensions (1 to 4 supported)"),
+                ));
+            }
+            let mut dims = Vec::with_capacity(nd as usize);
+            for _ in 0..nd {
+                dims.push(c.u64("dimension")?);
+            }
+            let t = c.u32("tensor type")?;
+            let off = c.u64("tensor offset")?;
+            infos.push((name, dims, t, off));
+        }
+        let data_start = (c.pos as u64).div_ceil(alignment) * alignment;
+        let file_len = buf.len() as u64;
+        let mut tensors = BTreeMap::new();
+        let mut spans: Vec<(u64, u64, String)> = Vec::new();
+        for (name, dims, t, off) in infos {
+            let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+            let n = n.ok_or_else(|| {
+                ReadError::format(path, Some(&name), format!("shape {dims:?} overflows"))
+            })?;
+            if n == 0 {
+                return Err(ReadError::Empty {
+                    path: path.to_path_buf(),
+                    tensor: Some(name),
+                    shape: dims.iter().map(|&d| d as usize).collect(),
+                });
+            }
+            if off % alignment != 0 {
+                return Err(ReadError::format(
+                    path,
+                    Some(&name),
+                    format!("offset {off} is not a multiple of the alignment {alignment}"),
+                ));
+            }
+            let len = match block_layout(t) {
+                Some((per, bytes)) => {
+                    if dims[0] % per != 0 {
+                        return Err(ReadError::format(path, Some(&name), format!("first dimension {} is not a multiple of the block size {per} of {}", dims[0], type_name(t))));
+                    }
+                    (n / per).checked_mul(bytes)
+                }
+                None => None, // unsupported types are listed but unreadable
+            };
+            let (start, len) = match len {
+                Some(len) => {
+                    let start = data_start
+                        .checked_add(off)
+                        .filter(|s| s.checked_add(len).is_some_and(|e| e <= file_len));
+                    let start = start.ok_or_else(|| ReadError::format(path, Some(&name), format!(
+                        "data [{off}, +{len}) lies outside the file's data section ({} bytes from {data_start})", file_len.saturating_sub(data_start))))?;
+                    spans.push((start, start + len, name.clone()));
+                    (start as usize, len as usize)
+                }
+                None => (0, 0),
+            };
+            if tensors
+                .insert(
+                    name.clone(),
+                    GgufTensor {
+                        name: name.clone(),
+                        dims,
+                        ggml_type: t,
+                        start,
+                        len,
+                    },
+                )
+                .is_some()
+            {
+                return Err(ReadError::format(
+                    path,
+                    Some(&name),
+                    "duplicate tensor name",
+                ));
+            }
+        }
+        spans.sort();
+        for w in spans.windows(2) {
+            if w[1].0 < w[0].1 {
+                return Err(ReadError::format(
+                    path,
+                    Some(&w[1].2),
+                    format!("data overlaps tensor '{}'", w[0].2),
+                ));
+            }
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            mmap,
+            version,
+            meta,
+            tensors,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The raw bytes (for hashing).
+    pub fn bytes(&self) -> &[u8] {
+        &self.mmap
+    }
+
+    /// An integer metadata value.
+    pub fn meta_int(&self, key: &str) -> Option<i128> {
+        match self.meta.get(key) {
+            Some(MetaValue::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// A string metadata value.
+    pub fn meta_str(&self, key: &str) -> Option<&str> {
+        match self.meta.get(key) {
+            Some(MetaValue::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Reads a 2-D tensor as a row-major matrix: GGUF lists dimensions
+    /// fastest-first, so dims `[cols, rows]` is a `rows x cols` matrix
+    /// (the same layout as PyTorch's `[out, in]`). Decoding is exact (L19).
+    pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| ReadError::MissingTensor {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                available: Vec::new(),
+            })?;
+        if t.dims.len() != 2 {
+            return Err(ReadError::NotTwoD {
+                path: self.path.clone(),
+                tensor: Some(name.into()),
+                shape: t.dims.iter().map(|&d| d as usize).collect(),
+            });
+        }
+        if block_layout(t.ggml_type).is_none() {
+            return Err(ReadError::UnsupportedDtype {
+                path: self.path.clone(),
+                tensor: Some(name.into()),
+                dtype: type_name(t.ggml_type),
+                supported: "F32, F16, BF16, Q8_0, Q4_0, Q4_1",
+                note: None,
+            });
+        }
+        let (cols, rows) = (t.dims[0] as usize, t.dims[1] as usize);
+        let bytes = &self.mmap[t.start..t.start + t.len];
+        let data = decode(t.ggml_type, bytes, rows * cols);
+        let dtype = match t.ggml_type {
+            F16 => SourceDtype::F16,
+            BF16 => SourceDtype::BF16,
+            F32 => SourceDtype::F32,
+            _ => SourceDtype::F16, // block formats: f16 scales times small integers
+        };
+        let matrix = DenseMatrix { rows, cols, data };
+        check_finite(&self.path, Some(name), &matrix)?;
+        Ok(LoadedMatrix { matrix, dtype })
+    }
+}
+
+fn f16(b: &[u8]) -> f64 {
+    half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()
+}
+
+/// Decodes `n` values of a supported type. Exact (L19): f16/bf16/f32 widen
+/// exactly; block values `d * q` and `d * q + m` are computed in f64 without
+/// rounding because every intermediate is a multiple of 2^-24 below 2^47.
+pub fn decode(t: u32, bytes: &[u8], n: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(n);
+    match t {
+        F32 => out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+        ),
+        F16 => out.extend(bytes.chunks_exact(2).map(f16)),
+        BF16 => out.extend(
+            bytes
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()),
+        ),
+        Q8_0 => {
+            for blk in bytes.chunks_exact(34) {
+                let d = f16(&blk[0..2]);
+                out.extend(blk[2..34].iter().map(|&q| d * (q as i8) as f64));
+            }
+        }
+        Q4_0 => {
+            for blk in bytes.chunks_exact(18) {
+                let d = f16(&blk[0..2]);
+                let qs = &blk[2..18];
+                out.extend(qs.iter().map(|&b| d * ((b & 0x0f) as f64 - 8.0)));
+                out.extend(qs.iter().map(|&b| d * ((b >> 4) as f64 - 8.0)));
+            }
+        }
+        Q4_1 => {
+            for blk in bytes.chunks_exact(20) {
+                let d = f16(&blk[0..2]);
+                let m = f16(&blk[2..4]);
+                let qs = &blk[4..20];
+                out.extend(qs.iter().map(|&b| d * (b & 0x0f) as f64 + m));
+                out.extend(qs.iter().map(|&b| d * (b >> 4) as f64 + m));
+            }
+        }
+        _ => unreachable!("checked by the caller"),
+    }
+    out.truncate(n);
+    out
+}
+
+/// Encodes values into a block format (round to nearest scale and integer),
+/// for tests and fixtures: returns the bytes. The values actually stored are
+/// whatever [`decode`] gives back, which tests use as the exact reference.
+pub fn encode(t: u32, values: &[f64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let h = |x: f64| half::f16::from_f64(x).to_bits().to_le_bytes();
+    match t {
+        F32 => values
+            .iter()
+            .for_each(|&x| out.extend_from_slice(&(x as f32).to_le_bytes())),
+        F16 => values.iter().for_each(|&x| out.extend_from_slice(&h(x))),
+        BF16 => values
+            .iter()
+            .for_each(|&x| out.extend_from_slice(&half::bf16::from_f64(x).to_bits().to_le_bytes())),
+        Q8_0 => {
+            for blk in values.chunks(32) {
+                let amax = blk.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+                let d = half::f16::from_f64(amax / 127.0).to_f64();
+                out.extend_from_slice(&h(d));
+                for &x in blk {
+                    let q = if d == 0.0 {
+                        0.0
+                    } else {
+                        (x / d).round().clamp(-127.0, 127.0)
+                    };
+                    out.push(q as i8 as u8);
+                }
+            }
+        }
+        Q4_0 | Q4_1 => {
+            for blk in values.chunks(32) {
+                let (d, m) = if t == Q4_0 {
+                    let amax = blk.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+                    (half::f16::from_f64(amax / 8.0).to_f64(), 0.0)
+                } else {
+                    let lo = blk.iter().fold(f64::INFINITY, |a, &x| a.min(x));
+                    let hi = blk.iter().fold(f64::NEG_INFINITY, |a, &x| a.max(x));
+                    (
+                        half::f16::from_f64((hi - lo) / 15.0).to_f64(),
+                        half::f16::from_f64(lo).to_f64(),
+                    )
+                };
+                out.extend_from_slice(&h(d));
+                if t == Q4_1 {
+                    out.extend_from_slice(&h(m));
+                }
+                let q = |x: f64| -> u8 {
+                    if d == 0.0 {
+                        return if t == Q4_0 { 8 } else { 0 };
+                    }
+                    let v = if t == Q4_0 {
+                        (x / d).round() + 8.0
+                    } else {
+                        ((x - m) / d).round()
+                    };
+                    v.clamp(0.0, 15.0) as u8
+                };
+                for i in 0..16 {
+                    out.push(q(blk[i]) | (q(blk[i + 16]) << 4));
+                }
+            }
+        }
+        _ => panic!("unsupported type for encoding"),
+    }
+    out
+}
+
+/// Writes a GGUF v3 file (for tests and fixtures): metadata of string and
+/// u32 values, and 2-D tensors `(name, rows, cols, type, values)`.
+pub fn write_gguf(
+    path: &Path,
+    meta: &[(&str, MetaValue)],
+    tensors: &[(String, usize, usize, u32, Vec<f64>)],
+) -> std::io::Result<()> {
+    let mut h: Vec<u8> = Vec::new();
+    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(&3u32.to_le_bytes());
+    h.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
+    h.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+    let s = |h: &mut Vec<u8>, x: &str| {
+        h.extend_from_slice(&(x.len() as u64).to_le_bytes());
+        h.extend_from_slice(x.as_bytes());
+    };
+    for (k, v) in meta {
+        s(&mut h, k);
+        match v {
+            MetaValue::Str(x) => {
+                h.extend_from_slice(&8u32.to_le_bytes());
+                s(&mut h, x);
+            }
+            MetaValue::Int(x) => {
+                h.extend_from_slice(&4u32.to_le_bytes());
+                h.extend_from_slice(&(*x as u32).to_le_bytes());
+            }
+            _ => panic!("only strings and u32 in test metadata"),
+        }
+    }
+    let mut data: Vec<u8> = Vec::new();
+    for (name, rows, cols, t, vals) in tensors {
+        s(&mut h, name);
+        h.extend_from_slice(&2u32.to_le_bytes());
+        h.extend_from_slice(&(*cols as u64).to_le_bytes());
+        h.extend_from_slice(&(*rows as u64).to_le_bytes());
+        h.extend_from_slice(&t.to_le_bytes());
+        while data.len() % 32 != 0 {
+            data.push(0);
+        }
+        h.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        data.extend_from_slice(&encode(*t, vals));
+    }
+    while h.len() % 32 != 0 {
+        h.push(0);
+    }
+    h.extend_from_slice(&data);
+    std::fs::write(path, h)
+}
