@@ -84,6 +84,17 @@ enum Command {
         #[arg(long)]
         model_id: Option<String>,
     },
+    /// Show the recognised architecture and the proxy matrices, without computing spectra.
+    Inspect {
+        /// A model directory, .safetensors or .gguf file.
+        model: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Number of attention heads (for a file without config.json or metadata).
+        #[arg(long)]
+        heads: Option<usize>,
+    },
     /// Check a certificate: re-derive every aggregate; with --model, also the hashes and every matrix.
     Verify {
         /// The certificate (JSON).
@@ -200,6 +211,59 @@ enum Outcome {
 
 fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
+        Command::Inspect { model, json, heads } => {
+            let ck = specbound::io::checkpoint::Checkpoint::open(&model)?;
+            let arch = specbound::proxy::detect(
+                &ck,
+                &ArchOverrides {
+                    heads,
+                    layers: None,
+                },
+            )?;
+            let (mats, unmapped) = specbound::proxy::describe(&ck, &arch);
+            if json {
+                let j = serde_json::json!({
+                    "model": model.display().to_string(),
+                    "architecture": arch.family,
+                    "layout": format!("{:?}", arch.layout),
+                    "tensor_prefix": arch.prefix,
+                    "layers": arch.layers,
+                    "hidden": arch.hidden,
+                    "heads": arch.heads,
+                    "kv_heads": arch.kv_heads,
+                    "head_dim": arch.head_dim,
+                    "intermediate": arch.intermediate,
+                    "extensions": arch.extension_note().into_iter().collect::<Vec<_>>(),
+                    "matrices": mats,
+                    "unmapped": unmapped.iter().map(|(n, s, d)| serde_json::json!({"tensor": n, "shape": s, "dtype": d})).collect::<Vec<_>>(),
+                });
+                println!("{}", serde_json::to_string_pretty(&j)?);
+            } else {
+                println!(
+                    "{}: {} ({:?} layout, prefix '{}'): {} layers, hidden {}, {} heads of {} ({} key/value heads), feed-forward {}",
+                    model.display(), arch.family, arch.layout, arch.prefix, arch.layers, arch.hidden, arch.heads, arch.head_dim, arch.kv_heads, arch.intermediate
+                );
+                if let Some(n) = arch.extension_note() {
+                    println!("EXTENSION OF THE PAPER: {n}");
+                }
+                println!("{} proxy matrices:", mats.len());
+                for m in mats.iter().filter(|m| m.head <= 0 || m.layer == 0) {
+                    println!(
+                        "  layer {:>3} head {:>3} {:<8} {:>6} x {:<6} {}",
+                        m.layer, m.head, m.kind, m.rows, m.cols, m.formed_from
+                    );
+                }
+                println!("  (heads other than 0 shown for layer 0 only)");
+                println!("{} tensors not used by the proxies:", unmapped.len());
+                for (n, s, d) in unmapped.iter().take(40) {
+                    println!("  {n} {s:?} {d}");
+                }
+                if unmapped.len() > 40 {
+                    println!("  ... and {} more (use --json)", unmapped.len() - 40);
+                }
+            }
+            Ok(Outcome::Certified)
+        }
         Command::Verify { cert, model } => {
             let c = specbound::evidence::parse::read_certificate(&cert)?;
             let mut v = specbound::evidence::verify::verify_internal(&c);

@@ -448,7 +448,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
     let layers = ov
         .layers
         .or(g("block_count"))
-        .or(cfg_first(&["num_hidden_layers", "n_layer"])?)
+        .or(cfg_first(&["num_hidden_layers", "n_layer", "n_layers"])?)
         .unwrap_or(found_layers);
     if layers == 0 {
         return Err(invalid(
@@ -764,4 +764,119 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
         });
     }
     Ok(out)
+}
+
+/// One proxy matrix as `inspect` describes it, without reading its values.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProxyDescription {
+    /// Layer.
+    pub layer: usize,
+    /// Head or -1.
+    pub head: i64,
+    /// Family name.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// How it is formed from stored tensors.
+    pub formed_from: String,
+}
+
+/// Describes every proxy matrix and lists the tensors that no proxy uses
+/// (embeddings, norms, biases, heads, buffers, anything unrecognised).
+pub fn describe(
+    ck: &Checkpoint,
+    arch: &Architecture,
+) -> (Vec<ProxyDescription>, Vec<(String, Vec<usize>, String)>) {
+    let (n, dh) = (arch.hidden, arch.head_dim);
+    let group = arch.heads / arch.kv_heads;
+    let mut used = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for l in 0..arch.layers {
+        let t = layer_sources(arch, l);
+        used.extend(t.iter().cloned());
+        let (q, k, v, o) = match arch.layout {
+            Layout::Gpt2 => (
+                format!("{}[:, 0:{n}]^T", t[0]),
+                format!("{}[:, {n}:{}]^T", t[0], 2 * n),
+                format!("{}[:, {}:{}]^T", t[0], 2 * n, 3 * n),
+                format!("{}^T", t[1]),
+            ),
+            _ => (t[0].clone(), t[1].clone(), t[2].clone(), t[3].clone()),
+        };
+        for h in 0..arch.heads {
+            let g = h / group;
+            out.push(ProxyDescription {
+                layer: l,
+                head: h as i64,
+                kind: MatrixType::QK.name(),
+                rows: n,
+                cols: n,
+                formed_from: format!(
+                    "({q} rows {}..{})^T ({k} rows {}..{}), factored",
+                    h * dh,
+                    (h + 1) * dh,
+                    g * dh,
+                    (g + 1) * dh
+                ),
+            });
+        }
+        for h in 0..arch.heads {
+            let g = h / group;
+            out.push(ProxyDescription {
+                layer: l,
+                head: h as i64,
+                kind: MatrixType::VTilde.name(),
+                rows: n,
+                cols: n,
+                formed_from: format!(
+                    "({v} rows {}..{})^T ({o}^T rows {}..{}), factored",
+                    g * dh,
+                    (g + 1) * dh,
+                    h * dh,
+                    (h + 1) * dh
+                ),
+            });
+        }
+        let (min_from, mout_from, icols) = match arch.layout {
+            Layout::Gpt2 => (t[2].clone(), t[3].clone(), arch.intermediate),
+            Layout::Llama | Layout::Gguf => (
+                format!("[{}^T, {}^T] (gated: extension)", t[4], t[5]),
+                format!("{}^T", t[6]),
+                2 * arch.intermediate,
+            ),
+            _ => (
+                format!("{}^T", t[4]),
+                format!("{}^T", t[5]),
+                arch.intermediate,
+            ),
+        };
+        out.push(ProxyDescription {
+            layer: l,
+            head: -1,
+            kind: MatrixType::MIn.name(),
+            rows: n,
+            cols: icols,
+            formed_from: min_from,
+        });
+        out.push(ProxyDescription {
+            layer: l,
+            head: -1,
+            kind: MatrixType::MOut.name(),
+            rows: arch.intermediate,
+            cols: n,
+            formed_from: mout_from,
+        });
+    }
+    let unmapped = ck
+        .names()
+        .filter(|name| !used.contains(*name))
+        .map(|name| {
+            let (shape, dtype) = ck.info(name).unwrap_or_default();
+            (name.to_string(), shape, dtype)
+        })
+        .collect();
+    (out, unmapped)
 }
