@@ -784,12 +784,15 @@ pub struct ProxyDescription {
     pub formed_from: String,
 }
 
+/// A tensor no proxy uses: `(name, shape, dtype)`.
+pub type UnmappedTensor = (String, Vec<usize>, String);
+
 /// Describes every proxy matrix and lists the tensors that no proxy uses
 /// (embeddings, norms, biases, heads, buffers, anything unrecognised).
 pub fn describe(
     ck: &Checkpoint,
     arch: &Architecture,
-) -> (Vec<ProxyDescription>, Vec<(String, Vec<usize>, String)>) {
+) -> (Vec<ProxyDescription>, Vec<UnmappedTensor>) {
     let (n, dh) = (arch.hidden, arch.head_dim);
     let group = arch.heads / arch.kv_heads;
     let mut used = std::collections::BTreeSet::new();
