@@ -15,7 +15,7 @@ pub const MAX_BYTES: u64 = 1 << 30;
 /// Largest number of proxy matrices accepted.
 pub const MAX_MATRICES: usize = 1 << 20;
 /// Largest grid resolution accepted.
-pub const MAX_GRID_M: usize = 100_000;
+pub const MAX_GRID_M: usize = 1_000;
 
 /// A closed interval read from a certificate.
 #[derive(Clone, Copy, Debug, PartialEq)]

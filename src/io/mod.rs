@@ -336,6 +336,7 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
     match ext.as_deref() {
         Some("npy") => return read_npy(path),
         Some("safetensors") => return read_safetensors(path, tensor),
+        Some("gguf") => return read_gguf(path, tensor),
         _ => {}
     }
     let mut head = [0u8; 9];
@@ -360,12 +361,41 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
     if head.len() == 9 && head[8] == b'{' {
         return read_safetensors(path, tensor);
     }
+    if head.starts_with(b"GGUF") {
+        return read_gguf(path, tensor);
+    }
     Err(ReadError::format(
         path,
         None,
         "unrecognised file kind: the extension is neither .npy nor .safetensors, and the \
          content starts with neither the NumPy magic \\x93NUMPY nor a safetensors header",
     ))
+}
+
+/// Reads one 2-D tensor of a GGUF file (exact decoding, L19); without a
+/// name the file must hold exactly one 2-D tensor.
+pub fn read_gguf(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+    let f = gguf::GgufFile::open(path)?;
+    let name = match tensor {
+        Some(n) => n.to_string(),
+        None => {
+            let two_d: Vec<String> = f
+                .tensors
+                .values()
+                .filter(|t| t.dims.len() == 2)
+                .map(|t| t.name.clone())
+                .collect();
+            if two_d.len() == 1 {
+                two_d[0].clone()
+            } else {
+                return Err(ReadError::TensorNeeded {
+                    path: path.to_path_buf(),
+                    available: two_d,
+                });
+            }
+        }
+    };
+    f.read(&name)
 }
 
 /// Returns the position and value of the first non-finite entry (row-major).
