@@ -502,7 +502,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             let report = SvdReport::new(
                 input.display().to_string(),
                 tensor,
-                format!("{:?}", loaded.dtype).to_lowercase(),
+                loaded.dtype.to_string().to_lowercase(),
                 precision,
                 &sv,
                 &summary,

@@ -443,3 +443,13 @@ fn derived_quantities_contain_exact_oracles() {
         );
     }
 }
+
+#[test]
+fn nalgebra_matrices_enter_the_library_exactly() {
+    // The library accepts nalgebra::DMatrix (copied exactly into DenseMatrix).
+    let d = nalgebra::DMatrix::from_row_slice(2, 3, &[3.0, 0.0, 0.0, 0.0, -2.0, 0.0]);
+    let a = DenseMatrix::from(&d);
+    assert_eq!(nalgebra::DMatrix::from(&a), d);
+    let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
+    assert_contains_all(&sv.enclosures(), &[3.0, 2.0], "nalgebra input");
+}

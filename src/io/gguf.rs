@@ -409,7 +409,9 @@ impl GgufFile {
             F16 => SourceDtype::F16,
             BF16 => SourceDtype::BF16,
             F32 => SourceDtype::F32,
-            _ => SourceDtype::F16, // block formats: f16 scales times small integers
+            Q8_0 => SourceDtype::Quantized("Q8_0"),
+            Q4_0 => SourceDtype::Quantized("Q4_0"),
+            _ => SourceDtype::Quantized("Q4_1"),
         };
         let matrix = DenseMatrix { rows, cols, data };
         check_finite(&self.path, Some(name), &matrix)?;

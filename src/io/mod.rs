@@ -49,16 +49,41 @@ pub enum SourceDtype {
     F32,
     /// IEEE 754 binary64 (`<f8`).
     F64,
+    /// A GGUF block format (Q8_0, Q4_0, Q4_1), decoded exactly (L19).
+    Quantized(&'static str),
 }
 
 impl SourceDtype {
-    /// Bytes per stored element.
+    /// Bytes per stored element (block formats: rounded up to whole bytes;
+    /// only the dense formats use this).
     pub fn itemsize(self) -> usize {
         match self {
             SourceDtype::F16 | SourceDtype::BF16 => 2,
             SourceDtype::F32 => 4,
             SourceDtype::F64 => 8,
+            SourceDtype::Quantized(_) => 1,
         }
+    }
+}
+
+impl From<&nalgebra::DMatrix<f64>> for DenseMatrix {
+    /// Copies a nalgebra matrix (exact).
+    fn from(m: &nalgebra::DMatrix<f64>) -> Self {
+        let (rows, cols) = m.shape();
+        let mut data = Vec::with_capacity(rows * cols);
+        for i in 0..rows {
+            for j in 0..cols {
+                data.push(m[(i, j)]);
+            }
+        }
+        DenseMatrix { rows, cols, data }
+    }
+}
+
+impl From<&DenseMatrix> for nalgebra::DMatrix<f64> {
+    /// Copies into a nalgebra matrix (exact).
+    fn from(m: &DenseMatrix) -> Self {
+        nalgebra::DMatrix::from_row_slice(m.rows, m.cols, &m.data)
     }
 }
 
@@ -69,6 +94,7 @@ impl fmt::Display for SourceDtype {
             SourceDtype::BF16 => "BF16",
             SourceDtype::F32 => "F32",
             SourceDtype::F64 => "F64",
+            SourceDtype::Quantized(q) => q,
         })
     }
 }

@@ -177,6 +177,9 @@ fn decode(dtype: SourceDtype, b: &[u8]) -> f64 {
         SourceDtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
         SourceDtype::F16 => half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
         SourceDtype::BF16 => half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
+        SourceDtype::Quantized(_) => {
+            unreachable!("the npy header parser never yields block formats")
+        }
     }
 }
 
