@@ -155,6 +155,9 @@ pub fn grid_power_sums(sv: &SingularValues, m: usize) -> Vec<Interval> {
 /// `c(W, p) = S_p^(1/(p+2)) s^(p/(p+2)) N^((p+1)/(p+2))` at `p = k/m` from
 /// an enclosure `sp` of `S_p`; for p = 0 the Schatten quantity is the rank
 /// and the term is `sqrt(rank N)`.
+///
+/// *Guarantee: certified enclosure* of `c(W, k/m)` whenever `sp`, `rank`
+/// and `s` enclose their exact values (`proofs/proxy-formulas.md`, L18).
 pub fn contribution(
     sp: Interval,
     rank: IntEnclosure,
@@ -177,6 +180,10 @@ pub fn contribution(
 }
 
 /// Evaluates every proxy of §3.4–§4.1 from certified matrix quantities.
+///
+/// *Guarantee: certified enclosure* of every alpha, xi, gamma, scale,
+/// contribution, minimum and both bounds, given enclosures as inputs; the
+/// `p_opt` sets contain every minimiser (`proofs/proxy-formulas.md`, L18).
 /// `inputs` must hold, for each of the `layers` layers, the `heads` QK and
 /// V_tilde matrices and one M_in and M_out.
 pub fn evaluate(
