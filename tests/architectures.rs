@@ -86,29 +86,20 @@ fn hcat(mats: &[&DenseMatrix]) -> DenseMatrix {
 }
 
 fn write_st(dir: &Path, tensors: &[(String, DenseMatrix)], f64_dtype: bool, config: Value) {
-    let mut header = serde_json::Map::new();
-    let mut data: Vec<u8> = Vec::new();
-    for (name, m) in tensors {
-        let start = data.len();
-        for &x in &m.data {
-            if f64_dtype {
-                data.extend_from_slice(&x.to_le_bytes());
-            } else {
-                let y = x as f32;
-                assert_eq!(y as f64, x, "re-emitting must not round");
-                data.extend_from_slice(&y.to_le_bytes());
-            }
+    if !f64_dtype {
+        for (n, m) in tensors {
+            assert!(
+                m.data.iter().all(|&x| (x as f32) as f64 == x),
+                "{n}: re-emitting must not round"
+            );
         }
-        header.insert(name.clone(), json!({"dtype": if f64_dtype {"F64"} else {"F32"}, "shape": [m.rows, m.cols], "data_offsets": [start, data.len()]}));
     }
-    let mut h = serde_json::to_vec(&Value::Object(header)).unwrap();
-    while h.len() % 8 != 0 {
-        h.push(b' ');
-    }
-    let mut out = (h.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(&h);
-    out.extend_from_slice(&data);
-    std::fs::write(dir.join("model.safetensors"), out).unwrap();
+    let refs: Vec<(String, &DenseMatrix)> = tensors.iter().map(|(n, m)| (n.clone(), m)).collect();
+    common::write_safetensors(
+        &dir.join("model.safetensors"),
+        &refs,
+        if f64_dtype { "F64" } else { "F32" },
+    );
     std::fs::write(
         dir.join("config.json"),
         serde_json::to_vec(&config).unwrap(),

@@ -299,30 +299,7 @@ fn proxies_recomputed_in_plain_floats_fall_within_float_error() {
 }
 
 fn write_safetensors(path: &Path, tensors: &[(String, &DenseMatrix)], dtype_f64: bool) {
-    let mut header = serde_json::Map::new();
-    let mut data: Vec<u8> = Vec::new();
-    for (name, m) in tensors {
-        let start = data.len();
-        for &x in &m.data {
-            if dtype_f64 {
-                data.extend_from_slice(&x.to_le_bytes());
-            } else {
-                data.extend_from_slice(&(x as f32).to_le_bytes());
-            }
-        }
-        header.insert(
-            name.clone(),
-            serde_json::json!({"dtype": if dtype_f64 {"F64"} else {"F32"}, "shape": [m.rows, m.cols], "data_offsets": [start, data.len()]}),
-        );
-    }
-    let mut h = serde_json::to_vec(&Value::Object(header)).unwrap();
-    while h.len() % 8 != 0 {
-        h.push(b' ');
-    }
-    let mut out = (h.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(&h);
-    out.extend_from_slice(&data);
-    std::fs::write(path, out).unwrap();
+    common::write_safetensors(path, tensors, if dtype_f64 { "F64" } else { "F32" });
 }
 
 const NAMES: [&str; 6] = [

@@ -438,28 +438,16 @@ fn audit_generic_tensor_claims_and_weightwatcher_conventions() {
 /// Re-emits the bundled model with every tensor transformed, as F32 or BF16.
 fn variant(dir: &Path, f: impl Fn(&str, &DenseMatrix) -> DenseMatrix, bf16: bool) {
     let ck = Checkpoint::open(&bundled()).unwrap();
-    let mut header = serde_json::Map::new();
-    let mut data = Vec::new();
-    for n in ck.names() {
-        let m = f(n, &ck.read(n).unwrap().matrix);
-        let start = data.len();
-        for &x in &m.data {
-            if bf16 {
-                data.extend_from_slice(&half::bf16::from_f64(x).to_bits().to_le_bytes());
-            } else {
-                data.extend_from_slice(&(x as f32).to_le_bytes());
-            }
-        }
-        header.insert(n.to_string(), serde_json::json!({"dtype": if bf16 {"BF16"} else {"F32"}, "shape": [m.rows, m.cols], "data_offsets": [start, data.len()]}));
-    }
-    let mut h = serde_json::to_vec(&Value::Object(header)).unwrap();
-    while h.len() % 8 != 0 {
-        h.push(b' ');
-    }
-    let mut out = (h.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(&h);
-    out.extend_from_slice(&data);
-    std::fs::write(dir.join("model.safetensors"), out).unwrap();
+    let mats: Vec<(String, DenseMatrix)> = ck
+        .names()
+        .map(|n| (n.to_string(), f(n, &ck.read(n).unwrap().matrix)))
+        .collect();
+    let refs: Vec<(String, &DenseMatrix)> = mats.iter().map(|(n, m)| (n.clone(), m)).collect();
+    common::write_safetensors(
+        &dir.join("model.safetensors"),
+        &refs,
+        if bf16 { "BF16" } else { "F32" },
+    );
     std::fs::copy(bundled().join("config.json"), dir.join("config.json")).unwrap();
 }
 

@@ -89,33 +89,18 @@ fn row(quantity: String, a: CI, b: CI, rtol: f64) -> Row {
 }
 
 fn quantities(w: &CertMatrix) -> Vec<(String, CI)> {
-    let mut v = vec![
-        ("spectral_norm".to_string(), w.spectral_norm),
-        ("frobenius_norm".into(), w.frobenius_norm),
-        ("nuclear_norm".into(), w.nuclear_norm),
-        ("norm_21".into(), w.norm_21),
-        ("norm_11".into(), w.norm_11),
-        ("alpha".into(), w.alpha),
-        ("gamma".into(), w.gamma),
-        ("scale".into(), w.scale),
-        ("min_contribution".into(), w.min_contribution),
-        (
-            "rank".into(),
-            CI {
-                lo: w.rank.0 as f64,
-                hi: w.rank.1 as f64,
-            },
-        ),
-    ];
-    if let Some(s) = w.stable_rank {
-        v.push(("stable_rank".into(), s));
-    }
-    for (i, s) in w.singular_values.iter().enumerate() {
-        v.push((format!("sigma_{}", i + 1), *s));
-    }
+    let mut v = w.named_intervals();
+    v.push((
+        "rank".into(),
+        CI {
+            lo: w.rank.0 as f64,
+            hi: w.rank.1 as f64,
+        },
+    ));
+    let nz = w.singular_values.len();
     for i in 0..w.structural_zeros {
         v.push((
-            format!("sigma_{}", w.singular_values.len() + i + 1),
+            format!("singular_values[{}]", nz + i),
             CI { lo: 0.0, hi: 0.0 },
         ));
     }
@@ -143,8 +128,13 @@ pub fn diff(a: &Cert, b: &Cert, rtol: f64) -> DiffReport {
             unmatched.push(format!("{} (only in A)", name(wa)));
             continue;
         };
+        // Contributions are comparable only on the same grid.
+        let same_grid = a.grid_m == b.grid_m;
         let (qa, qb) = (quantities(wa), quantities(wb));
         for (na, va) in &qa {
+            if !same_grid && na.starts_with("contributions") {
+                continue;
+            }
             if let Some((_, vb)) = qb.iter().find(|(nb, _)| nb == na) {
                 rows.push(row(format!("{} {na}", name(wa)), *va, *vb, rtol));
             }

@@ -73,6 +73,35 @@ pub struct CertMatrix {
     pub min_contribution: CI,
 }
 
+impl CertMatrix {
+    /// Every enclosure of this entry with its JSON key (norms, proxies,
+    /// singular values by index, contributions by grid index), in a fixed
+    /// order shared by `verify --model` and `diff`.
+    pub fn named_intervals(&self) -> Vec<(String, CI)> {
+        let mut v = vec![
+            ("spectral_norm".to_string(), self.spectral_norm),
+            ("frobenius_norm".into(), self.frobenius_norm),
+            ("nuclear_norm".into(), self.nuclear_norm),
+            ("norm_21".into(), self.norm_21),
+            ("norm_11".into(), self.norm_11),
+            ("alpha".into(), self.alpha),
+            ("gamma".into(), self.gamma),
+            ("scale".into(), self.scale),
+            ("min_contribution".into(), self.min_contribution),
+        ];
+        if let Some(s) = self.stable_rank {
+            v.push(("stable_rank".into(), s));
+        }
+        for (i, s) in self.singular_values.iter().enumerate() {
+            v.push((format!("singular_values[{i}]"), *s));
+        }
+        for (k, x) in &self.contributions {
+            v.push((format!("contributions[{k}].value"), *x));
+        }
+        v
+    }
+}
+
 /// A parsed certificate.
 #[derive(Clone, Debug)]
 pub struct Cert {

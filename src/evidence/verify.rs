@@ -388,30 +388,6 @@ pub fn verify_internal(c: &Cert) -> Verdict {
     }
 }
 
-fn ci_list(w: &CertMatrix) -> Vec<(String, CI)> {
-    let mut v = vec![
-        ("spectral_norm".to_string(), w.spectral_norm),
-        ("frobenius_norm".into(), w.frobenius_norm),
-        ("nuclear_norm".into(), w.nuclear_norm),
-        ("norm_21".into(), w.norm_21),
-        ("norm_11".into(), w.norm_11),
-        ("alpha".into(), w.alpha),
-        ("gamma".into(), w.gamma),
-        ("scale".into(), w.scale),
-        ("min_contribution".into(), w.min_contribution),
-    ];
-    if let Some(s) = w.stable_rank {
-        v.push(("stable_rank".into(), s));
-    }
-    for (i, s) in w.singular_values.iter().enumerate() {
-        v.push((format!("singular_values[{i}]"), *s));
-    }
-    for (k, x) in &w.contributions {
-        v.push((format!("contributions[{k}].value"), *x));
-    }
-    v
-}
-
 /// Checks a certificate against the model it claims to describe: file
 /// hashes, then every matrix quantity recomputed from the weights must
 /// intersect the stated enclosure.
@@ -494,7 +470,9 @@ pub fn verify_with_model(c: &Cert, model: &Path) -> Result<Verdict, EvidenceErro
             ));
             break;
         }
-        for ((name, stated), (_, other)) in ci_list(w).iter().zip(ci_list(f).iter()) {
+        for ((name, stated), (_, other)) in
+            w.named_intervals().iter().zip(f.named_intervals().iter())
+        {
             ck.meets(
                 &format!("{}.{name}", w.at),
                 *stated,

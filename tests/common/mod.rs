@@ -9,7 +9,7 @@
 
 pub mod schema;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rug::Rational;
@@ -231,4 +231,34 @@ pub fn assert_bad(args: &[&str], needles: &[&str]) {
         assert!(err.contains(n), "'{n}' not in: {err}");
     }
     assert!(out.stdout.is_empty(), "no partial output expected");
+}
+
+/// Writes a safetensors file of 2-D tensors stored as `dtype` ("F32",
+/// "F64" or "BF16"; F32 and BF16 round to nearest).
+pub fn write_safetensors(path: &Path, tensors: &[(String, &DenseMatrix)], dtype: &str) {
+    let mut header = serde_json::Map::new();
+    let mut data: Vec<u8> = Vec::new();
+    for (name, m) in tensors {
+        let start = data.len();
+        for &x in &m.data {
+            match dtype {
+                "F64" => data.extend_from_slice(&x.to_le_bytes()),
+                "F32" => data.extend_from_slice(&(x as f32).to_le_bytes()),
+                "BF16" => data.extend_from_slice(&half::bf16::from_f64(x).to_bits().to_le_bytes()),
+                other => panic!("unsupported test dtype {other}"),
+            }
+        }
+        header.insert(
+            name.clone(),
+            serde_json::json!({"dtype": dtype, "shape": [m.rows, m.cols], "data_offsets": [start, data.len()]}),
+        );
+    }
+    let mut h = serde_json::to_vec(&serde_json::Value::Object(header)).unwrap();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&h);
+    out.extend_from_slice(&data);
+    std::fs::write(path, out).unwrap();
 }
