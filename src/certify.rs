@@ -111,14 +111,6 @@ pub struct ModelCertificate {
     pub proxies: ModelProxies,
 }
 
-fn matrix_id(l: usize, h: i64, k: MatrixType) -> String {
-    if h >= 0 {
-        format!("layer {l} head {h} {}", k.name())
-    } else {
-        format!("layer {l} {}", k.name())
-    }
-}
-
 /// Parses a positive decimal parameter into an interval containing it exactly.
 pub fn parse_decimal(text: &str, what: &str) -> Result<Interval, CertifyError> {
     let v = crate::spectral::parse_decimal_interval(text)
@@ -155,7 +147,7 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
     let results: Vec<Result<MatrixResult, CertifyError>> = mats
         .into_par_iter()
         .map(|pm| {
-            let id = matrix_id(pm.layer, pm.head, pm.kind);
+            let id = crate::proxy::matrix_label(pm.layer, pm.head, pm.kind);
             let wrap = |e: Inconclusive| CertifyError::Inconclusive(format!("{id}: {}", e.reason));
             let (sv, summary) = match &pm.source {
                 ProxySource::Factored { b, c } => {
@@ -228,7 +220,7 @@ impl ModelCertificate {
     fn check_finite(&self) -> Result<(), CertifyError> {
         let bad = |x: Interval| Enclosure::from_interval(x).is_none();
         for (r, p) in self.results.iter().zip(&self.proxies.matrices) {
-            let id = matrix_id(r.layer, r.head, r.kind);
+            let id = crate::proxy::matrix_label(r.layer, r.head, r.kind);
             if bad(p.alpha) || bad(p.gamma) || bad(p.scale) || bad(p.min_contribution) {
                 return Err(CertifyError::Inconclusive(format!(
                     "{id}: a proxy overflowed f64"

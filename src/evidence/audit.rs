@@ -401,11 +401,7 @@ fn judge_p_opt(
     } else {
         Verdict::Undecided { width: hi - lo }
     };
-    let name = if h >= 0 {
-        format!("layer {l} head {h} {}", k.name())
-    } else {
-        format!("layer {l} {}", k.name())
-    };
+    let name = crate::proxy::matrix_label(l, h, k);
     Ok(ClaimResult {
         line: 0,
         subject: name,
@@ -622,11 +618,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
             let (subject, iv) = match subj.as_str() {
                 "proxy" => {
                     let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
-                    let name = if h >= 0 {
-                        format!("layer {l} head {h} {}", k.name())
-                    } else {
-                        format!("layer {l} {}", k.name())
-                    };
+                    let name = crate::proxy::matrix_label(l, h, k);
                     let q = if quantity == "p_opt" {
                         "p_opt".to_string()
                     } else {

@@ -108,11 +108,7 @@ fn quantities(w: &CertMatrix) -> Vec<(String, CI)> {
 }
 
 fn name(w: &CertMatrix) -> String {
-    if w.head >= 0 {
-        format!("layer {} head {} {}", w.layer, w.head, w.kind.name())
-    } else {
-        format!("layer {} {}", w.layer, w.kind.name())
-    }
+    crate::proxy::matrix_label(w.layer, w.head, w.kind)
 }
 
 /// Compares two certificates.

@@ -36,6 +36,21 @@ impl DenseMatrix {
     pub fn get(&self, i: usize, j: usize) -> f64 {
         self.data[i * self.cols + j]
     }
+
+    /// The transpose (values moved, not computed: exact).
+    pub fn transposed(&self) -> DenseMatrix {
+        let mut data = vec![0.0; self.data.len()];
+        for i in 0..self.rows {
+            for j in 0..self.cols {
+                data[j * self.rows + i] = self.data[i * self.cols + j];
+            }
+        }
+        DenseMatrix {
+            rows: self.cols,
+            cols: self.rows,
+            data,
+        }
+    }
 }
 
 /// Storage type the values were converted from (the conversion to f64 is exact).

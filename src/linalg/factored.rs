@@ -27,20 +27,6 @@ fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
     Mat::from_fn(x.rows, x.cols, |i, j| r::scale_pow2_rn(x.get(i, j), k))
 }
 
-fn transpose(x: &DenseMatrix) -> DenseMatrix {
-    let mut data = vec![0.0; x.data.len()];
-    for i in 0..x.rows {
-        for j in 0..x.cols {
-            data[j * x.rows + i] = x.get(i, j);
-        }
-    }
-    DenseMatrix {
-        rows: x.cols,
-        cols: x.rows,
-        data,
-    }
-}
-
 /// Exact power-of-two prescaling exponent for one factor (0 if not exact).
 fn scale_for(x: &DenseMatrix) -> i32 {
     let maxabs = x.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -134,7 +120,7 @@ pub fn certify_factored(
     let (bb, cc) = if m0 >= n0 {
         (b.clone(), c.clone())
     } else {
-        (transpose(c), transpose(b))
+        (c.transposed(), b.transposed())
     };
     let (kb, kc) = (scale_for(&bb), scale_for(&cc));
     let bm = to_faer(&bb, kb);

@@ -30,6 +30,16 @@ pub enum MatrixType {
     MOut,
 }
 
+/// The label used in messages and reports: `layer L head H TYPE`, or
+/// `layer L TYPE` for layer matrices (`head < 0`).
+pub fn matrix_label(layer: usize, head: i64, kind: MatrixType) -> String {
+    if head >= 0 {
+        format!("layer {layer} head {head} {}", kind.name())
+    } else {
+        format!("layer {layer} {}", kind.name())
+    }
+}
+
 impl MatrixType {
     /// The name used in certificates and CSV tables.
     pub fn name(self) -> &'static str {
@@ -589,20 +599,6 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
     })
 }
 
-fn transpose(x: &DenseMatrix) -> DenseMatrix {
-    let mut data = vec![0.0; x.data.len()];
-    for i in 0..x.rows {
-        for j in 0..x.cols {
-            data[j * x.rows + i] = x.data[i * x.cols + j];
-        }
-    }
-    DenseMatrix {
-        rows: x.cols,
-        cols: x.rows,
-        data,
-    }
-}
-
 fn rows_slice(x: &DenseMatrix, start: usize, count: usize) -> DenseMatrix {
     DenseMatrix {
         rows: count,
@@ -668,8 +664,8 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
         // Q, K, V, O in [out, in] orientation; M_in and M_out as the paper's row-vector matrices.
         let (q, k, v, o, m_in, m_out) = match arch.layout {
             Layout::Gpt2 => {
-                let fused = transpose(&read(&names[0], (n, 3 * n))?); // [3N, N]
-                let o = transpose(&read(&names[1], (n, n))?);
+                let fused = read(&names[0], (n, 3 * n))?.transposed(); // [3N, N]
+                let o = read(&names[1], (n, n))?.transposed();
                 let q = rows_slice(&fused, 0, n);
                 let k = rows_slice(&fused, n, n);
                 let v = rows_slice(&fused, 2 * n, n);
@@ -695,8 +691,8 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
                     k,
                     v,
                     o,
-                    hcat(&transpose(&gate), &transpose(&up)),
-                    transpose(&down),
+                    hcat(&gate.transposed(), &up.transposed()),
+                    down.transposed(),
                 )
             }
             _ => {
@@ -709,12 +705,12 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
                     k,
                     v,
                     o,
-                    transpose(&read(&names[4], (i, n))?),
-                    transpose(&read(&names[5], (n, i))?),
+                    read(&names[4], (i, n))?.transposed(),
+                    read(&names[5], (n, i))?.transposed(),
                 )
             }
         };
-        let ot = transpose(&o); // rows = input units of the output projection
+        let ot = o.transposed(); // rows = input units of the output projection
         let group = h / kv;
         for hh in 0..h {
             let g = hh / group;
@@ -725,7 +721,7 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
                 rows: n,
                 cols: n,
                 source: ProxySource::Factored {
-                    b: transpose(&rows_slice(&q, hh * dh, dh)),
+                    b: rows_slice(&q, hh * dh, dh).transposed(),
                     c: rows_slice(&k, g * dh, dh),
                 },
             });
@@ -739,7 +735,7 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
                 rows: n,
                 cols: n,
                 source: ProxySource::Factored {
-                    b: transpose(&rows_slice(&v, g * dh, dh)),
+                    b: rows_slice(&v, g * dh, dh).transposed(),
                     c: rows_slice(&ot, hh * dh, dh),
                 },
             });
