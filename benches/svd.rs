@@ -4,8 +4,8 @@
 //! `cargo bench --bench svd` (takes a few minutes on 2 cores).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use specbound::io::DenseMatrix;
 use specbound::linalg::{certify_singular_values, dense, Precision, SvdOptions};
+use specbound::matrix::DenseMatrix;
 
 /// Deterministic N(0, 0.02^2) entries (xorshift64* + Box–Muller).
 fn gaussian(rows: usize, cols: usize, seed: u64) -> DenseMatrix {

@@ -9,12 +9,12 @@ use inari::Interval;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
+use crate::arch::{self, ArchOverrides, Architecture, MatrixId, ModelError, ProxySource};
 use crate::bounds::{self, MatrixInput, ModelProxies, ProxyParams};
 use crate::enclosure::{Enclosure, Inconclusive};
 use crate::io::checkpoint::{Checkpoint, FileHash};
 use crate::linalg::factored::certify_factored;
 use crate::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
-use crate::proxy::{self, ArchOverrides, Architecture, MatrixType, ModelError, ProxySource};
 use crate::spectral::{summarize, summarize_factored, SpectralSummary};
 
 /// Certificate format name.
@@ -77,12 +77,8 @@ impl From<ModelError> for CertifyError {
 
 /// Certified results of one proxy matrix.
 pub struct MatrixResult {
-    /// Layer from 0.
-    pub layer: usize,
-    /// Head, or -1.
-    pub head: i64,
-    /// Family.
-    pub kind: MatrixType,
+    /// Which matrix.
+    pub id: MatrixId,
     /// Rows.
     pub rows: usize,
     /// Columns.
@@ -130,14 +126,14 @@ pub fn parse_decimal(text: &str, what: &str) -> Result<Interval, CertifyError> {
 pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertificate, CertifyError> {
     let l_phi = parse_decimal(&opts.l_phi, "L_phi")?;
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
-    let arch = proxy::detect(&ck, &opts.overrides)?;
+    let arch = arch::detect(&ck, &opts.overrides)?;
     let grid_m = opts
         .grid_m
         .unwrap_or_else(|| bounds::default_grid_m(arch.layers, arch.hidden));
     if grid_m == 0 {
         return Err(CertifyError::Param("grid m must be at least 1".into()));
     }
-    let mats = proxy::extract(&ck, &arch)?;
+    let mats = arch::extract(&ck, &arch)?;
     let hashes = ck.file_hashes();
     let svd_opts = SvdOptions {
         precision: opts.precision,
@@ -147,7 +143,7 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
     let results: Vec<Result<MatrixResult, CertifyError>> = mats
         .into_par_iter()
         .map(|pm| {
-            let id = crate::proxy::matrix_label(pm.layer, pm.head, pm.kind);
+            let id = pm.id;
             let wrap = |e: Inconclusive| CertifyError::Inconclusive(format!("{id}: {}", e.reason));
             let (sv, summary) = match &pm.source {
                 ProxySource::Factored { b, c } => {
@@ -162,9 +158,7 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
                 }
             };
             Ok(MatrixResult {
-                layer: pm.layer,
-                head: pm.head,
-                kind: pm.kind,
+                id: pm.id,
                 rows: pm.rows,
                 cols: pm.cols,
                 sv,
@@ -181,9 +175,7 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
     let inputs: Vec<MatrixInput<'_>> = results
         .iter()
         .map(|r| MatrixInput {
-            layer: r.layer,
-            head: r.head,
-            kind: r.kind,
+            id: r.id,
             sv: &r.sv,
             summary: &r.summary,
         })
@@ -220,7 +212,7 @@ impl ModelCertificate {
     fn check_finite(&self) -> Result<(), CertifyError> {
         let bad = |x: Interval| Enclosure::from_interval(x).is_none();
         for (r, p) in self.results.iter().zip(&self.proxies.matrices) {
-            let id = crate::proxy::matrix_label(r.layer, r.head, r.kind);
+            let id = r.id;
             if bad(p.alpha) || bad(p.gamma) || bad(p.scale) || bad(p.min_contribution) {
                 return Err(CertifyError::Inconclusive(format!(
                     "{id}: a proxy overflowed f64"
@@ -251,9 +243,9 @@ impl ModelCertificate {
                 methods.sort();
                 methods.dedup();
                 json!({
-                    "layer": r.layer,
-                    "head": r.head,
-                    "type": r.kind.name(),
+                    "layer": r.id.layer,
+                    "head": r.id.head_column(),
+                    "type": r.id.kind.name(),
                     "rows": r.rows,
                     "cols": r.cols,
                     "spectral_norm": e_json(&r.summary.spectral_norm),
@@ -302,7 +294,7 @@ impl ModelCertificate {
                 "grid": (0..=2 * m).map(|k| format!("{k}/{m}")).collect::<Vec<_>>(),
                 "n": self.arch.hidden,
                 "depth": self.arch.layers,
-                "precision": precision_name(self.precision),
+                "precision": self.precision.to_string(),
                 "rank": "exact rank of the stored matrix (certified), not a numerical rank",
             },
             "matrices": matrices,
@@ -315,15 +307,5 @@ impl ModelCertificate {
             },
             "extensions": self.arch.extension_note().into_iter().collect::<Vec<_>>(),
         })
-    }
-}
-
-/// The name of a precision as accepted on the command line.
-pub fn precision_name(p: Precision) -> String {
-    match p {
-        Precision::F64 => "f64".into(),
-        Precision::Extended => "extended".into(),
-        Precision::Mpfr(b) => format!("mpfr:{b}"),
-        Precision::Auto => "auto".into(),
     }
 }

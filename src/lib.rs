@@ -19,6 +19,7 @@
 // always take the inconclusive branch.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod arch;
 pub mod bounds;
 pub mod certify;
 pub mod enclosure;
@@ -26,6 +27,7 @@ pub mod evidence;
 
 pub mod io;
 pub mod linalg;
-pub mod proxy;
+pub mod matrix;
+
 pub mod report;
 pub mod spectral;

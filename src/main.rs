@@ -11,9 +11,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+use specbound::arch::ArchOverrides;
 use specbound::certify::{certify_model, CertifyError, CertifyOptions, ModelCertificate};
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
-use specbound::proxy::ArchOverrides;
 use specbound::report::atomic::write_atomic;
 use specbound::report::SvdReport;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
@@ -181,23 +181,7 @@ fn summary_text(c: &ModelCertificate, secs: f64) -> String {
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
-    Ok(match s {
-        "f64" => Precision::F64,
-        "extended" => Precision::Extended,
-        "auto" => Precision::Auto,
-        _ => match s.strip_prefix("mpfr:") {
-            Some(b) => {
-                let bits: u32 = b
-                    .parse()
-                    .with_context(|| format!("invalid MPFR precision '{b}'"))?;
-                if !(64..=1_000_000).contains(&bits) {
-                    bail!("MPFR precision must be between 64 and 1000000 bits, got {bits}");
-                }
-                Precision::Mpfr(bits)
-            }
-            None => bail!("unknown precision '{s}' (expected f64, extended, mpfr:BITS or auto)"),
-        },
-    })
+    s.parse::<Precision>().map_err(anyhow::Error::msg)
 }
 
 enum Outcome {
@@ -213,14 +197,14 @@ fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Inspect { model, json, heads } => {
             let ck = specbound::io::checkpoint::Checkpoint::open(&model)?;
-            let arch = specbound::proxy::detect(
+            let arch = specbound::arch::detect(
                 &ck,
                 &ArchOverrides {
                     heads,
                     layers: None,
                 },
             )?;
-            let (mats, unmapped) = specbound::proxy::describe(&ck, &arch);
+            let (mats, unmapped) = specbound::arch::describe(&ck, &arch);
             if json {
                 let j = serde_json::json!({
                     "model": model.display().to_string(),

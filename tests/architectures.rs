@@ -9,7 +9,7 @@ use common::{ok_json, root, run};
 use serde_json::{json, Value};
 use specbound::io::checkpoint::Checkpoint;
 use specbound::io::gguf::{self, MetaValue};
-use specbound::io::DenseMatrix;
+use specbound::matrix::DenseMatrix;
 use std::path::{Path, PathBuf};
 
 const LAYERS: usize = 2;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
-use specbound::io::DenseMatrix;
+use specbound::matrix::DenseMatrix;
 
 fn bundled() -> PathBuf {
     root().join("data/all-MiniLM-L6-v2")

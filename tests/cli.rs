@@ -5,7 +5,8 @@ mod common;
 use common::{assert_bad as bad, ok_json, root, run};
 use std::path::{Path, PathBuf};
 
-use specbound::io::{read_npy, write_npy_f32, write_npy_f64, DenseMatrix};
+use specbound::io::{read_npy, write_npy_f32, write_npy_f64};
+use specbound::matrix::DenseMatrix;
 
 fn bundled() -> PathBuf {
     root().join("data/minilm-l0-query.npy")

@@ -7,7 +7,7 @@ mod common;
 use common::{ok_json, root, run};
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
-use specbound::io::DenseMatrix;
+use specbound::matrix::DenseMatrix;
 use std::path::{Path, PathBuf};
 
 fn bundled() -> PathBuf {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{root, run, Rng};
-use specbound::io::DenseMatrix;
+use specbound::matrix::DenseMatrix;
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<PathBuf> {

@@ -8,9 +8,9 @@ use common::*;
 use quickcheck::{QuickCheck, TestResult};
 use rug::{Float, Rational};
 use specbound::enclosure::Enclosure;
-use specbound::io::DenseMatrix;
 use specbound::linalg::factored::certify_factored;
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
+use specbound::matrix::DenseMatrix;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
 
 fn opts(p: Precision) -> SvdOptions {

@@ -5,8 +5,9 @@ mod common;
 
 use common::*;
 use rug::Float;
-use specbound::io::{read_matrix, read_npy, DenseMatrix};
+use specbound::io::{read_matrix, read_npy};
 use specbound::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
+use specbound::matrix::DenseMatrix;
 use std::path::PathBuf;
 
 fn root() -> PathBuf {

@@ -18,6 +18,6 @@ fuzz_target!(|data: &[u8]| {
         for n in names {
             let _ = ck.read(&n);
         }
-        let _ = specbound::proxy::detect(&ck, &Default::default());
+        let _ = specbound::arch::detect(&ck, &Default::default());
     }
 });

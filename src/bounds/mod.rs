@@ -12,9 +12,9 @@
 
 use inari::Interval;
 
+use crate::arch::{MatrixId, MatrixType};
 use crate::enclosure::IntEnclosure;
 use crate::linalg::SingularValues;
-use crate::proxy::MatrixType;
 use crate::spectral::SpectralSummary;
 
 /// Parameters that change a number of the certificate.
@@ -42,12 +42,8 @@ pub fn default_grid_m(layers: usize, hidden: usize) -> usize {
 
 /// What the proxies need of one certified matrix.
 pub struct MatrixInput<'a> {
-    /// Layer from 0.
-    pub layer: usize,
-    /// Head, -1 for layer matrices.
-    pub head: i64,
-    /// Family.
-    pub kind: MatrixType,
+    /// Which matrix.
+    pub id: MatrixId,
     /// Certified singular values.
     pub sv: &'a SingularValues,
     /// Certified norms.
@@ -193,24 +189,30 @@ pub fn evaluate(
     hidden: usize,
     params: &ProxyParams,
 ) -> ModelProxies {
-    let find = |l: usize, kind: MatrixType, h: i64| -> &MatrixInput<'_> {
-        inputs
-            .iter()
-            .find(|x| x.layer == l && x.kind == kind && x.head == h)
+    let index: std::collections::HashMap<MatrixId, &MatrixInput<'_>> =
+        inputs.iter().map(|x| (x.id, x)).collect();
+    let find = |l: usize, kind: MatrixType, h: Option<usize>| -> &MatrixInput<'_> {
+        index
+            .get(&MatrixId {
+                layer: l,
+                head: h,
+                kind,
+            })
             .expect("every proxy matrix present")
     };
-    let c2 = |l: usize, kind: MatrixType, h: i64| iv(&find(l, kind, h).summary.spectral_norm);
-    let n21 = |l: usize, kind: MatrixType, h: i64| iv(&find(l, kind, h).summary.norm_21);
+    let c2 =
+        |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).summary.spectral_norm);
+    let n21 = |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).summary.norm_21);
     let one = pt(1.0);
     let four = pt(4.0);
     // Per-layer factor of alpha: L_phi C2(M_in) C2(M_out) sum_h C2(V_h)(1 + 4 C2(QK_h)).
     let factor: Vec<Interval> = (0..layers)
         .map(|k| {
             let mut sum = pt(0.0);
-            for h in 0..heads as i64 {
+            for h in (0..heads).map(Some) {
                 sum += c2(k, MatrixType::VTilde, h) * (one + four * c2(k, MatrixType::QK, h));
             }
-            params.l_phi * c2(k, MatrixType::MIn, -1) * c2(k, MatrixType::MOut, -1) * sum
+            params.l_phi * c2(k, MatrixType::MIn, None) * c2(k, MatrixType::MOut, None) * sum
         })
         .collect();
     let alpha: Vec<Interval> = (0..layers)
@@ -220,15 +222,15 @@ pub fn evaluate(
     let three_halves = pt(3.0) / pt(2.0);
     let xi: Vec<Interval> = (0..layers)
         .map(|l| {
-            let (cin, cout) = (c2(l, MatrixType::MIn, -1), c2(l, MatrixType::MOut, -1));
+            let (cin, cout) = (c2(l, MatrixType::MIn, None), c2(l, MatrixType::MOut, None));
             let mut x = pt(0.0);
-            for h in 0..heads as i64 {
+            for h in (0..heads).map(Some) {
                 let cv = c2(l, MatrixType::VTilde, h);
                 x += (cout * cin * cv * n21(l, MatrixType::QK, h)).pow(two_thirds);
                 x += (cout * cin * n21(l, MatrixType::VTilde, h)).pow(two_thirds);
             }
-            x += (cout * n21(l, MatrixType::MIn, -1)).pow(two_thirds);
-            x += n21(l, MatrixType::MOut, -1).pow(two_thirds);
+            x += (cout * n21(l, MatrixType::MIn, None)).pow(two_thirds);
+            x += n21(l, MatrixType::MOut, None).pow(two_thirds);
             x
         })
         .collect();
@@ -237,10 +239,10 @@ pub fn evaluate(
     let matrices: Vec<MatrixProxies> = inputs
         .iter()
         .map(|w| {
-            let l = w.layer;
-            let (cin, cout) = (c2(l, MatrixType::MIn, -1), c2(l, MatrixType::MOut, -1));
-            let gamma = match w.kind {
-                MatrixType::QK => pt(2.0) * c2(l, MatrixType::VTilde, w.head) * cout * cin,
+            let l = w.id.layer;
+            let (cin, cout) = (c2(l, MatrixType::MIn, None), c2(l, MatrixType::MOut, None));
+            let gamma = match w.id.kind {
+                MatrixType::QK => pt(2.0) * c2(l, MatrixType::VTilde, w.id.head) * cout * cin,
                 MatrixType::VTilde => cout * cin,
                 MatrixType::MIn => cout,
                 MatrixType::MOut => one,

@@ -23,11 +23,11 @@ use rug::Rational;
 use serde::Serialize;
 
 use super::EvidenceError;
+use crate::arch::{MatrixId, MatrixType};
 use crate::certify::{certify_model, CertifyOptions, ModelCertificate};
 use crate::enclosure::Enclosure;
 use crate::io::checkpoint::Checkpoint;
 use crate::linalg::{certify_singular_values, SingularValues, SvdOptions};
-use crate::proxy::MatrixType;
 use crate::spectral::{enclose_power_sum, parse_decimal_interval, summarize, SpectralSummary};
 
 /// A claim's verdict.
@@ -301,11 +301,7 @@ fn proxy_quantity(
     q: &str,
     p: Option<&str>,
 ) -> Result<Interval, String> {
-    let idx = cert
-        .results
-        .iter()
-        .position(|r| r.layer == layer && r.head == head && r.kind == kind)
-        .ok_or_else(|| format!("no proxy matrix layer {layer} head {head} {}", kind.name()))?;
+    let idx = find_matrix(cert, layer, head, kind)?;
     let r = &cert.results[idx];
     let px = &cert.proxies.matrices[idx];
     let m = cert.params.grid_m;
@@ -337,6 +333,21 @@ fn proxy_quantity(
     })
 }
 
+/// Index of a proxy matrix given in the authors' columns (`head = -1` for layer matrices).
+fn find_matrix(
+    cert: &ModelCertificate,
+    layer: usize,
+    head: i64,
+    kind: MatrixType,
+) -> Result<usize, String> {
+    let missing = || format!("no proxy matrix layer {layer} head {head} {kind}");
+    let id = MatrixId::from_columns(layer, head, kind).ok_or_else(missing)?;
+    cert.results
+        .iter()
+        .position(|r| r.id == id)
+        .ok_or_else(missing)
+}
+
 fn kind_of(s: &str) -> Result<MatrixType, String> {
     MatrixType::parse(s.trim())
         .ok_or_else(|| format!("unknown matrix_type '{s}' (QK, V_tilde, M_in, M_out)"))
@@ -359,11 +370,7 @@ fn judge_p_opt(
     k: MatrixType,
     claim: &str,
 ) -> Result<ClaimResult, String> {
-    let idx = c
-        .results
-        .iter()
-        .position(|r| r.layer == l && r.head == h && r.kind == k)
-        .ok_or_else(|| format!("no proxy matrix layer {l} head {h} {}", k.name()))?;
+    let idx = find_matrix(c, l, h, k)?;
     let m = c.params.grid_m;
     let opt = &c.proxies.matrices[idx].p_opt;
     let (v, tol) =
@@ -401,7 +408,7 @@ fn judge_p_opt(
     } else {
         Verdict::Undecided { width: hi - lo }
     };
-    let name = crate::proxy::matrix_label(l, h, k);
+    let name = c.results[idx].id.to_string();
     Ok(ClaimResult {
         line: 0,
         subject: name,
@@ -618,7 +625,9 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
             let (subject, iv) = match subj.as_str() {
                 "proxy" => {
                     let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
-                    let name = crate::proxy::matrix_label(l, h, k);
+                    let name = MatrixId::from_columns(l, h, k)
+                        .map(|id| id.to_string())
+                        .unwrap_or_else(|| format!("layer {l} head {h} {k}"));
                     let q = if quantity == "p_opt" {
                         "p_opt".to_string()
                     } else {

@@ -108,7 +108,10 @@ fn quantities(w: &CertMatrix) -> Vec<(String, CI)> {
 }
 
 fn name(w: &CertMatrix) -> String {
-    crate::proxy::matrix_label(w.layer, w.head, w.kind)
+    match crate::arch::MatrixId::from_columns(w.layer, w.head, w.kind) {
+        Some(id) => id.to_string(),
+        None => format!("layer {} head {} {}", w.layer, w.head, w.kind),
+    }
 }
 
 /// Compares two certificates.

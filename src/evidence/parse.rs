@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::EvidenceError;
-use crate::proxy::MatrixType;
+use crate::arch::MatrixType;
 
 /// Largest certificate file read (bytes).
 pub const MAX_BYTES: u64 = 1 << 30;

@@ -14,9 +14,9 @@ use std::path::Path;
 use super::mpfr_interval::MI;
 use super::parse::{parse_certificate, Cert, CertMatrix, CI};
 use super::EvidenceError;
+use crate::arch::{ArchOverrides, MatrixType};
 use crate::certify::{certify_model, CertifyOptions};
 use crate::io::checkpoint::Checkpoint;
-use crate::proxy::{ArchOverrides, MatrixType};
 
 /// Outcome of a verification.
 #[derive(Debug)]
@@ -427,21 +427,14 @@ pub fn verify_with_model(c: &Cert, model: &Path) -> Result<Verdict, EvidenceErro
             )),
         });
     }
-    let precision = match c.precision.as_str() {
-        "f64" => crate::linalg::Precision::F64,
-        "extended" => crate::linalg::Precision::Extended,
-        "auto" => crate::linalg::Precision::Auto,
-        p => match p.strip_prefix("mpfr:").and_then(|b| b.parse().ok()) {
-            Some(b) => crate::linalg::Precision::Mpfr(b),
-            None => {
-                return Err(EvidenceError::Malformed {
-                    file: c.file.clone(),
-                    at: "$.parameters.precision".into(),
-                    message: format!("unknown precision \"{p}\""),
-                })
-            }
-        },
-    };
+    let precision: crate::linalg::Precision =
+        c.precision
+            .parse()
+            .map_err(|message| EvidenceError::Malformed {
+                file: c.file.clone(),
+                at: "$.parameters.precision".into(),
+                message,
+            })?;
     let opts = CertifyOptions {
         precision,
         l_phi: c.l_phi.clone(),

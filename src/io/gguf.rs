@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use super::{check_finite, DenseMatrix, LoadedMatrix, ReadError, SourceDtype};
+use super::{check_finite, LoadedMatrix, ReadError};
+use crate::matrix::{DenseMatrix, SourceDtype};
 
 /// A metadata value (arrays keep only their length and, for scalars, values).
 #[derive(Clone, Debug, PartialEq)]

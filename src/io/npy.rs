@@ -17,7 +17,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
-use super::{check_finite, DenseMatrix, LoadedMatrix, ReadError, SourceDtype};
+use super::{check_finite, LoadedMatrix, ReadError};
+use crate::matrix::{DenseMatrix, SourceDtype};
 
 /// The first six bytes of every `.npy` file.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";

@@ -12,7 +12,8 @@ use std::path::Path;
 use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors};
 use memmap2::Mmap;
 
-use super::{check_finite, DenseMatrix, LoadedMatrix, ReadError, SourceDtype};
+use super::{check_finite, LoadedMatrix, ReadError};
+use crate::matrix::{DenseMatrix, SourceDtype};
 
 const SUPPORTED: &str = "F16, BF16, F32, F64";
 

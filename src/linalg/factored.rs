@@ -21,7 +21,7 @@ use super::{
     certify_singular_values, values_from_groups, CertifiedValue, Method, SingularValues, SvdOptions,
 };
 use crate::enclosure::{Enclosure, Inconclusive};
-use crate::io::DenseMatrix;
+use crate::matrix::DenseMatrix;
 
 fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
     Mat::from_fn(x.rows, x.cols, |i, j| r::scale_pow2_rn(x.get(i, j), k))

@@ -28,7 +28,7 @@ use faer::Par;
 use serde::Serialize;
 
 use crate::enclosure::{Enclosure, Inconclusive};
-use crate::io::DenseMatrix;
+use crate::matrix::DenseMatrix;
 use cluster::Group;
 
 /// Which enclosure method to run.
@@ -45,6 +45,57 @@ pub enum Precision {
     /// at most `rtol` (MPFR only for matrices small enough, see
     /// [`AUTO_MPFR_MAX_WORK`]). The default.
     Auto,
+}
+
+/// Smallest MPFR precision accepted by [`Precision::from_str`] (bits).
+pub const MPFR_MIN_BITS: u32 = 64;
+/// Largest MPFR precision accepted by [`Precision::from_str`] (bits).
+pub const MPFR_MAX_BITS: u32 = 1_000_000;
+
+impl std::fmt::Display for Precision {
+    /// The name accepted by [`Precision::from_str`]: `f64`, `extended`,
+    /// `mpfr:BITS` or `auto`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Precision::F64 => f.write_str("f64"),
+            Precision::Extended => f.write_str("extended"),
+            Precision::Mpfr(b) => write!(f, "mpfr:{b}"),
+            Precision::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    /// Parses `f64`, `extended`, `auto` or `mpfr:BITS` with
+    /// [`MPFR_MIN_BITS`]` <= BITS <= `[`MPFR_MAX_BITS`]; the one parser used by
+    /// the command line, the certificate reader and `verify`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "f64" => Precision::F64,
+            "extended" => Precision::Extended,
+            "auto" => Precision::Auto,
+            _ => match s.strip_prefix("mpfr:") {
+                Some(b) => {
+                    let bits: u32 = b
+                        .parse()
+                        .map_err(|_| format!("invalid MPFR precision '{b}'"))?;
+                    if !(MPFR_MIN_BITS..=MPFR_MAX_BITS).contains(&bits) {
+                        return Err(format!(
+                            "MPFR precision must be between {MPFR_MIN_BITS} and {MPFR_MAX_BITS} bits, got {bits}"
+                        ));
+                    }
+                    Precision::Mpfr(bits)
+                }
+                None => {
+                    return Err(format!(
+                        "unknown precision '{s}' (expected f64, extended, mpfr:BITS or auto)"
+                    ))
+                }
+            },
+        })
+    }
 }
 
 /// Largest `m * n * n` for which `Auto` escalates to MPFR.

@@ -60,9 +60,9 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
         };
         summary.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.layer,
-            r.head,
-            r.kind.name(),
+            r.id.layer,
+            r.id.head_column(),
+            r.id.kind.name(),
             r.rows,
             r.cols,
             rank_mid,
@@ -87,9 +87,9 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
             .map(|(k, _)| num(k as f64 / m as f64));
         opt_t.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}\n",
-            r.layer,
-            r.head,
-            r.kind.name(),
+            r.id.layer,
+            r.id.head_column(),
+            r.id.kind.name(),
             mid_iv(p.alpha),
             mid_iv(p.gamma),
             mid_iv(p.scale),
@@ -100,9 +100,9 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
         for (k, c) in &p.contributions {
             raw.push_str(&format!(
                 "{},{},{},{},{}\n",
-                r.layer,
-                r.head,
-                r.kind.name(),
+                r.id.layer,
+                r.id.head_column(),
+                r.id.kind.name(),
                 num(*k as f64 / m as f64),
                 mid_iv(*c)
             ));

@@ -11,10 +11,10 @@ use inari::Interval;
 use serde::Serialize;
 
 use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
-use crate::io::DenseMatrix;
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::linalg::SingularValues;
+use crate::matrix::DenseMatrix;
 
 /// The tightest interval containing the exact value of a decimal number
 /// (`"1.13"` is 113/100, not its binary64 neighbour), by inari's decimal

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use rug::Rational;
 use specbound::enclosure::Enclosure;
-use specbound::io::DenseMatrix;
+use specbound::matrix::DenseMatrix;
 
 /// A small deterministic generator (xorshift64*), so tests are reproducible.
 pub struct Rng(pub u64);

@@ -15,53 +15,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::io::checkpoint::Checkpoint;
-use crate::io::{DenseMatrix, ReadError};
+mod id;
 
-/// The four proxy matrix families.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum MatrixType {
-    /// Query-key product of one head.
-    QK,
-    /// Value-output product of one head.
-    VTilde,
-    /// Feed-forward input matrix.
-    MIn,
-    /// Feed-forward output matrix.
-    MOut,
-}
+pub use id::{MatrixId, MatrixType};
 
-/// The label used in messages and reports: `layer L head H TYPE`, or
-/// `layer L TYPE` for layer matrices (`head < 0`).
-pub fn matrix_label(layer: usize, head: i64, kind: MatrixType) -> String {
-    if head >= 0 {
-        format!("layer {layer} head {head} {}", kind.name())
-    } else {
-        format!("layer {layer} {}", kind.name())
-    }
-}
-
-impl MatrixType {
-    /// The name used in certificates and CSV tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            MatrixType::QK => "QK",
-            MatrixType::VTilde => "V_tilde",
-            MatrixType::MIn => "M_in",
-            MatrixType::MOut => "M_out",
-        }
-    }
-
-    /// Parses a name written by [`MatrixType::name`].
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "QK" => Some(MatrixType::QK),
-            "V_tilde" => Some(MatrixType::VTilde),
-            "M_in" => Some(MatrixType::MIn),
-            "M_out" => Some(MatrixType::MOut),
-            _ => None,
-        }
-    }
-}
+use crate::io::ReadError;
+use crate::matrix::DenseMatrix;
 
 /// Tensor layouts this module maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,12 +107,8 @@ pub enum ProxySource {
 /// One proxy matrix with its place in the model.
 #[derive(Clone, Debug)]
 pub struct ProxyMatrix {
-    /// Layer index from 0.
-    pub layer: usize,
-    /// Head index, or -1 for layer matrices.
-    pub head: i64,
-    /// Family.
-    pub kind: MatrixType,
+    /// Which matrix.
+    pub id: MatrixId,
     /// Rows.
     pub rows: usize,
     /// Columns.
@@ -715,9 +670,7 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
         for hh in 0..h {
             let g = hh / group;
             out.push(ProxyMatrix {
-                layer: l,
-                head: hh as i64,
-                kind: MatrixType::QK,
+                id: MatrixId::head(l, hh, MatrixType::QK),
                 rows: n,
                 cols: n,
                 source: ProxySource::Factored {
@@ -729,9 +682,7 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
         for hh in 0..h {
             let g = hh / group;
             out.push(ProxyMatrix {
-                layer: l,
-                head: hh as i64,
-                kind: MatrixType::VTilde,
+                id: MatrixId::head(l, hh, MatrixType::VTilde),
                 rows: n,
                 cols: n,
                 source: ProxySource::Factored {
@@ -742,18 +693,14 @@ pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>,
         }
         let (ir, ic) = (m_in.rows, m_in.cols);
         out.push(ProxyMatrix {
-            layer: l,
-            head: -1,
-            kind: MatrixType::MIn,
+            id: MatrixId::layer(l, MatrixType::MIn),
             rows: ir,
             cols: ic,
             source: ProxySource::Dense(m_in),
         });
         let (or, oc) = (m_out.rows, m_out.cols);
         out.push(ProxyMatrix {
-            layer: l,
-            head: -1,
-            kind: MatrixType::MOut,
+            id: MatrixId::layer(l, MatrixType::MOut),
             rows: or,
             cols: oc,
             source: ProxySource::Dense(m_out),
