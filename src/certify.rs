@@ -1,26 +1,26 @@
 //! The main job: read a checkpoint, extract the proxy matrices, certify
 //! their spectra and norms, evaluate the bound proxies, and assemble the
-//! certificate. Every quantity in the certificate is an enclosure.
+//! typed [`Certificate`]. Every interval in it is a certified enclosure.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use faer::Par;
 use inari::Interval;
 use rayon::prelude::*;
-use serde_json::{json, Value};
 
-use crate::arch::{self, ArchOverrides, Architecture, MatrixId, ModelError, ProxySource};
+use crate::arch::{
+    self, ArchOverrides, Architecture, MatrixId, ModelError, ProxyMatrix, ProxySource,
+};
 use crate::bounds::{self, MatrixInput, ModelProxies, ProxyParams};
-use crate::enclosure::{Enclosure, Inconclusive};
+use crate::certificate::{
+    BoundsEntry, CertInterval, Certificate, Contribution, FileEntry, GridPoint, LayerEntry,
+    MatrixEntry, ModelInfo, Parameters, RankBounds, Tool, FORMAT, MAX_GRID_M, VERSION,
+};
+use crate::enclosure::Inconclusive;
 use crate::io::checkpoint::{Checkpoint, FileHash};
 use crate::linalg::factored::certify_factored;
 use crate::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
 use crate::spectral::{summarize, summarize_factored, SpectralSummary};
-
-/// Certificate format name.
-pub const FORMAT: &str = "specbound-certificate";
-/// Certificate format version.
-pub const VERSION: u32 = 1;
 
 /// Options of [`certify_model`].
 #[derive(Clone, Debug)]
@@ -46,15 +46,15 @@ impl Default for CertifyOptions {
     }
 }
 
-/// Why no certificate was produced.
+/// Why no certificate could be attempted: bad input (the model, a
+/// parameter). A computation that cannot be certified is not an error but
+/// the [`Outcome::Inconclusive`] outcome.
 #[derive(Debug)]
 pub enum CertifyError {
-    /// Bad model input.
+    /// Bad model input (names the file and tensor or key).
     Model(ModelError),
-    /// A bad parameter.
+    /// A bad parameter (names it).
     Param(String),
-    /// Something could not be certified (the reason names the matrix).
-    Inconclusive(String),
 }
 
 impl std::fmt::Display for CertifyError {
@@ -62,12 +62,18 @@ impl std::fmt::Display for CertifyError {
         match self {
             CertifyError::Model(e) => write!(f, "{e}"),
             CertifyError::Param(s) => write!(f, "{s}"),
-            CertifyError::Inconclusive(s) => write!(f, "inconclusive: {s}"),
         }
     }
 }
 
-impl std::error::Error for CertifyError {}
+impl std::error::Error for CertifyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CertifyError::Model(e) => Some(e),
+            CertifyError::Param(_) => None,
+        }
+    }
+}
 
 impl From<ModelError> for CertifyError {
     fn from(e: ModelError) -> Self {
@@ -75,7 +81,28 @@ impl From<ModelError> for CertifyError {
     }
 }
 
-/// Certified results of one proxy matrix.
+/// What a certification run ends with: a certificate, or "inconclusive"
+/// with the reason (naming the matrix). Never a wrong interval.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// Every interval is a certified enclosure.
+    Certified(T),
+    /// Something could not be certified; the reason says what.
+    Inconclusive(Inconclusive),
+}
+
+impl<T> Outcome<T> {
+    /// The certified value, or `Err` with the reason.
+    pub fn into_result(self) -> Result<T, Inconclusive> {
+        match self {
+            Outcome::Certified(t) => Ok(t),
+            Outcome::Inconclusive(i) => Err(i),
+        }
+    }
+}
+
+/// Certified singular values and spectral summary of one proxy matrix.
+#[derive(Clone, Debug)]
 pub struct MatrixResult {
     /// Which matrix.
     pub id: MatrixId,
@@ -87,24 +114,6 @@ pub struct MatrixResult {
     pub sv: SingularValues,
     /// Certified norms and rank.
     pub summary: SpectralSummary,
-}
-
-/// A complete certificate.
-pub struct ModelCertificate {
-    /// What was given on the command line.
-    pub model_path: PathBuf,
-    /// SHA-256 of every weight file read.
-    pub hashes: Vec<FileHash>,
-    /// Architecture.
-    pub arch: Architecture,
-    /// Parameters.
-    pub params: ProxyParams,
-    /// Method used.
-    pub precision: Precision,
-    /// Per matrix.
-    pub results: Vec<MatrixResult>,
-    /// Proxies and bounds.
-    pub proxies: ModelProxies,
 }
 
 /// Parses a positive decimal parameter into an interval containing it exactly.
@@ -119,20 +128,75 @@ pub fn parse_decimal(text: &str, what: &str) -> Result<Interval, CertifyError> {
     Ok(v)
 }
 
-/// Runs the whole pipeline on a model directory or `.safetensors` file.
+/// Checks a grid resolution against the one limit that `certify`, `verify`
+/// and the certificate reader share ([`MAX_GRID_M`]).
+pub fn check_grid_m(m: usize) -> Result<usize, CertifyError> {
+    if m == 0 || m > MAX_GRID_M {
+        return Err(CertifyError::Param(format!(
+            "grid m must be between 1 and {MAX_GRID_M}, got {m}"
+        )));
+    }
+    Ok(m)
+}
+
+/// Certifies one proxy matrix: singular values, then norms and rank.
 ///
-/// *Guarantee: certified enclosure* for every interval of the result; see
-/// `docs/certify.md` for which paper quantity each one is.
-pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertificate, CertifyError> {
+/// *Guarantee: certified enclosure* of every singular value and summary
+/// quantity of the exact matrix (`proofs/residual-single-pair.md`, L6, and
+/// the lemmas `certify_singular_values` names; `proofs/factored-product.md`
+/// for factored products; `proofs/derived-quantities.md`, L15).
+pub fn certify_matrix(
+    pm: &ProxyMatrix,
+    opts: &SvdOptions,
+) -> Result<(SingularValues, SpectralSummary), Inconclusive> {
+    let wrap = |e: Inconclusive| Inconclusive::new(format!("{}: {}", pm.id, e.reason));
+    match &pm.source {
+        ProxySource::Factored { b, c } => {
+            let sv = certify_factored(b, c, opts).map_err(wrap)?;
+            let s = summarize_factored(b, c, &sv).map_err(wrap)?;
+            Ok((sv, s))
+        }
+        ProxySource::Dense(a) => {
+            let sv = certify_singular_values(a, opts).map_err(wrap)?;
+            let s = summarize(a, &sv).map_err(wrap)?;
+            Ok((sv, s))
+        }
+    }
+}
+
+/// Runs the whole pipeline on a model directory or file.
+///
+/// *Guarantee: certified enclosure* for every interval of the certificate
+/// (see `docs/certify.md` for which paper quantity each one is); `Err` only
+/// for bad input, [`Outcome::Inconclusive`] when something could not be
+/// certified.
+pub fn certify_model(
+    path: &Path,
+    opts: &CertifyOptions,
+) -> Result<Outcome<Certificate>, CertifyError> {
+    Ok(match certify_model_with_spectra(path, opts)? {
+        Outcome::Certified((c, _)) => Outcome::Certified(c),
+        Outcome::Inconclusive(i) => Outcome::Inconclusive(i),
+    })
+}
+
+/// [`certify_model`], also returning the certified singular values of every
+/// matrix with their methods (in certificate order), for callers that need
+/// more than the certificate keeps (the audit's Schatten claims).
+pub fn certify_model_with_spectra(
+    path: &Path,
+    opts: &CertifyOptions,
+) -> Result<Outcome<(Certificate, Vec<MatrixResult>)>, CertifyError> {
     let l_phi = parse_decimal(&opts.l_phi, "L_phi")?;
+    if let Some(m) = opts.grid_m {
+        check_grid_m(m)?;
+    }
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
-    let grid_m = opts
-        .grid_m
-        .unwrap_or_else(|| bounds::default_grid_m(arch.layers, arch.hidden));
-    if grid_m == 0 {
-        return Err(CertifyError::Param("grid m must be at least 1".into()));
-    }
+    let grid_m = match opts.grid_m {
+        Some(m) => m,
+        None => check_grid_m(bounds::default_grid_m(arch.layers, arch.hidden))?,
+    };
     let mats = arch::extract(&ck, &arch)?;
     let hashes = ck.file_hashes();
     let svd_opts = SvdOptions {
@@ -140,23 +204,10 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
         par: Par::Seq, // parallel over matrices instead
         ..SvdOptions::default()
     };
-    let results: Vec<Result<MatrixResult, CertifyError>> = mats
+    let results: Vec<Result<MatrixResult, Inconclusive>> = mats
         .into_par_iter()
         .map(|pm| {
-            let id = pm.id;
-            let wrap = |e: Inconclusive| CertifyError::Inconclusive(format!("{id}: {}", e.reason));
-            let (sv, summary) = match &pm.source {
-                ProxySource::Factored { b, c } => {
-                    let sv = certify_factored(b, c, &svd_opts).map_err(wrap)?;
-                    let s = summarize_factored(b, c, &sv).map_err(wrap)?;
-                    (sv, s)
-                }
-                ProxySource::Dense(a) => {
-                    let sv = certify_singular_values(a, &svd_opts).map_err(wrap)?;
-                    let s = summarize(a, &sv).map_err(wrap)?;
-                    (sv, s)
-                }
-            };
+            let (sv, summary) = certify_matrix(&pm, &svd_opts)?;
             Ok(MatrixResult {
                 id: pm.id,
                 rows: pm.rows,
@@ -166,7 +217,10 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
             })
         })
         .collect();
-    let results: Vec<MatrixResult> = results.into_iter().collect::<Result<_, _>>()?;
+    let results: Vec<MatrixResult> = match results.into_iter().collect() {
+        Ok(r) => r,
+        Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+    };
     let params = ProxyParams {
         l_phi_text: opts.l_phi.trim().to_string(),
         l_phi,
@@ -181,131 +235,151 @@ pub fn certify_model(path: &Path, opts: &CertifyOptions) -> Result<ModelCertific
         })
         .collect();
     let proxies = bounds::evaluate(&inputs, arch.layers, arch.heads, arch.hidden, &params);
-    let cert = ModelCertificate {
-        model_path: path.to_path_buf(),
-        hashes,
-        arch,
-        params,
-        precision: opts.precision,
-        results,
-        proxies,
-    };
-    cert.check_finite()?;
-    Ok(cert)
+    Ok(
+        match build_certificate(
+            path,
+            &hashes,
+            &arch,
+            &params,
+            opts.precision,
+            &results,
+            &proxies,
+        ) {
+            Ok(c) => Outcome::Certified((c, results)),
+            Err(inc) => Outcome::Inconclusive(inc),
+        },
+    )
 }
 
-fn enc_json(x: Interval) -> Option<Value> {
-    let e = Enclosure::from_interval(x)?;
-    Some(json!({"lo": e.lo(), "hi": e.hi()}))
+fn iv(x: Interval, what: &dyn std::fmt::Display) -> Result<CertInterval, Inconclusive> {
+    CertInterval::of_inari(x).ok_or_else(|| Inconclusive::new(format!("{what} overflowed f64")))
 }
 
-fn e_json(e: &Enclosure) -> Value {
-    json!({"lo": e.lo(), "hi": e.hi()})
+/// The method names of a matrix's values (sorted, distinct), followed by
+/// the notes of stages that failed.
+fn method_list(sv: &SingularValues) -> Vec<String> {
+    let mut methods: Vec<String> = sv.values.iter().map(|v| v.method.name()).collect();
+    methods.sort();
+    methods.dedup();
+    methods
 }
 
-/// Decimal of the nearest f64 to k/m (for display; the exact p is `p_fraction`).
-fn p_value(k: usize, m: usize) -> f64 {
-    k as f64 / m as f64
-}
-
-impl ModelCertificate {
-    fn check_finite(&self) -> Result<(), CertifyError> {
-        let bad = |x: Interval| Enclosure::from_interval(x).is_none();
-        for (r, p) in self.results.iter().zip(&self.proxies.matrices) {
-            let id = r.id;
-            if bad(p.alpha) || bad(p.gamma) || bad(p.scale) || bad(p.min_contribution) {
-                return Err(CertifyError::Inconclusive(format!(
-                    "{id}: a proxy overflowed f64"
-                )));
-            }
-            if p.contributions.iter().any(|(_, c)| bad(*c)) {
-                return Err(CertifyError::Inconclusive(format!(
-                    "{id}: a contribution overflowed f64"
-                )));
-            }
-        }
-        if bad(self.proxies.ours) || bad(self.proxies.edelman) {
-            return Err(CertifyError::Inconclusive("a bound overflowed f64".into()));
-        }
-        Ok(())
-    }
-
-    /// The certificate as JSON (see `docs/certificate.md`).
-    pub fn to_json(&self) -> Value {
-        let m = self.params.grid_m;
-        let matrices: Vec<Value> = self
-            .results
+/// Assembles the certificate from certified results; inconclusive when a
+/// proxy or bound overflowed f64.
+pub fn build_certificate(
+    path: &Path,
+    hashes: &[FileHash],
+    arch: &Architecture,
+    params: &ProxyParams,
+    precision: Precision,
+    results: &[MatrixResult],
+    proxies: &ModelProxies,
+) -> Result<Certificate, Inconclusive> {
+    let m = params.grid_m;
+    let mut matrices = Vec::with_capacity(results.len());
+    for (r, p) in results.iter().zip(&proxies.matrices) {
+        let id = r.id;
+        let nz = r.sv.values.len() - r.sv.structural_zeros;
+        let s = &r.summary;
+        let contributions = p
+            .contributions
             .iter()
-            .zip(&self.proxies.matrices)
-            .map(|(r, p)| {
-                let nz = r.sv.values.len() - r.sv.structural_zeros;
-                let mut methods: Vec<String> = r.sv.values.iter().map(|v| v.method.name()).collect();
-                methods.sort();
-                methods.dedup();
-                json!({
-                    "layer": r.id.layer,
-                    "head": r.id.head_column(),
-                    "type": r.id.kind.name(),
-                    "rows": r.rows,
-                    "cols": r.cols,
-                    "spectral_norm": e_json(&r.summary.spectral_norm),
-                    "frobenius_norm": e_json(&r.summary.frobenius_norm),
-                    "nuclear_norm": e_json(&r.summary.nuclear_norm),
-                    "norm_21": e_json(&r.summary.norm_21),
-                    "norm_11": e_json(&r.summary.norm_11),
-                    "stable_rank": r.summary.stable_rank.as_ref().map(e_json),
-                    "rank": {"lo": r.summary.rank.lo, "hi": r.summary.rank.hi},
-                    "singular_values": r.sv.values[..nz].iter().map(|v| e_json(&v.enclosure)).collect::<Vec<_>>(),
-                    "structural_zeros": r.sv.structural_zeros,
-                    "method": methods,
-                    "alpha": enc_json(p.alpha),
-                    "gamma": enc_json(p.gamma),
-                    "scale": enc_json(p.scale),
-                    "contributions": p.contributions.iter().map(|(k, c)| json!({
-                        "p": p_value(*k, m),
-                        "p_fraction": format!("{k}/{m}"),
-                        "value": enc_json(*c),
-                    })).collect::<Vec<_>>(),
-                    "p_opt": p.p_opt.iter().map(|&k| p_value(k, m)).collect::<Vec<_>>(),
-                    "p_opt_fraction": p.p_opt.iter().map(|&k| format!("{k}/{m}")).collect::<Vec<_>>(),
-                    "min_contribution": enc_json(p.min_contribution),
+            .map(|(k, c)| {
+                let g = GridPoint { k: *k, m };
+                Ok(Contribution {
+                    p: g.approx(),
+                    p_fraction: g,
+                    value: iv(*c, &format_args!("{id}: the contribution at p = {g}"))?,
                 })
             })
-            .collect();
-        json!({
-            "format": FORMAT,
-            "version": VERSION,
-            "tool": {"name": "specbound", "version": env!("CARGO_PKG_VERSION")},
-            "model": {
-                "path": self.model_path.display().to_string(),
-                "files": self.hashes.iter().map(|h| json!({"file": h.file, "sha256": h.sha256})).collect::<Vec<_>>(),
-                "architecture": self.arch.family,
-                "tensor_prefix": self.arch.prefix,
-                "layers": self.arch.layers,
-                "hidden": self.arch.hidden,
-                "heads": self.arch.heads,
-                "kv_heads": self.arch.kv_heads,
-                "head_dim": self.arch.head_dim,
-                "intermediate": self.arch.intermediate,
+            .collect::<Result<Vec<_>, Inconclusive>>()?;
+        let p_opt_fraction: Vec<GridPoint> = p.p_opt.iter().map(|&k| GridPoint { k, m }).collect();
+        matrices.push(MatrixEntry {
+            layer: id.layer,
+            head: id.head,
+            kind: id.kind,
+            rows: r.rows,
+            cols: r.cols,
+            spectral_norm: CertInterval::of(&s.spectral_norm),
+            frobenius_norm: CertInterval::of(&s.frobenius_norm),
+            nuclear_norm: CertInterval::of(&s.nuclear_norm),
+            norm_21: CertInterval::of(&s.norm_21),
+            norm_11: CertInterval::of(&s.norm_11),
+            stable_rank: s.stable_rank.as_ref().map(CertInterval::of),
+            rank: RankBounds {
+                lo: s.rank.lo,
+                hi: s.rank.hi,
             },
-            "parameters": {
-                "l_phi": self.params.l_phi_text,
-                "grid_m": m,
-                "grid": (0..=2 * m).map(|k| format!("{k}/{m}")).collect::<Vec<_>>(),
-                "n": self.arch.hidden,
-                "depth": self.arch.layers,
-                "precision": self.precision.to_string(),
-                "rank": "exact rank of the stored matrix (certified), not a numerical rank",
-            },
-            "matrices": matrices,
-            "layers": self.proxies.layers.iter().enumerate().map(|(l, x)| json!({
-                "layer": l, "alpha": enc_json(x.alpha), "xi": enc_json(x.xi)
-            })).collect::<Vec<_>>(),
-            "bounds": {
-                "ours": enc_json(self.proxies.ours),
-                "edelman": enc_json(self.proxies.edelman),
-            },
-            "extensions": self.arch.extension_note().into_iter().collect::<Vec<_>>(),
-        })
+            singular_values: r.sv.values[..nz]
+                .iter()
+                .map(|v| CertInterval::of(&v.enclosure))
+                .collect(),
+            structural_zeros: r.sv.structural_zeros,
+            method: method_list(&r.sv),
+            alpha: iv(p.alpha, &format_args!("{id}: alpha"))?,
+            gamma: iv(p.gamma, &format_args!("{id}: gamma"))?,
+            scale: iv(p.scale, &format_args!("{id}: gamma alpha L"))?,
+            contributions,
+            p_opt: p_opt_fraction.iter().map(GridPoint::approx).collect(),
+            p_opt_fraction,
+            min_contribution: iv(
+                p.min_contribution,
+                &format_args!("{id}: the minimum contribution"),
+            )?,
+        });
     }
+    let layers = proxies
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(l, x)| {
+            Ok(LayerEntry {
+                layer: l,
+                alpha: iv(x.alpha, &format_args!("layer {l} alpha"))?,
+                xi: iv(x.xi, &format_args!("layer {l} xi"))?,
+            })
+        })
+        .collect::<Result<Vec<_>, Inconclusive>>()?;
+    Ok(Certificate {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: Tool {
+            name: "specbound".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        model: ModelInfo {
+            path: path.display().to_string(),
+            files: hashes
+                .iter()
+                .map(|h| FileEntry {
+                    file: h.file.clone(),
+                    sha256: h.sha256.clone(),
+                })
+                .collect(),
+            architecture: arch.family.clone(),
+            tensor_prefix: arch.prefix.clone(),
+            layers: arch.layers,
+            hidden: arch.hidden,
+            heads: arch.heads,
+            kv_heads: arch.kv_heads,
+            head_dim: arch.head_dim,
+            intermediate: arch.intermediate,
+        },
+        parameters: Parameters {
+            l_phi: params.l_phi_text.clone(),
+            grid_m: m,
+            grid: (0..=2 * m).map(|k| GridPoint { k, m }).collect(),
+            n: arch.hidden,
+            depth: arch.layers,
+            precision,
+            rank: "exact rank of the stored matrix (certified), not a numerical rank".into(),
+        },
+        matrices,
+        layers,
+        bounds: BoundsEntry {
+            ours: iv(proxies.ours, &"B_ours")?,
+            edelman: iv(proxies.edelman, &"B_Edel")?,
+        },
+        extensions: arch.extension_note().into_iter().collect(),
+    })
 }

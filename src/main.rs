@@ -12,7 +12,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 use specbound::arch::ArchOverrides;
-use specbound::certify::{certify_model, CertifyError, CertifyOptions, ModelCertificate};
+use specbound::certificate::Certificate;
+use specbound::certify::{certify_model, CertifyOptions, Outcome as Certification};
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
 use specbound::report::atomic::write_atomic;
 use specbound::report::SvdReport;
@@ -137,49 +138,6 @@ fn default_model() -> PathBuf {
     }
 }
 
-fn summary_text(c: &ModelCertificate, secs: f64) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let f = |x: inari::Interval| format!("[{:e}, {:e}]", x.inf(), x.sup());
-    let _ = writeln!(
-        s,
-        "{}: {} (layers {}, hidden {}, heads {} x {}, intermediate {})",
-        c.model_path.display(),
-        c.arch.family,
-        c.arch.layers,
-        c.arch.hidden,
-        c.arch.heads,
-        c.arch.head_dim,
-        c.arch.intermediate
-    );
-    for h in &c.hashes {
-        let _ = writeln!(s, "  sha256 {}  {}", h.sha256, h.file);
-    }
-    let _ = writeln!(
-        s,
-        "L_phi = {}, grid m = {}, {} proxy matrices certified in {:.2} s",
-        c.params.l_phi_text,
-        c.params.grid_m,
-        c.results.len(),
-        secs
-    );
-    let _ = writeln!(
-        s,
-        "certified bounds (each interval contains the exact value):"
-    );
-    let _ = writeln!(s, "  B_ours    {}", f(c.proxies.ours));
-    let _ = writeln!(s, "  B_Edel    {}", f(c.proxies.edelman));
-    let _ = writeln!(s, "per layer:");
-    for (l, x) in c.proxies.layers.iter().enumerate() {
-        let _ = writeln!(s, "  layer {l}: alpha {}  xi {}", f(x.alpha), f(x.xi));
-    }
-    let _ = writeln!(
-        s,
-        "(use --json or --out for the full certificate, --csv DIR for the tables)"
-    );
-    s
-}
-
 fn parse_precision(s: &str) -> Result<Precision> {
     s.parse::<Precision>().map_err(anyhow::Error::msg)
 }
@@ -249,33 +207,47 @@ fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Certified)
         }
         Command::Verify { cert, model } => {
-            let c = specbound::evidence::parse::read_certificate(&cert)?;
+            let c = Certificate::read(&cert)?;
             let mut v = specbound::evidence::verify::verify_internal(&c);
             if v.failure.is_none() {
                 if let Some(m) = &model {
-                    let w = specbound::evidence::verify::verify_with_model(&c, m)?;
-                    v = specbound::evidence::verify::Verdict {
-                        checks: v.checks + w.checks,
-                        failure: w.failure,
-                    };
+                    v = v.merge(specbound::evidence::verify::verify_with_model(&c, m)?);
                 }
             }
-            match v.failure {
-                None => {
-                    println!(
-                        "{}: certificate holds ({} checks{})",
-                        cert.display(),
-                        v.checks,
-                        if model.is_some() {
-                            ", hashes and weights included"
-                        } else {
-                            "; internal consistency only, pass --model to check against the weights"
-                        }
-                    );
-                    Ok(Outcome::Certified)
-                }
-                Some(f) => Ok(Outcome::Failed(format!("{}: FAILED: {f}", cert.display()))),
+            if let Some(f) = v.failure {
+                return Ok(Outcome::Failed(format!("{}: FAILED: {f}", cert.display())));
             }
+            if !v.unconfirmed.is_empty() {
+                println!(
+                    "{}: {} checks passed; {} quantities could be neither confirmed nor refuted:",
+                    cert.display(),
+                    v.checks,
+                    v.unconfirmed.len()
+                );
+                for u in v.unconfirmed.iter().take(50) {
+                    println!("  {u}");
+                }
+                if v.unconfirmed.len() > 50 {
+                    println!("  ... and {} more", v.unconfirmed.len() - 50);
+                }
+                return Ok(Outcome::Undecided(format!(
+                    "{}: UNCONFIRMED: {} quantities (first: {})",
+                    cert.display(),
+                    v.unconfirmed.len(),
+                    v.unconfirmed[0]
+                )));
+            }
+            println!(
+                "{}: certificate holds ({} checks{})",
+                cert.display(),
+                v.checks,
+                if model.is_some() {
+                    ", hashes and weights included: every interval contains the recomputed enclosure"
+                } else {
+                    "; internal consistency only, pass --model to check against the weights"
+                }
+            );
+            Ok(Outcome::Certified)
         }
         Command::Audit {
             model,
@@ -343,47 +315,24 @@ fn run(cli: Cli) -> Result<Outcome> {
             if !(rtol >= 0.0 && rtol.is_finite()) {
                 bail!("--rtol must be a nonnegative number, got {rtol}");
             }
-            let ca = specbound::evidence::parse::read_certificate(&a)?;
-            let cb = specbound::evidence::parse::read_certificate(&b)?;
+            let ca = Certificate::read(&a)?;
+            let cb = Certificate::read(&b)?;
             let d = specbound::evidence::diff::diff(&ca, &cb, rtol);
             if json {
                 println!("{}", serde_json::to_string_pretty(&d)?);
             } else {
-                println!(
-                    "{} quantities: {} certainly larger, {} certainly smaller, {} indistinguishable; {} certainly changed by more than rtol = {}",
-                    d.compared, d.larger, d.smaller, d.indistinguishable, d.beyond_rtol, d.rtol
-                );
-                for u in &d.unmatched {
-                    println!("  unmatched: {u}");
-                }
-                for r in d
-                    .rows
-                    .iter()
-                    .filter(|r| r.verdict != specbound::evidence::diff::Change::Indistinguishable)
-                    .take(25)
-                {
-                    println!(
-                        "  {:<48} {:?}: change in [{:e}, {:e}]{}",
-                        r.quantity,
-                        r.verdict,
-                        r.change[0],
-                        r.change[1],
-                        if r.exceeds_rtol { "  > rtol" } else { "" }
-                    );
-                }
-                let shown = d
-                    .rows
-                    .iter()
-                    .filter(|r| r.verdict != specbound::evidence::diff::Change::Indistinguishable)
-                    .count();
-                if shown > 25 {
-                    println!("  ... {} more changed quantities (use --json)", shown - 25);
-                }
+                print!("{}", d.to_text(25));
             }
-            if d.beyond_rtol > 0 {
+            if d.certainly_changed {
                 Ok(Outcome::Failed(format!(
-                    "{} quantities certainly changed by more than rtol",
-                    d.beyond_rtol
+                    "certainly changed: {} quantities beyond rtol = {}, {} parameter or architecture differences, {} quantities in one certificate only",
+                    d.beyond_rtol,
+                    d.rtol,
+                    d.header
+                        .iter()
+                        .filter(|h| h.kind != specbound::evidence::diff::HeaderKind::Model)
+                        .count(),
+                    d.only_in_a + d.only_in_b
                 )))
             } else {
                 Ok(Outcome::Certified)
@@ -409,15 +358,18 @@ fn run(cli: Cli) -> Result<Outcome> {
                 overrides: ArchOverrides { heads, layers },
             };
             let t = std::time::Instant::now();
-            let cert = match certify_model(&model, &opts) {
-                Ok(c) => c,
-                Err(CertifyError::Inconclusive(why)) => {
-                    return Ok(Outcome::Inconclusive(format!("{}: {why}", model.display())))
+            let cert = match certify_model(&model, &opts)? {
+                Certification::Certified(c) => c,
+                Certification::Inconclusive(why) => {
+                    return Ok(Outcome::Inconclusive(format!(
+                        "{}: inconclusive: {}",
+                        model.display(),
+                        why.reason
+                    )))
                 }
-                Err(e) => bail!("{e}"),
             };
             let secs = t.elapsed().as_secs_f64();
-            let doc = serde_json::to_string_pretty(&cert.to_json())?;
+            let doc = cert.to_json_pretty();
             // Everything is computed before anything is written.
             if let Some(dir) = &csv {
                 std::fs::create_dir_all(dir).with_context(|| {
@@ -442,7 +394,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             if json {
                 println!("{doc}");
             } else {
-                print!("{}", summary_text(&cert, secs));
+                print!("{}", specbound::report::summary_text(&cert, secs));
             }
             Ok(Outcome::Certified)
         }

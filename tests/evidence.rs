@@ -504,7 +504,7 @@ fn diff_tells_a_fine_tune_and_a_bf16_cast_from_the_original() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["quantity"] == "layer 3 head 0 QK spectral_norm")
+        .find(|r| r["label"] == "layer 3 head 0 QK spectral_norm")
         .unwrap();
     assert_eq!(row["verdict"], "larger");
     let rel = row["change"][0].as_f64().unwrap() / row["a"][1].as_f64().unwrap();
@@ -516,7 +516,7 @@ fn diff_tells_a_fine_tune_and_a_bf16_cast_from_the_original() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["quantity"] == "layer 3 head 0 V_tilde spectral_norm")
+        .find(|r| r["label"] == "layer 3 head 0 V_tilde spectral_norm")
         .unwrap();
     assert_eq!(untouched["verdict"], "indistinguishable");
     // Tolerances: 1e-2 hides a 1e-3 change; 1e-4 does not.
@@ -571,10 +571,7 @@ fn diff_tells_a_fine_tune_and_a_bf16_cast_from_the_original() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| {
-            r["quantity"].as_str().unwrap().ends_with("spectral_norm")
-                && r["verdict"] != "indistinguishable"
-        })
+        .filter(|r| r["quantity"] == "spectral_norm" && r["verdict"] != "indistinguishable")
         .count();
     assert!(
         spec_changed >= 150,

@@ -5,10 +5,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) {
-        if let Ok(c) = specbound::evidence::parse::parse_certificate(&v, "fuzz") {
-            let _ = specbound::evidence::verify::verify_internal(&c);
-            let _ = specbound::evidence::diff::diff(&c, &c, 0.0);
-        }
+    if let Ok(c) = specbound::certificate::Certificate::parse(data, "fuzz") {
+        let _ = specbound::evidence::verify::verify_internal(&c);
+        let _ = specbound::evidence::diff::diff(&c, &c, 0.0);
     }
 });

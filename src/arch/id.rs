@@ -52,6 +52,33 @@ impl MatrixType {
     }
 }
 
+impl serde::Serialize for MatrixType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MatrixType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = MatrixType;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a matrix type (QK, V_tilde, M_in, M_out)")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<MatrixType, E> {
+                MatrixType::parse(s).ok_or_else(|| {
+                    let shown: String = s.chars().take(40).collect();
+                    E::custom(format!(
+                        "unknown matrix type \"{shown}\" (QK, V_tilde, M_in, M_out)"
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// One proxy matrix of a model: layer, head (per-head families only) and
 /// family. Ordered as certificates list matrices: by layer, then family
 /// (`QK`, `V_tilde`, `M_in`, `M_out`), then head.

@@ -24,7 +24,14 @@ use serde::Serialize;
 
 use super::EvidenceError;
 use crate::arch::{MatrixId, MatrixType};
-use crate::certify::{certify_model, CertifyOptions, ModelCertificate};
+use crate::certificate::{CertInterval, Certificate, GridPoint};
+use crate::certify::{certify_model_with_spectra, CertifyOptions, MatrixResult, Outcome};
+
+/// A model's certificate with the certified spectra behind it.
+struct Certified {
+    cert: Certificate,
+    results: Vec<MatrixResult>,
+}
 use crate::enclosure::Enclosure;
 use crate::io::checkpoint::Checkpoint;
 use crate::linalg::{certify_singular_values, SingularValues, SvdOptions};
@@ -87,6 +94,9 @@ pub struct AuditReport {
 
 /// `(subject kind, quantity, p, claim text, explicit tolerance)` of one claim.
 type RawClaim = (String, String, Option<String>, String, Option<String>);
+
+/// Largest claims file read (bytes).
+pub const MAX_CLAIMS_BYTES: u64 = 16 << 20;
 
 /// A minimal CSV reader (RFC 4180 quoting) with a size limit.
 pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Vec<String>>, EvidenceError> {
@@ -293,18 +303,23 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
     })
 }
 
+fn iv(x: CertInterval) -> Interval {
+    x.to_inari()
+        .expect("a certificate interval is finite with lo <= hi")
+}
+
 fn proxy_quantity(
-    cert: &ModelCertificate,
+    c: &Certified,
     layer: usize,
     head: i64,
     kind: MatrixType,
     q: &str,
     p: Option<&str>,
 ) -> Result<Interval, String> {
-    let idx = find_matrix(cert, layer, head, kind)?;
-    let r = &cert.results[idx];
-    let px = &cert.proxies.matrices[idx];
-    let m = cert.params.grid_m;
+    let idx = find_matrix(&c.cert, layer, head, kind)?;
+    let w = &c.cert.matrices[idx];
+    let r = &c.results[idx];
+    let m = c.cert.parameters.grid_m;
     let grid_k = |p: &str| -> Result<usize, String> {
         let (v, _) = parse_claim(p).ok_or("invalid p")?;
         let km = Rational::from(&v * m as u32);
@@ -314,14 +329,18 @@ fn proxy_quantity(
         Ok(km.numer().to_usize().unwrap_or(usize::MAX))
     };
     Ok(match q {
-        "alpha" | "alpha_mh" => px.alpha,
-        "gamma" => px.gamma,
-        "scale" | "scale_gamma_alpha_L" => px.scale,
-        "min_contribution" => px.min_contribution,
-        "contribution" => px.contributions[grid_k(p.ok_or("contribution needs p")?)?].1,
+        "alpha" | "alpha_mh" => iv(w.alpha),
+        "gamma" => iv(w.gamma),
+        "scale" | "scale_gamma_alpha_L" => iv(w.scale),
+        "min_contribution" => iv(w.min_contribution),
+        "contribution" => {
+            let k = grid_k(p.ok_or("contribution needs p")?)?;
+            iv(w.contribution_at(GridPoint { k, m })
+                .ok_or("p is not on the grid")?)
+        }
         "p_grid_m" => Interval::try_from((m as f64, m as f64)).expect("finite"),
-        "rows" => Interval::try_from((r.rows as f64, r.rows as f64)).expect("finite"),
-        "cols" => Interval::try_from((r.cols as f64, r.cols as f64)).expect("finite"),
+        "rows" => Interval::try_from((w.rows as f64, w.rows as f64)).expect("finite"),
+        "cols" => Interval::try_from((w.cols as f64, w.cols as f64)).expect("finite"),
         other => matrix_quantity(
             &Facts {
                 sv: r.sv.clone(),
@@ -335,17 +354,14 @@ fn proxy_quantity(
 
 /// Index of a proxy matrix given in the authors' columns (`head = -1` for layer matrices).
 fn find_matrix(
-    cert: &ModelCertificate,
+    cert: &Certificate,
     layer: usize,
     head: i64,
     kind: MatrixType,
 ) -> Result<usize, String> {
     let missing = || format!("no proxy matrix layer {layer} head {head} {kind}");
     let id = MatrixId::from_columns(layer, head, kind).ok_or_else(missing)?;
-    cert.results
-        .iter()
-        .position(|r| r.id == id)
-        .ok_or_else(missing)
+    cert.position(id).ok_or_else(missing)
 }
 
 fn kind_of(s: &str) -> Result<MatrixType, String> {
@@ -364,15 +380,15 @@ impl ClaimResult {
 /// minimiser, inconsistent when the certified contributions exclude it,
 /// undecided when it is one of several possible minimisers.
 fn judge_p_opt(
-    c: &ModelCertificate,
+    c: &Certificate,
     l: usize,
     h: i64,
     k: MatrixType,
     claim: &str,
 ) -> Result<ClaimResult, String> {
     let idx = find_matrix(c, l, h, k)?;
-    let m = c.params.grid_m;
-    let opt = &c.proxies.matrices[idx].p_opt;
+    let m = c.parameters.grid_m;
+    let opt: Vec<usize> = c.matrices[idx].p_opt_fraction.iter().map(|g| g.k).collect();
     let (v, tol) =
         parse_claim(claim).ok_or_else(|| format!("'{claim}' is not a decimal number"))?;
     // Grid points within the claim's window.
@@ -408,7 +424,7 @@ fn judge_p_opt(
     } else {
         Verdict::Undecided { width: hi - lo }
     };
-    let name = c.results[idx].id.to_string();
+    let name = c.matrices[idx].id().to_string();
     Ok(ClaimResult {
         line: 0,
         subject: name,
@@ -421,14 +437,23 @@ fn judge_p_opt(
 }
 
 fn ensure_cert<'a>(
-    slot: &'a mut Option<ModelCertificate>,
+    slot: &'a mut Option<Certified>,
     model: &Path,
-) -> Result<&'a ModelCertificate, EvidenceError> {
+) -> Result<&'a Certified, EvidenceError> {
     if slot.is_none() {
-        *slot = Some(
-            certify_model(model, &CertifyOptions::default())
-                .map_err(|e| EvidenceError::Model(e.to_string()))?,
-        );
+        let (cert, results) = match certify_model_with_spectra(model, &CertifyOptions::default())
+            .map_err(|e| EvidenceError::Model(e.to_string()))?
+        {
+            Outcome::Certified(x) => x,
+            Outcome::Inconclusive(i) => {
+                return Err(EvidenceError::Model(format!(
+                    "{}: the model could not be certified: {}",
+                    model.display(),
+                    i.reason
+                )))
+            }
+        };
+        *slot = Some(Certified { cert, results });
     }
     Ok(slot.as_ref().expect("just set"))
 }
@@ -436,17 +461,9 @@ fn ensure_cert<'a>(
 /// Runs an audit of `claims` against `model`.
 pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> {
     let cfile = claims.display().to_string();
-    let text = std::fs::read_to_string(claims).map_err(|e| EvidenceError::Io {
-        file: cfile.clone(),
-        message: e.to_string(),
-    })?;
-    if text.len() > 256 << 20 {
-        return Err(EvidenceError::Malformed {
-            file: cfile,
-            at: "(file)".into(),
-            message: "claims file larger than 256 MiB".into(),
-        });
-    }
+    // Capped while reading: `/dev/zero` or a FIFO is refused at the cap.
+    let text = crate::io::limits::read_capped_string(claims, MAX_CLAIMS_BYTES, "claims file")
+        .map_err(EvidenceError::Read)?;
     let rows = parse_csv(&text, &cfile)?;
     let header: Vec<String> = rows
         .first()
@@ -485,7 +502,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
     };
     let ck = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
     // The model certificate is computed only when a claim needs it.
-    let mut cert: Option<ModelCertificate> = None;
+    let mut cert: Option<Certified> = None;
     let mut tensor_cache: HashMap<String, Facts> = HashMap::new();
     let mut results = Vec::new();
     let bad = |line: usize, msg: String| EvidenceError::Malformed {
@@ -548,7 +565,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                     let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
                     let c = ensure_cert(&mut cert, model)?;
                     results.push(
-                        judge_p_opt(c, l, h, k, &v)
+                        judge_p_opt(&c.cert, l, h, k, &v)
                             .map_err(|e| bad(line, e))?
                             .at(line),
                     );
@@ -642,8 +659,8 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                 "bound" => {
                     let c = ensure_cert(&mut cert, model)?;
                     let b = match quantity.as_str() {
-                        "ours" | "B_ours" => c.proxies.ours,
-                        "edelman" | "B_Edel" | "edel" => c.proxies.edelman,
+                        "ours" | "B_ours" => iv(c.cert.bounds.ours),
+                        "edelman" | "B_Edel" | "edel" => iv(c.cert.bounds.edelman),
                         other => {
                             return Err(bad(
                                 line,

@@ -1,6 +1,7 @@
-//! Certificates as evidence: reading a certificate back (strictly, as
-//! untrusted input), checking it ([`verify`]), comparing two ([`diff`]) and
-//! checking published numbers against certified values ([`audit`]).
+//! Certificates as evidence: checking one ([`verify`]), comparing two
+//! ([`diff`]) and checking published numbers against certified values
+//! ([`audit`]). All of them read typed [`crate::certificate::Certificate`]s
+//! (an untrusted file through `Certificate::read`), none re-lists quantities.
 //!
 //! The re-derivation in [`verify`] is deliberately independent of the code
 //! that wrote the certificate: it uses MPFR intervals with explicit directed
@@ -10,7 +11,6 @@
 pub mod audit;
 pub mod diff;
 pub mod mpfr_interval;
-pub mod parse;
 pub mod verify;
 
 use std::fmt;
@@ -36,6 +36,8 @@ pub enum EvidenceError {
     },
     /// The model could not be read or certified.
     Model(String),
+    /// A claims file could not be read (too large, not UTF-8, an OS error).
+    Read(crate::io::ReadError),
 }
 
 impl fmt::Display for EvidenceError {
@@ -44,8 +46,26 @@ impl fmt::Display for EvidenceError {
             EvidenceError::Malformed { file, at, message } => write!(f, "{file}: {at}: {message}"),
             EvidenceError::Io { file, message } => write!(f, "{file}: {message}"),
             EvidenceError::Model(m) => write!(f, "{m}"),
+            EvidenceError::Read(e) => write!(f, "{e}"),
         }
     }
 }
 
+// No `source()`: every variant's message is already complete on one line
+// (a `Read` error names the file and its OS cause), so a chain printer would
+// only repeat it.
 impl std::error::Error for EvidenceError {}
+
+impl From<crate::certificate::CertificateError> for EvidenceError {
+    fn from(e: crate::certificate::CertificateError) -> Self {
+        match e {
+            crate::certificate::CertificateError::Io { file, source } => EvidenceError::Io {
+                file,
+                message: source.to_string(),
+            },
+            crate::certificate::CertificateError::Invalid { file, at, message } => {
+                EvidenceError::Malformed { file, at, message }
+            }
+        }
+    }
+}

@@ -98,6 +98,33 @@ impl std::str::FromStr for Precision {
     }
 }
 
+impl Serialize for Precision {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Precision {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Precision;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a precision (f64, extended, mpfr:BITS, auto)")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Precision, E> {
+                let shown: String = s.chars().take(40).collect();
+                s.parse().map_err(|_| {
+                    E::custom(format!(
+                        "unknown precision \"{shown}\" (f64, extended, mpfr:BITS with 64..=1000000 bits, auto)"
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// Largest `m * n * n` for which `Auto` escalates to MPFR.
 pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
 

@@ -4,10 +4,7 @@
 //! midpoint (an approximation) with the certified bounds beside it in
 //! `<column>_lo` and `<column>_hi`.
 
-use inari::Interval;
-
-use crate::certify::ModelCertificate;
-use crate::enclosure::Enclosure;
+use crate::certificate::{CertInterval, Certificate};
 
 /// Shortest round-trip decimal, in exponent form for very large or small
 /// magnitudes (so no long runs of padding zeros suggest false precision).
@@ -20,25 +17,19 @@ pub fn num(x: f64) -> String {
     }
 }
 
-fn mid(e: &Enclosure) -> String {
-    format!("{},{},{}", num(e.mid()), num(e.lo()), num(e.hi()))
+/// `mid,lo,hi` of an interval.
+fn mid(e: &CertInterval) -> String {
+    format!("{},{},{}", num(e.mid()), num(e.lo), num(e.hi))
 }
 
-fn mid_iv(x: Interval) -> String {
-    match Enclosure::from_interval(x) {
-        Some(e) => mid(&e),
-        None => ",,".into(),
-    }
-}
-
-fn opt(e: &Option<Enclosure>) -> String {
+fn opt(e: &Option<CertInterval>) -> String {
     e.as_ref().map(mid).unwrap_or_else(|| ",,".into())
 }
 
 /// `(file name, contents)` of the four tables. `model_id` fills the
 /// `model_id` column of `observed_bounds.csv`.
-pub fn tables(cert: &ModelCertificate, model_id: &str) -> Vec<(&'static str, String)> {
-    let m = cert.params.grid_m;
+pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)> {
+    let m = cert.parameters.grid_m;
     let mut summary = String::from(
         "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
 frobenius_norm,frobenius_norm_lo,frobenius_norm_hi,nuclear_norm,nuclear_norm_lo,nuclear_norm_hi,\
@@ -51,68 +42,71 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
     );
     let mut raw =
         String::from("layer,head,matrix_type,p,contribution,contribution_lo,contribution_hi\n");
-    for (r, p) in cert.results.iter().zip(&cert.proxies.matrices) {
-        let s = &r.summary;
-        let rank_mid = if s.rank.lo == s.rank.hi {
-            s.rank.lo.to_string()
+    for w in &cert.matrices {
+        let id = w.id();
+        let rank_mid = if w.rank.lo == w.rank.hi {
+            w.rank.lo.to_string()
         } else {
-            format!("{}", (s.rank.lo + s.rank.hi) as f64 / 2.0)
+            format!("{}", (w.rank.lo + w.rank.hi) as f64 / 2.0)
         };
         summary.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.id.layer,
-            r.id.head_column(),
-            r.id.kind.name(),
-            r.rows,
-            r.cols,
+            id.layer,
+            id.head_column(),
+            id.kind.name(),
+            w.rows,
+            w.cols,
             rank_mid,
-            s.rank.lo,
-            s.rank.hi,
-            mid(&s.spectral_norm),
-            mid(&s.frobenius_norm),
-            mid(&s.nuclear_norm),
-            mid(&s.norm_21),
-            mid(&s.norm_11),
-            opt(&s.stable_rank),
+            w.rank.lo,
+            w.rank.hi,
+            mid(&w.spectral_norm),
+            mid(&w.frobenius_norm),
+            mid(&w.nuclear_norm),
+            mid(&w.norm_21),
+            mid(&w.norm_11),
+            opt(&w.stable_rank),
         ));
         // p_opt: the smallest p among those with the least midpoint.
-        let best = p
+        let best = w
             .contributions
             .iter()
-            .filter_map(|(k, c)| Enclosure::from_interval(*c).map(|e| (*k, e.mid())))
-            .fold(None::<(usize, f64)>, |acc, (k, v)| match acc {
-                Some((_, bv)) if bv <= v => acc,
-                _ => Some((k, v)),
-            })
-            .map(|(k, _)| num(k as f64 / m as f64));
+            .map(|c| (c.p_fraction, c.value.mid()))
+            .fold(
+                None::<(crate::certificate::GridPoint, f64)>,
+                |acc, (g, v)| match acc {
+                    Some((_, bv)) if bv <= v => acc,
+                    _ => Some((g, v)),
+                },
+            )
+            .map(|(g, _)| num(g.approx()));
         opt_t.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}\n",
-            r.id.layer,
-            r.id.head_column(),
-            r.id.kind.name(),
-            mid_iv(p.alpha),
-            mid_iv(p.gamma),
-            mid_iv(p.scale),
+            id.layer,
+            id.head_column(),
+            id.kind.name(),
+            mid(&w.alpha),
+            mid(&w.gamma),
+            mid(&w.scale),
             m,
             best.unwrap_or_default(),
-            mid_iv(p.min_contribution),
+            mid(&w.min_contribution),
         ));
-        for (k, c) in &p.contributions {
+        for c in &w.contributions {
             raw.push_str(&format!(
                 "{},{},{},{},{}\n",
-                r.id.layer,
-                r.id.head_column(),
-                r.id.kind.name(),
-                num(*k as f64 / m as f64),
-                mid_iv(*c)
+                id.layer,
+                id.head_column(),
+                id.kind.name(),
+                num(c.p_fraction.approx()),
+                mid(&c.value)
             ));
         }
     }
     let id = model_id.replace([',', '\n', '"'], "_");
     let bounds = format!(
         "model_id,bound,value,value_lo,value_hi\n{id},ours,{}\n{id},edelman,{}\n",
-        mid_iv(cert.proxies.ours),
-        mid_iv(cert.proxies.edelman)
+        mid(&cert.bounds.ours),
+        mid(&cert.bounds.edelman)
     );
     vec![
         ("matrix_summary.csv", summary),

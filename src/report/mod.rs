@@ -8,6 +8,9 @@
 
 pub mod atomic;
 pub mod csv;
+mod text;
+
+pub use text::summary_text;
 
 use serde::Serialize;
 

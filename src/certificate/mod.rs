@@ -1,0 +1,425 @@
+//! The certificate: one typed value that `certify` produces and that every
+//! later command (`verify`, `diff`, `audit`, the CSV tables, the text
+//! summary) reads. Its JSON form is derived from the type (serde), never
+//! built by hand; the format is documented in `docs/certificate.md` and
+//! `docs/certificate.schema.json`.
+//!
+//! Intervals in a certificate are [`CertInterval`]s: certified enclosures
+//! when this tool has just produced them, *claims* when read from a file
+//! until `verify` has confirmed them. Reading an untrusted file is
+//! [`Certificate::read`] (or [`Certificate::parse`]): a capped read, a
+//! strict parse (unknown keys, duplicate keys, wrong types and oversized
+//! arrays are errors naming the JSON path) and [`Certificate::validate`]
+//! (finite `lo <= hi`, counts and grid consistent, every matrix present
+//! exactly once).
+
+mod quantity;
+mod read;
+
+use serde::{Deserialize, Serialize};
+
+pub use quantity::{matrix_quantities, Quantity, QuantityFields, QuantityId, Subject};
+pub use read::{CertificateError, MAX_BYTES, MAX_GRID_M, MAX_MATRICES};
+
+use crate::arch::{MatrixId, MatrixType};
+use crate::enclosure::Enclosure;
+use crate::linalg::Precision;
+
+/// Certificate format name.
+pub const FORMAT: &str = "specbound-certificate";
+/// Certificate format version.
+pub const VERSION: u32 = 1;
+
+/// A closed interval `[lo, hi]` as a certificate states it (finite ends,
+/// `lo <= hi` once validated). Written as the shortest decimals that parse
+/// back to the f64 held, so the printed interval is exactly the one held.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertInterval {
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+}
+
+impl CertInterval {
+    /// The interval of an enclosure (same ends).
+    pub fn of(e: &Enclosure) -> Self {
+        Self {
+            lo: e.lo(),
+            hi: e.hi(),
+        }
+    }
+
+    /// The interval of an inari interval; `None` when it is empty or unbounded.
+    pub fn of_inari(x: inari::Interval) -> Option<Self> {
+        Enclosure::from_interval(x).map(|e| Self::of(&e))
+    }
+
+    /// The exact point `[x, x]`.
+    pub fn point(x: f64) -> Self {
+        Self { lo: x, hi: x }
+    }
+
+    /// Whether every point of `inner` lies in `self` (exact comparison).
+    pub fn contains(&self, inner: &CertInterval) -> bool {
+        self.lo <= inner.lo && inner.hi <= self.hi
+    }
+
+    /// Whether the two intervals share no point (exact comparison).
+    pub fn disjoint(&self, other: &CertInterval) -> bool {
+        self.hi < other.lo || other.hi < self.lo
+    }
+
+    /// Midpoint (an approximation lying in the interval).
+    pub fn mid(&self) -> f64 {
+        (self.lo * 0.5 + self.hi * 0.5).clamp(self.lo, self.hi)
+    }
+
+    /// As an inari interval (exact); `None` unless finite with `lo <= hi`.
+    pub fn to_inari(self) -> Option<inari::Interval> {
+        Enclosure::new(self.lo, self.hi).map(Enclosure::to_interval)
+    }
+}
+
+/// Integer bounds `lo <= exact <= hi` of a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankBounds {
+    /// Lower bound.
+    pub lo: u64,
+    /// Upper bound.
+    pub hi: u64,
+}
+
+/// A point `k/m` of the grid `P_m = {0, 1/m, ..., 2}`, written `"k/m"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GridPoint {
+    /// Numerator.
+    pub k: usize,
+    /// Denominator (the grid resolution m).
+    pub m: usize,
+}
+
+impl GridPoint {
+    /// The nearest f64 to `k/m` (for display; the exact value is the fraction).
+    pub fn approx(&self) -> f64 {
+        self.k as f64 / self.m as f64
+    }
+
+    /// The fraction in lowest terms (for matching points of different grids).
+    pub fn reduced(&self) -> (usize, usize) {
+        let g = gcd(self.k, self.m).max(1);
+        (self.k / g, self.m / g)
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl std::fmt::Display for GridPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.m)
+    }
+}
+
+impl std::str::FromStr for GridPoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (k, m) = s
+            .split_once('/')
+            .ok_or_else(|| format!("expected \"k/m\", found \"{s}\""))?;
+        let digits =
+            |t: &str| !t.is_empty() && t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit());
+        if !(digits(k) && digits(m)) {
+            return Err(format!(
+                "expected \"k/m\" with decimal integers, found \"{s}\""
+            ));
+        }
+        Ok(GridPoint {
+            k: k.parse().map_err(|_| format!("bad numerator in \"{s}\""))?,
+            m: m.parse()
+                .map_err(|_| format!("bad denominator in \"{s}\""))?,
+        })
+    }
+}
+
+impl Serialize for GridPoint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for GridPoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = read::BoundedStr::<32>::deserialize(d)?;
+        s.0.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The program that wrote the certificate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    /// `specbound`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// One weight file read, with its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+    /// File name relative to the model directory.
+    pub file: String,
+    /// Lower-case hex SHA-256 of the whole file.
+    pub sha256: String,
+}
+
+/// The model a certificate describes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInfo {
+    /// As given on the command line (informative).
+    pub path: String,
+    /// Every weight file read.
+    #[serde(deserialize_with = "read::vec_max::<_, _, 100_000>")]
+    pub files: Vec<FileEntry>,
+    /// Family (`bert`, `gpt2`, `llama`, ...).
+    pub architecture: String,
+    /// Tensor-name prefix.
+    pub tensor_prefix: String,
+    /// Layers L.
+    pub layers: usize,
+    /// Hidden size N.
+    pub hidden: usize,
+    /// Attention heads H.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Feed-forward width.
+    pub intermediate: usize,
+}
+
+/// Parameters that change a number of the certificate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parameters {
+    /// `L_phi` as an exact decimal.
+    pub l_phi: String,
+    /// Grid resolution m.
+    pub grid_m: usize,
+    /// The grid `0/m, ..., 2m/m`.
+    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+    pub grid: Vec<GridPoint>,
+    /// N used in the formulas.
+    pub n: usize,
+    /// L used in the formulas.
+    pub depth: usize,
+    /// Singular-value method.
+    pub precision: Precision,
+    /// Statement that ranks are exact ranks.
+    pub rank: String,
+}
+
+/// The value of `c(W, p)` at one grid point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contribution {
+    /// The nearest f64 to the grid point (approximate).
+    pub p: f64,
+    /// The exact grid point.
+    pub p_fraction: GridPoint,
+    /// Encloses `c(W, p)`.
+    pub value: CertInterval,
+}
+
+/// Everything certified about one proxy matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixEntry {
+    /// Layer from 0.
+    pub layer: usize,
+    /// Head of a per-head matrix; written `-1` for layer matrices, as in the
+    /// authors' tables.
+    #[serde(with = "read::head_column")]
+    pub head: Option<usize>,
+    /// Family.
+    #[serde(rename = "type")]
+    pub kind: MatrixType,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Encloses sigma_1.
+    pub spectral_norm: CertInterval,
+    /// Encloses the Frobenius norm.
+    pub frobenius_norm: CertInterval,
+    /// Encloses the nuclear norm.
+    pub nuclear_norm: CertInterval,
+    /// Encloses the (2,1)-norm (sum of column 2-norms).
+    pub norm_21: CertInterval,
+    /// Encloses the (1,1)-norm.
+    pub norm_11: CertInterval,
+    /// Encloses the stable rank; `None` when sigma_1 > 0 was not certified.
+    pub stable_rank: Option<CertInterval>,
+    /// Bounds of the exact rank.
+    pub rank: RankBounds,
+    /// Nonzero part of the spectrum, largest first, index-matched.
+    #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_DIM }>")]
+    pub singular_values: Vec<CertInterval>,
+    /// How many further singular values are exactly zero.
+    pub structural_zeros: usize,
+    /// Methods that certified the values, and notes on stages that failed.
+    #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
+    pub method: Vec<String>,
+    /// Encloses `alpha^(l)` of the matrix's layer.
+    pub alpha: CertInterval,
+    /// Encloses `gamma(W)`.
+    pub gamma: CertInterval,
+    /// Encloses `gamma alpha L`.
+    pub scale: CertInterval,
+    /// `c(W, p)` at every grid point, in grid order.
+    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+    pub contributions: Vec<Contribution>,
+    /// Approximate values of `p_opt_fraction`.
+    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+    pub p_opt: Vec<f64>,
+    /// Every grid point the enclosures allow as a minimiser of `c(W, .)`.
+    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+    pub p_opt_fraction: Vec<GridPoint>,
+    /// Encloses `min_p c(W, p)`.
+    pub min_contribution: CertInterval,
+}
+
+impl MatrixEntry {
+    /// Which matrix this is.
+    pub fn id(&self) -> MatrixId {
+        MatrixId {
+            layer: self.layer,
+            head: self.head,
+            kind: self.kind,
+        }
+    }
+
+    /// `min(rows, cols)`: the number of singular values.
+    pub fn min_dim(&self) -> usize {
+        self.rows.min(self.cols)
+    }
+
+    /// The i-th singular value (0-based), counting the structural zeros.
+    pub fn singular_value(&self, i: usize) -> Option<CertInterval> {
+        if i < self.singular_values.len() {
+            Some(self.singular_values[i])
+        } else if i < self.min_dim() {
+            Some(CertInterval::point(0.0))
+        } else {
+            None
+        }
+    }
+
+    /// The contribution at grid point `p` (exact match of the fraction).
+    pub fn contribution_at(&self, p: GridPoint) -> Option<CertInterval> {
+        self.contributions
+            .iter()
+            .find(|c| c.p_fraction == p)
+            .map(|c| c.value)
+    }
+}
+
+/// `alpha^(l)` and `xi^(l)` of one layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerEntry {
+    /// Layer from 0.
+    pub layer: usize,
+    /// Encloses `alpha^(l)`.
+    pub alpha: CertInterval,
+    /// Encloses `xi^(l)`.
+    pub xi: CertInterval,
+}
+
+/// The two bounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoundsEntry {
+    /// Encloses `B_ours`.
+    pub ours: CertInterval,
+    /// Encloses `B_Edel`.
+    pub edelman: CertInterval,
+}
+
+/// A whole certificate (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Certificate {
+    /// [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`].
+    pub version: u32,
+    /// The program that wrote it.
+    pub tool: Tool,
+    /// The model.
+    pub model: ModelInfo,
+    /// The parameters.
+    pub parameters: Parameters,
+    /// One entry per proxy matrix, ordered by [`MatrixId`].
+    #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_MATRICES }>")]
+    pub matrices: Vec<MatrixEntry>,
+    /// One entry per layer.
+    #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_LAYERS }>")]
+    pub layers: Vec<LayerEntry>,
+    /// The bounds.
+    pub bounds: BoundsEntry,
+    /// Where the proxies go beyond the paper's setting.
+    #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
+    pub extensions: Vec<String>,
+}
+
+impl Certificate {
+    /// The matrix entry of `id`. Entries are kept in [`MatrixId`] order
+    /// ([`Certificate::validate`] insists on it), so this is a binary search.
+    pub fn matrix(&self, id: MatrixId) -> Option<&MatrixEntry> {
+        self.position(id).map(|i| &self.matrices[i])
+    }
+
+    /// Position of `id` in [`Certificate::matrices`].
+    pub fn position(&self, id: MatrixId) -> Option<usize> {
+        self.matrices
+            .binary_search_by_key(&id, MatrixEntry::id)
+            .ok()
+    }
+
+    /// Every matrix id a complete certificate of this architecture holds,
+    /// in certificate order.
+    pub fn expected_ids(&self) -> Vec<MatrixId> {
+        expected_ids(self.model.layers, self.model.heads)
+    }
+
+    /// The JSON text (pretty-printed), exactly as `certify --out` writes it.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a certificate always serialises")
+    }
+}
+
+/// The proxy matrices of a model with `layers` layers and `heads` heads, in
+/// certificate order (layer, then `QK` heads, `V_tilde` heads, `M_in`, `M_out`).
+pub fn expected_ids(layers: usize, heads: usize) -> Vec<MatrixId> {
+    let mut v = Vec::new();
+    for l in 0..layers {
+        for kind in [MatrixType::QK, MatrixType::VTilde] {
+            v.extend((0..heads).map(|h| MatrixId::head(l, h, kind)));
+        }
+        v.push(MatrixId::layer(l, MatrixType::MIn));
+        v.push(MatrixId::layer(l, MatrixType::MOut));
+    }
+    v
+}

@@ -1,0 +1,622 @@
+//! Reading a certificate as untrusted input: a capped read, a syntax pass
+//! that allocates nothing, a strict typed parse whose errors name the JSON
+//! path (unknown keys, duplicate keys, wrong types, arrays beyond their
+//! limit), then [`Certificate::validate`]. Memory for a rejected file stays
+//! within the byte cap plus structures no larger than the text they come
+//! from.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Serializer;
+
+use super::{expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, FORMAT, VERSION};
+
+/// Largest certificate file read (bytes).
+pub const MAX_BYTES: u64 = 1 << 30;
+/// Largest number of proxy matrices accepted.
+pub const MAX_MATRICES: usize = 1 << 20;
+/// Largest number of layers accepted.
+pub const MAX_LAYERS: usize = 100_000;
+/// Largest grid resolution m, for `certify`, `verify` and the reader alike.
+pub const MAX_GRID_M: usize = 1_000;
+/// Largest matrix dimension (rows, columns, hidden size, feed-forward width).
+pub const MAX_DIM: usize = 1 << 24;
+/// Largest number of attention heads.
+pub const MAX_HEADS: usize = 1 << 16;
+
+/// Why a certificate file was refused: one line naming the file, where in
+/// it (a JSON path such as `$.matrices[3].spectral_norm.lo`, or a line and
+/// column for a syntax error) and what is wrong.
+#[derive(Debug)]
+pub enum CertificateError {
+    /// The file could not be read.
+    Io {
+        /// The file.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid certificate.
+    Invalid {
+        /// The file.
+        file: String,
+        /// Where in it.
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl fmt::Display for CertificateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CertificateError::Io { file, source } => write!(f, "{file}: cannot read: {source}"),
+            CertificateError::Invalid { file, at, message } => {
+                write!(f, "{file}: {at}: {}", one_line(message))
+            }
+        }
+    }
+}
+
+impl std::error::Error for CertificateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CertificateError::Io { source, .. } => Some(source),
+            CertificateError::Invalid { .. } => None,
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+fn invalid(file: &str, at: impl Into<String>, message: impl Into<String>) -> CertificateError {
+    CertificateError::Invalid {
+        file: file.to_string(),
+        at: at.into(),
+        message: message.into(),
+    }
+}
+
+/// serde's wording, rephrased for people: `missing field `x`` becomes
+/// `missing key 'x'`, `invalid type: A, expected B` becomes `expected B,
+/// found A`; the " at line L column C" suffix is dropped (the path says where).
+fn humanize(msg: &str) -> String {
+    let msg = match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => &msg[..i],
+        _ => msg,
+    };
+    let tick = |rest: &str| rest.split('`').nth(1).unwrap_or("").to_string();
+    if let Some(rest) = msg.strip_prefix("missing field ") {
+        return format!("missing key '{}'", tick(rest));
+    }
+    if let Some(rest) = msg.strip_prefix("unknown field ") {
+        return format!(
+            "unknown key '{}' (the format admits no other keys)",
+            tick(rest)
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("duplicate field ") {
+        return format!("duplicate key '{}'", tick(rest));
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            if let Some((found, expected)) = rest.split_once(", expected ") {
+                let expected = match expected {
+                    "f64" => "a number".to_string(),
+                    "u64" | "u32" | "usize" => "a non-negative integer".to_string(),
+                    e if e.starts_with("struct ") || e == "a map" => "an object".to_string(),
+                    e => e.to_string(),
+                };
+                return format!("expected {expected}, found {found}");
+            }
+        }
+    }
+    msg.to_string()
+}
+
+/// The first keys of a certificate, read before the rest so that a future
+/// version is refused as such rather than for its new keys.
+#[derive(serde::Deserialize)]
+struct Head {
+    format: Option<BoundedStr<64>>,
+    version: Option<u64>,
+}
+
+impl Certificate {
+    /// Reads, parses and validates a certificate file (untrusted input),
+    /// refusing more than [`MAX_BYTES`] bytes while reading.
+    pub fn read(path: &Path) -> Result<Certificate, CertificateError> {
+        let file = path.display().to_string();
+        let bytes = crate::io::limits::read_capped(path, MAX_BYTES, "certificate").map_err(
+            |e| match e {
+                crate::io::ReadError::Io { source, .. } => CertificateError::Io {
+                    file: file.clone(),
+                    source,
+                },
+                other => {
+                    let msg = other.to_string();
+                    let msg = msg
+                        .strip_prefix(&format!("{file}: "))
+                        .unwrap_or(&msg)
+                        .to_string();
+                    invalid(&file, "(file)", msg)
+                }
+            },
+        )?;
+        Certificate::parse(&bytes, &file)
+    }
+
+    /// Parses and validates certificate JSON (untrusted input); `file` names
+    /// it in messages.
+    pub fn parse(bytes: &[u8], file: &str) -> Result<Certificate, CertificateError> {
+        let syntax = |e: serde_json::Error| {
+            invalid(
+                file,
+                format!("line {} column {}", e.line(), e.column()),
+                format!("invalid JSON: {}", humanize(&e.to_string())),
+            )
+        };
+        serde_json::from_slice::<IgnoredAny>(bytes).map_err(syntax)?;
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first != Some(&b'{') {
+            let found = match first {
+                Some(b'[') => "an array",
+                Some(b'"') => "a string",
+                _ => "a number or literal",
+            };
+            return Err(invalid(
+                file,
+                "$",
+                format!("expected an object, found {found}"),
+            ));
+        }
+        let head: Head = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_data() {
+                invalid(file, "$", humanize(&e.to_string()))
+            } else {
+                syntax(e)
+            }
+        })?;
+        match head.format {
+            Some(f) if f.0 == FORMAT => {}
+            Some(f) => {
+                return Err(invalid(
+                    file,
+                    "$.format",
+                    format!("expected \"{FORMAT}\", found \"{}\"", f.0),
+                ))
+            }
+            None => return Err(invalid(file, "$", "missing key 'format'")),
+        }
+        match head.version {
+            Some(v) if v == VERSION as u64 => {}
+            Some(v) => {
+                return Err(invalid(
+                    file,
+                    "$.version",
+                    format!("unsupported version {v} (this tool reads version {VERSION})"),
+                ))
+            }
+            None => return Err(invalid(file, "$", "missing key 'version'")),
+        }
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let cert: Certificate = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let at = if path == "." {
+                "$".to_string()
+            } else {
+                format!("$.{path}")
+            };
+            invalid(file, at, humanize(&e.inner().to_string()))
+        })?;
+        cert.validate()
+            .map_err(|(at, message)| invalid(file, at, message))?;
+        Ok(cert)
+    }
+
+    /// Checks everything the types cannot: finite intervals with `lo <= hi`
+    /// and nonnegative ends where the quantity is nonnegative, sizes within
+    /// their limits, the grid, counts that agree with the shapes, `p_opt`
+    /// on the grid and agreeing with its approximations, one entry per
+    /// expected matrix in [`MatrixId`] order, one entry per layer. Returns
+    /// the JSON path and the problem.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let err = |at: String, m: String| Err((at, m));
+        if self.format != FORMAT {
+            return err("$.format".into(), format!("expected \"{FORMAT}\""));
+        }
+        if self.version != VERSION {
+            return err(
+                "$.version".into(),
+                format!("unsupported version {}", self.version),
+            );
+        }
+        if self.tool.name != "specbound" {
+            return err(
+                "$.tool.name".into(),
+                format!("expected \"specbound\", found \"{}\"", self.tool.name),
+            );
+        }
+        let md = &self.model;
+        if md.files.is_empty() {
+            return err("$.model.files".into(), "no weight file listed".into());
+        }
+        for (i, f) in md.files.iter().enumerate() {
+            if f.sha256.len() != 64
+                || !f
+                    .sha256
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            {
+                return err(
+                    format!("$.model.files[{i}].sha256"),
+                    "expected 64 lower-case hexadecimal digits".into(),
+                );
+            }
+        }
+        let limit = |at: &str, v: usize, lo: usize, hi: usize| -> Result<(), (String, String)> {
+            if v < lo {
+                Err((at.to_string(), format!("must be at least {lo}, found {v}")))
+            } else if v > hi {
+                Err((at.to_string(), format!("{v} exceeds the limit {hi}")))
+            } else {
+                Ok(())
+            }
+        };
+        limit("$.model.layers", md.layers, 1, MAX_LAYERS)?;
+        limit("$.model.hidden", md.hidden, 1, MAX_DIM)?;
+        limit("$.model.heads", md.heads, 1, MAX_HEADS)?;
+        limit("$.model.kv_heads", md.kv_heads, 1, md.heads)?;
+        limit("$.model.head_dim", md.head_dim, 1, MAX_DIM)?;
+        limit("$.model.intermediate", md.intermediate, 1, MAX_DIM)?;
+        let p = &self.parameters;
+        limit("$.parameters.grid_m", p.grid_m, 1, MAX_GRID_M)?;
+        let m = p.grid_m;
+        if p.grid.len() != 2 * m + 1
+            || p.grid
+                .iter()
+                .enumerate()
+                .any(|(k, g)| *g != GridPoint { k, m })
+        {
+            return err(
+                "$.parameters.grid".into(),
+                format!("expected the grid 0/{m}, 1/{m}, ..., {}/{m}", 2 * m),
+            );
+        }
+        if p.n != md.hidden {
+            return err(
+                "$.parameters.n".into(),
+                format!("{} disagrees with model.hidden = {}", p.n, md.hidden),
+            );
+        }
+        if p.depth != md.layers {
+            return err(
+                "$.parameters.depth".into(),
+                format!("{} disagrees with model.layers = {}", p.depth, md.layers),
+            );
+        }
+        match crate::spectral::parse_decimal_interval(&p.l_phi) {
+            Some(v) if v.inf() > 0.0 => {}
+            _ => {
+                return err(
+                    "$.parameters.l_phi".into(),
+                    format!("\"{}\" is not a positive decimal", p.l_phi),
+                )
+            }
+        }
+        let ids = expected_ids(md.layers, md.heads);
+        if self.matrices.len() != ids.len() {
+            return err(
+                "$.matrices".into(),
+                format!(
+                    "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer)",
+                    self.matrices.len(),
+                    ids.len(),
+                    md.layers,
+                    md.heads
+                ),
+            );
+        }
+        for (i, (w, want)) in self.matrices.iter().zip(&ids).enumerate() {
+            let at = format!("$.matrices[{i}]");
+            validate_matrix(w, &at, m)?;
+            if w.id() != *want {
+                let seen = self.matrices[..i].iter().any(|x| x.id() == w.id());
+                let what = if seen {
+                    format!("duplicate matrix ({})", w.id())
+                } else if w.layer >= md.layers || w.head.is_some_and(|h| h >= md.heads) {
+                    format!(
+                        "{} is outside the model ({} layers, {} heads)",
+                        w.id(),
+                        md.layers,
+                        md.heads
+                    )
+                } else {
+                    format!(
+                        "expected {want} here, found {} (entries are ordered by layer, type, head)",
+                        w.id()
+                    )
+                };
+                return err(at, what);
+            }
+        }
+        if self.layers.len() != md.layers {
+            return err(
+                "$.layers".into(),
+                format!(
+                    "expected {} entries, found {}",
+                    md.layers,
+                    self.layers.len()
+                ),
+            );
+        }
+        for (l, x) in self.layers.iter().enumerate() {
+            let at = format!("$.layers[{l}]");
+            if x.layer != l {
+                return err(
+                    format!("{at}.layer"),
+                    format!("expected {l}, found {}", x.layer),
+                );
+            }
+            check_iv(&x.alpha, &format!("{at}.alpha"), true)?;
+            check_iv(&x.xi, &format!("{at}.xi"), true)?;
+        }
+        check_iv(&self.bounds.ours, "$.bounds.ours", true)?;
+        check_iv(&self.bounds.edelman, "$.bounds.edelman", true)?;
+        Ok(())
+    }
+}
+
+fn check_iv(x: &CertInterval, at: &str, nonneg: bool) -> Result<(), (String, String)> {
+    if !(x.lo.is_finite() && x.hi.is_finite()) {
+        return Err((at.to_string(), "interval ends must be finite".into()));
+    }
+    if !(x.lo <= x.hi) {
+        return Err((
+            at.to_string(),
+            format!("lo = {:e} is greater than hi = {:e}", x.lo, x.hi),
+        ));
+    }
+    if nonneg && x.lo < 0.0 {
+        return Err((
+            at.to_string(),
+            "a nonnegative quantity cannot have lo < 0".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_matrix(w: &MatrixEntry, at: &str, m: usize) -> Result<(), (String, String)> {
+    let err = |k: &str, msg: String| Err((format!("{at}.{k}"), msg));
+    if w.kind.per_head() != w.head.is_some() {
+        return err(
+            "head",
+            format!(
+                "{} is a {} matrix: head must be {}",
+                w.kind,
+                if w.kind.per_head() {
+                    "per-head"
+                } else {
+                    "layer"
+                },
+                if w.kind.per_head() { ">= 0" } else { "-1" }
+            ),
+        );
+    }
+    for (k, v) in [("rows", w.rows), ("cols", w.cols)] {
+        if v == 0 || v > MAX_DIM {
+            return err(k, format!("{v} is outside 1..={MAX_DIM}"));
+        }
+    }
+    let kmin = w.min_dim();
+    for (k, x) in [
+        ("spectral_norm", &w.spectral_norm),
+        ("frobenius_norm", &w.frobenius_norm),
+        ("nuclear_norm", &w.nuclear_norm),
+        ("norm_21", &w.norm_21),
+        ("norm_11", &w.norm_11),
+        ("alpha", &w.alpha),
+        ("gamma", &w.gamma),
+        ("scale", &w.scale),
+        ("min_contribution", &w.min_contribution),
+    ] {
+        check_iv(x, &format!("{at}.{k}"), true)?;
+    }
+    if let Some(s) = &w.stable_rank {
+        check_iv(s, &format!("{at}.stable_rank"), true)?;
+    }
+    if w.singular_values.len() > kmin {
+        return err(
+            "singular_values",
+            format!(
+                "{} entries exceed the limit min(rows, cols) = {kmin}",
+                w.singular_values.len()
+            ),
+        );
+    }
+    for (j, s) in w.singular_values.iter().enumerate() {
+        check_iv(s, &format!("{at}.singular_values[{j}]"), true)?;
+    }
+    if w.structural_zeros > kmin || w.singular_values.len() + w.structural_zeros != kmin {
+        return err(
+            "singular_values",
+            format!(
+                "{} values plus {} structural zeros do not make min(rows, cols) = {kmin}",
+                w.singular_values.len(),
+                w.structural_zeros
+            ),
+        );
+    }
+    if w.rank.lo > w.rank.hi {
+        return err("rank", "lo is greater than hi".into());
+    }
+    if w.rank.hi > kmin as u64 {
+        return err(
+            "rank.hi",
+            format!("{} exceeds min(rows, cols) = {kmin}", w.rank.hi),
+        );
+    }
+    if w.contributions.len() != 2 * m + 1 {
+        return err(
+            "contributions",
+            format!(
+                "expected {} grid points, found {}",
+                2 * m + 1,
+                w.contributions.len()
+            ),
+        );
+    }
+    for (k, c) in w.contributions.iter().enumerate() {
+        let cat = format!("{at}.contributions[{k}]");
+        if c.p_fraction != (GridPoint { k, m }) {
+            return Err((
+                format!("{cat}.p_fraction"),
+                format!(
+                    "\"{}\" is not the grid point {k}/{m} expected here (grid P_{m}, in order)",
+                    c.p_fraction
+                ),
+            ));
+        }
+        if c.p != c.p_fraction.approx() {
+            return Err((
+                format!("{cat}.p"),
+                format!("{} is not the nearest number to {}", c.p, c.p_fraction),
+            ));
+        }
+        check_iv(&c.value, &format!("{cat}.value"), true)?;
+    }
+    if w.p_opt_fraction.is_empty() {
+        return err("p_opt_fraction", "no grid point listed".into());
+    }
+    for (j, g) in w.p_opt_fraction.iter().enumerate() {
+        if g.m != m || g.k > 2 * m {
+            return err(
+                &format!("p_opt_fraction[{j}]"),
+                format!("\"{g}\" is not a point of the grid P_{m}"),
+            );
+        }
+        if j > 0 && w.p_opt_fraction[j - 1].k >= g.k {
+            return err(
+                &format!("p_opt_fraction[{j}]"),
+                "grid points must be listed once each, in increasing order".into(),
+            );
+        }
+    }
+    if w.p_opt.len() != w.p_opt_fraction.len()
+        || w.p_opt
+            .iter()
+            .zip(&w.p_opt_fraction)
+            .any(|(x, g)| *x != g.approx())
+    {
+        return err("p_opt", "does not match p_opt_fraction".into());
+    }
+    Ok(())
+}
+
+/// A string of at most `N` bytes (longer ones are refused while parsing).
+pub(crate) struct BoundedStr<const N: usize>(pub String);
+
+impl<'de, const N: usize> Deserialize<'de> for BoundedStr<N> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<const N: usize>;
+        impl<const N: usize> Visitor<'_> for V<N> {
+            type Value = BoundedStr<N>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a string of at most {N} bytes")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                if s.len() > N {
+                    return Err(E::custom(format!(
+                        "a string of {} bytes exceeds the limit {N}",
+                        s.len()
+                    )));
+                }
+                Ok(BoundedStr(s.to_string()))
+            }
+        }
+        d.deserialize_str(V::<N>)
+    }
+}
+
+/// Deserialises an array of at most `MAX` elements, refusing a longer one
+/// as soon as element `MAX + 1` arrives (before it is stored).
+pub(crate) fn vec_max<'de, D, T, const MAX: usize>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct V<T, const MAX: usize>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>, const MAX: usize> Visitor<'de> for V<T, MAX> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "an array of at most {MAX} entries")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(MAX).min(4096));
+            while let Some(x) = seq.next_element()? {
+                if v.len() == MAX {
+                    return Err(de::Error::custom(format!(
+                        "more than {MAX} entries exceed the limit"
+                    )));
+                }
+                v.push(x);
+            }
+            Ok(v)
+        }
+    }
+    d.deserialize_seq(V::<T, MAX>(std::marker::PhantomData))
+}
+
+/// `head` as the authors' tables write it: `-1` for layer matrices.
+pub(crate) mod head_column {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(h: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(h.map_or(-1, |h| h as i64))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        let v = i64::deserialize(d)?;
+        match v {
+            -1 => Ok(None),
+            h if h >= 0 && h as u64 <= super::MAX_HEADS as u64 => Ok(Some(h as usize)),
+            h => Err(de::Error::custom(format!(
+                "expected an integer >= -1 (-1 for layer matrices), found {h}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::humanize;
+
+    #[test]
+    fn serde_messages_are_rephrased() {
+        assert_eq!(
+            humanize("missing field `gamma` at line 3 column 4"),
+            "missing key 'gamma'"
+        );
+        assert_eq!(
+            humanize("invalid type: string \"1.0\", expected f64 at line 1 column 9"),
+            "expected a number, found string \"1.0\""
+        );
+        assert_eq!(
+            humanize("invalid type: sequence, expected struct Certificate"),
+            "expected an object, found sequence"
+        );
+        assert_eq!(humanize("duplicate field `lo`"), "duplicate key 'lo'");
+    }
+}
