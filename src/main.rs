@@ -1,9 +1,10 @@
 //! The `specbound` command line: a thin layer over the library.
 //!
 //! Exit codes: 0 = certified / holds / consistent / unchanged; 1 =
-//! inconclusive, a failed check (verify), an inconsistent claim (audit) or a
-//! change beyond tolerance (diff), with the reason printed; 2 = error (bad
-//! input or usage); 3 = audit claims undecided (none inconsistent).
+//! inconclusive, a failed check or refuted quantity (verify), an
+//! inconsistent claim (audit) or a certain change (diff), with the reason
+//! printed; 2 = error (bad input or usage); 3 = undecided: audit claims
+//! undecided or verify quantities unconfirmed (none wrong).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

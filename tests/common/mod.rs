@@ -262,3 +262,28 @@ pub fn write_safetensors(path: &Path, tensors: &[(String, &DenseMatrix)], dtype:
     out.extend_from_slice(&data);
     std::fs::write(path, out).unwrap();
 }
+
+/// Runs the binary with its data segment (heap, private writable mappings)
+/// limited to `bytes` by `RLIMIT_DATA`: an input that makes it allocate more
+/// ends in an allocation failure instead of an exit with a message. (Peak
+/// RSS cannot be measured from a test process: a forked child's peak counts
+/// the parent's pages until it execs.)
+pub fn run_with_data_limit(args: &[&str], bytes: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = bin();
+    cmd.args(args);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the hook.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("binary runs")
+}
