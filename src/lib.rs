@@ -21,6 +21,7 @@
 
 pub mod arch;
 pub mod bounds;
+pub mod bundle;
 pub mod certify;
 pub mod enclosure;
 pub mod evidence;
