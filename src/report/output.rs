@@ -16,8 +16,10 @@
 //!    random name is tried. Names are `.<target>.<16 hex digits>.tmp` with 64
 //!    bits from the operating system's random source, so they cannot be
 //!    predicted;
-//! 3. **rename** every temporary file over its target, in the order staged,
-//!    then `fsync` the directories (best effort: some file systems refuse).
+//! 3. **rename** every temporary file over its target, in the order staged;
+//!    the directories of all but the last are `fsync`ed before the last
+//!    rename, and its own directory after it (best effort: some file systems
+//!    refuse to sync a directory).
 //!
 //! An error in phase 1 or 2 (a missing directory, a full disk, a directory
 //! without write permission) removes every temporary file and every directory
@@ -28,12 +30,14 @@
 //! a truncated one), but a crash or `SIGKILL` *between* two renames of phase 3
 //! leaves the targets renamed so far new and the others old. Callers therefore
 //! stage the file whose presence should imply the others **last** (`certify`
-//! stages the certificate after the tables). A crash during phase 2 leaves
-//! `.<target>.<hex>.tmp` files behind (nothing but a destructor can remove them
-//! then); they are never mistaken for outputs and can be deleted. A rename that
-//! fails in phase 3 (the target changed under us) stops the commit: the
-//! remaining temporary files are removed and the error lists what was already
-//! replaced. The checks of phase 1 are not a lock: another process changing a
+//! stages the certificate after the tables): it is renamed only once the
+//! earlier renames are on disk, so a new last file implies new earlier ones,
+//! power loss included (where the file system honours a directory `fsync`).
+//! A crash during phase 2 leaves `.<target>.<hex>.tmp` files behind (no code
+//! runs after a crash to remove them); they are never mistaken for outputs
+//! and can be deleted. A rename that fails in phase 3 (the target changed
+//! under us) stops the commit: the remaining temporary files are removed and
+//! the error lists what was already replaced. The checks of phase 1 are not a lock: another process changing a
 //! target between the check and the rename can still make the rename replace
 //! it, but a rename only ever replaces a *name*; no byte is ever written into
 //! a device, a FIFO or a file a link points to by surprise.
@@ -245,6 +249,17 @@ fn write_and_rename(
     }
     let mut replaced = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
+        if i + 1 == plans.len() && i > 0 {
+            // The renames before the last one reach the disk first, so that a
+            // new last file (the certificate) implies new earlier ones even
+            // after a power loss.
+            sync_dirs(
+                plans[..i]
+                    .iter()
+                    .map(|p| p.dir.as_path())
+                    .chain(to_create.iter().map(|d| parent_dir(d))),
+            );
+        }
         let tmp = guard.temps[i].as_ref().expect("created above");
         if let Err(source) = std::fs::rename(tmp, &plan.target) {
             if replaced.is_empty() {
@@ -266,21 +281,30 @@ fn write_and_rename(
         replaced.push(plan.shown.clone());
     }
     guard.dirs.clear();
-    // Durability of the renames and of new directories (best effort).
-    let mut synced: Vec<&Path> = Vec::new();
-    for d in plans
-        .iter()
-        .map(|p| p.dir.as_path())
-        .chain(to_create.iter().map(|d| parent_dir(d)))
-    {
-        if !synced.contains(&d) {
+    sync_dirs(
+        plans
+            .iter()
+            .rev()
+            .take(1)
+            .map(|p| p.dir.as_path())
+            .chain(to_create.iter().map(|d| parent_dir(d))),
+    );
+    Ok(())
+}
+
+/// `fsync`s each distinct directory once, so that renames and new entries in
+/// it are durable. Best effort: some file systems refuse to sync a directory,
+/// and the files themselves are already synced.
+fn sync_dirs<'a>(dirs: impl Iterator<Item = &'a Path>) {
+    let mut done: Vec<&Path> = Vec::new();
+    for d in dirs {
+        if !done.contains(&d) {
             if let Ok(f) = File::open(d) {
                 let _ = f.sync_all();
             }
-            synced.push(d);
+            done.push(d);
         }
     }
-    Ok(())
 }
 
 /// Removes temporary files and created directories unless disarmed (runs on
