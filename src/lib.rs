@@ -21,6 +21,7 @@
 
 pub mod arch;
 pub mod bounds;
+pub mod bundle;
 pub mod certificate;
 pub mod certify;
 pub mod enclosure;

@@ -9,14 +9,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 
 use specbound::arch::ArchOverrides;
 use specbound::certificate::Certificate;
 use specbound::certify::{certify_model, CertifyOptions, Outcome as Certification};
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
-use specbound::report::atomic::write_atomic;
 use specbound::report::SvdReport;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
 
@@ -58,7 +57,7 @@ enum Command {
         /// A Hugging Face model directory (config.json + model.safetensors or a sharded
         /// index) or a single .safetensors file. Default: the bundled all-MiniLM-L6-v2.
         model: Option<PathBuf>,
-        /// Write the certificate (JSON) to this file, atomically.
+        /// Write the certificate (JSON) to this file (a new or regular file), atomically.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Write the four CSV tables (the authors' layout) into this directory.
@@ -130,13 +129,9 @@ enum Command {
     },
 }
 
-fn default_model() -> PathBuf {
-    let rel = PathBuf::from("data/all-MiniLM-L6-v2");
-    if rel.is_dir() {
-        rel
-    } else {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/all-MiniLM-L6-v2")
-    }
+/// The bundled model (search order in `specbound::bundle`).
+fn default_model() -> Result<PathBuf> {
+    Ok(specbound::bundle::locate()?)
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -351,13 +346,28 @@ fn run(cli: Cli) -> Result<Outcome> {
             layers,
             model_id,
         } => {
-            let model = model.unwrap_or_else(default_model);
+            let model = match model {
+                Some(m) => m,
+                None => default_model()?,
+            };
             let opts = CertifyOptions {
                 precision: parse_precision(&precision)?,
                 l_phi,
                 grid_m,
                 overrides: ArchOverrides { heads, layers },
             };
+            // Refuse a bad output target before the computation, not after.
+            let mut planned = specbound::report::output::Outputs::new();
+            if let Some(dir) = &csv {
+                planned.create_dir(dir);
+                for name in specbound::report::csv::TABLE_NAMES {
+                    planned.stage(dir.join(name), Vec::new());
+                }
+            }
+            if let Some(p) = &out {
+                planned.stage(p, Vec::new());
+            }
+            planned.check()?;
             let t = std::time::Instant::now();
             let cert = match certify_model(&model, &opts)? {
                 Certification::Certified(c) => c,
@@ -371,27 +381,25 @@ fn run(cli: Cli) -> Result<Outcome> {
             };
             let secs = t.elapsed().as_secs_f64();
             let doc = cert.to_json_pretty();
-            // Everything is computed before anything is written.
+            // Everything is computed, then staged; nothing is written unless all of it can be.
+            let mut outputs = specbound::report::output::Outputs::new();
             if let Some(dir) = &csv {
-                std::fs::create_dir_all(dir).with_context(|| {
-                    format!("{}: cannot create the CSV directory", dir.display())
-                })?;
                 let id = model_id.clone().unwrap_or_else(|| {
                     std::fs::canonicalize(&model)
                         .ok()
                         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
                         .unwrap_or_else(|| model.display().to_string())
                 });
+                outputs.create_dir(dir);
                 for (name, text) in specbound::report::csv::tables(&cert, &id) {
-                    let p = dir.join(name);
-                    write_atomic(&p, text.as_bytes())
-                        .with_context(|| format!("{}: cannot write", p.display()))?;
+                    outputs.stage(dir.join(name), text);
                 }
             }
             if let Some(p) = &out {
-                write_atomic(p, doc.as_bytes())
-                    .with_context(|| format!("{}: cannot write", p.display()))?;
+                // Last: a new certificate implies new tables.
+                outputs.stage(p, doc.as_bytes());
             }
+            outputs.commit()?;
             if json {
                 println!("{doc}");
             } else {

@@ -26,6 +26,14 @@ fn opt(e: &Option<CertInterval>) -> String {
     e.as_ref().map(mid).unwrap_or_else(|| ",,".into())
 }
 
+/// The file names of the four tables, in the order [`tables`] returns them.
+pub const TABLE_NAMES: [&str; 4] = [
+    "matrix_summary.csv",
+    "schatten_opt.csv",
+    "observed_bounds.csv",
+    "p_contribution_raw.csv",
+];
+
 /// `(file name, contents)` of the four tables. `model_id` fills the
 /// `model_id` column of `observed_bounds.csv`.
 pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)> {
@@ -108,10 +116,8 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
         mid(&cert.bounds.ours),
         mid(&cert.bounds.edelman)
     );
-    vec![
-        ("matrix_summary.csv", summary),
-        ("schatten_opt.csv", opt_t),
-        ("observed_bounds.csv", bounds),
-        ("p_contribution_raw.csv", raw),
-    ]
+    TABLE_NAMES
+        .into_iter()
+        .zip([summary, opt_t, bounds, raw])
+        .collect()
 }

@@ -1,13 +1,13 @@
 //! Output of certified results: JSON (machine-readable, exact round-trip
-//! decimals), readable tables, the authors' CSV layout ([`csv`]) and atomic
-//! file writes ([`atomic`]).
+//! decimals), readable tables, the authors' CSV layout ([`csv`]) and
+//! all-or-nothing file output ([`output`]).
 //!
 //! Every `lo`/`hi` is written as the shortest decimal that parses back to the
 //! very f64 held (serde_json uses the shortest round-trip representation), so
 //! the printed interval is exactly the certified one.
 
-pub mod atomic;
 pub mod csv;
+pub mod output;
 mod text;
 
 pub use text::summary_text;
