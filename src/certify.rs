@@ -305,7 +305,7 @@ impl ModelCertificate {
                 "ours": enc_json(self.proxies.ours),
                 "edelman": enc_json(self.proxies.edelman),
             },
-            "extensions": self.arch.extension_note().into_iter().collect::<Vec<_>>(),
+            "extensions": self.arch.extensions(&self.params.l_phi_text),
         })
     }
 }
