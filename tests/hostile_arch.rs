@@ -19,7 +19,7 @@ use specbound::io::gguf::{self, MetaValue};
 use specbound::matrix::DenseMatrix;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Tiny dimensions: hidden 8, 2 heads of 4, feed-forward 16.
 const N: usize = 8;
@@ -466,19 +466,22 @@ fn run_capped(args: &[&str]) -> (Option<i32>, String, String) {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().expect("binary runs");
-    let start = Instant::now();
-    loop {
-        if let Some(_status) = child.try_wait().unwrap() {
-            break;
+    let child = cmd.spawn().expect("binary runs");
+    let pid = child.id() as libc::pid_t;
+    // Pipes are drained while waiting, so a chatty child cannot block.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out,
+        Err(_) => {
+            // SAFETY: our own child, not yet reaped (its waiter has not returned).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            rx.recv().unwrap()
         }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().unwrap();
+    .unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -133,8 +133,8 @@ impl Architecture {
                 )),
                 None => out.push(format!(
                     "L_phi = {PAPER_L_PHI} is the paper's Lipschitz bound for GELU, and the \
-                     activation of this model is unknown (no config.json or GGUF metadata names \
-                     it); the bounds use L_phi = {PAPER_L_PHI} as given: pass --l-phi with a \
+                     activation of this model is unknown (config.json or GGUF metadata does not \
+                     name it); the bounds use L_phi = {PAPER_L_PHI} as given: pass --l-phi with a \
                      Lipschitz constant of its activation for bounds about this model"
                 )),
             }
