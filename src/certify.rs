@@ -39,7 +39,7 @@ impl Default for CertifyOptions {
     fn default() -> Self {
         Self {
             precision: Precision::F64,
-            l_phi: "1.13".into(),
+            l_phi: crate::arch::PAPER_L_PHI.into(),
             grid_m: None,
             overrides: ArchOverrides::default(),
         }
@@ -66,10 +66,12 @@ impl std::fmt::Display for CertifyError {
     }
 }
 
+// `Model` is transparent: it displays the model error and hands on that
+// error's own source, so a chain printer shows each cause once.
 impl std::error::Error for CertifyError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            CertifyError::Model(e) => Some(e),
+            CertifyError::Model(e) => e.source(),
             CertifyError::Param(_) => None,
         }
     }
@@ -193,11 +195,18 @@ pub fn certify_model_with_spectra(
     }
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
+    let mats = arch::extract(&ck, &arch)?;
     let grid_m = match opts.grid_m {
         Some(m) => m,
-        None => check_grid_m(bounds::default_grid_m(arch.layers, arch.hidden))?,
+        None => {
+            let m = bounds::default_grid_m(arch.layers, arch.hidden);
+            check_grid_m(m).map_err(|_| {
+                CertifyError::Param(format!(
+                    "the default grid m = ceil(L + ln N) = {m} exceeds the limit {MAX_GRID_M}; pass --grid-m"
+                ))
+            })?
+        }
     };
-    let mats = arch::extract(&ck, &arch)?;
     let hashes = ck.file_hashes();
     let svd_opts = SvdOptions {
         precision: opts.precision,
@@ -380,6 +389,6 @@ pub fn build_certificate(
             ours: iv(proxies.ours, &"B_ours")?,
             edelman: iv(proxies.edelman, &"B_Edel")?,
         },
-        extensions: arch.extension_note().into_iter().collect(),
+        extensions: arch.extensions(&params.l_phi_text),
     })
 }

@@ -67,7 +67,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Lipschitz constant L_phi of the activation (exact decimal).
-        #[arg(long, default_value = "1.13")]
+        #[arg(long, default_value = specbound::arch::PAPER_L_PHI)]
         l_phi: String,
         /// Grid resolution m of P_m = {0, 1/m, ..., 2} (default ceil(L + ln N)).
         #[arg(long)]
@@ -95,6 +95,9 @@ enum Command {
         /// Number of attention heads (for a file without config.json or metadata).
         #[arg(long)]
         heads: Option<usize>,
+        /// L_phi that certify would use (decides the L_phi extension note).
+        #[arg(long, default_value = specbound::arch::PAPER_L_PHI)]
+        l_phi: String,
     },
     /// Check a certificate: re-derive every aggregate; with --model, also the hashes and every matrix.
     Verify {
@@ -149,7 +152,12 @@ enum Outcome {
 
 fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
-        Command::Inspect { model, json, heads } => {
+        Command::Inspect {
+            model,
+            json,
+            heads,
+            l_phi,
+        } => {
             let ck = specbound::io::checkpoint::Checkpoint::open(&model)?;
             let arch = specbound::arch::detect(
                 &ck,
@@ -158,12 +166,17 @@ fn run(cli: Cli) -> Result<Outcome> {
                     layers: None,
                 },
             )?;
-            let (mats, unmapped) = specbound::arch::describe(&ck, &arch);
+            let (mats, unmapped) = specbound::arch::describe(&ck, &arch)?;
+            let extensions = arch.extensions(&l_phi);
+            let activation = arch.activation.as_ref().map_or_else(
+                || "unknown".to_string(),
+                |a| format!("{} ({})", a.name, a.source),
+            );
             if json {
                 let j = serde_json::json!({
                     "model": model.display().to_string(),
                     "architecture": arch.family,
-                    "layout": format!("{:?}", arch.layout),
+                    "layout": arch.layout(),
                     "tensor_prefix": arch.prefix,
                     "layers": arch.layers,
                     "hidden": arch.hidden,
@@ -171,17 +184,18 @@ fn run(cli: Cli) -> Result<Outcome> {
                     "kv_heads": arch.kv_heads,
                     "head_dim": arch.head_dim,
                     "intermediate": arch.intermediate,
-                    "extensions": arch.extension_note().into_iter().collect::<Vec<_>>(),
+                    "activation": arch.activation.as_ref().map(|a| serde_json::json!({"name": a.name, "source": a.source})),
+                    "extensions": extensions,
                     "matrices": mats,
                     "unmapped": unmapped.iter().map(|(n, s, d)| serde_json::json!({"tensor": n, "shape": s, "dtype": d})).collect::<Vec<_>>(),
                 });
                 println!("{}", serde_json::to_string_pretty(&j)?);
             } else {
                 println!(
-                    "{}: {} ({:?} layout, prefix '{}'): {} layers, hidden {}, {} heads of {} ({} key/value heads), feed-forward {}",
-                    model.display(), arch.family, arch.layout, arch.prefix, arch.layers, arch.hidden, arch.heads, arch.head_dim, arch.kv_heads, arch.intermediate
+                    "{}: {} ({} layout, prefix '{}'): {} layers, hidden {}, {} heads of {} ({} key/value heads), feed-forward {}, activation {activation}",
+                    model.display(), arch.family, arch.layout(), arch.prefix, arch.layers, arch.hidden, arch.heads, arch.head_dim, arch.kv_heads, arch.intermediate
                 );
-                if let Some(n) = arch.extension_note() {
+                for n in &extensions {
                     println!("EXTENSION OF THE PAPER: {n}");
                 }
                 println!("{} proxy matrices:", mats.len());

@@ -343,6 +343,18 @@ fn llama_gqa_gguf_quantized_and_rope_permuted_layouts() {
         ext.contains("[W_gate, W_up]") && ext.contains("extension"),
         "{ext}"
     );
+    // Rotary embeddings ignored in QK, and the GELU constant for SiLU.
+    let ext = c["extensions"][1].as_str().unwrap();
+    assert!(
+        ext.starts_with("rotary position embeddings are ignored"),
+        "{ext}"
+    );
+    let ext = c["extensions"][2].as_str().unwrap();
+    assert!(
+        ext.starts_with("L_phi = 1.13") && ext.contains("'silu'"),
+        "{ext}"
+    );
+    assert_eq!(c["extensions"].as_array().unwrap().len(), 3);
     let (cm, rm) = (
         c["matrices"].as_array().unwrap(),
         reference["matrices"].as_array().unwrap(),
@@ -421,6 +433,12 @@ fn llama_gqa_gguf_quantized_and_rope_permuted_layouts() {
     let cg = certify(&f);
     assert_eq!(cg["matrices"], c["matrices"]);
     assert_eq!(cg["bounds"], c["bounds"]);
+    let ext = cg["extensions"].as_array().unwrap();
+    assert_eq!(ext.len(), 3);
+    assert!(ext[2]
+        .as_str()
+        .unwrap()
+        .contains("GGUF general.architecture 'llama'"));
 
     // llama.cpp's RoPE row permutation of Q and K inside each head leaves QK unchanged.
     let fp = g.join("permuted.gguf");
@@ -538,4 +556,356 @@ fn gguf_block_decoding_is_exact() {
             }
         }
     }
+}
+
+/// Rows `r0..r0 + n` of `x`, transposed or not (the reference slicing,
+/// written independently of the library's recipes).
+fn slice(x: &DenseMatrix, r0: usize, n: usize, transpose: bool) -> DenseMatrix {
+    let s = rows(x, &(r0..r0 + n).collect::<Vec<_>>());
+    if transpose {
+        t(&s)
+    } else {
+        s
+    }
+}
+
+fn vstack(mats: &[DenseMatrix]) -> DenseMatrix {
+    DenseMatrix {
+        rows: mats.iter().map(|m| m.rows).sum(),
+        cols: mats[0].cols,
+        data: mats.iter().flat_map(|m| m.data.iter().copied()).collect(),
+    }
+}
+
+/// Every entry of the layout table, fed the real MiniLM layer 0 re-emitted
+/// in that entry's names, orientations and fusions (GQA entries with 6
+/// key/value heads, gated entries with W_gate = W_up = FF1), through its own
+/// config keys or GGUF metadata, must give exactly (bit for bit) the paper's
+/// proxies computed here from the [out, in] weights. A family added to the
+/// table is tested here without a line of test code.
+#[test]
+fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
+    use specbound::arch::{self, ArchOverrides, Orientation, ProxySource, Role, FAMILIES};
+    let w = layer(0); // q, k, v, o, ff1, ff2, [out, in]
+    let kv_rows: Vec<usize> = (0..6)
+        .flat_map(|g| (2 * g * DH)..(2 * g * DH + DH))
+        .collect();
+    for spec in FAMILIES {
+        let gqa = spec.grouped_query();
+        let kv = if gqa { 6 } else { 12 };
+        let role = |r: Role| match r {
+            Role::Query => w[0].clone(),
+            Role::Key if gqa => rows(&w[1], &kv_rows),
+            Role::Key => w[1].clone(),
+            Role::Value if gqa => rows(&w[2], &kv_rows),
+            Role::Value => w[2].clone(),
+            Role::Output => w[3].clone(),
+            Role::FfnGate | Role::FfnIn => w[4].clone(),
+            Role::FfnOut => w[5].clone(),
+        };
+        let is_gguf = !spec.gguf_architectures.is_empty();
+        let prefix = if is_gguf { "" } else { "base." };
+        let tensors: Vec<(String, DenseMatrix)> = spec
+            .tensors
+            .iter()
+            .map(|ts| {
+                let stacked = vstack(&ts.roles.iter().map(|&r| role(r)).collect::<Vec<_>>());
+                let stored = match ts.orientation {
+                    Orientation::OutIn => stacked,
+                    Orientation::InOut => t(&stacked),
+                };
+                (ts.name_in(prefix, 0), stored)
+            })
+            .collect();
+        let dir = tmpdir(&format!("table-{}", spec.layout));
+        let model = if is_gguf {
+            let a = spec.gguf_architectures[0];
+            let keys = &spec.gguf;
+            let mut meta = vec![("general.architecture".to_string(), MetaValue::Str(a.into()))];
+            for (ks, v) in [
+                (keys.layers, 1),
+                (keys.hidden, N),
+                (keys.heads, 12),
+                (keys.kv_heads, kv),
+                (keys.head_dim, DH),
+                (keys.intermediate, I),
+            ] {
+                if let Some(k) = ks.first() {
+                    meta.push((format!("{a}.{k}"), MetaValue::Int(v as i128)));
+                }
+            }
+            let meta: Vec<(&str, MetaValue)> =
+                meta.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            let f = dir.join("model.gguf");
+            let ts: Vec<(String, usize, usize, u32, Vec<f64>)> = tensors
+                .into_iter()
+                .map(|(n, m)| (n, m.rows, m.cols, gguf::F32, m.data))
+                .collect();
+            gguf::write_gguf(&f, &meta, &ts).unwrap();
+            f
+        } else {
+            let keys = &spec.config;
+            let mut cfg = serde_json::Map::new();
+            cfg.insert("model_type".into(), json!(spec.model_types[0]));
+            for (ks, v) in [
+                (keys.layers, 1),
+                (keys.hidden, N),
+                (keys.heads, 12),
+                (keys.kv_heads, kv),
+                (keys.head_dim, DH),
+                (keys.intermediate, I),
+            ] {
+                if let Some(k) = ks.first() {
+                    cfg.insert(k.to_string(), json!(v));
+                }
+            }
+            write_st(&dir, &tensors, false, Value::Object(cfg));
+            dir.clone()
+        };
+        let ck = Checkpoint::open(&model).unwrap();
+        let a = arch::detect(&ck, &ArchOverrides::default()).unwrap();
+        assert_eq!(
+            (
+                a.layout(),
+                a.prefix.as_str(),
+                a.layers,
+                a.hidden,
+                a.heads,
+                a.kv_heads,
+                a.head_dim,
+                a.intermediate
+            ),
+            (spec.layout, prefix, 1, N, 12, kv, DH, I)
+        );
+        let mats = arch::extract(&ck, &a).unwrap();
+        let (descs, unmapped) = arch::describe(&ck, &a).unwrap();
+        assert!(unmapped.is_empty(), "{}: {unmapped:?}", spec.layout);
+        assert_eq!(mats.len(), 2 * 12 + 2);
+        assert_eq!(descs.len(), mats.len());
+        for (m, d) in mats.iter().zip(&descs) {
+            assert_eq!(
+                (
+                    m.id.layer as i64,
+                    m.id.head_column(),
+                    m.id.kind.name(),
+                    m.rows,
+                    m.cols
+                ),
+                (d.layer as i64, d.head, d.kind, d.rows, d.cols),
+                "{}: description and extraction disagree",
+                spec.layout
+            );
+        }
+        let group = 12 / kv;
+        let k_src = role(Role::Key);
+        let v_src = role(Role::Value);
+        let o_t = t(&w[3]);
+        for m in &mats {
+            let what = format!("{}: {}", spec.layout, m.id);
+            match (&m.source, m.id.head) {
+                (ProxySource::Factored { b, c }, Some(h)) => {
+                    let g = h / group;
+                    let (rb, rc) = match m.id.kind {
+                        specbound::arch::MatrixType::QK => (
+                            slice(&w[0], h * DH, DH, true),
+                            slice(&k_src, g * DH, DH, false),
+                        ),
+                        _ => (
+                            slice(&v_src, g * DH, DH, true),
+                            slice(&o_t, h * DH, DH, false),
+                        ),
+                    };
+                    assert!(*b == rb && *c == rc, "{what}");
+                }
+                (ProxySource::Dense(x), None) => {
+                    let want = match m.id.kind {
+                        specbound::arch::MatrixType::MIn if spec.gated() => {
+                            hcat(&[&t(&w[4]), &t(&w[4])])
+                        }
+                        specbound::arch::MatrixType::MIn => t(&w[4]),
+                        _ => t(&w[5]),
+                    };
+                    assert!(*x == want, "{what}");
+                }
+                _ => panic!("{what}: unexpected source"),
+            }
+        }
+        // inspect reports the entry, and names each of its extensions.
+        let j = ok_json(&run(&["inspect", model.to_str().unwrap(), "--json"]));
+        assert_eq!(j["layout"], spec.layout);
+        assert_eq!(j["matrices"].as_array().unwrap().len(), mats.len());
+        let ext: Vec<String> = j["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ext, a.extensions("1.13"), "{}", spec.layout);
+        assert_eq!(
+            ext.iter().any(|e| e.contains("[W_gate, W_up]")),
+            spec.gated(),
+            "{}",
+            spec.layout
+        );
+        assert_eq!(
+            ext.iter().any(|e| e.contains("rotary position embeddings")),
+            spec.rotary,
+            "{}",
+            spec.layout
+        );
+        let gelu = a.activation.as_ref().is_some_and(|x| x.is_gelu());
+        assert_eq!(
+            ext.iter().any(|e| e.starts_with("L_phi = 1.13")),
+            !gelu,
+            "{}: {:?}",
+            spec.layout,
+            a.activation
+        );
+    }
+}
+
+/// Everything the layout table says (layouts, model types, `architectures`
+/// prefixes, GGUF architectures, config and GGUF keys, tensor names) is in
+/// `docs/certify.md`.
+#[test]
+fn every_family_in_the_table_is_documented() {
+    let doc = std::fs::read_to_string(root().join("docs/certify.md")).unwrap();
+    for spec in specbound::arch::FAMILIES {
+        let keys = |k: &specbound::arch::families::FactKeys, pre: &str| -> Vec<String> {
+            [
+                k.layers,
+                k.hidden,
+                k.heads,
+                k.kv_heads,
+                k.head_dim,
+                k.intermediate,
+                k.activation,
+            ]
+            .concat()
+            .iter()
+            .map(|x| format!("{pre}{x}"))
+            .collect()
+        };
+        let mut names: Vec<String> = spec
+            .model_types
+            .iter()
+            .chain(spec.architectures)
+            .chain(spec.gguf_architectures)
+            .chain(spec.default_activation.as_slice())
+            .map(|m| m.to_string())
+            .collect();
+        names.extend(keys(&spec.config, ""));
+        names.extend(keys(&spec.gguf, "{arch}."));
+        names.extend(spec.tensors.iter().map(|t| t.name.replace("{l}", "N")));
+        for name in names {
+            assert!(
+                doc.contains(&format!("`{name}`")),
+                "docs/certify.md does not mention `{name}` ({})",
+                spec.layout
+            );
+        }
+        assert!(
+            doc.contains(&format!("| {} |", spec.layout)),
+            "{}",
+            spec.layout
+        );
+    }
+}
+
+/// A one-layer BERT directory (hidden 8, 2 heads, feed-forward 16) with `cfg`.
+fn tiny_bert(name: &str, cfg: Option<Value>) -> PathBuf {
+    let d = tmpdir(name);
+    let m = |r: usize, c: usize| DenseMatrix {
+        rows: r,
+        cols: c,
+        data: (0..r * c).map(|k| (k % 7) as f64 / 4.0 - 0.75).collect(),
+    };
+    let ts: Vec<(String, DenseMatrix)> = [
+        ("attention.self.query", 8, 8),
+        ("attention.self.key", 8, 8),
+        ("attention.self.value", 8, 8),
+        ("attention.output.dense", 8, 8),
+        ("intermediate.dense", 16, 8),
+        ("output.dense", 8, 16),
+    ]
+    .iter()
+    .map(|&(n, r, c)| (format!("encoder.layer.0.{n}.weight"), m(r, c)))
+    .collect();
+    let refs: Vec<(String, &DenseMatrix)> = ts.iter().map(|(n, m)| (n.clone(), m)).collect();
+    common::write_safetensors(&d.join("model.safetensors"), &refs, "F32");
+    if let Some(c) = cfg {
+        std::fs::write(d.join("config.json"), serde_json::to_vec(&c).unwrap()).unwrap();
+    }
+    d
+}
+
+fn inspect_extensions(args: &[&str]) -> Vec<String> {
+    let mut a = vec!["inspect"];
+    a.extend_from_slice(args);
+    a.push("--json");
+    ok_json(&run(&a))["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn l_phi_note_fires_for_a_non_gelu_or_unknown_activation_at_the_default_l_phi() {
+    let cfg = |act: Value| {
+        json!({"model_type": "bert", "num_hidden_layers": 1, "hidden_size": 8,
+               "num_attention_heads": 2, "intermediate_size": 16, "hidden_act": act})
+    };
+    // GELU and its approximations: no note.
+    for act in ["gelu", "gelu_new", "GELU_pytorch_tanh"] {
+        let d = tiny_bert(&format!("act-{act}"), Some(cfg(json!(act))));
+        assert_eq!(
+            inspect_extensions(&[d.to_str().unwrap()]),
+            Vec::<String>::new(),
+            "{act}"
+        );
+    }
+    // Not named: BERT's configuration default is GELU.
+    let d = tiny_bert("act-default", Some(cfg(Value::Null)));
+    assert!(inspect_extensions(&[d.to_str().unwrap()]).is_empty());
+    // Another activation: the note names it and where it was read.
+    let d = tiny_bert("act-relu", Some(cfg(json!("relu"))));
+    let ext = inspect_extensions(&[d.to_str().unwrap()]);
+    assert_eq!(ext.len(), 1, "{ext:?}");
+    assert!(
+        ext[0].contains("L_phi = 1.13")
+            && ext[0].contains("'relu'")
+            && ext[0].contains("'hidden_act' in config.json"),
+        "{}",
+        ext[0]
+    );
+    // A constant chosen by the user: no note.
+    assert!(inspect_extensions(&[d.to_str().unwrap(), "--l-phi", "1"]).is_empty());
+    // No config.json: the activation is unknown.
+    let d = tiny_bert("act-unknown", None);
+    let f = d.join("model.safetensors");
+    let ext = inspect_extensions(&[f.to_str().unwrap(), "--heads", "2"]);
+    assert_eq!(ext.len(), 1, "{ext:?}");
+    assert!(ext[0].contains("unknown"), "{}", ext[0]);
+    // A hostile activation name stays on one line, cut short.
+    let d = tiny_bert(
+        "act-hostile",
+        Some(cfg(json!(format!("x\n\u{1b}[31m{}", "y".repeat(5000))))),
+    );
+    let out = run(&["inspect", d.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("L_phi")).unwrap();
+    assert!(
+        line.contains("x\\n\\u{1b}[31m") && line.len() < 1000,
+        "{line}"
+    );
+    // The certificate carries the same notes as inspect.
+    let d = tiny_bert("act-cert", Some(cfg(json!("relu"))));
+    let c = ok_json(&run(&["certify", d.to_str().unwrap(), "--json"]));
+    assert_eq!(
+        c["extensions"],
+        json!(inspect_extensions(&[d.to_str().unwrap()]))
+    );
 }

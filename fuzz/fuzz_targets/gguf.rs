@@ -18,6 +18,10 @@ fuzz_target!(|data: &[u8]| {
         for n in names {
             let _ = ck.read(&n);
         }
-        let _ = specbound::arch::detect(&ck, &Default::default());
+        // Detection, then the recipe both as described and as run.
+        if let Ok(arch) = specbound::arch::detect(&ck, &Default::default()) {
+            let _ = specbound::arch::describe(&ck, &arch);
+            let _ = specbound::arch::extract(&ck, &arch);
+        }
     }
 });

@@ -538,7 +538,8 @@ pub fn encode(t: u32, values: &[f64]) -> Vec<u8> {
 }
 
 /// Writes a GGUF v3 file (for tests and fixtures): metadata of string and
-/// u32 values, and 2-D tensors `(name, rows, cols, type, values)`.
+/// integer values (u32, u64 or i64 as the value needs), and 2-D tensors
+/// `(name, rows, cols, type, values)`.
 pub fn write_gguf(
     path: &Path,
     meta: &[(&str, MetaValue)],
@@ -560,11 +561,22 @@ pub fn write_gguf(
                 h.extend_from_slice(&8u32.to_le_bytes());
                 s(&mut h, x);
             }
-            MetaValue::Int(x) => {
-                h.extend_from_slice(&4u32.to_le_bytes());
-                h.extend_from_slice(&(*x as u32).to_le_bytes());
-            }
-            _ => panic!("only strings and u32 in test metadata"),
+            // u32 where it fits; u64 above, i64 below zero (hostile-input tests).
+            MetaValue::Int(x) => match (u32::try_from(*x), u64::try_from(*x)) {
+                (Ok(v), _) => {
+                    h.extend_from_slice(&4u32.to_le_bytes());
+                    h.extend_from_slice(&v.to_le_bytes());
+                }
+                (_, Ok(v)) => {
+                    h.extend_from_slice(&10u32.to_le_bytes());
+                    h.extend_from_slice(&v.to_le_bytes());
+                }
+                _ => {
+                    h.extend_from_slice(&11u32.to_le_bytes());
+                    h.extend_from_slice(&(*x as i64).to_le_bytes());
+                }
+            },
+            _ => panic!("only strings and integers in test metadata"),
         }
     }
     let mut data: Vec<u8> = Vec::new();

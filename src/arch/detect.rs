@@ -1,0 +1,605 @@
+//! Recognising the family of a checkpoint and reading its facts, by the
+//! table of [`super::families`]. Every number read from a file is checked
+//! before it is used in arithmetic, and every error names the file and key
+//! (or flag, or tensor) the number came from.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::families::{supported, FactKeys, FamilySpec, Orientation, Role, FAMILIES};
+use super::recipe::tensor_shape;
+use super::{clean, clean_to, invalid, Activation, ArchOverrides, Architecture, ModelError};
+use crate::io::checkpoint::Checkpoint;
+use crate::io::gguf::MetaValue;
+
+/// Where a fact came from; errors about it name that place.
+#[derive(Clone, Debug)]
+enum Origin {
+    /// A command-line flag (`--heads`).
+    Flag(&'static str),
+    /// A key of config.json or of GGUF metadata.
+    Key { file: PathBuf, key: String },
+    /// Computed from tensor shapes or other facts; errors name this tensor.
+    Derived { file: PathBuf, tensor: String },
+}
+
+/// A number and its origin.
+#[derive(Clone, Debug)]
+struct Fact {
+    value: usize,
+    origin: Origin,
+}
+
+impl Fact {
+    /// An error about this fact, naming where it came from.
+    fn error(&self, weights: &Path, message: impl std::fmt::Display) -> ModelError {
+        match &self.origin {
+            Origin::Flag(flag) => {
+                invalid(weights, None, format!("{flag} {}: {message}", self.value))
+            }
+            Origin::Key { file, key } => invalid(file, Some(key), message.to_string()),
+            Origin::Derived { file, tensor } => invalid(file, Some(tensor), message.to_string()),
+        }
+    }
+
+    /// `of 'hidden_size' in /m/config.json`, for messages about a disagreement.
+    fn place(&self) -> String {
+        match &self.origin {
+            Origin::Flag(flag) => format!("given by {flag}"),
+            Origin::Key { file, key } => format!(
+                "of '{}' in {}",
+                clean(key),
+                file.file_name().map_or(file.as_path(), Path::new).display()
+            ),
+            Origin::Derived { tensor, .. } => format!("from '{}'", clean(tensor)),
+        }
+    }
+}
+
+/// What a JSON value is, without copying a large one into a message.
+fn json_kind(v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("the string \"{}\"", clean_to(s, 32)),
+        Value::Bool(b) => b.to_string(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+        Value::Null => "null".into(),
+    }
+}
+
+fn meta_kind(v: &MetaValue) -> String {
+    match v {
+        MetaValue::Int(i) => i.to_string(),
+        MetaValue::Float(f) => f.to_string(),
+        MetaValue::Bool(b) => b.to_string(),
+        MetaValue::Str(s) => format!("the string \"{}\"", clean_to(s, 32)),
+        MetaValue::Array(n) => format!("an array of {n}"),
+    }
+}
+
+/// The places a family's facts are read from.
+struct Sources<'a> {
+    ck: &'a Checkpoint,
+    spec: &'static FamilySpec,
+    /// `general.architecture` of a GGUF file: the prefix of its keys.
+    gguf_arch: Option<String>,
+}
+
+impl Sources<'_> {
+    /// The first of the family's GGUF keys, then config keys, that is
+    /// present (a JSON `null` counts as absent); a value that is not a
+    /// non-negative integer that fits a `usize` is an error.
+    fn fact(
+        &self,
+        pick: fn(&FactKeys) -> &'static [&'static str],
+    ) -> Result<Option<Fact>, ModelError> {
+        if let (Some(arch), Some(meta)) = (&self.gguf_arch, self.ck.gguf_meta()) {
+            let file = self.ck.file_of("");
+            for k in pick(&self.spec.gguf) {
+                let key = format!("{arch}.{k}");
+                let Some(v) = meta.get(&key) else { continue };
+                let value = match v {
+                    MetaValue::Int(i) => usize::try_from(*i).map_err(|_| {
+                        invalid(
+                            &file,
+                            Some(&key),
+                            format!("expected a non-negative integer below 2^64, found {i}"),
+                        )
+                    })?,
+                    other => {
+                        return Err(invalid(
+                            &file,
+                            Some(&key),
+                            format!("expected an integer, found {}", meta_kind(other)),
+                        ))
+                    }
+                };
+                return Ok(Some(Fact {
+                    value,
+                    origin: Origin::Key { file, key },
+                }));
+            }
+        }
+        if let (Some(cfg), Some(path)) = (self.ck.config(), self.ck.config_path()) {
+            for k in pick(&self.spec.config) {
+                let v = match cfg.get(*k) {
+                    None | Some(Value::Null) => continue,
+                    Some(v) => v,
+                };
+                let value = v
+                    .as_u64()
+                    .and_then(|x| usize::try_from(x).ok())
+                    .ok_or_else(|| {
+                        invalid(
+                            path,
+                            Some(k),
+                            format!("expected a non-negative integer, found {}", json_kind(v)),
+                        )
+                    })?;
+                return Ok(Some(Fact {
+                    value,
+                    origin: Origin::Key {
+                        file: path.to_path_buf(),
+                        key: k.to_string(),
+                    },
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The activation: a GGUF key, a config key, or (when config.json or
+    /// GGUF metadata identified the family) the family's default.
+    fn activation(&self, family: &str, from_metadata: bool) -> Option<Activation> {
+        let named = |name: &str, source: String| Activation {
+            name: clean_to(name, 64),
+            source,
+        };
+        if let (Some(arch), Some(meta)) = (&self.gguf_arch, self.ck.gguf_meta()) {
+            for k in self.spec.gguf.activation {
+                let key = format!("{arch}.{k}");
+                if let Some(MetaValue::Str(s)) = meta.get(&key) {
+                    return Some(named(s, format!("GGUF metadata '{}'", clean(&key))));
+                }
+            }
+        }
+        if let Some(cfg) = self.ck.config() {
+            for k in self.spec.config.activation {
+                match cfg.get(*k) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(s)) => {
+                        return Some(named(s, format!("'{k}' in config.json")));
+                    }
+                    // A custom activation object: not one we can name.
+                    Some(_) => return None,
+                }
+            }
+        }
+        let default = self.spec.default_activation.filter(|_| from_metadata)?;
+        Some(match &self.gguf_arch {
+            Some(a) => named(
+                default,
+                format!(
+                    "what llama.cpp runs for GGUF general.architecture '{}'",
+                    clean_to(a, 64)
+                ),
+            ),
+            None => named(
+                default,
+                format!(
+                    "the default of model_type '{family}': config.json names no {}",
+                    self.spec
+                        .config
+                        .activation
+                        .iter()
+                        .map(|k| format!("'{k}'"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
+            ),
+        })
+    }
+}
+
+/// The prefix before a family's layer-0 query tensor, if the checkpoint has one.
+fn find_prefix(ck: &Checkpoint, spec: &FamilySpec) -> Option<String> {
+    let first = spec.anchor().name_in("", 0);
+    ck.names().find_map(|n| {
+        n.strip_suffix(first.as_str())
+            .filter(|p| p.is_empty() || p.ends_with('.'))
+            .map(str::to_string)
+    })
+}
+
+/// How the family was recognised.
+struct Recognised {
+    spec: &'static FamilySpec,
+    family: String,
+    gguf_arch: Option<String>,
+    /// From config.json or GGUF metadata (not from tensor names alone).
+    from_metadata: bool,
+    prefix: String,
+}
+
+fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
+    let weights = ck.file_of("");
+    let known = |spec: &'static FamilySpec, family: String, gguf_arch: Option<String>| {
+        let prefix = find_prefix(ck, spec).ok_or_else(|| {
+            invalid(
+                &weights,
+                None,
+                format!(
+                    "the model type '{}' expects tensors like '{}', but there are none",
+                    clean_to(&family, 64),
+                    spec.anchor().name_in("", 0)
+                ),
+            )
+        })?;
+        Ok(Recognised {
+            spec,
+            family,
+            gguf_arch,
+            from_metadata: true,
+            prefix,
+        })
+    };
+    if let Some(meta) = ck.gguf_meta() {
+        let a = match meta.get("general.architecture") {
+            Some(MetaValue::Str(s)) => s.clone(),
+            _ => "llama".to_string(),
+        };
+        let Some(spec) = FAMILIES
+            .iter()
+            .find(|f| f.gguf_architectures.contains(&a.as_str()))
+        else {
+            return Err(invalid(
+                &weights,
+                Some("general.architecture"),
+                format!(
+                    "unsupported GGUF architecture '{}' (supported: {})",
+                    clean_to(&a, 64),
+                    supported()
+                ),
+            ));
+        };
+        return known(spec, a.clone(), Some(a));
+    }
+    if let (Some(cfg), Some(path)) = (ck.config(), ck.config_path()) {
+        let archs: Vec<&str> = cfg
+            .get("architectures")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let what = match cfg.get("model_type") {
+            Some(Value::String(s)) if !s.is_empty() => {
+                let mt = s.to_lowercase();
+                return match FAMILIES
+                    .iter()
+                    .find(|f| f.model_types.contains(&mt.as_str()))
+                {
+                    Some(spec) => known(spec, mt, None),
+                    None => Err(invalid(
+                        path,
+                        Some("model_type"),
+                        format!(
+                            "unsupported architecture '{}' (supported: {})",
+                            clean_to(&mt, 64),
+                            supported()
+                        ),
+                    )),
+                };
+            }
+            None | Some(Value::Null) => "no 'model_type' key",
+            Some(Value::String(_)) => "an empty 'model_type'",
+            Some(other) => {
+                return Err(invalid(
+                    path,
+                    Some("model_type"),
+                    format!("not a string: found {}", json_kind(other)),
+                ))
+            }
+        };
+        // No model_type: the first family one of whose prefixes starts an
+        // `architectures` entry (`BertModel` -> bert).
+        for spec in FAMILIES {
+            for p in spec.architectures {
+                if archs.iter().any(|a| a.to_lowercase().starts_with(p)) {
+                    return known(spec, p.to_string(), None);
+                }
+            }
+        }
+        let listed = if archs.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = archs.iter().take(8).map(|a| clean_to(a, 64)).collect();
+            format!("architectures: {}; ", names.join(", "))
+        };
+        return Err(invalid(
+            path,
+            None,
+            format!(
+                "{what} and no recognised 'architectures' entry ({listed}supported: {})",
+                supported()
+            ),
+        ));
+    }
+    // Neither config.json nor GGUF metadata: the tensor names decide.
+    for spec in FAMILIES {
+        if let Some(prefix) = find_prefix(ck, spec) {
+            return Ok(Recognised {
+                spec,
+                family: spec.family.to_string(),
+                gguf_arch: None,
+                from_metadata: false,
+                prefix,
+            });
+        }
+    }
+    Err(invalid(
+        &weights,
+        None,
+        format!(
+            "no layer tensors of a supported layout found (supported: {})",
+            supported()
+        ),
+    ))
+}
+
+/// The output and input widths of a stored `[r, c]` tensor.
+fn out_in(orientation: Orientation, (r, c): (usize, usize)) -> (usize, usize) {
+    match orientation {
+        Orientation::OutIn => (r, c),
+        Orientation::InOut => (c, r),
+    }
+}
+
+/// Recognises the architecture from config.json (`model_type`, else
+/// `architectures`), GGUF metadata (`general.architecture`), or tensor
+/// names, and reads its facts: flags first, then GGUF metadata, then
+/// config.json, then tensor shapes; every fact is checked against the
+/// layer-0 tensor shapes with checked arithmetic.
+pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, ModelError> {
+    let weights = ck.file_of("");
+    let Recognised {
+        spec,
+        family,
+        gguf_arch,
+        from_metadata,
+        prefix,
+    } = recognise(ck)?;
+    let src = Sources {
+        ck,
+        spec,
+        gguf_arch,
+    };
+    let anchor = spec.anchor();
+    let first = anchor.name_in(&prefix, 0);
+    let mut found_layers = 0usize;
+    while ck.contains(&anchor.name_in(&prefix, found_layers)) {
+        found_layers += 1;
+    }
+    let layers = match ov.layers {
+        Some(value) => Fact {
+            value,
+            origin: Origin::Flag("--layers"),
+        },
+        None => src.fact(|k| k.layers)?.unwrap_or(Fact {
+            value: found_layers,
+            origin: Origin::Derived {
+                file: ck.file_of(&first),
+                tensor: first.clone(),
+            },
+        }),
+    };
+    if layers.value == 0 {
+        return Err(layers.error(&weights, "the model has no layers"));
+    }
+    let layers = layers.value;
+
+    // Hidden size: the input width of the query weight.
+    let (r0, c0) = tensor_shape(ck, &first, 0, layers)?;
+    if r0 == 0 || c0 == 0 {
+        return Err(invalid(
+            &ck.file_of(&first),
+            Some(&first),
+            format!("empty matrix: shape [{r0}, {c0}]"),
+        ));
+    }
+    let (anchor_out, hidden) = out_in(anchor.orientation, (r0, c0));
+    if let Some(h) = src.fact(|k| k.hidden)? {
+        if h.value != hidden {
+            return Err(invalid(
+                &ck.file_of(&first),
+                Some(&first),
+                format!(
+                    "shape [{r0}, {c0}] disagrees with the hidden size {} {}",
+                    h.value,
+                    h.place()
+                ),
+            ));
+        }
+    }
+
+    let heads = match ov.heads {
+        Some(value) => Fact {
+            value,
+            origin: Origin::Flag("--heads"),
+        },
+        None => src.fact(|k| k.heads)?.ok_or_else(|| {
+            invalid(
+                &ck.file_of(&first),
+                None,
+                "the number of attention heads cannot be inferred from tensor shapes: \
+                 put config.json beside the file or pass --heads",
+            )
+        })?,
+    };
+    if heads.value == 0 {
+        return Err(heads.error(&weights, "zero attention heads"));
+    }
+    let head_dim = match src.fact(|k| k.head_dim)? {
+        Some(d) if d.value == 0 => return Err(d.error(&weights, "zero head dimension")),
+        Some(d) => d,
+        None => {
+            if hidden % heads.value != 0 {
+                return Err(heads.error(
+                    &weights,
+                    format!(
+                        "hidden size {hidden} is not divisible by {} heads",
+                        heads.value
+                    ),
+                ));
+            }
+            Fact {
+                value: hidden / heads.value,
+                origin: Origin::Derived {
+                    file: ck.file_of(&first),
+                    tensor: first.clone(),
+                },
+            }
+        }
+    };
+    let (h, dh) = (heads.value, head_dim.value);
+    // A product that does not fit a usize cannot match any stored shape.
+    let q_width = h.checked_mul(dh).ok_or_else(|| {
+        head_dim.error(
+            &weights,
+            format!(
+                "{h} heads of dimension {dh} overflow the address space \
+                 (the query weight '{}' has {anchor_out} rows)",
+                clean(&first)
+            ),
+        )
+    })?;
+    let query_rows_error = || {
+        invalid(
+            &ck.file_of(&first),
+            Some(&first),
+            format!("{anchor_out} query rows disagree with {h} heads of dimension {dh}"),
+        )
+    };
+    let fused = anchor.roles.len() > 1;
+    if !fused && anchor_out != q_width {
+        return Err(query_rows_error());
+    }
+
+    let kv_heads = if spec.grouped_query() {
+        let (kt, _) = spec
+            .holder(Role::Key)
+            .expect("grouped-query families store the key (table test)");
+        let kname = kt.name_in(&prefix, 0);
+        let (kr, _) = out_in(kt.orientation, tensor_shape(ck, &kname, 0, layers)?);
+        let key_tensor = Origin::Derived {
+            file: ck.file_of(&kname),
+            tensor: kname.clone(),
+        };
+        let kv = match ov.heads {
+            // --heads replaces the file's facts: the key rows give the groups.
+            Some(_) => Fact {
+                value: kr / dh,
+                origin: key_tensor.clone(),
+            },
+            None => src.fact(|k| k.kv_heads)?.unwrap_or(Fact {
+                value: h,
+                origin: key_tensor.clone(),
+            }),
+        };
+        if kv.value == 0 && matches!(kv.origin, Origin::Key { .. }) {
+            return Err(kv.error(&weights, "zero key/value heads"));
+        }
+        let kv_width = kv.value.checked_mul(dh).ok_or_else(|| {
+            kv.error(
+                &weights,
+                format!(
+                    "{} key/value heads of dimension {dh} overflow the address space \
+                     (the key weight '{}' has {kr} rows)",
+                    kv.value,
+                    clean(&kname)
+                ),
+            )
+        })?;
+        if kv.value == 0 || kr != kv_width || h % kv.value != 0 {
+            return Err(invalid(
+                &ck.file_of(&kname),
+                Some(&kname),
+                format!(
+                    "{kr} key rows do not give a divisor of {h} heads of dimension {dh} \
+                     (key/value heads {})",
+                    kv.value
+                ),
+            ));
+        }
+        kv.value
+    } else {
+        h
+    };
+    if fused {
+        // Each key/value role is kv_heads * head_dim <= q_width wide: no overflow.
+        let want: Option<usize> = anchor.roles.iter().try_fold(0usize, |acc, r| {
+            acc.checked_add(match r {
+                Role::Query => q_width,
+                _ => kv_heads * dh,
+            })
+        });
+        if want != Some(anchor_out) {
+            let names: Vec<&str> = anchor.roles.iter().map(|r| r.name()).collect();
+            let (wr, wc) = match anchor.orientation {
+                Orientation::OutIn => (want.unwrap_or(0), hidden),
+                Orientation::InOut => (hidden, want.unwrap_or(0)),
+            };
+            return Err(invalid(
+                &ck.file_of(&first),
+                Some(&first),
+                format!(
+                    "the fused {} weight must be [{wr}, {wc}] for {h} heads of dimension {dh}, \
+                     found [{r0}, {c0}]",
+                    names.join("|")
+                ),
+            ));
+        }
+    }
+
+    // Feed-forward width: the output width of the first feed-forward input.
+    let (ft, _) = spec
+        .holder(Role::FfnGate)
+        .or_else(|| spec.holder(Role::FfnIn))
+        .expect("every family has a feed-forward input (table test)");
+    let fname = ft.name_in(&prefix, 0);
+    let (f0, f1) = tensor_shape(ck, &fname, 0, layers)?;
+    if f0 == 0 || f1 == 0 {
+        return Err(invalid(
+            &ck.file_of(&fname),
+            Some(&fname),
+            format!("empty matrix: shape [{f0}, {f1}]"),
+        ));
+    }
+    let (intermediate, _) = out_in(ft.orientation, (f0, f1));
+    if let Some(i) = src.fact(|k| k.intermediate)? {
+        if i.value != intermediate {
+            return Err(invalid(
+                &ck.file_of(&fname),
+                Some(&fname),
+                format!(
+                    "{intermediate} disagrees with the feed-forward width {} {}",
+                    i.value,
+                    i.place()
+                ),
+            ));
+        }
+    }
+    let activation = src.activation(&family, from_metadata);
+    Ok(Architecture {
+        family,
+        spec,
+        prefix,
+        layers,
+        hidden,
+        heads: h,
+        kv_heads,
+        head_dim: dh,
+        intermediate,
+        activation,
+    })
+}

@@ -1,0 +1,483 @@
+//! One recipe per layer, built from the layout table: which block of which
+//! stored tensor forms each proxy matrix. [`extract`] runs it on the stored
+//! numbers; [`describe`] prints it. Both check every tensor of the layer
+//! (presence, 2-D, shape) by the same code before anything else, so
+//! `inspect` fails exactly where `certify` fails, with the same message.
+
+use std::ops::Range;
+
+use super::families::{Orientation, Role};
+use super::{
+    clean, invalid, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
+};
+use crate::io::checkpoint::Checkpoint;
+use crate::matrix::DenseMatrix;
+
+/// The `[rows, cols]` of a layer tensor, or the error `certify` and
+/// `inspect` both report: missing, not 2-D.
+pub(super) fn tensor_shape(
+    ck: &Checkpoint,
+    name: &str,
+    layer: usize,
+    layers: usize,
+) -> Result<(usize, usize), ModelError> {
+    match ck.info(name) {
+        Some((s, _)) if s.len() == 2 => Ok((s[0], s[1])),
+        Some((s, _)) => Err(invalid(
+            &ck.file_of(name),
+            Some(name),
+            format!("expected a 2-D tensor, found shape {s:?}"),
+        )),
+        None => Err(invalid(
+            &ck.file_of(name),
+            Some(name),
+            format!("missing tensor (layer {layer} of {layers}; needed for the proxies)"),
+        )),
+    }
+}
+
+/// A block of one stored tensor (rows, columns), transposed or not: its
+/// entries are stored numbers moved, never computed.
+#[derive(Clone, Debug)]
+struct Block {
+    /// Index into the layer's tensors.
+    tensor: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    transpose: bool,
+}
+
+impl Block {
+    fn shape(&self) -> (usize, usize) {
+        let (r, c) = (self.rows.len(), self.cols.len());
+        if self.transpose {
+            (c, r)
+        } else {
+            (r, c)
+        }
+    }
+
+    /// The block of `m` (whose shape the plan has checked).
+    fn take(&self, m: &DenseMatrix) -> DenseMatrix {
+        debug_assert!(self.rows.end <= m.rows && self.cols.end <= m.cols);
+        let (r, c) = (self.rows.len(), self.cols.len());
+        let row = |i: usize| &m.data[i * m.cols + self.cols.start..i * m.cols + self.cols.end];
+        if !self.transpose {
+            let mut data = Vec::with_capacity(r * c);
+            for i in self.rows.clone() {
+                data.extend_from_slice(row(i));
+            }
+            DenseMatrix {
+                rows: r,
+                cols: c,
+                data,
+            }
+        } else {
+            let mut data = vec![0.0; r * c];
+            for (ii, i) in self.rows.clone().enumerate() {
+                for (jj, &x) in row(i).iter().enumerate() {
+                    data[jj * r + ii] = x;
+                }
+            }
+            DenseMatrix {
+                rows: c,
+                cols: r,
+                data,
+            }
+        }
+    }
+
+    /// `name[a:b, :]^T` (full ranges as `:`, no brackets for the whole tensor).
+    fn render(&self, tensors: &[Stored]) -> String {
+        let s = &tensors[self.tensor];
+        let span = |r: &Range<usize>, n: usize| {
+            if r.start == 0 && r.end == n {
+                ":".to_string()
+            } else {
+                format!("{}:{}", r.start, r.end)
+            }
+        };
+        let mut t = clean(&s.name);
+        if !(self.rows == (0..s.shape.0) && self.cols == (0..s.shape.1)) {
+            t += &format!(
+                "[{}, {}]",
+                span(&self.rows, s.shape.0),
+                span(&self.cols, s.shape.1)
+            );
+        }
+        if self.transpose {
+            t += "^T";
+        }
+        t
+    }
+}
+
+/// How a proxy matrix is formed from blocks.
+#[derive(Clone, Debug)]
+enum Formula {
+    /// `B C`, kept factored.
+    Factored(Block, Block),
+    /// The blocks side by side.
+    Dense(Vec<Block>),
+}
+
+/// One proxy matrix of a layer and how to form it.
+#[derive(Clone, Debug)]
+struct Recipe {
+    id: MatrixId,
+    rows: usize,
+    cols: usize,
+    formula: Formula,
+}
+
+/// A layer tensor and the shape the architecture requires of it.
+#[derive(Clone, Debug)]
+struct Stored {
+    name: String,
+    shape: (usize, usize),
+}
+
+/// Where a role's matrix `R` (in `[out, in]` orientation) lies in a stored tensor.
+#[derive(Clone, Copy, Debug)]
+struct RoleAt {
+    tensor: usize,
+    orientation: Orientation,
+    /// First row of `R` along the stored output axis (fused tensors).
+    offset: usize,
+    out: usize,
+    inn: usize,
+}
+
+impl RoleAt {
+    /// `R[o, i]`, transposed when `t`, as a block of the stored tensor.
+    fn block(&self, o: Range<usize>, i: Range<usize>, t: bool) -> Block {
+        let o = self.offset + o.start..self.offset + o.end;
+        match self.orientation {
+            Orientation::OutIn => Block {
+                tensor: self.tensor,
+                rows: o,
+                cols: i,
+                transpose: t,
+            },
+            Orientation::InOut => Block {
+                tensor: self.tensor,
+                rows: i,
+                cols: o,
+                transpose: !t,
+            },
+        }
+    }
+
+    /// Rows `start..start + n` of `R` (all columns).
+    fn rows(&self, start: usize, n: usize, t: bool) -> Block {
+        self.block(start..start + n, 0..self.inn, t)
+    }
+
+    /// Columns `start..start + n` of `R` (all rows).
+    fn cols(&self, start: usize, n: usize, t: bool) -> Block {
+        self.block(0..self.out, start..start + n, t)
+    }
+
+    /// All of `R`.
+    fn whole(&self, t: bool) -> Block {
+        self.block(0..self.out, 0..self.inn, t)
+    }
+}
+
+/// Widths the recipe uses, checked once.
+struct Dims {
+    n: usize,
+    dh: usize,
+    q: usize,
+    kv: usize,
+    i: usize,
+}
+
+fn dims(ck: &Checkpoint, a: &Architecture) -> Result<Dims, ModelError> {
+    let bad = || {
+        invalid(
+            &ck.file_of(""),
+            None,
+            format!(
+                "inconsistent architecture: hidden size {}, {} heads, {} key/value heads, \
+                 head dimension {}, feed-forward width {}",
+                a.hidden, a.heads, a.kv_heads, a.head_dim, a.intermediate
+            ),
+        )
+    };
+    if a.hidden == 0
+        || a.intermediate == 0
+        || a.head_dim == 0
+        || a.kv_heads == 0
+        || a.heads % a.kv_heads != 0
+    {
+        return Err(bad());
+    }
+    let q = a.heads.checked_mul(a.head_dim).ok_or_else(bad)?;
+    Ok(Dims {
+        n: a.hidden,
+        dh: a.head_dim,
+        q,
+        kv: a.kv_heads * a.head_dim, // kv_heads <= heads
+        i: a.intermediate,
+    })
+}
+
+/// A layer's tensors (checked against the architecture) and its recipes,
+/// in the order layer, QK heads, V_tilde heads, M_in, M_out.
+struct LayerPlan {
+    tensors: Vec<Stored>,
+    recipes: Vec<Recipe>,
+}
+
+fn plan_layer(
+    ck: &Checkpoint,
+    a: &Architecture,
+    d: &Dims,
+    l: usize,
+) -> Result<LayerPlan, ModelError> {
+    let width = |r: Role| match r {
+        Role::Query => (d.q, d.n),
+        Role::Key | Role::Value => (d.kv, d.n),
+        Role::Output => (d.n, d.q),
+        Role::FfnGate | Role::FfnIn => (d.i, d.n),
+        Role::FfnOut => (d.n, d.i),
+    };
+    let mut tensors = Vec::new();
+    let mut at: Vec<(Role, RoleAt)> = Vec::new();
+    for (k, ts) in a.spec.tensors.iter().enumerate() {
+        let name = ts.name_in(&a.prefix, l);
+        let (mut out, mut inn) = (0usize, 0usize);
+        for &role in ts.roles {
+            let (o, i) = width(role);
+            at.push((
+                role,
+                RoleAt {
+                    tensor: k,
+                    orientation: ts.orientation,
+                    offset: out,
+                    out: o,
+                    inn: i,
+                },
+            ));
+            // At most three roles of widths bounded by a checked product.
+            out = out.checked_add(o).ok_or_else(|| {
+                invalid(
+                    &ck.file_of(&name),
+                    Some(&name),
+                    "the tensor's height overflows",
+                )
+            })?;
+            inn = i;
+        }
+        let want = match ts.orientation {
+            Orientation::OutIn => (out, inn),
+            Orientation::InOut => (inn, out),
+        };
+        let got = tensor_shape(ck, &name, l, a.layers)?;
+        if got != want {
+            return Err(invalid(
+                &ck.file_of(&name),
+                Some(&name),
+                format!(
+                    "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                    got.0, got.1, want.0, want.1
+                ),
+            ));
+        }
+        tensors.push(Stored { name, shape: want });
+    }
+    let role = |r: Role| at.iter().find(|(x, _)| *x == r).map(|(_, p)| *p);
+    let need =
+        |r: Role| role(r).expect("every family has every role of the paper's block (table test)");
+    let (q, k, v, o) = (
+        need(Role::Query),
+        need(Role::Key),
+        need(Role::Value),
+        need(Role::Output),
+    );
+    let (gate, up, down) = (role(Role::FfnGate), need(Role::FfnIn), need(Role::FfnOut));
+    let (n, dh) = (d.n, d.dh);
+    let group = a.heads / a.kv_heads;
+    let mut recipes = Vec::with_capacity(2 * a.heads + 2);
+    // QK_h = Q_h^T K_g, g the key/value head of query head h.
+    for h in 0..a.heads {
+        let g = h / group;
+        recipes.push(Recipe {
+            id: MatrixId::head(l, h, MatrixType::QK),
+            rows: n,
+            cols: n,
+            formula: Formula::Factored(q.rows(h * dh, dh, true), k.rows(g * dh, dh, false)),
+        });
+    }
+    // V_tilde_h = V_g^T O_h, O_h the head-h rows of the transposed output weight.
+    for h in 0..a.heads {
+        let g = h / group;
+        recipes.push(Recipe {
+            id: MatrixId::head(l, h, MatrixType::VTilde),
+            rows: n,
+            cols: n,
+            formula: Formula::Factored(v.rows(g * dh, dh, true), o.cols(h * dh, dh, true)),
+        });
+    }
+    // M_in = W_in^T, or [W_gate^T, W_up^T] for a gated feed-forward.
+    let m_in: Vec<Block> = gate.iter().chain([&up]).map(|r| r.whole(true)).collect();
+    let m_in_cols = m_in
+        .iter()
+        .try_fold(0usize, |acc, b| acc.checked_add(b.shape().1))
+        .ok_or_else(|| invalid(&ck.file_of(""), None, "the feed-forward width overflows"))?;
+    recipes.push(Recipe {
+        id: MatrixId::layer(l, MatrixType::MIn),
+        rows: n,
+        cols: m_in_cols,
+        formula: Formula::Dense(m_in),
+    });
+    recipes.push(Recipe {
+        id: MatrixId::layer(l, MatrixType::MOut),
+        rows: d.i,
+        cols: n,
+        formula: Formula::Dense(vec![down.whole(true)]),
+    });
+    Ok(LayerPlan { tensors, recipes })
+}
+
+/// The blocks side by side (all of the same height).
+fn side_by_side(blocks: Vec<DenseMatrix>) -> DenseMatrix {
+    let mut it = blocks.into_iter();
+    let first = it.next().expect("at least one block");
+    let rest: Vec<DenseMatrix> = it.collect();
+    if rest.is_empty() {
+        return first;
+    }
+    let rows = first.rows;
+    let cols = first.cols + rest.iter().map(|m| m.cols).sum::<usize>();
+    let mut data = Vec::with_capacity(rows * cols);
+    for i in 0..rows {
+        for m in std::iter::once(&first).chain(&rest) {
+            data.extend_from_slice(&m.data[i * m.cols..(i + 1) * m.cols]);
+        }
+    }
+    DenseMatrix { rows, cols, data }
+}
+
+/// Reads the layer tensors and builds all proxy matrices, in the order
+/// layer, then QK heads, V_tilde heads, M_in, M_out. Query head h uses
+/// key/value head `floor(h / (heads / kv_heads))` (grouped-query attention).
+/// Every entry is a stored number moved (exact).
+pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>, ModelError> {
+    let d = dims(ck, arch)?;
+    let mut out = Vec::new();
+    for l in 0..arch.layers {
+        let plan = plan_layer(ck, arch, &d, l)?;
+        let mats = plan
+            .tensors
+            .iter()
+            .map(|s| {
+                let m = ck.read(&s.name)?.matrix;
+                if (m.rows, m.cols) != s.shape {
+                    return Err(invalid(
+                        &ck.file_of(&s.name),
+                        Some(&s.name),
+                        format!(
+                            "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                            m.rows, m.cols, s.shape.0, s.shape.1
+                        ),
+                    ));
+                }
+                Ok(m)
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?;
+        for r in plan.recipes {
+            let source = match r.formula {
+                Formula::Factored(b, c) => ProxySource::Factored {
+                    b: b.take(&mats[b.tensor]),
+                    c: c.take(&mats[c.tensor]),
+                },
+                Formula::Dense(blocks) => ProxySource::Dense(side_by_side(
+                    blocks.iter().map(|b| b.take(&mats[b.tensor])).collect(),
+                )),
+            };
+            out.push(ProxyMatrix {
+                id: r.id,
+                rows: r.rows,
+                cols: r.cols,
+                source,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One proxy matrix as `inspect` describes it, without reading its values.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProxyDescription {
+    /// Layer.
+    pub layer: usize,
+    /// Head or -1.
+    pub head: i64,
+    /// Family name.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// How it is formed from stored tensors: blocks as `name[rows, cols]`
+    /// (`a:b` ranges, `:` for all), `^T` for a transpose.
+    pub formed_from: String,
+}
+
+/// A tensor no proxy uses: `(name, shape, dtype)`.
+pub type UnmappedTensor = (String, Vec<usize>, String);
+
+/// Describes every proxy matrix by the recipe [`extract`] runs, and lists
+/// the tensors that no proxy uses (embeddings, norms, biases, heads,
+/// buffers, anything unrecognised). Fails where [`extract`] fails before
+/// reading values (a missing or misshapen tensor), with the same error.
+pub fn describe(
+    ck: &Checkpoint,
+    arch: &Architecture,
+) -> Result<(Vec<ProxyDescription>, Vec<UnmappedTensor>), ModelError> {
+    let d = dims(ck, arch)?;
+    let mut used = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for l in 0..arch.layers {
+        let plan = plan_layer(ck, arch, &d, l)?;
+        for r in &plan.recipes {
+            let formed_from = match &r.formula {
+                Formula::Factored(b, c) => format!(
+                    "{} @ {} (factored)",
+                    b.render(&plan.tensors),
+                    c.render(&plan.tensors)
+                ),
+                Formula::Dense(blocks) if blocks.len() == 1 => blocks[0].render(&plan.tensors),
+                Formula::Dense(blocks) => format!(
+                    "[{}] side by side (gated: extension)",
+                    blocks
+                        .iter()
+                        .map(|b| b.render(&plan.tensors))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            out.push(ProxyDescription {
+                layer: l,
+                head: r.id.head_column(),
+                kind: r.id.kind.name(),
+                rows: r.rows,
+                cols: r.cols,
+                formed_from,
+            });
+        }
+        used.extend(plan.tensors.into_iter().map(|s| s.name));
+    }
+    let unmapped = ck
+        .names()
+        .filter(|name| !used.contains(*name))
+        .map(|name| {
+            let (shape, dtype) = ck.info(name).unwrap_or_default();
+            (name.to_string(), shape, dtype)
+        })
+        .collect();
+    Ok((out, unmapped))
+}
