@@ -1,6 +1,6 @@
 //! The bound proxies of Sakai & Imaizumi (arXiv 2605.07297) and the
 //! Edelman-style baseline, evaluated in interval arithmetic from certified
-//! spectral quantities (`../shared/reference/paper-proxies.md` §3.4–§4.1).
+//! spectral quantities (the paper's §3.4–§4.1; `proofs/proxy-formulas.md` restates the formulas).
 //!
 //! Every quantity is an inari interval that contains the exact value of the
 //! paper's formula for the stored weights: the formulas are compositions of

@@ -585,14 +585,18 @@ pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, Evide
         }
         v.checks += 1;
     }
-    let mats = arch::extract(&ckpt, &a).map_err(|e| EvidenceError::Model(e.to_string()))?;
+    let mats: std::collections::HashMap<MatrixId, ProxyMatrix> = arch::extract(&ckpt, &a)
+        .map_err(|e| EvidenceError::Model(e.to_string()))?
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect();
     let precision = c.parameters.precision;
     let checks: Vec<Result<MatrixCheck, String>> = c
         .matrices
         .par_iter()
         .enumerate()
         .map(|(i, w)| {
-            let pm = mats.iter().find(|p| p.id == w.id()).ok_or_else(|| {
+            let pm = mats.get(&w.id()).ok_or_else(|| {
                 format!("$.matrices[{i}]: the model has no proxy matrix {}", w.id())
             })?;
             check_matrix(i, w, pm, precision)
