@@ -323,26 +323,112 @@ fn verify_model_confirms_a_narrower_true_interval_by_refining() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A one-layer model made of the bundle's layer-0 tensors (real weights,
+/// re-emitted as F32, which is exact), in `dir`.
+fn one_layer_model(dir: &Path) -> PathBuf {
+    use specbound::io::checkpoint::Checkpoint;
+    let m = dir.join("one-layer");
+    std::fs::create_dir_all(&m).unwrap();
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let mats: Vec<(String, specbound::matrix::DenseMatrix)> = ck
+        .names()
+        .filter(|n| n.starts_with("encoder.layer.0."))
+        .map(|n| (n.to_string(), ck.read(n).unwrap().matrix))
+        .collect();
+    let refs: Vec<(String, &specbound::matrix::DenseMatrix)> =
+        mats.iter().map(|(n, x)| (n.clone(), x)).collect();
+    common::write_safetensors(&m.join("model.safetensors"), &refs, "F32");
+    let mut cfg: Value =
+        serde_json::from_slice(&std::fs::read(bundled().join("config.json")).unwrap()).unwrap();
+    cfg["num_hidden_layers"] = json!(1);
+    std::fs::write(m.join("config.json"), serde_json::to_vec(&cfg).unwrap()).unwrap();
+    m
+}
+
 #[test]
 fn verify_model_reports_unconfirmed_quantities_with_exit_3() {
-    // A (1,1)-norm narrowed from below by a quarter of its width: it may well
-    // still contain the exact value, but no stage can show it.
+    // A stated singular value of M_in narrower than any stage can certify
+    // (M_in is beyond the MPFR cost limit, so the extended stage is the
+    // last): it may well contain the exact value, but nothing can show it.
     let d = tmpdir("unconfirmed");
-    let mut c = cert_json();
-    let n = &mut c["matrices"][2]["norm_11"];
-    let (lo, hi) = (n["lo"].as_f64().unwrap(), n["hi"].as_f64().unwrap());
-    assert!(hi > lo);
-    n["lo"] = json!(lo + 0.25 * (hi - lo));
+    let model = one_layer_model(&d);
+    let ms = model.to_str().unwrap();
+    let plain = ok_json(&run(&["certify", ms, "--json"]));
+    let ext = ok_json(&run(&["certify", ms, "--precision", "extended", "--json"]));
+    // Layer matrices follow the 12 QK and 12 V_tilde heads.
+    assert_eq!(ext["matrices"][24]["type"], "M_in");
+    let e = &ext["matrices"][24]["singular_values"][100];
+    let (lo, hi) = (e["lo"].as_f64().unwrap(), e["hi"].as_f64().unwrap());
+    assert!(lo < hi, "the extended enclosure has a width");
+    let mid = lo + 0.5 * (hi - lo);
+    let mut c = plain;
+    c["matrices"][24]["singular_values"][100] = json!({"lo": mid, "hi": mid});
     let p = write(&d, "u.json", &serde_json::to_vec(&c).unwrap());
-    let out = run(&["verify", &p, "--model", bundled().to_str().unwrap()]);
+    // Consistent as a certificate...
+    assert_eq!(code(&run(&["verify", &p])), 0);
+    // ...but neither confirmed nor refuted by the weights.
+    let out = run(&["verify", &p, "--model", ms]);
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(code(&out), 3, "{err}");
+    assert_eq!(code(&out), 3, "{err}{stdout}");
     assert!(
-        err.contains("UNCONFIRMED") && err.contains("$.matrices[2].norm_11"),
+        err.contains("UNCONFIRMED") && err.contains("$.matrices[24].singular_values[100]"),
         "{err}"
     );
     assert!(stdout.contains("neither contains nor excludes"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The exact (1,1)-norm of layer 0's `M_in` (the sum of the magnitudes of
+/// the stored F32 entries), as a rational.
+fn exact_norm11_of_layer0_m_in() -> rug::Rational {
+    use specbound::io::checkpoint::Checkpoint;
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let m = ck
+        .read("encoder.layer.0.intermediate.dense.weight")
+        .unwrap()
+        .matrix;
+    m.data
+        .iter()
+        .map(|&x| rug::Rational::from_f64(x.abs()).unwrap())
+        .sum()
+}
+
+/// The f64 neighbours of an exact rational: the largest f64 <= q and the smallest >= q.
+fn f64_around(q: &rug::Rational) -> (f64, f64) {
+    let x = q.to_f64();
+    let rx = rug::Rational::from_f64(x).unwrap();
+    if rx == *q {
+        (x, x)
+    } else if rx < *q {
+        (x, x.next_up())
+    } else {
+        (x.next_down(), x)
+    }
+}
+
+#[test]
+fn verify_model_confirms_or_refutes_a_one_ulp_norm_by_mpfr_entry_norms() {
+    let d = tmpdir("norm11");
+    let (lo, hi) = f64_around(&exact_norm11_of_layer0_m_in());
+    // The tightest f64 interval around the exact value: narrower than the
+    // f64 route can certify, confirmed by the MPFR entry norms.
+    let mut c = cert_json();
+    c["matrices"][24]["norm_11"] = json!({"lo": lo, "hi": hi});
+    let p = write(&d, "tight.json", &serde_json::to_vec(&c).unwrap());
+    let out = run(&["verify", &p, "--model", bundled().to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    // One ulp above the exact value: refuted.
+    let mut c = cert_json();
+    c["matrices"][24]["norm_11"] = json!({"lo": hi.next_up(), "hi": hi.next_up().next_up()});
+    let p = write(&d, "above.json", &serde_json::to_vec(&c).unwrap());
+    let out = run(&["verify", &p, "--model", bundled().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("$.matrices[24].norm_11") && err.contains("MPFR entry norms"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -28,12 +28,13 @@ use rayon::prelude::*;
 
 use super::mpfr_interval::MI;
 use super::EvidenceError;
-use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix};
+use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
 use crate::certificate::{matrix_quantities, CertInterval, Certificate, MatrixEntry, Quantity};
 use crate::certify::certify_matrix;
+use crate::enclosure::{Enclosure, Inconclusive};
 use crate::io::checkpoint::Checkpoint;
 use crate::linalg::{Precision, SingularValues, SvdOptions, AUTO_MPFR_MAX_WORK};
-use crate::spectral::SpectralSummary;
+use crate::spectral::{self, SpectralSummary};
 
 /// Outcome of a verification.
 #[derive(Debug, Default)]
@@ -367,20 +368,42 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
     ck.v
 }
 
+/// One way to narrow a recomputed enclosure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The singular values again, at this precision.
+    Svd(Precision),
+    /// The Frobenius, (2,1) and (1,1) norms from the entries in MPFR at
+    /// 128 bits (`spectral::enclose_entry_norms_mpfr`).
+    EntryNormsMpfr,
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stage::Svd(p) => write!(f, "{p}"),
+            Stage::EntryNormsMpfr => f.write_str("MPFR entry norms"),
+        }
+    }
+}
+
 /// The refinement stages tried after the certificate's own precision, in
-/// order, for a matrix of `rows x cols` (MPFR only where its cost is below
-/// [`AUTO_MPFR_MAX_WORK`], as for `--precision auto`).
-pub fn refinement_stages(stated: Precision, rows: usize, cols: usize) -> Vec<Precision> {
+/// order, for a matrix of `rows x cols`: the extended stage (unless already
+/// used), the entry norms in MPFR, then MPFR singular values at 128 and 256
+/// bits where `max(rows, cols) * min(rows, cols)^2 <=` [`AUTO_MPFR_MAX_WORK`],
+/// the cost limit of `--precision auto`.
+pub fn refinement_stages(stated: Precision, rows: usize, cols: usize) -> Vec<Stage> {
     let (m, n) = (rows.max(cols), rows.min(cols));
     let mpfr_ok = m.saturating_mul(n).saturating_mul(n) <= AUTO_MPFR_MAX_WORK;
     let mut v = Vec::new();
     if matches!(stated, Precision::F64 | Precision::Auto) {
-        v.push(Precision::Extended);
+        v.push(Stage::Svd(Precision::Extended));
     }
+    v.push(Stage::EntryNormsMpfr);
     if mpfr_ok {
         for bits in [128u32, 256] {
             if !matches!(stated, Precision::Mpfr(b) if b >= bits) {
-                v.push(Precision::Mpfr(bits));
+                v.push(Stage::Svd(Precision::Mpfr(bits)));
             }
         }
     }
@@ -419,6 +442,38 @@ struct MatrixCheck {
     unconfirmed: Vec<String>,
 }
 
+/// Enclosures of the sum of squares, the (2,1)- and the (1,1)-norm of a
+/// proxy matrix from its entries (f64 routes, L12, L4).
+type EntryNorms = (Enclosure, Enclosure, Enclosure);
+
+fn entry_norms(pm: &ProxyMatrix, mpfr: bool) -> Result<EntryNorms, Inconclusive> {
+    match (&pm.source, mpfr) {
+        (ProxySource::Dense(a), false) => {
+            let sq = spectral::enclose_sum_of_squares(a)?;
+            let (n21, n11) = spectral::enclose_entry_norms(a)?;
+            Ok((sq, n21, n11))
+        }
+        (ProxySource::Factored { b, c }, false) => spectral::enclose_product_entry_norms(b, c),
+        (ProxySource::Dense(a), true) => spectral::enclose_entry_norms_mpfr(a, 128),
+        (ProxySource::Factored { b, c }, true) => {
+            spectral::enclose_product_entry_norms_mpfr(b, c, 128)
+        }
+    }
+}
+
+/// Both enclose the same exact values: keep their intersection (disjoint
+/// would contradict a lemma, so it is reported rather than papered over).
+fn intersect(a: EntryNorms, b: EntryNorms) -> Result<EntryNorms, Inconclusive> {
+    let both = |x: Enclosure, y: Enclosure| {
+        x.intersect(&y).ok_or_else(|| {
+            Inconclusive::new(
+                "internal consistency check failed: two entry-norm enclosures are disjoint",
+            )
+        })
+    };
+    Ok((both(a.0, b.0)?, both(a.1, b.1)?, both(a.2, b.2)?))
+}
+
 fn check_matrix(
     i: usize,
     w: &MatrixEntry,
@@ -449,7 +504,10 @@ fn check_matrix(
         par: faer::Par::Seq,
         ..SvdOptions::default()
     };
-    let (mut sv, mut summary) = certify_matrix(pm, &opts(precision)).map_err(|e| e.reason)?;
+    let why = |e: Inconclusive| format!("{}: {}", w.id(), e.reason);
+    let (mut sv, _) = certify_matrix(pm, &opts(precision)).map_err(|e| e.reason)?;
+    let mut norms = entry_norms(pm, false).map_err(why)?;
+    let mut summary = spectral::summarize_with(&sv, norms.0, norms.1, norms.2).map_err(why)?;
     let mut method = precision.to_string();
     let mut stages = refinement_stages(precision, w.rows, w.cols).into_iter();
     let mut confirmed = 0;
@@ -458,8 +516,8 @@ fn check_matrix(
         let mut still = Vec::new();
         for (qid, stated) in pending {
             let Some((_, new)) = fresh.iter().find(|(q, _)| *q == qid.quantity) else {
-                // Stated but not certifiable from the weights (a stable rank
-                // whose sigma_1 > 0 could not be certified): refinement may help.
+                // Stated but not certified from the weights (a stable rank
+                // whose sigma_1 > 0 was not certified): refinement may help.
                 still.push((qid, stated));
                 continue;
             };
@@ -482,8 +540,23 @@ fn check_matrix(
         if pending.is_empty() {
             break;
         }
-        let Some(stage) = stages.next() else {
-            let fresh = recomputed(&sv, &summary);
+        let entry_norm_pending = pending.iter().any(|(q, _)| {
+            matches!(
+                q.quantity,
+                Quantity::FrobeniusNorm
+                    | Quantity::Norm21
+                    | Quantity::Norm11
+                    | Quantity::StableRank
+            )
+        });
+        let spectrum_pending = pending
+            .iter()
+            .any(|(q, _)| !matches!(q.quantity, Quantity::Norm21 | Quantity::Norm11));
+        let next = stages.by_ref().find(|s| match s {
+            Stage::EntryNormsMpfr => entry_norm_pending,
+            Stage::Svd(_) => spectrum_pending,
+        });
+        let Some(stage) = next else {
             let unconfirmed = pending
                 .iter()
                 .map(|(qid, stated)| {
@@ -491,9 +564,9 @@ fn check_matrix(
                         .iter()
                         .find(|(q, _)| *q == qid.quantity)
                         .map(|(_, x)| format!("[{:e}, {:e}]", x.lo, x.hi))
-                        .unwrap_or_else(|| "nothing (not certifiable)".into());
+                        .unwrap_or_else(|| "nothing (not certified)".into());
                     format!(
-                        "{} ({qid}): stated [{:e}, {:e}] neither contains nor excludes {new} recomputed from the model (best method: {method})",
+                        "{} ({qid}): stated [{:e}, {:e}] neither contains nor excludes {new} recomputed from the model (last stage: {method})",
                         qid.path, stated.lo, stated.hi
                     )
                 })
@@ -504,28 +577,27 @@ fn check_matrix(
                 unconfirmed,
             });
         };
-        // Both enclosures contain the exact values: keep the narrower, index by index.
-        if let Ok((better, _)) = certify_matrix(pm, &opts(stage)) {
-            sv.keep_narrower(better);
-            summary = resummarize(pm, &sv).map_err(|e| e.reason)?;
-            method = stage.to_string();
+        match stage {
+            // Both enclosures contain the exact values: keep the narrower, index by index.
+            Stage::Svd(p) => {
+                if let Ok((better, _)) = certify_matrix(pm, &opts(p)) {
+                    sv.keep_narrower(better);
+                }
+            }
+            Stage::EntryNormsMpfr => {
+                if let Ok(m) = entry_norms(pm, true) {
+                    norms = intersect(norms, m).map_err(why)?;
+                }
+            }
         }
+        summary = spectral::summarize_with(&sv, norms.0, norms.1, norms.2).map_err(why)?;
+        method = stage.to_string();
     }
     Ok(MatrixCheck {
         confirmed,
         refuted: None,
         unconfirmed: Vec::new(),
     })
-}
-
-fn resummarize(
-    pm: &ProxyMatrix,
-    sv: &SingularValues,
-) -> Result<SpectralSummary, crate::enclosure::Inconclusive> {
-    match &pm.source {
-        arch::ProxySource::Factored { b, c } => crate::spectral::summarize_factored(b, c, sv),
-        arch::ProxySource::Dense(a) => crate::spectral::summarize(a, sv),
-    }
 }
 
 /// Checks a validated certificate against the model it claims to describe

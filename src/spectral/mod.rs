@@ -7,6 +7,10 @@
 //! `proofs/compensated-sum.md` (L12), and power-of-two scaling by
 //! `proofs/power-of-two-scaling.md` (L2).
 
+mod mpfr_norms;
+
+pub use mpfr_norms::{enclose_entry_norms_mpfr, enclose_product_entry_norms_mpfr};
+
 use inari::Interval;
 use serde::Serialize;
 
