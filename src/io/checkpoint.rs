@@ -492,3 +492,65 @@ impl Checkpoint {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::TempPath;
+    use super::*;
+
+    fn shards(index_json: &str) -> Result<Vec<String>, String> {
+        let t = TempPath::new("model.safetensors.index.json");
+        std::fs::write(t.path(), index_json).unwrap();
+        let dir = t.path().parent().unwrap();
+        shards_of_index(dir, t.path())
+            .map(|v| {
+                v.iter()
+                    .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .map_err(|e| {
+                let msg = e.to_string();
+                assert!(msg.starts_with(&t.path().display().to_string()), "{msg}");
+                msg
+            })
+    }
+
+    #[test]
+    fn index_shards_are_distinct_sorted_and_other_keys_ignored() {
+        let got = shards(
+            r#"{"metadata": {"total_size": 8, "x": [1, {"y": null}]},
+                "weight_map": {"b": "s2.safetensors", "a": "s1.safetensors", "c": "s2.safetensors"}}"#,
+        );
+        assert_eq!(got.unwrap(), ["s1.safetensors", "s2.safetensors"]);
+    }
+
+    #[test]
+    fn index_errors_name_the_index_and_the_tensor() {
+        for (json, needle) in [
+            (r#"{"weight_map": {}}"#, "weight_map is empty"),
+            (r#"{"metadata": {}}"#, "missing object key 'weight_map'"),
+            (
+                r#"{"weight_map": "x"}"#,
+                "expected 'weight_map' to be an object",
+            ),
+            (
+                r#"{"weight_map": {"w": 3}}"#,
+                "tensor 'w': weight_map value is not",
+            ),
+            (
+                r#"{"weight_map": {"w": {"a": [1]}}}"#,
+                "tensor 'w': weight_map value",
+            ),
+            (
+                r#"{"weight_map": {"w": "../x"}}"#,
+                "tensor 'w': shard name '../x'",
+            ),
+            (r#"{"weight_map": {"w": "."}}"#, "shard name '.'"),
+            (r#"[1, 2]"#, "expected an object with the key 'weight_map'"),
+            (r#"{"weight_map": {"w": "a""#, "invalid JSON"),
+        ] {
+            let msg = shards(json).unwrap_err();
+            assert!(msg.contains(needle), "{json}: {msg}");
+        }
+    }
+}

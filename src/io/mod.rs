@@ -608,4 +608,50 @@ mod tests {
         assert!(msg.contains("'layer.9.weight' ... and 3 more"), "{msg}");
         assert!(!msg.contains("layer.10.weight"), "{msg}");
     }
+
+    #[test]
+    fn foreign_formats_are_named_and_safetensors_never_is() {
+        let zip = |name: &str| {
+            let mut z = b"PK\x03\x04".to_vec();
+            z.extend_from_slice(&[0u8; 22]);
+            z.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            z.extend_from_slice(&[0, 0]);
+            z.extend_from_slice(name.as_bytes());
+            z
+        };
+        let kind = |h: &[u8]| foreign_format(h).unwrap_or_default();
+        assert!(kind(&zip("archive/data.pkl")).starts_with("is a PyTorch checkpoint (zip"));
+        assert!(kind(&zip("x.npy")).starts_with("is a NumPy .npz"));
+        assert!(kind(&zip("other.txt")).starts_with("is a zip archive"));
+        assert!(kind(b"\x80\x02\x8a\x0a").contains("legacy pickle"));
+        assert!(kind(b"\x80\x05\x95").contains("legacy pickle"));
+        assert!(kind(b"\x89HDF\r\n\x1a\n\0\0").starts_with("is an HDF5 file"));
+        assert_eq!(foreign_format(b"\x80\x01"), None);
+        assert_eq!(foreign_format(b"GGUF\x03\0\0\0"), None);
+        // A safetensors header starts at byte 8 with '{', whatever its length.
+        for n in [0x0280u64, 0x0403_4b50] {
+            let mut h = n.to_le_bytes().to_vec();
+            h.push(b'{');
+            assert_eq!(foreign_format(&h), None, "{n:#x}");
+        }
+    }
+
+    #[test]
+    fn long_names_and_shapes_are_cut_in_messages() {
+        let err = ReadError::NotTwoD {
+            path: PathBuf::from("f.safetensors"),
+            tensor: Some("é".repeat(300)),
+            shape: vec![1; 1000],
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("... (600 bytes)"), "{msg}");
+        assert!(
+            msg.ends_with("[1, 1, 1, 1, ... (1000 dimensions)]"),
+            "{msg}"
+        );
+        let err = ReadError::format(Path::new("f"), None, "x".repeat(100_000));
+        let msg = err.to_string();
+        assert!(msg.len() < MAX_MESSAGE + 40, "{}", msg.len());
+        assert!(msg.ends_with("more bytes)"), "{msg}");
+    }
 }
