@@ -8,7 +8,8 @@
 //! blocking and refused unless they are regular files, so a FIFO or a device
 //! there is a prompt error instead of a read that never ends.
 //!
-//! The caps, and why each is large enough for real files:
+//! The caps, and why each is large enough for real files (the last column
+//! is an estimate, except where it is the format's own rule):
 //!
 //! | what | cap | real files |
 //! |---|---|---|
@@ -20,9 +21,11 @@
 //! | GGUF metadata kept | [`MAX_GGUF_META_BYTES`] = 64 MiB | kilobytes: vocabularies are arrays, which are skipped |
 //!
 //! A `config.json` is parsed into a JSON tree, which costs up to about 16
-//! times its size (`[0,0,...]`), so the largest accepted one costs at most
-//! about 70 MB; the index is parsed without building a tree (memory about
-//! its size).
+//! times its size (`[0,0,...]`), so the largest accepted one costs about
+//! 70 MiB (the peak of `specbound inspect` on such a file; `cargo test
+//! --release --test hostile_io` bounds it); the index is parsed without
+//! building a tree (memory about its size). A rejected file costs the cap
+//! at most.
 
 use std::fs::{File, Metadata};
 use std::io::Read;

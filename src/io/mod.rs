@@ -369,7 +369,7 @@ pub const CONVERT_PYTORCH: &str = "specbound reads safetensors and GGUF: convert
      for a bare state dict, `safetensors.torch.save_file(torch.load(FILE), \"model.safetensors\")`";
 
 /// Names a file that none of the readers accepts by its first bytes
-/// (`head`, up to [`HEAD_BYTES`]), with what to do: a PyTorch checkpoint
+/// (`head`, up to 256), with what to do: a PyTorch checkpoint
 /// (a zip archive holding `data.pkl`, or a legacy pickle stream starting
 /// with `\x80` and protocol 2 to 5), a NumPy `.npz` archive, another zip
 /// archive, or an HDF5 file (Keras/TensorFlow). `None` for anything else,
