@@ -518,8 +518,24 @@ fn main() -> ExitCode {
             ExitCode::from(3)
         }
         Err(e) => {
-            eprintln!("specbound: error: {e:#}");
+            eprintln!("specbound: error: {}", error_line(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: library errors
+/// say their cause in their own message (and keep it as `source()` for
+/// programs), so a cause is appended only when the line does not already
+/// say it (`with_context` errors do not).
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !line.contains(&c) {
+            line.push_str(": ");
+            line.push_str(&c);
+        }
+    }
+    line
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::gguf::GgufFile;
+use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
 
 /// One weight file.
@@ -60,6 +61,8 @@ impl Source {
 
 /// An opened checkpoint.
 pub struct Checkpoint {
+    /// The path given to [`Checkpoint::open`].
+    given: PathBuf,
     root: PathBuf,
     files: Vec<Source>,
     gguf_meta: Option<std::collections::BTreeMap<String, super::gguf::MetaValue>>,
@@ -78,85 +81,291 @@ pub struct FileHash {
     pub sha256: String,
 }
 
-fn read_json(path: &Path) -> Result<serde_json::Value, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ReadError::io(path, e))?;
+fn read_config(path: &Path) -> Result<serde_json::Value, ReadError> {
+    let text = limits::read_capped_regular_string(path, MAX_CONFIG_BYTES, "config.json")?;
     serde_json::from_str(&text)
         .map_err(|e| ReadError::format(path, None, format!("invalid JSON: {e}")))
 }
 
+/// The shard files of a sharded index, sorted and distinct, each checked to
+/// be a plain file name in `dir`. The index is parsed without building a
+/// JSON tree: only the distinct shard names are kept (with the first tensor
+/// naming each, for messages).
+fn shards_of_index(dir: &Path, index: &Path) -> Result<Vec<PathBuf>, ReadError> {
+    let text = limits::read_capped_regular_string(index, MAX_INDEX_BYTES, "safetensors index")?;
+    let parsed: IndexFile = serde_json::from_str(&text).map_err(|e| {
+        let msg = if e.is_data() {
+            e.to_string()
+        } else {
+            format!("invalid JSON: {e}")
+        };
+        ReadError::format(index, None, msg)
+    })?;
+    drop(text);
+    let Some(map) = parsed.weight_map else {
+        return Err(ReadError::format(
+            index,
+            None,
+            "missing object key 'weight_map'",
+        ));
+    };
+    if let Some(tensor) = &map.not_a_name {
+        return Err(ReadError::format(
+            index,
+            Some(tensor),
+            "weight_map value is not a file name",
+        ));
+    }
+    if map.shards.is_empty() {
+        return Err(ReadError::format(
+            index,
+            None,
+            "weight_map is empty: the index names no tensors and no shard files",
+        ));
+    }
+    let mut files = Vec::with_capacity(map.shards.len());
+    for (f, tensor) in &map.shards {
+        if f.is_empty() || f == "." || f == ".." || f.contains(['/', '\\', '\0']) {
+            return Err(ReadError::format(
+                index,
+                Some(tensor),
+                format!("shard name '{f}' must be a plain file name in the model directory"),
+            ));
+        }
+        files.push(dir.join(f));
+    }
+    Ok(files)
+}
+
+/// `model.safetensors.index.json`: only `weight_map` is used.
+struct IndexFile {
+    weight_map: Option<WeightMap>,
+}
+
+/// Distinct shard file names of `weight_map`, each with the first tensor
+/// that names it, and the first tensor whose value is not a string.
+#[derive(Default)]
+struct WeightMap {
+    shards: BTreeMap<String, String>,
+    not_a_name: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for IndexFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = IndexFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object with the key 'weight_map'")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<IndexFile, A::Error> {
+                let mut weight_map = None;
+                while let Some(k) = a.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if k == "weight_map" {
+                        weight_map = Some(a.next_value::<WeightMap>()?);
+                    } else {
+                        a.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(IndexFile { weight_map })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for WeightMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = WeightMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("'weight_map' to be an object mapping tensor names to shard file names")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<WeightMap, A::Error> {
+                let mut w = WeightMap::default();
+                while let Some(tensor) = a.next_key::<String>()? {
+                    match a.next_value::<ShardName>()?.0 {
+                        Some(f) => {
+                            w.shards.entry(f).or_insert(tensor);
+                        }
+                        None => {
+                            w.not_a_name.get_or_insert(tensor);
+                        }
+                    }
+                }
+                Ok(w)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A `weight_map` value: the file name, or `None` for any non-string
+/// (consumed without being kept).
+struct ShardName(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for ShardName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ShardName;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a shard file name")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<ShardName, E> {
+                Ok(ShardName(Some(v.to_string())))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<ShardName, E> {
+                Ok(ShardName(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<ShardName, E> {
+                Ok(ShardName(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<ShardName, E> {
+                Ok(ShardName(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<ShardName, E> {
+                Ok(ShardName(None))
+            }
+            fn visit_unit<E>(self) -> Result<ShardName, E> {
+                Ok(ShardName(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<ShardName, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(ShardName(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<ShardName, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(ShardName(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The error for a model directory without `model.safetensors` or its
+/// index: names what the directory holds instead when it is a checkpoint
+/// of another kind (PyTorch, TensorFlow, Flax), a GGUF file, or
+/// safetensors files under other names.
+fn no_weights_error(dir: &Path) -> ReadError {
+    const NEITHER: &str = "neither model.safetensors nor model.safetensors.index.json";
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|it| {
+            it.filter_map(Result::ok)
+                .take(10_000)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let with_ext = |exts: &[&str]| {
+        names
+            .iter()
+            .find(|n| {
+                let l = n.to_ascii_lowercase();
+                exts.iter().any(|e| l.ends_with(e))
+            })
+            .cloned()
+    };
+    let msg = if let Some(f) = with_ext(&[".safetensors"]) {
+        format!(
+            "model directory holds {f} but {NEITHER}: pass the file itself \
+             (specbound certify {})",
+            dir.join(&f).display()
+        )
+    } else if let Some(f) = with_ext(&[".gguf"]) {
+        format!(
+            "model directory holds {f} but {NEITHER}: pass the GGUF file itself \
+             (specbound certify {})",
+            dir.join(&f).display()
+        )
+    } else if let Some(f) = with_ext(&[".bin", ".bin.index.json", ".pt", ".pth", ".ckpt"]) {
+        format!(
+            "model directory holds {f} (a PyTorch checkpoint) but {NEITHER}; {}",
+            super::CONVERT_PYTORCH
+        )
+    } else if let Some(f) = with_ext(&[".h5"]) {
+        format!(
+            "model directory holds {f} (a TensorFlow checkpoint) but {NEITHER}; specbound \
+             reads safetensors and GGUF: convert it first, e.g. in Python \
+             `AutoModel.from_pretrained(DIR, from_tf=True).save_pretrained(OUT)` (transformers)"
+        )
+    } else if let Some(f) = with_ext(&[".msgpack"]) {
+        format!(
+            "model directory holds {f} (a Flax checkpoint) but {NEITHER}; specbound reads \
+             safetensors and GGUF: convert it first, e.g. in Python \
+             `AutoModel.from_pretrained(DIR, from_flax=True).save_pretrained(OUT)` (transformers)"
+        )
+    } else {
+        format!("model directory holds {NEITHER}")
+    };
+    ReadError::format(dir, None, msg)
+}
+
 impl Checkpoint {
-    /// Opens a model directory or a single `.safetensors` file. A directory
-    /// must hold `model.safetensors` or `model.safetensors.index.json`;
-    /// `config.json` is read when present (in the directory, or beside a
-    /// single file).
+    /// Opens a model directory or a single `.safetensors` or `.gguf` file. A
+    /// directory must hold `model.safetensors` or
+    /// `model.safetensors.index.json`; `config.json` is read when present
+    /// (in the directory, or beside a single file). Every file read must be
+    /// a regular file (a FIFO or device is refused, never read), and
+    /// `config.json` and the index are read under the caps of
+    /// [`limits`](super::limits).
     pub fn open(path: &Path) -> Result<Self, ReadError> {
         let meta = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
         let (root, file_paths, config_path) = if meta.is_dir() {
             let single = path.join("model.safetensors");
             let index = path.join("model.safetensors.index.json");
-            let files = if index.is_file() {
-                let j = read_json(&index)?;
-                let map = j
-                    .get("weight_map")
-                    .and_then(|m| m.as_object())
-                    .ok_or_else(|| {
-                        ReadError::format(&index, None, "missing object key 'weight_map'")
-                    })?;
-                let mut shards: Vec<String> = Vec::new();
-                for (tensor, v) in map {
-                    let f = v.as_str().ok_or_else(|| {
-                        ReadError::format(
-                            &index,
-                            Some(tensor),
-                            "weight_map value is not a file name",
-                        )
-                    })?;
-                    if f.contains('/') || f.contains('\\') || f == ".." {
-                        return Err(ReadError::format(
-                            &index,
-                            Some(tensor),
-                            format!(
-                                "shard name '{f}' must be a plain file name in the model directory"
-                            ),
-                        ));
-                    }
-                    if !shards.iter().any(|s| s == f) {
-                        shards.push(f.to_string());
-                    }
-                }
-                shards.sort();
-                shards.into_iter().map(|s| path.join(s)).collect()
-            } else if single.is_file() {
+            let files = if limits::entry_exists(&index) {
+                shards_of_index(path, &index)?
+            } else if limits::entry_exists(&single) {
                 vec![single]
             } else {
-                return Err(ReadError::format(
-                    path,
-                    None,
-                    "model directory holds neither model.safetensors nor model.safetensors.index.json",
-                ));
+                return Err(no_weights_error(path));
             };
             let cfg = path.join("config.json");
-            (path.to_path_buf(), files, cfg.is_file().then_some(cfg))
+            (
+                path.to_path_buf(),
+                files,
+                limits::entry_exists(&cfg).then_some(cfg),
+            )
         } else {
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let cfg = dir.join("config.json");
-            (dir, vec![path.to_path_buf()], cfg.is_file().then_some(cfg))
+            (
+                dir,
+                vec![path.to_path_buf()],
+                limits::entry_exists(&cfg).then_some(cfg),
+            )
         };
         let config = match &config_path {
-            Some(p) => Some(read_json(p)?),
+            Some(p) => Some(read_config(p)?),
             None => None,
         };
         let mut files = Vec::with_capacity(file_paths.len());
         let mut index = BTreeMap::new();
         let mut gguf_meta = None;
         for p in &file_paths {
-            let is_gguf = p.extension().is_some_and(|e| e == "gguf")
-                || std::fs::File::open(p)
-                    .and_then(|mut f| {
-                        let mut m = [0u8; 4];
-                        std::io::Read::read_exact(&mut f, &mut m).map(|_| m == *b"GGUF")
-                    })
-                    .unwrap_or(false);
+            let is_gguf = p.extension().is_some_and(|e| e == "gguf") || {
+                let (mut f, _) = limits::open_regular(p, "safetensors or GGUF file")?;
+                let mut m = [0u8; 4];
+                super::read_head(&mut f, &mut m).is_ok_and(|n| n == 4 && m == *b"GGUF")
+            };
             let f = if is_gguf {
                 let g = GgufFile::open(p)?;
                 gguf_meta = Some(g.meta.clone());
@@ -176,6 +385,7 @@ impl Checkpoint {
             files.push(f);
         }
         Ok(Self {
+            given: path.to_path_buf(),
             root,
             files,
             gguf_meta,
@@ -183,6 +393,11 @@ impl Checkpoint {
             config,
             config_path,
         })
+    }
+
+    /// The path the checkpoint was opened from (a directory or a file).
+    pub fn path(&self) -> &Path {
+        &self.given
     }
 
     /// The parsed `config.json`, if there was one.
@@ -215,7 +430,9 @@ impl Checkpoint {
         self.index.get(name).and_then(|&i| self.files[i].info(name))
     }
 
-    /// The file that holds a tensor (for messages).
+    /// The file that holds a tensor (for messages); for a tensor that is
+    /// not there, the first weight file, or the path the checkpoint was
+    /// opened from. Never empty.
     pub fn file_of(&self, name: &str) -> PathBuf {
         match self.index.get(name) {
             Some(&i) => self.files[i].path().to_path_buf(),
@@ -223,8 +440,23 @@ impl Checkpoint {
                 .files
                 .first()
                 .map(|f| f.path().to_path_buf())
-                .unwrap_or_default(),
+                .unwrap_or_else(|| self.given.clone()),
         }
+    }
+
+    /// The file that holds the model's facts (layer and head counts):
+    /// `config.json` when there is one, else the GGUF file whose metadata
+    /// holds them, else the path the checkpoint was opened from. For
+    /// messages about those facts.
+    pub fn facts_file(&self) -> PathBuf {
+        if let Some(p) = &self.config_path {
+            return p.clone();
+        }
+        self.files
+            .iter()
+            .find(|f| matches!(f, Source::Gguf(_)))
+            .map(|f| f.path().to_path_buf())
+            .unwrap_or_else(|| self.given.clone())
     }
 
     /// Reads a 2-D tensor (exact conversion to f64, finiteness checked).
@@ -258,5 +490,67 @@ impl Checkpoint {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::TempPath;
+    use super::*;
+
+    fn shards(index_json: &str) -> Result<Vec<String>, String> {
+        let t = TempPath::new("model.safetensors.index.json");
+        std::fs::write(t.path(), index_json).unwrap();
+        let dir = t.path().parent().unwrap();
+        shards_of_index(dir, t.path())
+            .map(|v| {
+                v.iter()
+                    .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .map_err(|e| {
+                let msg = e.to_string();
+                assert!(msg.starts_with(&t.path().display().to_string()), "{msg}");
+                msg
+            })
+    }
+
+    #[test]
+    fn index_shards_are_distinct_sorted_and_other_keys_ignored() {
+        let got = shards(
+            r#"{"metadata": {"total_size": 8, "x": [1, {"y": null}]},
+                "weight_map": {"b": "s2.safetensors", "a": "s1.safetensors", "c": "s2.safetensors"}}"#,
+        );
+        assert_eq!(got.unwrap(), ["s1.safetensors", "s2.safetensors"]);
+    }
+
+    #[test]
+    fn index_errors_name_the_index_and_the_tensor() {
+        for (json, needle) in [
+            (r#"{"weight_map": {}}"#, "weight_map is empty"),
+            (r#"{"metadata": {}}"#, "missing object key 'weight_map'"),
+            (
+                r#"{"weight_map": "x"}"#,
+                "expected 'weight_map' to be an object",
+            ),
+            (
+                r#"{"weight_map": {"w": 3}}"#,
+                "tensor 'w': weight_map value is not",
+            ),
+            (
+                r#"{"weight_map": {"w": {"a": [1]}}}"#,
+                "tensor 'w': weight_map value",
+            ),
+            (
+                r#"{"weight_map": {"w": "../x"}}"#,
+                "tensor 'w': shard name '../x'",
+            ),
+            (r#"{"weight_map": {"w": "."}}"#, "shard name '.'"),
+            (r#"[1, 2]"#, "expected an object with the key 'weight_map'"),
+            (r#"{"weight_map": {"w": "a""#, "invalid JSON"),
+        ] {
+            let msg = shards(json).unwrap_err();
+            assert!(msg.contains(needle), "{json}: {msg}");
+        }
     }
 }

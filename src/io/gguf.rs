@@ -7,11 +7,11 @@
 //! checked against the file size before anything is allocated from it.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use super::limits::{MAX_GGUF_META_BYTES, MAX_GGUF_NAME};
 use super::{check_finite, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
@@ -145,13 +145,20 @@ impl<'a> Cursor<'a> {
             self.take(8, what)?.try_into().expect("8"),
         ))
     }
-    fn string(&mut self, what: &str) -> Result<String, ReadError> {
+    /// A string of at most `max` bytes, bounds-checked before anything is
+    /// allocated; `None` (skipped, nothing allocated) unless `keep`.
+    fn string_of(&mut self, what: &str, max: u64, keep: bool) -> Result<Option<String>, ReadError> {
         let n = self.u64(what)?;
-        if n > MAX_STRING {
-            return Err(self.err(format!("{what} length {n} exceeds {MAX_STRING}")));
+        if n > max {
+            return Err(self.err(format!("{what} length {n} exceeds {max}")));
         }
-        Ok(String::from_utf8_lossy(self.take(n, what)?).into_owned())
+        let bytes = self.take(n, what)?;
+        Ok(keep.then(|| String::from_utf8_lossy(bytes).into_owned()))
     }
+    fn string(&mut self, what: &str, max: u64) -> Result<String, ReadError> {
+        Ok(self.string_of(what, max, true)?.unwrap_or_default())
+    }
+    /// A metadata value; array elements are checked and skipped.
     fn value(&mut self, t: u32, depth: u32) -> Result<MetaValue, ReadError> {
         Ok(match t {
             0 => MetaValue::Int(self.take(1, "u8")?[0] as i128),
@@ -168,7 +175,14 @@ impl<'a> Cursor<'a> {
                 f32::from_le_bytes(self.take(4, "f32")?.try_into().expect("4")) as f64,
             ),
             7 => MetaValue::Bool(self.take(1, "bool")?[0] != 0),
-            8 => MetaValue::Str(self.string("string")?),
+            8 => {
+                // Strings inside arrays (vocabularies) are skipped unkept.
+                let keep = depth == 0;
+                MetaValue::Str(
+                    self.string_of("string", MAX_STRING, keep)?
+                        .unwrap_or_default(),
+                )
+            }
             9 => {
                 if depth > 4 {
                     return Err(self.err("arrays nested too deeply"));
@@ -197,7 +211,14 @@ impl<'a> Cursor<'a> {
 impl GgufFile {
     /// Maps and validates a GGUF file.
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
+        let (mut file, _) = super::limits::open_regular(path, "GGUF file")?;
+        let mut head = [0u8; super::HEAD_BYTES];
+        let n = super::read_head(&mut file, &mut head).map_err(|e| ReadError::io(path, e))?;
+        if !head[..n].starts_with(MAGIC) {
+            if let Some(what) = super::foreign_format(&head[..n]) {
+                return Err(ReadError::format(path, None, what));
+            }
+        }
         // SAFETY: the map is only read; see the safetensors reader for the
         // caveat about files modified while mapped.
         let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
@@ -228,10 +249,20 @@ impl GgufFile {
             ));
         }
         let mut meta = BTreeMap::new();
+        let mut kept: u64 = 0;
         for _ in 0..n_kv {
-            let key = c.string("metadata key")?;
+            let key = c.string("metadata key", MAX_GGUF_NAME)?;
             let t = c.u32("metadata type")?;
             let v = c.value(t, 0)?;
+            kept += key.len() as u64;
+            if let MetaValue::Str(s) = &v {
+                kept += s.len() as u64;
+            }
+            if kept > MAX_GGUF_META_BYTES {
+                return Err(c.err(format!(
+                    "metadata keys and strings exceed the limit of {MAX_GGUF_META_BYTES} bytes"
+                )));
+            }
             meta.insert(key, v);
         }
         let alignment = match meta.get("general.alignment") {
@@ -249,7 +280,7 @@ impl GgufFile {
         };
         let mut infos = Vec::with_capacity(n_tensors.min(1 << 16) as usize);
         for _ in 0..n_tensors {
-            let name = c.string("tensor name")?;
+            let name = c.string("tensor name", MAX_GGUF_NAME)?;
             let nd = c.u32("dimension count")?;
             if nd == 0 || nd > 4 {
                 return Err(ReadError::format(

@@ -1,22 +1,95 @@
-//! Size caps applied while reading, not after: a file (or a device such as
-//! `/dev/zero`, or a FIFO) is read through `take(cap + 1)`, so memory for a
-//! rejected input stays within the cap plus one read buffer, whatever the
-//! file claims to be.
+//! Size caps applied while reading, not after, and the opening of input
+//! files.
+//!
+//! A file (or a device such as `/dev/zero`, or a FIFO) is read through
+//! `take(cap + 1)`, so memory for a rejected input stays within the cap plus
+//! one read buffer, whatever the file claims to be. Files that must be
+//! memory-mapped or that belong to a model directory are opened without
+//! blocking and refused unless they are regular files, so a FIFO or a device
+//! there is a prompt error instead of a read that never ends.
+//!
+//! The caps, and why each is large enough for real files (the last column
+//! is an estimate, except where it is the format's own rule):
+//!
+//! | what | cap | real files |
+//! |---|---|---|
+//! | `config.json` | [`MAX_CONFIG_BYTES`] = 4 MiB | a few KB; label maps of 22k-class image models about 2 MB |
+//! | sharded `*.index.json` | [`MAX_INDEX_BYTES`] = 32 MiB | about 10 MB for the largest public models (about 90,000 tensors) |
+//! | safetensors JSON header | [`MAX_SAFETENSORS_HEADER`] = 16 MiB, [`MAX_SAFETENSORS_VALUES`] = 2^20 values | about 100 bytes and 12 values per tensor |
+//! | `.npy` header | [`MAX_NPY_HEADER`] = 64 KiB | about 100 bytes (NumPy itself refuses more than 10,000) |
+//! | GGUF tensor name | [`MAX_GGUF_NAME`] = 4 KiB | at most 64 bytes (the format's own limit) |
+//! | GGUF metadata kept | [`MAX_GGUF_META_BYTES`] = 64 MiB | kilobytes: vocabularies are arrays, which are skipped |
+//!
+//! A `config.json` is parsed into a JSON tree, which costs up to about 16
+//! times its size (`[0,0,...]`), so the largest accepted one costs about
+//! 70 MiB (the peak of `specbound inspect` on such a file; `cargo test
+//! --release --test hostile_io` bounds it); the index is parsed without
+//! building a tree (memory about its size). A rejected file costs the cap
+//! at most.
 
+use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
 
 use super::ReadError;
 
-/// Largest `config.json` or sharded `*.index.json` read (bytes).
-pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+/// Largest `config.json` read (bytes).
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Largest sharded `model.safetensors.index.json` read (bytes).
+pub const MAX_INDEX_BYTES: u64 = 32 << 20;
+
+/// Largest safetensors JSON header parsed (bytes).
+pub const MAX_SAFETENSORS_HEADER: u64 = 16 << 20;
+
+/// Most JSON values (numbers, strings, arrays, objects, keys) in a
+/// safetensors header: parsing and indexing it costs about 80 bytes per
+/// value, so this bounds that memory to about 80 MiB whatever the header's
+/// shape (the byte cap alone would allow a shape of 8 million 1s, parsed at
+/// 20 times its size). A real header has 12 per 2-D tensor, so this allows
+/// about 87,000 tensors per file.
+pub const MAX_SAFETENSORS_VALUES: u64 = 1 << 20;
+
+/// Largest `.npy` header parsed (bytes).
+pub const MAX_NPY_HEADER: u64 = 64 << 10;
+
+/// Longest GGUF tensor name or metadata key (bytes).
+pub const MAX_GGUF_NAME: u64 = 4 << 10;
+
+/// Largest total of GGUF metadata keys and string values kept in memory
+/// (bytes); array elements are skipped, not kept.
+pub const MAX_GGUF_META_BYTES: u64 = 64 << 20;
 
 /// Reads the whole of `path` into memory, refusing it as soon as more than
 /// `cap` bytes arrive. `what` names the kind of file in the message
-/// (`config.json`, `certificate`, `claims file`).
+/// (`config.json`, `certificate`, `claims file`). Streams (a pipe, a FIFO,
+/// a device) are read too, under the same cap.
 pub fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ReadError> {
     let file = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
     let meta = file.metadata().map_err(|e| ReadError::io(path, e))?;
+    read_open_capped(path, file, &meta, cap, what)
+}
+
+/// [`read_capped`], then UTF-8.
+pub fn read_capped_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
+    into_string(path, read_capped(path, cap, what)?, what)
+}
+
+/// [`read_capped_string`] for a file that must be a regular file (a
+/// `config.json` or index of a model directory): a FIFO, a device, a socket
+/// or a directory is refused without reading from it or blocking on it.
+pub fn read_capped_regular_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
+    let (file, meta) = open_regular(path, what)?;
+    into_string(path, read_open_capped(path, file, &meta, cap, what)?, what)
+}
+
+fn read_open_capped(
+    path: &Path,
+    file: File,
+    meta: &Metadata,
+    cap: u64,
+    what: &str,
+) -> Result<Vec<u8>, ReadError> {
     if meta.is_dir() {
         return Err(ReadError::format(
             path,
@@ -41,9 +114,7 @@ pub fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ReadErr
     Ok(buf)
 }
 
-/// [`read_capped`], then UTF-8.
-pub fn read_capped_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
-    let bytes = read_capped(path, cap, what)?;
+fn into_string(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String, ReadError> {
     String::from_utf8(bytes).map_err(|e| {
         ReadError::format(
             path,
@@ -64,6 +135,86 @@ fn too_large(path: &Path, cap: u64, what: &str) -> ReadError {
     )
 }
 
+/// Opens `path` for reading and returns it with its metadata, refusing
+/// anything but a regular file: `"{path}: is a directory, expected a
+/// {what}"`, `"{path}: is a FIFO, expected a {what} (a regular file)"`.
+/// The file is opened non-blocking (so that opening a FIFO with no writer
+/// returns at once) and checked with `fstat` on the opened descriptor, so
+/// the check and the read are about the same file.
+pub fn open_regular(path: &Path, what: &str) -> Result<(File, Metadata), ReadError> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path).map_err(|e| ReadError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| ReadError::io(path, e))?;
+    if meta.is_dir() {
+        return Err(ReadError::format(
+            path,
+            None,
+            format!("is a directory, expected a {what}"),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ReadError::format(
+            path,
+            None,
+            format!(
+                "is a {}, expected a {what} (a regular file)",
+                kind_of(&meta)
+            ),
+        ));
+    }
+    #[cfg(unix)]
+    {
+        // Back to ordinary blocking reads (no effect on a regular file's
+        // reads, but memory maps and later reads should not see the flag).
+        use std::os::unix::io::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take and
+        // return plain integers.
+        let ok = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0
+        };
+        if !ok {
+            return Err(ReadError::io(path, std::io::Error::last_os_error()));
+        }
+    }
+    Ok((file, meta))
+}
+
+/// Whether something (of any kind, a dangling symbolic link included)
+/// exists at `path`.
+pub(crate) fn entry_exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+fn kind_of(meta: &Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "FIFO (named pipe)";
+        }
+        if t.is_char_device() {
+            return "character device";
+        }
+        if t.is_block_device() {
+            return "block device";
+        }
+        if t.is_socket() {
+            return "socket";
+        }
+    }
+    let _ = meta;
+    "special file"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +233,25 @@ mod tests {
     fn directory_is_refused() {
         let err = read_capped(Path::new("."), 10, "certificate").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
+        let err = open_regular(Path::new("."), "config.json").unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("is a directory, expected a config.json"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn device_is_refused_where_a_regular_file_is_needed() {
+        let p = Path::new("/dev/zero");
+        if !p.exists() {
+            return;
+        }
+        let err = read_capped_regular_string(p, 1 << 20, "config.json").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("is a character device, expected a config.json (a regular file)"),
+            "{err}"
+        );
     }
 }

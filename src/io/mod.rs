@@ -32,6 +32,9 @@ pub struct LoadedMatrix {
     pub dtype: SourceDtype,
 }
 
+/// Longest error message (bytes) before it is cut.
+const MAX_MESSAGE: usize = 4096;
+
 /// At most this many tensor names are listed in [`ReadError::MissingTensor`]
 /// and [`ReadError::TensorNeeded`] messages.
 pub const MAX_LISTED_TENSORS: usize = 10;
@@ -178,7 +181,7 @@ impl ReadError {
             ReadError::MissingTensor { .. } | ReadError::TensorNeeded { .. } => {}
             _ => {
                 if let Some(t) = self.tensor() {
-                    write!(out, "tensor '{t}': ")?;
+                    write!(out, "tensor '{}': ", fmt_name(t))?;
                 }
             }
         }
@@ -199,13 +202,14 @@ impl ReadError {
             }
             ReadError::NotTwoD { shape, tensor, .. } => write!(
                 out,
-                "expected a 2-D {}, found shape {shape:?}",
-                if tensor.is_some() { "tensor" } else { "array" }
+                "expected a 2-D {}, found shape {}",
+                if tensor.is_some() { "tensor" } else { "array" },
+                fmt_shape(shape)
             ),
             ReadError::MissingTensor {
                 tensor, available, ..
             } => {
-                write!(out, "no tensor named '{tensor}'; ")?;
+                write!(out, "no tensor named '{}'; ", fmt_name(tensor))?;
                 write_name_list(out, available)
             }
             ReadError::TensorNeeded { available, .. } => {
@@ -222,7 +226,11 @@ impl ReadError {
                 "non-finite value {value} at row {row}, col {col} (0-based)"
             ),
             ReadError::Empty { shape, .. } => {
-                write!(out, "empty matrix: shape {shape:?} has a zero dimension")
+                write!(
+                    out,
+                    "empty matrix: shape {} has a zero dimension",
+                    fmt_shape(shape)
+                )
             }
         }
     }
@@ -238,7 +246,7 @@ fn write_name_list(out: &mut String, names: &[String]) -> fmt::Result {
         if k > 0 {
             out.push_str(", ");
         }
-        write!(out, "'{name}'")?;
+        write!(out, "'{}'", fmt_name(name))?;
     }
     if names.len() > MAX_LISTED_TENSORS {
         write!(out, " ... and {} more", names.len() - MAX_LISTED_TENSORS)?;
@@ -250,6 +258,16 @@ impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = String::new();
         self.write_unescaped(&mut s)?;
+        // Bounded, whatever names or numbers a hostile file put in it.
+        if s.len() > MAX_MESSAGE {
+            let mut end = MAX_MESSAGE;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            let more = s.len() - end;
+            s.truncate(end);
+            fmt::Write::write_fmt(&mut s, format_args!("... ({more} more bytes)"))?;
+        }
         // One line, whatever the path, tensor names or header bytes contain.
         for c in s.chars() {
             if c.is_control() {
@@ -272,9 +290,11 @@ impl std::error::Error for ReadError {
 }
 
 /// Reads a 2-D matrix from `path`, choosing the reader by extension
-/// (`.npy`, `.safetensors`, case-insensitive) or, for any other extension, by
-/// content: the `\x93NUMPY` magic means npy, a plausible safetensors header
-/// (8-byte little-endian length followed by `{`) means safetensors.
+/// (`.npy`, `.safetensors`, `.gguf`, case-insensitive) or, for any other
+/// extension, by content: the `\x93NUMPY` magic means npy, a plausible
+/// safetensors header (8-byte little-endian length followed by `{`) means
+/// safetensors, `GGUF` means GGUF. A PyTorch checkpoint, a NumPy `.npz` or
+/// an HDF5 file is named as such (see [`foreign_format`]).
 ///
 /// `tensor` selects a tensor in a safetensors file; it is ignored for npy
 /// files, which hold a single array.
@@ -289,37 +309,134 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
         Some("gguf") => return read_gguf(path, tensor),
         _ => {}
     }
-    let mut head = [0u8; 9];
-    let n = {
-        use std::io::Read;
-        let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
-        let mut n = 0;
-        while n < head.len() {
-            match f.read(&mut head[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(ReadError::io(path, e)),
-            }
-        }
-        n
-    };
+    let (mut f, _) = limits::open_regular(path, "matrix file (.npy, .safetensors or .gguf)")?;
+    let mut head = [0u8; HEAD_BYTES];
+    let n = read_head(&mut f, &mut head).map_err(|e| ReadError::io(path, e))?;
+    drop(f);
     let head = &head[..n];
     if head.starts_with(npy::MAGIC) {
         return read_npy(path);
     }
-    if head.len() == 9 && head[8] == b'{' {
+    if head.len() >= 9 && head[8] == b'{' {
         return read_safetensors(path, tensor);
     }
     if head.starts_with(b"GGUF") {
         return read_gguf(path, tensor);
     }
+    if let Some(what) = foreign_format(head) {
+        return Err(ReadError::format(path, None, what));
+    }
     Err(ReadError::format(
         path,
         None,
-        "unrecognised file kind: the extension is neither .npy nor .safetensors, and the \
-         content starts with neither the NumPy magic \\x93NUMPY nor a safetensors header",
+        "unrecognised file kind: the extension is none of .npy, .safetensors, .gguf, and the \
+         content starts with none of the NumPy magic \\x93NUMPY, a safetensors header, the \
+         GGUF magic",
     ))
+}
+
+/// How many leading bytes [`foreign_format`] looks at.
+pub(crate) const HEAD_BYTES: usize = 256;
+
+/// Reads up to `buf.len()` bytes from the current position (fewer only at
+/// the end of the file); returns how many.
+pub(crate) fn read_head(f: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// [`foreign_format`] of a file of which `pre` (fewer than [`HEAD_BYTES`])
+/// has been read already and `rest` continues.
+pub(crate) fn foreign_head(rest: &mut impl std::io::Read, pre: &[u8]) -> Option<String> {
+    let mut head = [0u8; HEAD_BYTES];
+    let k = pre.len().min(HEAD_BYTES);
+    head[..k].copy_from_slice(&pre[..k]);
+    let n = k + read_head(rest, &mut head[k..]).unwrap_or(0);
+    foreign_format(&head[..n])
+}
+
+/// What to do with a PyTorch checkpoint (said in the messages).
+pub const CONVERT_PYTORCH: &str = "specbound reads safetensors and GGUF: convert it first, \
+     e.g. in Python with transformers `AutoModel.from_pretrained(DIR).save_pretrained(OUT)` or, \
+     for a bare state dict, `safetensors.torch.save_file(torch.load(FILE), \"model.safetensors\")`";
+
+/// Names a file that none of the readers accepts by its first bytes
+/// (`head`, up to 256), with what to do: a PyTorch checkpoint
+/// (a zip archive holding `data.pkl`, or a legacy pickle stream starting
+/// with `\x80` and protocol 2 to 5), a NumPy `.npz` archive, another zip
+/// archive, or an HDF5 file (Keras/TensorFlow). `None` for anything else,
+/// and for anything whose ninth byte is `{`, which could be a safetensors
+/// header. The message has no path (the caller's error adds it).
+pub fn foreign_format(head: &[u8]) -> Option<String> {
+    if head.get(8) == Some(&b'{') {
+        return None;
+    }
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        // First local file header: name length at byte 26, name at byte 30.
+        let name: &[u8] = match head.get(26..28) {
+            Some(l) => {
+                let len = u16::from_le_bytes([l[0], l[1]]) as usize;
+                head.get(30..).map_or(&[][..], |r| &r[..len.min(r.len())])
+            }
+            None => &[],
+        };
+        return Some(if name.ends_with(b".npy") {
+            "is a NumPy .npz archive, a format specbound does not read: save the array with \
+             numpy.save (.npy) or as safetensors"
+                .to_string()
+        } else if name.ends_with(b"data.pkl") || name.windows(6).any(|w| w == b"/data/") {
+            format!("is a PyTorch checkpoint (zip archive); {CONVERT_PYTORCH}")
+        } else {
+            format!("is a zip archive (as PyTorch checkpoints are); {CONVERT_PYTORCH}")
+        });
+    }
+    if head.len() >= 2 && head[0] == 0x80 && (2..=5).contains(&head[1]) {
+        return Some(format!(
+            "is a PyTorch checkpoint (legacy pickle format); {CONVERT_PYTORCH}"
+        ));
+    }
+    if head.starts_with(b"\x89HDF\r\n\x1a\n") {
+        return Some(
+            "is an HDF5 file (a Keras/TensorFlow checkpoint such as tf_model.h5), a format \
+             specbound does not read; it reads safetensors and GGUF: convert it first, e.g. in \
+             Python `AutoModel.from_pretrained(DIR, from_tf=True).save_pretrained(OUT)` \
+             (transformers)"
+                .to_string(),
+        );
+    }
+    None
+}
+
+/// A name from a file, for messages: names longer than 200 bytes (a
+/// hostile header can hold megabyte-long ones) are cut to their first 100
+/// bytes (at a character boundary) and their length.
+pub(crate) fn fmt_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= 200 {
+        return name.into();
+    }
+    let mut end = 100;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &name[..end], name.len()).into()
+}
+
+/// `{shape:?}` for messages, eliding the middle of shapes with more than
+/// eight dimensions (a hostile header can list millions).
+pub(crate) fn fmt_shape<T: fmt::Debug>(shape: &[T]) -> String {
+    if shape.len() <= 8 {
+        return format!("{shape:?}");
+    }
+    let head: Vec<String> = shape[..4].iter().map(|d| format!("{d:?}")).collect();
+    format!("[{}, ... ({} dimensions)]", head.join(", "), shape.len())
 }
 
 /// Reads one 2-D tensor of a GGUF file (exact decoding, L19); without a
@@ -490,5 +607,51 @@ mod tests {
         assert!(msg.starts_with("a\\nb.safetensors: no tensor named 'evil\\nname'"));
         assert!(msg.contains("'layer.9.weight' ... and 3 more"), "{msg}");
         assert!(!msg.contains("layer.10.weight"), "{msg}");
+    }
+
+    #[test]
+    fn foreign_formats_are_named_and_safetensors_never_is() {
+        let zip = |name: &str| {
+            let mut z = b"PK\x03\x04".to_vec();
+            z.extend_from_slice(&[0u8; 22]);
+            z.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            z.extend_from_slice(&[0, 0]);
+            z.extend_from_slice(name.as_bytes());
+            z
+        };
+        let kind = |h: &[u8]| foreign_format(h).unwrap_or_default();
+        assert!(kind(&zip("archive/data.pkl")).starts_with("is a PyTorch checkpoint (zip"));
+        assert!(kind(&zip("x.npy")).starts_with("is a NumPy .npz"));
+        assert!(kind(&zip("other.txt")).starts_with("is a zip archive"));
+        assert!(kind(b"\x80\x02\x8a\x0a").contains("legacy pickle"));
+        assert!(kind(b"\x80\x05\x95").contains("legacy pickle"));
+        assert!(kind(b"\x89HDF\r\n\x1a\n\0\0").starts_with("is an HDF5 file"));
+        assert_eq!(foreign_format(b"\x80\x01"), None);
+        assert_eq!(foreign_format(b"GGUF\x03\0\0\0"), None);
+        // A safetensors header starts at byte 8 with '{', whatever its length.
+        for n in [0x0280u64, 0x0403_4b50] {
+            let mut h = n.to_le_bytes().to_vec();
+            h.push(b'{');
+            assert_eq!(foreign_format(&h), None, "{n:#x}");
+        }
+    }
+
+    #[test]
+    fn long_names_and_shapes_are_cut_in_messages() {
+        let err = ReadError::NotTwoD {
+            path: PathBuf::from("f.safetensors"),
+            tensor: Some("é".repeat(300)),
+            shape: vec![1; 1000],
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("... (600 bytes)"), "{msg}");
+        assert!(
+            msg.ends_with("[1, 1, 1, 1, ... (1000 dimensions)]"),
+            "{msg}"
+        );
+        let err = ReadError::format(Path::new("f"), None, "x".repeat(100_000));
+        let msg = err.to_string();
+        assert!(msg.len() < MAX_MESSAGE + 40, "{}", msg.len());
+        assert!(msg.ends_with("more bytes)"), "{msg}");
     }
 }

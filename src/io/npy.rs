@@ -17,7 +17,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
-use super::{check_finite, LoadedMatrix, ReadError};
+use super::limits::MAX_NPY_HEADER;
+use super::{check_finite, foreign_head, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
 /// The first six bytes of every `.npy` file.
@@ -33,8 +34,8 @@ const MAX_DEPTH: usize = 16;
 /// converted to row-major. Every value must be finite.
 pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
     let fmt_err = |msg: String| ReadError::format(path, None, msg);
-    let mut file = File::open(path).map_err(|e| ReadError::io(path, e))?;
-    let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+    let (mut file, meta) = super::limits::open_regular(path, "NumPy .npy file")?;
+    let file_len = meta.len();
 
     // Magic and version.
     let mut pre = [0u8; 8];
@@ -45,6 +46,9 @@ pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
     }
     read_exact_or_format(&mut file, &mut pre, path, "npy magic")?;
     if &pre[..6] != MAGIC {
+        if let Some(what) = foreign_head(&mut file, &pre) {
+            return Err(fmt_err(what));
+        }
         return Err(fmt_err(
             "not an npy file: it does not start with the magic \\x93NUMPY".into(),
         ));
@@ -69,7 +73,13 @@ pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
              {data_start}, file is {file_len} bytes"
         )));
     }
-    // header_len <= file_len, so this allocation is bounded by the file size.
+    if header_len > MAX_NPY_HEADER {
+        return Err(fmt_err(format!(
+            "npy header length {header_len} exceeds the limit of {MAX_NPY_HEADER} bytes \
+             (NumPy writes about 100)"
+        )));
+    }
+    // header_len <= MAX_NPY_HEADER, so this allocation is small.
     let mut hbytes = vec![0u8; header_len as usize];
     read_exact_or_format(&mut file, &mut hbytes, path, "npy header")?;
     let header_text: String = if major == 3 {

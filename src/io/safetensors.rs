@@ -6,16 +6,19 @@
 //! `from_le_bytes`, so no alignment of the data is assumed.
 
 use std::cmp::Ordering;
-use std::fs::File;
 use std::path::Path;
 
-use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors};
+use ::safetensors::tensor::{Dtype, Metadata, SafeTensorError, SafeTensors, TensorInfo};
 use memmap2::Mmap;
 
-use super::{check_finite, LoadedMatrix, ReadError};
+use super::limits::{MAX_SAFETENSORS_HEADER, MAX_SAFETENSORS_VALUES};
+use super::{check_finite, fmt_shape, foreign_format, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
 const SUPPORTED: &str = "F16, BF16, F32, F64";
+
+/// Largest header [`diagnose_offsets`] re-reads (bytes).
+const DIAGNOSE_MAX_HEADER: usize = 1 << 20;
 
 fn source_dtype(d: Dtype) -> Option<SourceDtype> {
     match d {
@@ -29,24 +32,27 @@ fn source_dtype(d: Dtype) -> Option<SourceDtype> {
 
 /// A memory-mapped, validated safetensors file from which tensors are read
 /// one at a time (every read converts exactly to f64 and checks finiteness).
+/// The header is parsed once, when the file is opened.
 pub struct SafetensorsFile {
     path: std::path::PathBuf,
     mmap: Mmap,
+    /// Where the data section starts (8 + header length).
+    data_start: usize,
+    meta: Metadata,
     names: Vec<String>,
 }
 
 impl SafetensorsFile {
     /// Maps and validates the file (header JSON, offsets, byte counts).
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let mmap = map_and_validate(path)?;
-        let st = SafeTensors::deserialize(&mmap)
-            .map_err(|e| ReadError::format(path, None, describe_crate_error(&e, &mmap)))?;
-        let mut names: Vec<String> = st.names().into_iter().map(|s| s.to_string()).collect();
+        let (mmap, header_len, meta) = map_and_validate(path)?;
+        let mut names: Vec<String> = meta.tensors().into_keys().collect();
         names.sort_by(|a, b| natural_cmp(a, b));
-        drop(st);
         Ok(Self {
             path: path.to_path_buf(),
             mmap,
+            data_start: 8 + header_len,
+            meta,
             names,
         })
     }
@@ -68,36 +74,51 @@ impl SafetensorsFile {
 
     /// Shape and dtype name of a tensor, if present.
     pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
-        let st = SafeTensors::deserialize(&self.mmap).ok()?;
-        let v = st.tensor(name).ok()?;
-        Some((v.shape().to_vec(), v.dtype().to_string()))
+        let t = self.meta.info(name)?;
+        Some((t.shape.clone(), t.dtype.to_string()))
     }
 
     /// Reads one 2-D float tensor as a row-major f64 matrix (exact conversion).
     pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        let path = self.path.as_path();
-        let buf: &[u8] = &self.mmap;
-        let st = SafeTensors::deserialize(buf)
-            .map_err(|e| ReadError::format(path, None, describe_crate_error(&e, buf)))?;
-        let candidates = two_d_candidates(&st);
-        decode_tensor(path, buf, &st, name.to_string(), candidates)
+        let Some(info) = self.meta.info(name) else {
+            return Err(ReadError::MissingTensor {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                available: self.two_d_candidates(),
+            });
+        };
+        // In range: the crate checked that the offsets tile the data section,
+        // which ends at the end of the file.
+        let (b, e) = info.data_offsets;
+        let bytes = &self.mmap[self.data_start + b..self.data_start + e];
+        decode_tensor(&self.path, name, info, bytes)
+    }
+
+    /// All 2-D tensors of a supported dtype, in natural name order.
+    fn two_d_candidates(&self) -> Vec<String> {
+        self.names
+            .iter()
+            .filter(|n| {
+                self.meta
+                    .info(n)
+                    .is_some_and(|t| t.shape.len() == 2 && source_dtype(t.dtype).is_some())
+            })
+            .cloned()
+            .collect()
     }
 }
 
-fn two_d_candidates(st: &SafeTensors<'_>) -> Vec<String> {
-    let mut candidates: Vec<String> = st
-        .iter()
-        .filter(|(_, v)| v.shape().len() == 2 && source_dtype(v.dtype()).is_some())
-        .map(|(n, _)| n.to_owned())
-        .collect();
-    candidates.sort_by(|a, b| natural_cmp(a, b));
-    candidates
-}
-
-fn map_and_validate(path: &Path) -> Result<Mmap, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::io(path, e))?;
-    let file_len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+/// Opens (regular files only), maps and validates a safetensors file;
+/// returns the map, the header length and the parsed header.
+fn map_and_validate(path: &Path) -> Result<(Mmap, usize, Metadata), ReadError> {
+    let (mut file, meta) = super::limits::open_regular(path, "safetensors file")?;
+    let file_len = meta.len();
     if file_len < 8 {
+        let mut head = [0u8; 8];
+        let n = super::read_head(&mut file, &mut head).map_err(|e| ReadError::io(path, e))?;
+        if let Some(what) = foreign_format(&head[..n]) {
+            return Err(ReadError::format(path, None, what));
+        }
         return Err(ReadError::format(
             path,
             None,
@@ -113,23 +134,60 @@ fn map_and_validate(path: &Path) -> Result<Mmap, ReadError> {
     // model files that are not being written.
     let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
     let buf: &[u8] = &mmap;
-    SafeTensors::deserialize(buf).map_err(|e| {
-        let mut msg = describe_crate_error(&e, buf);
-        let culprit = match e {
-            SafeTensorError::TensorInvalidInfo
-            | SafeTensorError::InvalidOffset(_)
-            | SafeTensorError::MetadataIncompleteBuffer
-            | SafeTensorError::ValidationOverflow => diagnose_offsets(buf),
-            _ => None,
-        };
-        let tensor = culprit.map(|(name, detail)| {
-            msg.push_str(": ");
-            msg.push_str(&detail);
-            name
-        });
-        ReadError::format(path, tensor.as_deref(), msg)
-    })?;
-    Ok(mmap)
+    let declared = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+    // Our cap, below the crate's 100 MB: the parsed header costs several
+    // times its size. Longer-than-the-file lengths are left to the crate's
+    // message.
+    if declared > MAX_SAFETENSORS_HEADER && declared <= file_len - 8 {
+        if let Some(what) = foreign_format(&buf[..buf.len().min(super::HEAD_BYTES)]) {
+            return Err(ReadError::format(path, None, what));
+        }
+        return Err(ReadError::format(
+            path,
+            None,
+            format!(
+                "safetensors header of {declared} bytes exceeds the limit of \
+                 {MAX_SAFETENSORS_HEADER} bytes"
+            ),
+        ));
+    }
+    // The crate's parse costs about 40 bytes per JSON value (a shape of
+    // millions of 1s is 20 times its text): bound the count first, in a
+    // pass that allocates nothing.
+    if let Some(values) = header_value_count(buf) {
+        if values > MAX_SAFETENSORS_VALUES {
+            return Err(ReadError::format(
+                path,
+                None,
+                format!(
+                    "safetensors header holds more than {MAX_SAFETENSORS_VALUES} JSON values \
+                     (12 per 2-D tensor in a real file)"
+                ),
+            ));
+        }
+    }
+    match SafeTensors::read_metadata(buf) {
+        Ok((n, meta)) => Ok((mmap, n, meta)),
+        Err(e) => {
+            if let Some(what) = foreign_format(&buf[..buf.len().min(super::HEAD_BYTES)]) {
+                return Err(ReadError::format(path, None, what));
+            }
+            let mut msg = describe_crate_error(&e, buf);
+            let culprit = match e {
+                SafeTensorError::TensorInvalidInfo
+                | SafeTensorError::InvalidOffset(_)
+                | SafeTensorError::MetadataIncompleteBuffer
+                | SafeTensorError::ValidationOverflow => diagnose_offsets(buf),
+                _ => None,
+            };
+            let tensor = culprit.map(|(name, detail)| {
+                msg.push_str(": ");
+                msg.push_str(&detail);
+                name
+            });
+            Err(ReadError::format(path, tensor.as_deref(), msg))
+        }
+    }
 }
 
 /// Reads one 2-D tensor of a safetensors file as a row-major `f64` matrix.
@@ -138,62 +196,42 @@ fn map_and_validate(path: &Path) -> Result<Mmap, ReadError> {
 /// supported dtype (F16, BF16, F32, F64), which is then read; otherwise the
 /// error is [`ReadError::TensorNeeded`], listing the candidates.
 pub fn read_safetensors(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
-    let mmap = map_and_validate(path)?;
-    let buf: &[u8] = &mmap;
-    let st = SafeTensors::deserialize(buf)
-        .map_err(|e| ReadError::format(path, None, describe_crate_error(&e, buf)))?;
-    let candidates = two_d_candidates(&st);
-    let name: String = match tensor {
-        Some(n) => n.to_owned(),
-        None if candidates.len() == 1 => candidates[0].clone(),
+    let f = SafetensorsFile::open(path)?;
+    match tensor {
+        Some(n) => f.read(n),
         None => {
-            return Err(ReadError::TensorNeeded {
-                path: path.to_path_buf(),
-                available: candidates,
-            })
+            let candidates = f.two_d_candidates();
+            if candidates.len() == 1 {
+                f.read(&candidates[0])
+            } else {
+                Err(ReadError::TensorNeeded {
+                    path: path.to_path_buf(),
+                    available: candidates,
+                })
+            }
         }
-    };
-    decode_tensor(path, buf, &st, name, candidates)
+    }
 }
 
 fn decode_tensor(
     path: &Path,
-    buf: &[u8],
-    st: &SafeTensors<'_>,
-    name: String,
-    candidates: Vec<String>,
+    name: &str,
+    info: &TensorInfo,
+    bytes: &[u8],
 ) -> Result<LoadedMatrix, ReadError> {
-    let tname = Some(name.as_str());
-    let view = match st.tensor(&name) {
-        Ok(v) => v,
-        Err(SafeTensorError::TensorNotFound(_)) => {
-            return Err(ReadError::MissingTensor {
-                path: path.to_path_buf(),
-                tensor: name,
-                available: candidates,
-            })
-        }
-        Err(e) => {
-            return Err(ReadError::format(
-                path,
-                tname,
-                describe_crate_error(&e, buf),
-            ))
-        }
-    };
-
-    let dtype = source_dtype(view.dtype()).ok_or_else(|| ReadError::UnsupportedDtype {
+    let tname = Some(name);
+    let dtype = source_dtype(info.dtype).ok_or_else(|| ReadError::UnsupportedDtype {
         path: path.to_path_buf(),
-        tensor: Some(name.clone()),
-        dtype: view.dtype().to_string(),
+        tensor: Some(name.to_string()),
+        dtype: info.dtype.to_string(),
         supported: SUPPORTED,
         note: None,
     })?;
-    let shape = view.shape().to_vec();
+    let shape = info.shape.clone();
     if shape.len() != 2 {
         return Err(ReadError::NotTwoD {
             path: path.to_path_buf(),
-            tensor: Some(name),
+            tensor: Some(name.to_string()),
             shape,
         });
     }
@@ -201,12 +239,11 @@ fn decode_tensor(
     if rows == 0 || cols == 0 {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
-            tensor: Some(name),
+            tensor: Some(name.to_string()),
             shape,
         });
     }
     let itemsize = dtype.itemsize();
-    let bytes = view.data();
     // The crate has validated this already; check again before allocating.
     let n = rows.checked_mul(cols);
     let nbytes = n.and_then(|n| n.checked_mul(itemsize));
@@ -245,6 +282,83 @@ fn decode_tensor(
     Ok(LoadedMatrix { matrix, dtype })
 }
 
+/// The number of JSON values (scalars and containers) in the header, or
+/// `None` when the length or the JSON is bad (the crate then says why).
+/// Counting stops soon after [`MAX_SAFETENSORS_VALUES`]; nothing is
+/// allocated (keys and strings are borrowed or skipped).
+fn header_value_count(buf: &[u8]) -> Option<u64> {
+    let n = usize::try_from(u64::from_le_bytes(buf.get(..8)?.try_into().ok()?)).ok()?;
+    let header = buf.get(8..8usize.checked_add(n)?)?;
+    let count = std::cell::Cell::new(0u64);
+    let mut de = serde_json::Deserializer::from_slice(header);
+    match serde::de::DeserializeSeed::deserialize(CountValues(&count), &mut de) {
+        Ok(()) => Some(count.get()),
+        // Stopped at the limit, or bad JSON: the count so far says which.
+        Err(_) => (count.get() > MAX_SAFETENSORS_VALUES).then(|| count.get()),
+    }
+}
+
+/// Counts every value it is handed, recursively, into the shared cell;
+/// fails once past [`MAX_SAFETENSORS_VALUES`].
+#[derive(Clone, Copy)]
+struct CountValues<'c>(&'c std::cell::Cell<u64>);
+
+impl CountValues<'_> {
+    fn bump<E: serde::de::Error>(self) -> Result<(), E> {
+        let k = self.0.get() + 1;
+        self.0.set(k);
+        if k > MAX_SAFETENSORS_VALUES {
+            return Err(E::custom("too many values"));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for CountValues<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.bump()
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.bump()
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.bump()
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.bump()
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.bump()
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.bump()
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        self.bump()?;
+        while a.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+        self.bump()?;
+        while a.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            self.bump()?;
+            a.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
+
 /// The crate's message, with the numbers that make it actionable where we
 /// can compute them cheaply.
 fn describe_crate_error(e: &SafeTensorError, buf: &[u8]) -> String {
@@ -265,8 +379,11 @@ fn describe_crate_error(e: &SafeTensorError, buf: &[u8]) -> String {
 /// byte range is wrong and says why, with the numbers. Best effort: `None`
 /// if the header cannot be re-read or no single tensor is to blame.
 fn diagnose_offsets(buf: &[u8]) -> Option<(String, String)> {
-    use ::safetensors::tensor::TensorInfo;
     let n = usize::try_from(u64::from_le_bytes(buf.get(..8)?.try_into().ok()?)).ok()?;
+    // A JSON tree costs up to 16 times the text: diagnose real-size headers only.
+    if n > DIAGNOSE_MAX_HEADER {
+        return None;
+    }
     let header = buf.get(8..8usize.checked_add(n)?)?;
     let table: std::collections::BTreeMap<String, serde_json::Value> =
         serde_json::from_slice(header).ok()?;
@@ -285,15 +402,16 @@ fn diagnose_offsets(buf: &[u8]) -> Option<(String, String)> {
             .map(|bits| bits.div_ceil(8));
         let Some(need) = need else {
             let detail = format!(
-                "shape {:?} of {} overflows the address space",
-                info.shape, info.dtype
+                "shape {} of {} overflows the address space",
+                fmt_shape(&info.shape),
+                info.dtype
             );
             return Some((name, detail));
         };
         if e < b || e - b != need {
             let detail = format!(
-                "shape {:?} of {} needs {need} bytes, but data_offsets [{b}, {e}] give {}",
-                info.shape,
+                "shape {} of {} needs {need} bytes, but data_offsets [{b}, {e}] give {}",
+                fmt_shape(&info.shape),
                 info.dtype,
                 if e < b {
                     "a negative range".to_string()
