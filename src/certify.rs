@@ -182,12 +182,35 @@ pub fn certify_model(
     })
 }
 
+/// Hooks a long run calls as it goes (a progress bar on a terminal, a log,
+/// nothing). Called from several threads at once.
+pub trait Progress: Sync {
+    /// The run will certify `n` matrices.
+    fn matrices_total(&self, _n: usize) {}
+    /// One matrix is finished (certified or not).
+    fn matrix_done(&self, _id: MatrixId) {}
+}
+
+/// A [`Progress`] that reports nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
 /// [`certify_model`], also returning the certified singular values of every
 /// matrix with their methods (in certificate order), for callers that need
 /// more than the certificate keeps (the audit's Schatten claims).
 pub fn certify_model_with_spectra(
     path: &Path,
     opts: &CertifyOptions,
+) -> Result<Outcome<(Certificate, Vec<MatrixResult>)>, CertifyError> {
+    certify_model_with_progress(path, opts, &NoProgress)
+}
+
+/// [`certify_model_with_spectra`], calling `progress` as matrices finish.
+pub fn certify_model_with_progress(
+    path: &Path,
+    opts: &CertifyOptions,
+    progress: &dyn Progress,
 ) -> Result<Outcome<(Certificate, Vec<MatrixResult>)>, CertifyError> {
     let l_phi = parse_decimal(&opts.l_phi, "L_phi")?;
     if let Some(m) = opts.grid_m {
@@ -213,10 +236,13 @@ pub fn certify_model_with_spectra(
         par: Par::Seq, // parallel over matrices instead
         ..SvdOptions::default()
     };
+    progress.matrices_total(mats.len());
     let results: Vec<Result<MatrixResult, Inconclusive>> = mats
         .into_par_iter()
         .map(|pm| {
-            let (sv, summary) = certify_matrix(&pm, &svd_opts)?;
+            let done = certify_matrix(&pm, &svd_opts);
+            progress.matrix_done(pm.id);
+            let (sv, summary) = done?;
             Ok(MatrixResult {
                 id: pm.id,
                 rows: pm.rows,
