@@ -27,18 +27,11 @@ fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
     Mat::from_fn(x.rows, x.cols, |i, j| r::scale_pow2_rn(x.get(i, j), k))
 }
 
-/// Exact power-of-two prescaling exponent for one factor (0 if not exact).
+/// Exact power-of-two prescaling exponent for one factor: the largest
+/// magnitude moved into `[1, 2)`, or as close to it as exactness allows (L2).
 fn scale_for(x: &DenseMatrix) -> i32 {
     let maxabs = x.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if maxabs == 0.0 {
-        return 0;
-    }
-    let k = -dense::exponent_of(maxabs);
-    if x.data.iter().all(|&v| r::scale_pow2_exact(v, k).is_some()) {
-        k
-    } else {
-        0
-    }
+    dense::exact_scale_exponent(maxabs, &x.data)
 }
 
 /// `fl(L fl(R Y))` with column error bounds (L4 applied twice, L14):
@@ -131,6 +124,7 @@ pub fn certify_factored(
             cols: n0,
             values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
             structural_zeros: kmin,
+            notes: Vec::new(),
         });
     }
     // Approximate SVD through the thin factors (no guarantee).
@@ -198,6 +192,7 @@ pub fn certify_factored(
                 cols: n0,
                 values,
                 structural_zeros: zeros,
+                notes: Vec::new(),
             })
         }
         _ => dense_fallback(b, c, opts),
