@@ -232,11 +232,21 @@ fn dense_fallback(
         cols: n,
         data,
     };
-    // ||BC - fl(BC)||_F <= gamma_r ||B||_F ||C||_F + sqrt(mn) r eta  (L4, Cauchy-Schwarz)
+    // ||BC - fl(BC)||_F <= gamma_r ||B||_F ||C||_F + sqrt(mn) r eta  (L4, Cauchy-Schwarz);
+    // the norms are taken of the exactly rescaled factors (L2), so that they
+    // cannot overflow where the product does not.
+    let (kb, kc) = (scale_for(b), scale_for(c));
+    let scaled_norm = |x: &DenseMatrix, k: i32| {
+        let v: Vec<f64> = x.data.iter().map(|&e| r::scale_pow2_rn(e, k)).collect();
+        r::norm2_ru(&v)
+    };
     let d = r::add_ru(
-        r::mul_ru(
-            r::gamma_ru(rr),
-            r::mul_ru(r::norm2_ru(&b.data), r::norm2_ru(&c.data)),
+        r::scale_pow2_ru(
+            r::mul_ru(
+                r::gamma_ru(rr),
+                r::mul_ru(scaled_norm(b, kb), scaled_norm(c, kc)),
+            ),
+            -(kb + kc),
         ),
         r::mul_ru(r::sqrt_ru((m * n) as f64), r::mul_ru(rr as f64, ETA)),
     );

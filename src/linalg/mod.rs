@@ -493,3 +493,45 @@ pub fn certify_singular_values(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sv(ends: &[(f64, f64)], method: Method) -> SingularValues {
+        SingularValues {
+            rows: ends.len(),
+            cols: ends.len(),
+            values: ends
+                .iter()
+                .map(|&(lo, hi)| CertifiedValue {
+                    enclosure: Enclosure::new(lo, hi).unwrap(),
+                    method,
+                    cluster_size: 1,
+                    exact: None,
+                })
+                .collect(),
+            structural_zeros: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn mixing_stages_keeps_both_ends_non_increasing() {
+        // Stage A groups sigma_2, sigma_3 into one hull [1, 2.5]; stage B
+        // isolates sigma_2 tightly but is wider than A at sigma_3. Taking the
+        // narrower per index alone would give hi_3 = 2.5 > hi_2 = 2.2.
+        let mut a = sv(&[(2.9, 3.1), (1.0, 2.5), (1.0, 2.5)], Method::F64Residual);
+        let b = sv(
+            &[(2.95, 3.05), (2.1, 2.2), (0.5, 2.05)],
+            Method::ExtendedResidual,
+        );
+        a.keep_narrower(b);
+        let e = a.enclosures();
+        for w in e.windows(2) {
+            assert!(w[1].lo() <= w[0].lo() && w[1].hi() <= w[0].hi(), "{e:?}");
+        }
+        assert_eq!((e[2].lo(), e[2].hi()), (1.0, 2.2));
+        assert_eq!(a.values[1].method, Method::ExtendedResidual);
+    }
+}

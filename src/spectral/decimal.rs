@@ -157,6 +157,9 @@ impl ExactDecimal {
 
     /// The tightest binary64 interval containing the value; `None` when the
     /// value lies outside the finite binary64 range.
+    ///
+    /// *Guarantee: certified enclosure* of the exact rational, by MPFR's
+    /// directed conversion (`proofs/mpfr-directed.md`, L13).
     pub fn to_interval(&self) -> Option<Interval> {
         let q = self.to_rational();
         // 53 bits with an unbounded exponent, then one more directed rounding
@@ -206,6 +209,8 @@ impl ExactDecimal {
 /// (`"1.13"` is 113/100, not its binary64 neighbour), or why there is none:
 /// malformed, more digits or a larger exponent than the limits, or outside
 /// the finite binary64 range.
+///
+/// *Guarantee: certified enclosure* (see [`ExactDecimal::to_interval`]).
 pub fn decimal_interval(text: &str) -> Result<Interval, DecimalError> {
     let d: ExactDecimal = text.parse()?;
     d.to_interval().ok_or_else(|| {

@@ -195,6 +195,8 @@ pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
 /// rank for `p = 0` (L15 b, c). The norm is formed as `c * t^(1/p)` from the
 /// scaled sum, so it is finite whenever the norm itself is (even when the
 /// power `sum sigma_i^p` is not).
+///
+/// *Guarantee: certified enclosures* (`proofs/derived-quantities.md` L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
     if p.is_zero() {
         let rk = enclose_rank(sv);
@@ -241,6 +243,10 @@ fn unscale(lo: f64, hi: f64, k: i32, what: &str) -> Result<Enclosure, Inconclusi
 /// square root and the exact unscaling by `2^-k`. The sum of squares itself
 /// is never formed unscaled, so it cannot underflow or overflow where the
 /// norm does not (tiny and huge matrices alike).
+///
+/// *Guarantee: certified enclosure* of `||A||_F` (`proofs/compensated-sum.md`
+/// L12 f, `proofs/power-of-two-scaling.md` L2, `proofs/derived-quantities.md`
+/// L15 d, g).
 pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
     let k = entry_scale(a);
     let mut acc = Sum2::new();
@@ -258,6 +264,9 @@ pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inco
 /// Encloses the (2,1)-norm `sum_j ||A e_j||_2` (column = second index) and
 /// the (1,1)-norm `sum_ij |a_ij|` from the entries exactly rescaled by `2^k`
 /// (L2, L12, L3, L15 e).
+///
+/// *Guarantee: certified enclosures* of both norms (`proofs/compensated-sum.md`,
+/// `proofs/rn-directed-scalar.md`, `proofs/derived-quantities.md` L15 e, g).
 pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
     let k = entry_scale(a);
     let (m, n) = (a.rows, a.cols);
@@ -314,6 +323,10 @@ pub fn summarize_factored(
 /// `| ||x'_j|| - ||y_j|| | <= e_j` and `| ||x'_j||_1 - ||y_j||_1 | <= e_j`
 /// (triangle inequality), the norms of the computed `Y` are bounded with
 /// L3 b, and the results are unscaled by `2^-(kb+kc)`.
+///
+/// *Guarantee: certified enclosures* of the three norms of the exact
+/// product (`proofs/dot-product-error.md` L4, `proofs/rn-directed-scalar.md`
+/// L3, `proofs/compensated-sum.md` L12, `proofs/derived-quantities.md` L15 g).
 pub fn enclose_product_entry_norms(
     b: &DenseMatrix,
     c: &DenseMatrix,
@@ -395,6 +408,10 @@ fn scaled_iv(x: &Enclosure, e: i32) -> Interval {
 /// of squared singular values and the stable rank are formed on the values
 /// scaled by `2^-e` (sigma_1 near 1, L2), so they neither underflow for tiny
 /// matrices nor overflow for huge ones.
+///
+/// *Guarantee: certified enclosure* of every field, given enclosures as
+/// inputs (`proofs/derived-quantities.md` L15, `proofs/sorting-lemma.md` L10 b
+/// for the Frobenius intersection).
 pub fn summarize_with(
     sv: &SingularValues,
     frob_direct: Enclosure,
