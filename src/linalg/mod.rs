@@ -40,10 +40,12 @@ pub enum Precision {
     Extended,
     /// MPFR refinement and certification at the given number of bits.
     Mpfr(u32),
-    /// Escalate f64 -> extended -> MPFR until sigma_1 and every value of at
-    /// least [`AUTO_RELEVANT_FRACTION`] times sigma_1 has a relative radius of
-    /// at most `rtol` (MPFR only for matrices small enough, see
-    /// [`AUTO_MPFR_MAX_WORK`]). The default.
+    /// Escalate f64 -> extended -> MPFR-128 -> MPFR-256 until sigma_1 and
+    /// every value of at least [`AUTO_RELEVANT_FRACTION`] times sigma_1 has a
+    /// relative radius of at most `rtol`: MPFR only for matrices small enough
+    /// ([`AUTO_MPFR_MAX_WORK`]), 256 bits only when 128 bits were the limit
+    /// ([`AUTO_MPFR_PRECISION_LIMITED`]). A target not met, a stage skipped
+    /// or inconclusive is stated in [`SingularValues::notes`]. The default.
     Auto,
 }
 

@@ -443,10 +443,25 @@ pub fn summarize_with(
             "internal consistency check failed: the two Frobenius enclosures are disjoint",
         )
     })?;
+    let rank = enclose_rank(sv);
     let stable_rank = if spectral.lo() > 0.0 {
         let f = scaled_iv(&frobenius, e);
         let s = scaled_iv(&spectral, e);
-        Enclosure::from_interval(f.sqr() / s.sqr())
+        // 1 <= srank <= rank for A != 0 (L15 f): a quotient left unbounded
+        // (sigma_1's lower end far below its upper end) still gives that.
+        let bound = Interval::try_from((1.0, (rank.hi as f64).max(1.0))).expect("1 <= hi");
+        let q = f.sqr() / s.sqr();
+        let q = if q.is_common_interval() {
+            q.intersection(bound)
+        } else {
+            bound
+        };
+        if q.is_empty() {
+            return Err(Inconclusive::new(
+                "internal consistency check failed: the stable rank lies outside [1, rank]",
+            ));
+        }
+        Enclosure::from_interval(q)
     } else {
         None
     };
@@ -457,6 +472,6 @@ pub fn summarize_with(
         norm_21,
         norm_11,
         stable_rank,
-        rank: enclose_rank(sv),
+        rank,
     })
 }
