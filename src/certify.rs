@@ -118,16 +118,11 @@ pub struct MatrixResult {
     pub summary: SpectralSummary,
 }
 
-/// Parses a positive decimal parameter into an interval containing it exactly.
+/// Parses a positive decimal parameter into an interval containing it
+/// exactly (`spectral::positive_decimal_interval`, the bounded parser).
 pub fn parse_decimal(text: &str, what: &str) -> Result<Interval, CertifyError> {
-    let v = crate::spectral::parse_decimal_interval(text)
-        .ok_or_else(|| CertifyError::Param(format!("invalid {what} '{text}'")))?;
-    if !(v.inf() > 0.0) {
-        return Err(CertifyError::Param(format!(
-            "{what} must be a positive finite number, got '{text}'"
-        )));
-    }
-    Ok(v)
+    crate::spectral::positive_decimal_interval(text)
+        .map_err(|e| CertifyError::Param(format!("invalid {what}: {e}")))
 }
 
 /// Checks a grid resolution against the one limit that `certify`, `verify`
@@ -296,6 +291,8 @@ fn method_list(sv: &SingularValues) -> Vec<String> {
     let mut methods: Vec<String> = sv.values.iter().map(|v| v.method.name()).collect();
     methods.sort();
     methods.dedup();
+    // A stage that failed, was skipped or fell short is said, not hidden.
+    methods.extend(sv.notes.iter().map(|n| format!("note: {n}")));
     methods
 }
 

@@ -54,12 +54,19 @@ fn svd_json_has_the_documented_keys_and_valid_intervals() {
     assert_eq!(j["cols"], 384);
     let sv = j["singular_values"].as_array().unwrap();
     assert_eq!(sv.len(), 384);
-    let mut prev_hi = f64::INFINITY;
-    for v in sv {
+    // Index-matched and sorted (proofs/sorting-lemma.md): lower ends and
+    // upper ends are each non-increasing.
+    let (mut prev_lo, mut prev_hi) = (f64::INFINITY, f64::INFINITY);
+    for (i, v) in sv.iter().enumerate() {
         let (lo, hi) = interval(v);
-        assert!(0.0 <= lo && lo <= hi && hi <= prev_hi.max(hi));
+        assert!(0.0 <= lo && lo <= hi, "sigma_{}: [{lo:e}, {hi:e}]", i + 1);
+        assert!(
+            lo <= prev_lo && hi <= prev_hi,
+            "sigma_{}: [{lo:e}, {hi:e}] after [{prev_lo:e}, {prev_hi:e}]",
+            i + 1
+        );
         assert!(v["method"].is_string());
-        prev_hi = hi;
+        (prev_lo, prev_hi) = (lo, hi);
     }
     for k in [
         "spectral_norm",
@@ -77,6 +84,8 @@ fn svd_json_has_the_documented_keys_and_valid_intervals() {
     let sc = j["schatten"].as_array().unwrap();
     assert_eq!(sc.len(), 5);
     assert_eq!(sc[0]["p"], 0.0);
+    // The bundled matrix meets the auto target: nothing to note.
+    assert_eq!(j["notes"], serde_json::json!([]));
     assert_eq!(sc[0]["power"]["lo"], 384.0);
     assert!(sc[1]["norm"]["lo"].as_f64().unwrap() > 0.0);
     // Schatten p = 1 equals the nuclear norm enclosure; p = 2 the Frobenius route.

@@ -544,3 +544,29 @@ fn diff_matches_grid_points_by_their_exact_fraction() {
     assert_eq!(j["unmatched"].as_array().unwrap().len(), 156 * 12);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn tiny_positive_l_phi_is_accepted_by_certify_and_verify_alike() {
+    // Positivity is decided on the decimal: 1e-400 is positive although its
+    // binary64 enclosure starts at 0. The certificate certify writes must be
+    // one verify reads (one rule for both).
+    let d = tmpdir("lphi");
+    let out = d.join("c.json");
+    let r = run(&[
+        "certify",
+        "--l-phi",
+        "1e-400",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    let r = run(&["verify", out.to_str().unwrap()]);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    for bad in ["0", "-1", "1e400", "1e999999999"] {
+        let r = run(&["certify", &format!("--l-phi={bad}")]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(code(&r), 2, "{bad}: {err}");
+        assert!(err.contains("L_phi"), "{bad}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

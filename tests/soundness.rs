@@ -11,7 +11,8 @@ use specbound::enclosure::Enclosure;
 use specbound::linalg::factored::certify_factored;
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
 use specbound::matrix::DenseMatrix;
-use specbound::spectral::{enclose_schatten, summarize, SchattenP};
+use specbound::spectral::{enclose_schatten, summarize, SchattenP, SpectralSummary};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn opts(p: Precision) -> SvdOptions {
     SvdOptions {
@@ -27,6 +28,10 @@ fn cases(default: u64) -> u64 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
 }
+
+/// Least share of the generated cases that a property test must decide
+/// (certify rather than find inconclusive); below it the test fails.
+const MIN_DECIDED_PERCENT: u64 = 95;
 
 /// Spectrum families with exactly representable entries in D Q.
 fn spectrum(kind: u8, len: usize, rng: &mut Rng) -> Vec<f64> {
@@ -72,7 +77,57 @@ fn spectrum(kind: u8, len: usize, rng: &mut Rng) -> Vec<f64> {
     }
 }
 
-fn check_dq(seed: u64, m: u8, extra: u8, kind: u8, transpose: bool, p: Precision) -> TestResult {
+/// Counts of the cases a property test ran and decided (not inconclusive):
+/// a property that discards its inconclusive cases must still decide most
+/// of them, or it tests nothing.
+struct Tally {
+    decided: AtomicU64,
+    total: AtomicU64,
+}
+
+impl Tally {
+    const fn new() -> Self {
+        Self {
+            decided: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+        }
+    }
+    fn record(&self, decided: bool) {
+        self.total.fetch_add(1, Ordering::Relaxed);
+        if decided {
+            self.decided.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// Fails unless at least `min_percent` % of the cases run were decided.
+    fn assert_decided(&self, min_percent: u64, what: &str) {
+        let (d, t) = (
+            self.decided.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+        );
+        eprintln!("{what}: {d} of {t} cases decided");
+        assert!(t > 0, "{what}: no case ran");
+        assert!(
+            d * 100 >= t * min_percent,
+            "{what}: only {d} of {t} cases were decided (minimum {min_percent}%)"
+        );
+    }
+}
+
+static F64_TALLY: Tally = Tally::new();
+static EXTENDED_TALLY: Tally = Tally::new();
+static MPFR_TALLY: Tally = Tally::new();
+static FACTORED_TALLY: Tally = Tally::new();
+
+#[allow(clippy::too_many_arguments)]
+fn check_dq(
+    seed: u64,
+    m: u8,
+    extra: u8,
+    kind: u8,
+    transpose: bool,
+    p: Precision,
+    tally: &Tally,
+) -> TestResult {
     let m = (m % 24) as usize + 1;
     let n = m + (extra % 24) as usize;
     let mut rng = Rng(seed | 1);
@@ -85,44 +140,67 @@ fn check_dq(seed: u64, m: u8, extra: u8, kind: u8, transpose: bool, p: Precision
                 &sorted_abs(&d),
                 &format!("kind {kind} {m}x{n}"),
             );
+            tally.record(true);
             TestResult::passed()
         }
         // Inconclusive is an allowed answer; only a wrong one is not.
-        Err(_) => TestResult::discard(),
+        Err(_) => {
+            tally.record(false);
+            TestResult::discard()
+        }
     }
 }
 
 #[test]
 fn prop_f64_contains_exact_singular_values() {
     fn prop(seed: u64, m: u8, extra: u8, kind: u8, t: bool) -> TestResult {
-        check_dq(seed, m, extra, kind, t, Precision::F64)
+        check_dq(seed, m, extra, kind, t, Precision::F64, &F64_TALLY)
     }
     QuickCheck::new()
         .tests(cases(300))
         .max_tests(cases(300) * 4)
         .quickcheck(prop as fn(u64, u8, u8, u8, bool) -> TestResult);
+    F64_TALLY.assert_decided(MIN_DECIDED_PERCENT, "f64");
 }
 
 #[test]
 fn prop_extended_contains_exact_singular_values() {
     fn prop(seed: u64, m: u8, extra: u8, kind: u8, t: bool) -> TestResult {
-        check_dq(seed, m, extra, kind, t, Precision::Extended)
+        check_dq(
+            seed,
+            m,
+            extra,
+            kind,
+            t,
+            Precision::Extended,
+            &EXTENDED_TALLY,
+        )
     }
     QuickCheck::new()
         .tests(cases(150))
         .max_tests(cases(150) * 4)
         .quickcheck(prop as fn(u64, u8, u8, u8, bool) -> TestResult);
+    EXTENDED_TALLY.assert_decided(MIN_DECIDED_PERCENT, "extended");
 }
 
 #[test]
 fn prop_mpfr_contains_exact_singular_values() {
     fn prop(seed: u64, m: u8, extra: u8, kind: u8, t: bool) -> TestResult {
-        check_dq(seed, m % 10, extra % 8, kind, t, Precision::Mpfr(128))
+        check_dq(
+            seed,
+            m % 10,
+            extra % 8,
+            kind,
+            t,
+            Precision::Mpfr(128),
+            &MPFR_TALLY,
+        )
     }
     QuickCheck::new()
         .tests(cases(60))
         .max_tests(cases(60) * 4)
         .quickcheck(prop as fn(u64, u8, u8, u8, bool) -> TestResult);
+    MPFR_TALLY.assert_decided(MIN_DECIDED_PERCENT, "mpfr-128");
 }
 
 #[test]
@@ -340,16 +418,26 @@ fn prop_factored_contains_exact_values_and_structural_zeros() {
         let mut rng = Rng(seed | 1);
         let d = spectrum(kind % 4, r, &mut rng);
         let (b, c) = factored_case(m, n, &d, &mut rng);
-        let sv = match certify_factored(&b, &c, &SvdOptions::default()) {
-            Ok(sv) => sv,
-            Err(_) => return TestResult::discard(),
-        };
-        let mut oracle = sorted_abs(&d);
-        oracle.resize(m.min(n), 0.0);
-        assert_eq!(sv.values.len(), m.min(n));
-        assert_contains_all(&sv.enclosures(), &oracle, "factored");
-        for v in &sv.values[m.min(n) - sv.structural_zeros..] {
-            assert!(v.enclosure.lo() == 0.0 && v.enclosure.hi() == 0.0);
+        // Auto takes the dense fallback; f64 is the factored route itself
+        // (the one `certify` uses by default).
+        let mut decided = false;
+        for o in [SvdOptions::default(), opts(Precision::F64)] {
+            let sv = match certify_factored(&b, &c, &o) {
+                Ok(sv) => sv,
+                Err(_) => continue,
+            };
+            decided = true;
+            let mut oracle = sorted_abs(&d);
+            oracle.resize(m.min(n), 0.0);
+            assert_eq!(sv.values.len(), m.min(n));
+            assert_contains_all(&sv.enclosures(), &oracle, "factored");
+            for v in &sv.values[m.min(n) - sv.structural_zeros..] {
+                assert!(v.enclosure.lo() == 0.0 && v.enclosure.hi() == 0.0);
+            }
+        }
+        FACTORED_TALLY.record(decided);
+        if !decided {
+            return TestResult::discard();
         }
         TestResult::passed()
     }
@@ -357,6 +445,7 @@ fn prop_factored_contains_exact_values_and_structural_zeros() {
         .tests(cases(200))
         .max_tests(cases(200) * 4)
         .quickcheck(prop as fn(u64, u8, u8, u8, u8) -> TestResult);
+    FACTORED_TALLY.assert_decided(MIN_DECIDED_PERCENT, "factored");
 }
 
 fn rat(e: &Enclosure) -> (Rational, Rational) {
@@ -452,4 +541,365 @@ fn nalgebra_matrices_enter_the_library_exactly() {
     assert_eq!(nalgebra::DMatrix::from(&a), d);
     let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
     assert_contains_all(&sv.enclosures(), &[3.0, 2.0], "nalgebra input");
+}
+
+/// Applies an in-place directed MPFR function and returns the result.
+fn dir_op(
+    mut x: Float,
+    r: rug::float::Round,
+    f: fn(&mut Float, rug::float::Round) -> std::cmp::Ordering,
+) -> Float {
+    f(&mut x, r);
+    x
+}
+
+/// The exact power of two `2^k` for `-1074 <= k <= 1023` (two exact steps).
+fn pow2(k: i32) -> f64 {
+    let half = k / 2;
+    let bits = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
+    bits(half) * bits(k - half)
+}
+
+/// Exact checks of every norm of the summary of a matrix whose exact
+/// singular values are `|d|` (entries exact), against rationals, and of
+/// the (2,1)-norm against a 400-bit directed MPFR enclosure.
+fn assert_summary_contains_exact(a: &DenseMatrix, d: &[f64], s: &SpectralSummary, what: &str) {
+    let q = |x: f64| Rational::from_f64(x).unwrap();
+    let fro2: Rational = d.iter().map(|&x| q(x).square()).sum();
+    assert_contains_sqrt(&s.frobenius_norm, &fro2, &format!("{what}: Frobenius"));
+    let nuc: Rational = d.iter().map(|&x| q(x.abs())).sum();
+    let (lo, hi) = rat(&s.nuclear_norm);
+    assert!(lo <= nuc && nuc <= hi, "{what}: nuclear");
+    let n11: Rational = a.data.iter().map(|&x| q(x.abs())).sum();
+    let (lo, hi) = rat(&s.norm_11);
+    assert!(lo <= n11 && n11 <= hi, "{what}: (1,1)-norm");
+    let top = d.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(s.spectral_norm.contains(top), "{what}: spectral");
+    // Stable rank ||A||_F^2 / sigma_1^2, exactly.
+    let sr = &fro2 / q(top).square();
+    let (lo, hi) = rat(s.stable_rank.as_ref().expect("stable rank certified"));
+    assert!(lo <= sr && sr <= hi, "{what}: stable rank");
+    // (2,1)-norm: sum of column norms; each sqrt enclosed at 400 bits.
+    use rug::float::Round;
+    let (mut olo, mut ohi) = (Float::new(400), Float::new(400));
+    for j in 0..a.cols {
+        let c2: Rational = (0..a.rows).map(|i| q(a.get(i, j)).square()).sum();
+        let sl = Float::with_val_round(400, &c2, Round::Down).0;
+        let sh = Float::with_val_round(400, &c2, Round::Up).0;
+        olo = Float::with_val_round(
+            400,
+            &olo + dir_op(sl, Round::Down, Float::sqrt_round),
+            Round::Down,
+        )
+        .0;
+        ohi = Float::with_val_round(
+            400,
+            &ohi + dir_op(sh, Round::Up, Float::sqrt_round),
+            Round::Up,
+        )
+        .0;
+    }
+    assert!(
+        Float::with_val(400, s.norm_21.lo()) <= olo && ohi <= Float::with_val(400, s.norm_21.hi()),
+        "{what}: (2,1)-norm"
+    );
+}
+
+#[test]
+fn norms_of_matrices_scaled_by_2_pow_pm_1000_contain_exact_values() {
+    // Regression: singular values up to 2^1010 were refused ("sum of squares
+    // overflowed"); below about 1e-154 the Frobenius norm came out as
+    // [0, 2.2e-162] and the stable rank as null.
+    for k in [1010, 1000, 600, -540, -1000, -1060] {
+        for (kind, t) in [(0u8, false), (1, true), (7, false)] {
+            if kind == 7 && k > 1000 {
+                continue; // |d| up to 2^20: 2^20 2^1010 would overflow
+            }
+            let mut rng = Rng(31 + k as u64 + kind as u64);
+            let d0 = spectrum(kind, 9, &mut rng);
+            // |d0| < 2^20 and dyadic Q entries keep every d q exact at 2^k.
+            let d: Vec<f64> = d0.iter().map(|x| x * pow2(k)).collect();
+            let a = scaled_rows(&d, 14, t, &mut rng);
+            let what = format!("2^{k} kind {kind}");
+            let sv = certify_singular_values(&a, &opts(Precision::F64))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_contains_all(&sv.enclosures(), &sorted_abs(&d), &what);
+            let s = summarize(&a, &sv).unwrap_or_else(|e| panic!("{what}: {e}"));
+            if kind == 0 || kind == 7 {
+                assert_summary_contains_exact(&a, &d, &s, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn matrix_mixing_2_pow_1000_and_2_pow_minus_100_entries_is_scaled_exactly() {
+    // The exact prescaling once fell back to no scaling at all when some
+    // entry could not be scaled by 2^-1000 exactly; the nearest exact
+    // exponent (2^-974) keeps every sum in range.
+    let a = DenseMatrix {
+        rows: 3,
+        cols: 2,
+        data: vec![pow2(1000), 0.0, 0.0, 3.0 * pow2(-100), 0.0, 0.0],
+    };
+    let d = [pow2(1000), 3.0 * pow2(-100)];
+    let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
+    assert_contains_all(&sv.enclosures(), &d, "mixed range");
+    let s = summarize(&a, &sv).unwrap();
+    assert_summary_contains_exact(&a, &d, &s, "mixed range");
+}
+
+#[test]
+fn factored_norms_with_factors_scaled_by_2_pow_pm_500_contain_exact_values() {
+    // The factored (2,1), (1,1) and Frobenius sums were not rescaled at all.
+    use specbound::spectral::summarize_factored;
+    for (kb, kc) in [(500, 500), (-530, -530), (1000, -990), (0, 0)] {
+        let mut rng = Rng(77 + kb as u64);
+        let d0 = spectrum(0, 4, &mut rng);
+        let (mut b, mut c) = factored_case(12, 10, &d0, &mut rng);
+        b.data.iter_mut().for_each(|x| *x *= pow2(kb));
+        c.data.iter_mut().for_each(|x| *x *= pow2(kc));
+        let d: Vec<f64> = d0.iter().map(|x| x * pow2(kb + kc)).collect();
+        let what = format!("factored 2^{kb} 2^{kc}");
+        let mut oracle = sorted_abs(&d);
+        oracle.resize(10, 0.0);
+        // The dense fallback (any precision but f64) bounds fl(BC) - BC with
+        // the factors' norms, rescaled as well.
+        let sv = certify_factored(&b, &c, &SvdOptions::default())
+            .unwrap_or_else(|e| panic!("{what} (dense fallback): {e}"));
+        assert_contains_all(&sv.enclosures(), &oracle, &what);
+        let sv = certify_factored(&b, &c, &opts(Precision::F64))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_contains_all(&sv.enclosures(), &oracle, &what);
+        let s = summarize_factored(&b, &c, &sv).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let q = |x: f64| Rational::from_f64(x).unwrap();
+        let fro2: Rational = d.iter().map(|&x| q(x).square()).sum();
+        assert_contains_sqrt(&s.frobenius_norm, &fro2, &format!("{what}: Frobenius"));
+        // The product's entries, exactly.
+        let entry = |i: usize, j: usize| -> Rational {
+            (0..b.cols).map(|k| q(b.get(i, k)) * q(c.get(k, j))).sum()
+        };
+        let n11: Rational = (0..12)
+            .flat_map(|i| (0..10).map(move |j| (i, j)))
+            .map(|(i, j)| entry(i, j).abs())
+            .sum();
+        let (lo, hi) = rat(&s.norm_11);
+        assert!(lo <= n11 && n11 <= hi, "{what}: (1,1)-norm");
+        // (2,1): each column norm squared is exact; lo^2 <= ... per the sum
+        // bound: the sum of column norms lies in [norm_21.lo, norm_21.hi]
+        // iff lo <= sum sqrt(c_j) <= hi; checked with directed MPFR.
+        use rug::float::Round;
+        let (mut olo, mut ohi) = (Float::new(400), Float::new(400));
+        for j in 0..10 {
+            let c2: Rational = (0..12).map(|i| entry(i, j).square()).sum();
+            let sl = Float::with_val_round(400, &c2, Round::Down).0;
+            let sh = Float::with_val_round(400, &c2, Round::Up).0;
+            olo = Float::with_val_round(
+                400,
+                &olo + dir_op(sl, Round::Down, Float::sqrt_round),
+                Round::Down,
+            )
+            .0;
+            ohi = Float::with_val_round(
+                400,
+                &ohi + dir_op(sh, Round::Up, Float::sqrt_round),
+                Round::Up,
+            )
+            .0;
+        }
+        assert!(
+            Float::with_val(400, s.norm_21.lo()) <= olo
+                && ohi <= Float::with_val(400, s.norm_21.hi()),
+            "{what}: (2,1)-norm"
+        );
+    }
+}
+
+#[test]
+fn schatten_norm_for_p_5000_contains_the_exact_value() {
+    // Regression: the norm was null (the scaled terms reached 2^5000).
+    // Exact oracle: lo^p <= sum sigma_i^p <= hi^p with rationals.
+    let cases: [(&[f64], &str); 3] = [
+        (&[1.5, 1.0], "5000"),
+        (&[1.875, 1.875, 0.5], "5000"),
+        (&[1.5, 1.25], "1001"),
+    ];
+    for (d, p) in cases {
+        let n = d.len();
+        let mut data = vec![0.0; n * n];
+        for i in 0..n {
+            data[i * n + i] = d[i];
+        }
+        let a = DenseMatrix {
+            rows: n,
+            cols: n,
+            data,
+        };
+        let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
+        let sc = enclose_schatten(&sv, &SchattenP::parse(p).unwrap());
+        let norm = sc.norm.unwrap_or_else(|| panic!("p={p}: norm is null"));
+        use rug::ops::Pow;
+        let pe: u32 = p.parse().unwrap();
+        let sum: Rational = d
+            .iter()
+            .map(|&x| Rational::from_f64(x).unwrap().pow(pe))
+            .sum();
+        let (lo, hi) = rat(&norm);
+        assert!(
+            lo.clone().pow(pe) <= sum && sum <= hi.clone().pow(pe),
+            "p={p}: norm [{:e}, {:e}]",
+            norm.lo(),
+            norm.hi()
+        );
+    }
+}
+
+#[test]
+fn schatten_power_at_p_1e_minus_400_contains_the_exact_value_and_is_not_the_rank() {
+    // Regression: p = 1e-400 was written as p = 0. Here sum sigma^p for the
+    // exact p = 10^-400 is checked against a 4000-bit directed MPFR oracle.
+    use rug::float::Round;
+    let d = [3.0f64, 0.75, 0.0];
+    let a = DenseMatrix {
+        rows: 3,
+        cols: 3,
+        data: vec![3.0, 0.0, 0.0, 0.0, 0.75, 0.0, 0.0, 0.0, 0.0],
+    };
+    let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
+    let sp = SchattenP::parse("1e-400").unwrap();
+    assert!(!sp.is_zero());
+    assert_eq!(sp.text, "1e-400");
+    let pw = enclose_schatten(&sv, &sp).power.unwrap();
+    let prec = 4000;
+    let p_lo = Float::with_val_round(prec, Float::parse("1e-400").unwrap(), Round::Down).0;
+    let p_hi = Float::with_val_round(prec, Float::parse("1e-400").unwrap(), Round::Up).0;
+    let (mut olo, mut ohi) = (Float::new(prec), Float::new(prec));
+    for &x in d.iter().filter(|x| **x > 0.0) {
+        let l = dir_op(Float::with_val(prec, x), Round::Down, Float::ln_round);
+        let h = dir_op(Float::with_val(prec, x), Round::Up, Float::ln_round);
+        // p ln x is monotone in p with the sign of ln x.
+        let (a_lo, a_hi) = if x >= 1.0 {
+            (
+                Float::with_val_round(prec, &p_lo * &l, Round::Down).0,
+                Float::with_val_round(prec, &p_hi * &h, Round::Up).0,
+            )
+        } else {
+            (
+                Float::with_val_round(prec, &p_hi * &l, Round::Down).0,
+                Float::with_val_round(prec, &p_lo * &h, Round::Up).0,
+            )
+        };
+        olo = Float::with_val_round(
+            prec,
+            &olo + dir_op(a_lo, Round::Down, Float::exp_round),
+            Round::Down,
+        )
+        .0;
+        ohi = Float::with_val_round(
+            prec,
+            &ohi + dir_op(a_hi, Round::Up, Float::exp_round),
+            Round::Up,
+        )
+        .0;
+    }
+    assert!(
+        Float::with_val(prec, pw.lo()) <= olo && ohi <= Float::with_val(prec, pw.hi()),
+        "[{:e}, {:e}]",
+        pw.lo(),
+        pw.hi()
+    );
+    // Not the rank: the exact value is 2 + 10^-400 ln(2.25) > 2.
+    assert!(olo > 2u32 && ohi < 3u32);
+}
+
+#[test]
+fn default_grid_m_is_exact_at_every_crossing_of_e_to_the_k() {
+    // ceil(L + ln N) = L + k exactly when e^(k-1) < N <= e^k. The oracle
+    // floor(e^k) comes from a 512-bit directed enclosure whose ends agree.
+    use rug::float::Round;
+    use specbound::bounds::default_grid_m;
+    assert_eq!(default_grid_m(6, 384), 12);
+    assert_eq!(default_grid_m(0, 0), 1);
+    assert_eq!(default_grid_m(0, 2), 1);
+    assert_eq!(default_grid_m(0, 3), 2);
+    for k in 1..=44u32 {
+        let lo = dir_op(Float::with_val(512, k), Round::Down, Float::exp_round);
+        let hi = dir_op(Float::with_val(512, k), Round::Up, Float::exp_round);
+        let f_lo = lo.to_integer_round(Round::Down).unwrap().0;
+        let f_hi = hi.to_integer_round(Round::Down).unwrap().0;
+        assert_eq!(f_lo, f_hi, "oracle for e^{k} undecided");
+        let f = f_lo.to_u64().unwrap() as usize;
+        if f >= 2 {
+            assert_eq!(
+                default_grid_m(5, f),
+                5 + k as usize,
+                "N = floor(e^{k}) = {f}"
+            );
+        }
+        assert_eq!(
+            default_grid_m(5, f + 1),
+            6 + k as usize,
+            "N = floor(e^{k}) + 1"
+        );
+    }
+}
+
+#[test]
+fn blocked_products_with_inner_dimension_above_512_contain_exact_values() {
+    // The chunked GEMM (depth 512 + chunks - 1, L4 blocked form) on inner
+    // dimensions of 1100 and 1600.
+    for (n, t) in [(1100usize, true), (1600, false)] {
+        let mut rng = Rng(n as u64);
+        let d = spectrum(0, 6, &mut rng);
+        let a = scaled_rows(&d, n, t, &mut rng);
+        for p in [Precision::F64, Precision::Extended] {
+            let sv = certify_singular_values(&a, &opts(p)).unwrap();
+            assert_contains_all(&sv.enclosures(), &sorted_abs(&d), &format!("n={n} {p:?}"));
+        }
+    }
+}
+
+#[test]
+fn mpfr_on_thin_factors_contains_exact_values_of_tall_matrices() {
+    // The MPFR stage refines an m x n U (not m x m): tall cases, exact oracle.
+    for (kind, n, t) in [
+        (0u8, 300usize, true),
+        (1, 200, false),
+        (3, 120, true),
+        (8, 90, true),
+    ] {
+        let mut rng = Rng(5 + kind as u64);
+        let d = spectrum(kind, 7, &mut rng);
+        let a = scaled_rows(&d, n, t, &mut rng);
+        let sv = certify_singular_values(&a, &opts(Precision::Mpfr(128))).unwrap();
+        assert_contains_all(
+            &sv.enclosures(),
+            &sorted_abs(&d),
+            &format!("kind {kind} n={n}"),
+        );
+        for (v, x) in sv.values.iter().zip(sorted_abs(&d)) {
+            let e = v.exact.as_ref().unwrap();
+            let lo = Rational::from_f64(x).unwrap();
+            let dl = Float::parse(&e.lo).unwrap();
+            let dh = Float::parse(&e.hi).unwrap();
+            let dl = Float::with_val(600, dl);
+            let dh = Float::with_val(600, dh);
+            assert!(dl <= lo && lo <= dh, "kind {kind}: decimal bounds");
+        }
+    }
+}
+
+#[test]
+fn kato_temple_at_a_zero_singular_value_keeps_zero_inside() {
+    // An isolated zero singular value: the refinement's alpha is 0 and the
+    // zero lies outside (alpha, beta) (L17 case b); the result must still
+    // contain 0.
+    for n in [3usize, 5, 9] {
+        let mut rng = Rng(n as u64 + 100);
+        let mut d: Vec<f64> = (0..n).map(|i| (i + 1) as f64).collect();
+        d[0] = 0.0;
+        let a = scaled_rows(&d, n + 2, n % 2 == 0, &mut rng);
+        let sv = certify_singular_values(&a, &opts(Precision::Extended)).unwrap();
+        assert_contains_all(&sv.enclosures(), &sorted_abs(&d), "zero singular value");
+    }
 }

@@ -28,16 +28,47 @@ pub struct ProxyParams {
     pub grid_m: usize,
 }
 
-/// `m = ceil(L + ln max(N, 2))`, computed exactly: the smallest integer
-/// `m >= L + ln N`, decided with an interval enclosure of `ln N` (only an
-/// integer `ln N` could be ambiguous, which no integer N > 1 gives).
+/// `m = ceil(L + ln max(N, 2))`, computed exactly in every build.
+///
+/// With `L` an integer and `N >= 2`, `ln N` is irrational, so
+/// `ceil(L + ln N) = L + ceil(ln N)` and `ceil(ln N)` is the least `k` with
+/// `e^k > N` (`e^k` is irrational for `k >= 1`, never equal to `N`). Each
+/// comparison `e^k > N` is decided by [`exp_exceeds`] with MPFR enclosures
+/// of `e^k`, so the answer never depends on a rounding
+/// (`proofs/proxy-formulas.md`, L18 item 4). Saturates at `usize::MAX` for
+/// an absurd `L` (which any grid limit then refuses).
 pub fn default_grid_m(layers: usize, hidden: usize) -> usize {
-    let n = Interval::try_from(((hidden.max(2)) as f64, (hidden.max(2)) as f64)).expect("finite");
-    let x = n.ln() + Interval::try_from((layers as f64, layers as f64)).expect("finite");
-    let lo = x.inf().ceil();
-    let hi = x.sup().ceil();
-    debug_assert_eq!(lo, hi, "ceil(L + ln N) undecided");
-    hi as usize
+    let n = hidden.max(2) as u64;
+    let mut k = 1u32; // e^0 = 1 < 2 <= N
+    while !exp_exceeds(k, n) {
+        k += 1;
+    }
+    layers.saturating_add(k as usize)
+}
+
+/// Whether `e^k > n` for `k >= 1`, decided exactly: `e^k` is enclosed by
+/// MPFR's exponential rounded down and up (`proofs/mpfr-directed.md`, L13)
+/// at increasing precision until the enclosure excludes the integer `n`,
+/// which always happens because `e^k` is irrational (Lindemann).
+pub fn exp_exceeds(k: u32, n: u64) -> bool {
+    use rug::float::Round;
+    use rug::Float;
+    assert!(k >= 1, "e^0 = 1 is rational");
+    let mut prec = 64u32;
+    loop {
+        // k and n are exact at prec >= 64 bits.
+        let mut lo = Float::with_val(prec, k);
+        lo.exp_round(Round::Down);
+        let mut hi = Float::with_val(prec, k);
+        hi.exp_round(Round::Up);
+        if lo > n {
+            return true;
+        }
+        if hi < n {
+            return false;
+        }
+        prec *= 2;
+    }
 }
 
 /// What the proxies need of one certified matrix.

@@ -307,14 +307,10 @@ impl Certificate {
                 format!("{} disagrees with model.layers = {}", p.depth, md.layers),
             );
         }
-        match crate::spectral::parse_decimal_interval(&p.l_phi) {
-            Some(v) if v.inf() > 0.0 => {}
-            _ => {
-                return err(
-                    "$.parameters.l_phi".into(),
-                    format!("\"{}\" is not a positive decimal", p.l_phi),
-                )
-            }
+        // The same rule as `certify --l-phi`: a positive decimal within the
+        // bounded parser's limits and the binary64 range.
+        if let Err(e) = crate::spectral::positive_decimal_interval(&p.l_phi) {
+            return err("$.parameters.l_phi".into(), format!("invalid l_phi: {e}"));
         }
         let ids = expected_ids(md.layers, md.heads);
         if self.matrices.len() != ids.len() {

@@ -35,7 +35,7 @@ struct Certified {
 use crate::enclosure::Enclosure;
 use crate::io::checkpoint::Checkpoint;
 use crate::linalg::{certify_singular_values, SingularValues, SvdOptions};
-use crate::spectral::{enclose_power_sum, parse_decimal_interval, summarize, SpectralSummary};
+use crate::spectral::{enclose_power_sum, summarize, SchattenP, SpectralSummary};
 
 /// A claim's verdict.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -278,11 +278,12 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
             Interval::try_from((s.rank.lo as f64, s.rank.hi as f64)).expect("finite")
         }
         "schatten" | "schatten_power" => {
-            let pv = parse_decimal_interval(need_p()?).ok_or("invalid p")?;
-            if pv.inf() == 0.0 && pv.sup() == 0.0 {
+            // The one bounded decimal parser; p = 0 (the rank) is decided on
+            // the decimal itself, so a tiny p such as 1e-400 is not the rank.
+            let sp = SchattenP::parse(need_p()?)?;
+            let pv = sp.value;
+            if sp.is_zero() {
                 Interval::try_from((s.rank.lo as f64, s.rank.hi as f64)).expect("finite")
-            } else if !(pv.inf() > 0.0) {
-                return Err("p must be >= 0".into());
             } else {
                 let pw = enclose_power_sum(&f.sv, pv);
                 if q == "schatten_power" {

@@ -49,12 +49,20 @@ impl MI {
         }
     }
 
-    /// The exact value of a decimal string, enclosed (directed conversion).
+    /// The exact value of a nonnegative decimal string, enclosed (directed
+    /// conversion of the exact rational). Read by the one bounded decimal
+    /// parser (`crate::spectral::decimal`), so an exponent such as
+    /// `1e999999999` is refused at once instead of being evaluated; `None`
+    /// for malformed, negative or out-of-limit input.
     pub fn decimal(text: &str) -> Option<Self> {
-        let t = text.trim();
-        let lo = dn!(Float::parse(t).ok()?);
-        let hi = up!(Float::parse(t).ok()?);
-        (lo.is_finite() && !lo.is_sign_negative()).then_some(Self { lo, hi })
+        let d: crate::spectral::ExactDecimal = text.parse().ok()?;
+        if d.negative {
+            return None;
+        }
+        let q = d.to_rational();
+        let lo = dn!(&q);
+        let hi = up!(&q);
+        (lo.is_finite() && hi.is_finite()).then_some(Self { lo, hi })
     }
 
     /// Sum.

@@ -442,16 +442,16 @@ struct MatrixCheck {
     unconfirmed: Vec<String>,
 }
 
-/// Enclosures of the sum of squares, the (2,1)- and the (1,1)-norm of a
-/// proxy matrix from its entries (f64 routes, L12, L4).
+/// Enclosures of the Frobenius, the (2,1)- and the (1,1)-norm of a proxy
+/// matrix from its entries (f64 routes, L12, L4; or MPFR, L13).
 type EntryNorms = (Enclosure, Enclosure, Enclosure);
 
 fn entry_norms(pm: &ProxyMatrix, mpfr: bool) -> Result<EntryNorms, Inconclusive> {
     match (&pm.source, mpfr) {
         (ProxySource::Dense(a), false) => {
-            let sq = spectral::enclose_sum_of_squares(a)?;
+            let frob = spectral::enclose_frobenius_from_entries(a)?;
             let (n21, n11) = spectral::enclose_entry_norms(a)?;
-            Ok((sq, n21, n11))
+            Ok((frob, n21, n11))
         }
         (ProxySource::Factored { b, c }, false) => spectral::enclose_product_entry_norms(b, c),
         (ProxySource::Dense(a), true) => spectral::enclose_entry_norms_mpfr(a, 128),

@@ -35,10 +35,27 @@ pub fn exponent_of(x: f64) -> i32 {
     e
 }
 
-/// Exponent `k` such that `2^k maxabs` lies in `[1, 2)`, or 0 when scaling
-/// some entry by `2^k` would not be exact (L2). Scaling up (k >= 0) cannot
-/// lose bits (no overflow, as the result stays below 2); scaling down loses
-/// bits only for entries that become subnormal, so only those are checked.
+/// Exponent of the lowest set bit of a finite nonzero `x`: `x` is an odd
+/// integer times `2^lowest_bit(x)`, and `-1074 <= lowest_bit(x) <= 971`.
+fn lowest_bit(x: f64) -> i32 {
+    let bits = x.to_bits() & 0x7fff_ffff_ffff_ffff;
+    let biased = (bits >> 52) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    // Normal: (2^52 + frac) 2^(biased - 1075); subnormal: frac 2^-1074.
+    let (int, e) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
+    e + int.trailing_zeros() as i32
+}
+
+/// Exponent `k` such that `2^k maxabs` lies in `[1, 2)` when scaling every
+/// entry by `2^k` is exact (L2); otherwise the `k` closest to it that is
+/// still exact for every entry. Scaling up (k >= 0) cannot lose bits (no
+/// overflow, as the result stays below 2); scaling down by `2^k` is exact
+/// for an entry `x` iff `x 2^k` keeps its lowest set bit, i.e.
+/// `lowest_bit(x) + k >= -1074` (entries that stay normal satisfy it).
 pub fn exact_scale_exponent(maxabs: f64, data: &[f64]) -> i32 {
     if maxabs == 0.0 {
         return 0;
@@ -49,13 +66,15 @@ pub fn exact_scale_exponent(maxabs: f64, data: &[f64]) -> i32 {
     }
     // |x| 2^k < 2^-1022  <=>  |x| < 2^(-1022 - k): only such entries can lose bits.
     let limit = r::scale_pow2_rn(1.0, -1022 - k);
-    if data
+    let lowest = data
         .iter()
-        .any(|&x| x.abs() < limit && r::scale_pow2_exact(x, k).is_none())
-    {
-        0
-    } else {
-        k
+        .filter(|x| **x != 0.0 && x.abs() < limit)
+        .map(|&x| lowest_bit(x))
+        .min();
+    match lowest {
+        None => k,
+        // The smallest downward scaling that keeps every such bit.
+        Some(b) => k.max(-1074 - b).min(0),
     }
 }
 

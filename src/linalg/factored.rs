@@ -27,18 +27,11 @@ fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
     Mat::from_fn(x.rows, x.cols, |i, j| r::scale_pow2_rn(x.get(i, j), k))
 }
 
-/// Exact power-of-two prescaling exponent for one factor (0 if not exact).
+/// Exact power-of-two prescaling exponent for one factor: the largest
+/// magnitude moved into `[1, 2)`, or as close to it as exactness allows (L2).
 fn scale_for(x: &DenseMatrix) -> i32 {
     let maxabs = x.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if maxabs == 0.0 {
-        return 0;
-    }
-    let k = -dense::exponent_of(maxabs);
-    if x.data.iter().all(|&v| r::scale_pow2_exact(v, k).is_some()) {
-        k
-    } else {
-        0
-    }
+    dense::exact_scale_exponent(maxabs, &x.data)
 }
 
 /// `fl(L fl(R Y))` with column error bounds (L4 applied twice, L14):
@@ -131,6 +124,7 @@ pub fn certify_factored(
             cols: n0,
             values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
             structural_zeros: kmin,
+            notes: Vec::new(),
         });
     }
     // Approximate SVD through the thin factors (no guarantee).
@@ -198,6 +192,7 @@ pub fn certify_factored(
                 cols: n0,
                 values,
                 structural_zeros: zeros,
+                notes: Vec::new(),
             })
         }
         _ => dense_fallback(b, c, opts),
@@ -237,11 +232,21 @@ fn dense_fallback(
         cols: n,
         data,
     };
-    // ||BC - fl(BC)||_F <= gamma_r ||B||_F ||C||_F + sqrt(mn) r eta  (L4, Cauchy-Schwarz)
+    // ||BC - fl(BC)||_F <= gamma_r ||B||_F ||C||_F + sqrt(mn) r eta  (L4, Cauchy-Schwarz);
+    // the norms are taken of the exactly rescaled factors (L2), so that they
+    // cannot overflow where the product does not.
+    let (kb, kc) = (scale_for(b), scale_for(c));
+    let scaled_norm = |x: &DenseMatrix, k: i32| {
+        let v: Vec<f64> = x.data.iter().map(|&e| r::scale_pow2_rn(e, k)).collect();
+        r::norm2_ru(&v)
+    };
     let d = r::add_ru(
-        r::mul_ru(
-            r::gamma_ru(rr),
-            r::mul_ru(r::norm2_ru(&b.data), r::norm2_ru(&c.data)),
+        r::scale_pow2_ru(
+            r::mul_ru(
+                r::gamma_ru(rr),
+                r::mul_ru(scaled_norm(b, kb), scaled_norm(c, kc)),
+            ),
+            -(kb + kc),
         ),
         r::mul_ru(r::sqrt_ru((m * n) as f64), r::mul_ru(rr as f64, ETA)),
     );

@@ -40,10 +40,12 @@ pub enum Precision {
     Extended,
     /// MPFR refinement and certification at the given number of bits.
     Mpfr(u32),
-    /// Escalate f64 -> extended -> MPFR until sigma_1 and every value of at
-    /// least [`AUTO_RELEVANT_FRACTION`] times sigma_1 has a relative radius of
-    /// at most `rtol` (MPFR only for matrices small enough, see
-    /// [`AUTO_MPFR_MAX_WORK`]). The default.
+    /// Escalate f64 -> extended -> MPFR-128 -> MPFR-256 until sigma_1 and
+    /// every value of at least [`AUTO_RELEVANT_FRACTION`] times sigma_1 has a
+    /// relative radius of at most `rtol`: MPFR only for matrices small enough
+    /// ([`AUTO_MPFR_MAX_WORK`]), 256 bits only when 128 bits were the limit
+    /// ([`AUTO_MPFR_PRECISION_LIMITED`]). A target not met, a stage skipped
+    /// or inconclusive is stated in [`SingularValues::notes`]. The default.
     Auto,
 }
 
@@ -125,8 +127,17 @@ impl<'de> serde::Deserialize<'de> for Precision {
     }
 }
 
-/// Largest `m * n * n` for which `Auto` escalates to MPFR.
+/// Largest `m * n * n` (`m >= n`) for which `Auto` escalates to MPFR. The
+/// MPFR stage works on thin factors, so its cost is O(m n^2) operations at
+/// 128 bits: at this limit (for example 2048 x 32 or 128 x 128) a few
+/// seconds, while the f64 and extended stages stay in O(m n^2) binary64
+/// operations (see `docs/svd.md` for measured times).
 pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
+
+/// `Auto` runs the 256-bit stage only when the 128-bit one left a relative
+/// radius at most this (2^-100): only then is the radius set by the
+/// working precision, which more bits reduce.
+pub const AUTO_MPFR_PRECISION_LIMITED: f64 = f64::from_bits((1023 - 100) << 52);
 
 /// `Auto` asks relative accuracy `rtol` of the values above this fraction of
 /// sigma_1; smaller values keep whatever absolute accuracy the first stage
@@ -219,6 +230,11 @@ pub struct SingularValues {
     pub values: Vec<CertifiedValue>,
     /// How many trailing values are exactly zero by structure.
     pub structural_zeros: usize,
+    /// What the method selection did that the values alone do not show: a
+    /// stage that was inconclusive and replaced by another, a stage skipped
+    /// for its cost, a `Precision::Auto` target that was not met. Empty
+    /// when the requested method ran as asked and met its target.
+    pub notes: Vec<String>,
 }
 
 impl SingularValues {
@@ -251,12 +267,41 @@ impl SingularValues {
 
     /// Keeps, index by index, the narrower of two index-matched enclosures of
     /// the same matrix (both contain the exact value; `proofs/sorting-lemma.md`, L10).
+    /// Then restores the order of the ends with [`Self::tighten_by_order`]
+    /// (the two stages may group values differently).
     pub fn keep_narrower(&mut self, other: SingularValues) {
         for (mine, theirs) in self.values.iter_mut().zip(other.values) {
             let w_mine = mine.enclosure.hi() - mine.enclosure.lo();
             let w_theirs = theirs.enclosure.hi() - theirs.enclosure.lo();
             if w_theirs < w_mine {
                 *mine = theirs;
+            }
+        }
+        self.tighten_by_order();
+    }
+
+    /// Makes the lower ends and the upper ends non-increasing, as the exact
+    /// values are: `lo_i := max_{j >= i} lo_j` and `hi_i := min_{j <= i} hi_j`
+    /// (`sigma_i >= sigma_j >= lo_j` for `j >= i`, `sigma_i <= sigma_j <= hi_j`
+    /// for `j <= i`; `proofs/sorting-lemma.md`, L10 c). A no-op on the
+    /// output of one stage, whose disjoint groups are already ordered.
+    pub fn tighten_by_order(&mut self) {
+        let n = self.values.len();
+        let mut los: Vec<f64> = self.values.iter().map(|v| v.enclosure.lo()).collect();
+        let mut his: Vec<f64> = self.values.iter().map(|v| v.enclosure.hi()).collect();
+        for i in (0..n.saturating_sub(1)).rev() {
+            los[i] = los[i].max(los[i + 1]);
+        }
+        for i in 1..n {
+            his[i] = his[i].min(his[i - 1]);
+        }
+        for ((v, lo), hi) in self.values.iter_mut().zip(los).zip(his) {
+            if lo != v.enclosure.lo() || hi != v.enclosure.hi() {
+                // Both ends contain sigma_i, so lo <= hi; keep the old
+                // enclosure rather than guess if that ever failed.
+                if let Some(e) = Enclosure::new(lo, hi) {
+                    v.enclosure = e;
+                }
             }
         }
     }
@@ -299,6 +344,7 @@ fn zero_matrix(rows: usize, cols: usize) -> SingularValues {
             })
             .collect(),
         structural_zeros: k,
+        notes: Vec::new(),
     }
 }
 
@@ -346,6 +392,7 @@ pub fn certify_singular_values(
             cols: a.cols,
             values: values_from_groups(&groups, prep.scale_exp, Method::F64Residual)?,
             structural_zeros: 0,
+            notes: Vec::new(),
         })
     };
     let f64_result = || -> Result<SingularValues, Inconclusive> {
@@ -365,6 +412,7 @@ pub fn certify_singular_values(
             cols: a.cols,
             values: values_from_groups(&groups, prep.scale_exp, Method::ExtendedResidual)?,
             structural_zeros: 0,
+            notes: Vec::new(),
         })
     };
     let mpfr_result = |bits: u32| -> Result<SingularValues, Inconclusive> {
@@ -374,54 +422,145 @@ pub fn certify_singular_values(
             cols: a.cols,
             values,
             structural_zeros: 0,
+            notes: Vec::new(),
         })
     };
     match opts.precision {
         Precision::F64 => f64_result(),
         Precision::Extended => {
-            let mut base = f64_result();
-            match (&mut base, extended_result()) {
-                (Ok(b), Ok(e)) => {
+            let base = f64_result();
+            match (base, extended_result()) {
+                (Ok(mut b), Ok(e)) => {
                     b.keep_narrower(e);
-                    base
+                    Ok(b)
                 }
                 (Err(_), Ok(e)) => Ok(e),
-                (_, Err(_)) => base,
+                (Ok(mut b), Err(why)) => {
+                    b.notes.push(format!(
+                        "extended stage inconclusive ({}); the values are those of the f64 stage",
+                        why.reason
+                    ));
+                    Ok(b)
+                }
+                (Err(f), Err(e)) => Err(Inconclusive::new(format!(
+                    "{}; extended stage: {}",
+                    f.reason, e.reason
+                ))),
             }
         }
         Precision::Mpfr(bits) => mpfr_result(bits),
         Precision::Auto => {
-            let mut best: Result<SingularValues, Inconclusive> = f64_result();
-            let good = |r: &Result<SingularValues, Inconclusive>| {
-                r.as_ref()
-                    .is_ok_and(|v| v.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol)
-            };
-            if good(&best) {
+            let target = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION);
+            let mut best = f64_result();
+            if best.as_ref().is_ok_and(|v| target(v) <= opts.rtol) {
                 return best;
             }
-            let mut stages: Vec<Box<dyn Fn() -> Result<SingularValues, Inconclusive>>> =
-                vec![Box::new(extended_result)];
+            let mut notes: Vec<String> = Vec::new();
             let (m, n) = (prep.a.nrows(), prep.a.ncols());
-            if m.saturating_mul(n).saturating_mul(n) <= AUTO_MPFR_MAX_WORK {
-                for bits in [128u32, 256] {
-                    stages.push(Box::new(move || mpfr_result(bits)));
-                }
+            let work = m.saturating_mul(n).saturating_mul(n);
+            type Stage<'a> = Box<dyn Fn() -> Result<SingularValues, Inconclusive> + 'a>;
+            let mut stages: Vec<(&str, Stage)> = vec![("extended", Box::new(extended_result))];
+            if work <= AUTO_MPFR_MAX_WORK {
+                stages.push(("mpfr-128", Box::new(|| mpfr_result(128))));
+                stages.push(("mpfr-256", Box::new(|| mpfr_result(256))));
             }
-            for stage in stages {
-                let next = stage();
-                best = match (best, next) {
+            for (name, stage) in stages {
+                if name == "mpfr-256"
+                    && best
+                        .as_ref()
+                        .is_ok_and(|v| target(v) > AUTO_MPFR_PRECISION_LIMITED)
+                {
+                    // 128 bits left a radius far above their rounding
+                    // level: what limits it (a cluster the refinement
+                    // cannot split) does not yield to more bits.
+                    notes.push(
+                        "mpfr-256 stage not run: mpfr-128 left a relative radius above 2^-100, \
+                         which more precision does not reduce"
+                            .into(),
+                    );
+                    break;
+                }
+                best = match (best, stage()) {
                     (Ok(mut b), Ok(e)) => {
                         b.keep_narrower(e);
                         Ok(b)
                     }
                     (Err(_), Ok(e)) => Ok(e),
-                    (b, Err(_)) => b,
+                    (b, Err(why)) => {
+                        notes.push(format!("{name} stage inconclusive ({})", why.reason));
+                        b
+                    }
                 };
-                if good(&best) {
+                if best.as_ref().is_ok_and(|v| target(v) <= opts.rtol) {
                     break;
                 }
             }
-            best
+            let mut best = best.map_err(|e| {
+                let mut why = e.reason;
+                for n in &notes {
+                    why.push_str("; ");
+                    why.push_str(n);
+                }
+                Inconclusive::new(why)
+            })?;
+            let reached = target(&best);
+            if !(reached <= opts.rtol) {
+                if work > AUTO_MPFR_MAX_WORK {
+                    notes.push(format!(
+                        "MPFR stage not run: m n^2 = {work} exceeds the auto limit {AUTO_MPFR_MAX_WORK} \
+                         (--precision mpfr:BITS runs it)"
+                    ));
+                }
+                notes.push(format!(
+                    "auto target not met: relative radius {reached:.3e} > rtol {:e} \
+                     (sigma_1 and every value >= {AUTO_RELEVANT_FRACTION:e} sigma_1)",
+                    opts.rtol
+                ));
+            }
+            best.notes.extend(notes);
+            Ok(best)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sv(ends: &[(f64, f64)], method: Method) -> SingularValues {
+        SingularValues {
+            rows: ends.len(),
+            cols: ends.len(),
+            values: ends
+                .iter()
+                .map(|&(lo, hi)| CertifiedValue {
+                    enclosure: Enclosure::new(lo, hi).unwrap(),
+                    method,
+                    cluster_size: 1,
+                    exact: None,
+                })
+                .collect(),
+            structural_zeros: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn mixing_stages_keeps_both_ends_non_increasing() {
+        // Stage A groups sigma_2, sigma_3 into one hull [1, 2.5]; stage B
+        // isolates sigma_2 tightly but is wider than A at sigma_3. Taking the
+        // narrower per index alone would give hi_3 = 2.5 > hi_2 = 2.2.
+        let mut a = sv(&[(2.9, 3.1), (1.0, 2.5), (1.0, 2.5)], Method::F64Residual);
+        let b = sv(
+            &[(2.95, 3.05), (2.1, 2.2), (0.5, 2.05)],
+            Method::ExtendedResidual,
+        );
+        a.keep_narrower(b);
+        let e = a.enclosures();
+        for w in e.windows(2) {
+            assert!(w[1].lo() <= w[0].lo() && w[1].hi() <= w[0].hi(), "{e:?}");
+        }
+        assert_eq!((e[2].lo(), e[2].hi()), (1.0, 2.2));
+        assert_eq!(a.values[1].method, Method::ExtendedResidual);
     }
 }

@@ -7,8 +7,9 @@
 //! with MPFR's directed rounding (`proofs/mpfr-directed.md`, L13), so the
 //! result carries decimal bounds far tighter than f64 can show.
 //!
-//! Cost is O((m + n)^3) MPFR operations per refinement step: meant for
-//! matrices up to a few hundred rows and columns.
+//! The factors are thin (U is m x n): a refinement step and the
+//! certification each cost O(m n^2) MPFR operations, so the time grows
+//! like that of the f64 stages (`Precision::Auto` caps `m n^2`).
 
 // Index loops mirror the matrix formulas of the refinement.
 #![allow(clippy::needless_range_loop)]
@@ -158,26 +159,28 @@ fn transpose(x: &FMat) -> FMat {
     }
 }
 
-/// One Ogita–Aishima step (L16). `u` is m x m, `v` is n x n, `m >= n`.
+/// One Ogita–Aishima step (L16) on thin factors: `u` is m x n, `v` is
+/// n x n, `m >= n`. The n x n blocks are the paper's formulas; the part of
+/// each new left vector outside span(U), which the square form gets from the
+/// completion `U_2 U_2^T`, is taken as `(I - U U^T)(A v_i / s_i - u_i)`
+/// (equal when `[U U_2]` is orthogonal, and within second-order terms
+/// otherwise). Cost: four m x n x n products and two n x n x n ones, instead
+/// of the O(m^3) of a completed m x m U.
 /// Returns the new approximate singular values and the largest correction.
 fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, f64) {
     let (m, n) = (a.rows, a.cols);
-    let mut r = mul_tn(u, u, prec); // U^T U
+    debug_assert!(u.rows == m && u.cols == n && v.rows == n && v.cols == n);
+    let mut r = mul_tn(u, u, prec); // U^T U, n x n
     let mut s = mul_tn(v, v, prec); // V^T V
-    for x in r.data.iter_mut() {
+    for x in r.data.iter_mut().chain(s.data.iter_mut()) {
         *x = -x.clone();
-    }
-    for x in s.data.iter_mut() {
-        *x = -x.clone();
-    }
-    for i in 0..m {
-        r.data[i * m + i] += 1;
     }
     for i in 0..n {
+        r.data[i * n + i] += 1;
         s.data[i * n + i] += 1;
     }
-    let av = mul_nn(a, v, prec);
-    let t = mul_tn(u, &av, prec); // m x n
+    let av = mul_nn(a, v, prec); // m x n
+    let t = mul_tn(u, &av, prec); // U^T A V, n x n
     let f = |x: f64| Float::with_val(prec, x);
     let sig: Vec<Float> = (0..n)
         .map(|i| {
@@ -185,10 +188,11 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
             Float::with_val(prec, t.at(i, i) / &d)
         })
         .collect();
+    // U' = U (I + F) + W and V' = V (I + G).
     let mut ff = FMat {
-        rows: m,
-        cols: m,
-        data: vec![Float::new(prec); m * m],
+        rows: n,
+        cols: n,
+        data: vec![Float::new(prec); n * n],
     };
     let mut gg = FMat {
         rows: n,
@@ -200,7 +204,7 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
     // Pairs closer than this (relative to sigma_i^2 + sigma_j^2) are treated as a cluster.
     let cluster_tol = Float::with_val(prec, 1u32) >> 24;
     for i in 0..n {
-        ff.data[i * m + i] = Float::with_val(prec, r.at(i, i) / 2u32);
+        ff.data[i * n + i] = Float::with_val(prec, r.at(i, i) / 2u32);
         gg.data[i * n + i] = Float::with_val(prec, s.at(i, i) / 2u32);
         for j in 0..n {
             if i == j {
@@ -214,7 +218,7 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
             if den.clone().abs() <= cluster_gap {
                 // Clustered or repeated values: the Ogita-Aishima formula
                 // divides by the gap; only re-orthogonalise (F + F^T = R).
-                ff.data[j * m + i] = Float::with_val(prec, r.at(i, j) / 2u32);
+                ff.data[j * n + i] = Float::with_val(prec, r.at(i, j) / 2u32);
                 gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
                 continue;
             }
@@ -238,43 +242,73 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
             if big > 1.0 / 1024.0 {
                 // A correction this large means the pair is not resolved yet
                 // (a cluster in disguise): re-orthogonalise only.
-                ff.data[j * m + i] = Float::with_val(prec, r.at(i, j) / 2u32);
+                ff.data[j * n + i] = Float::with_val(prec, r.at(i, j) / 2u32);
                 gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
                 continue;
             }
             maxcorr = maxcorr.max(big);
-            ff.data[j * m + i] = fij; // F[i][j]
+            ff.data[j * n + i] = fij; // F[i][j]
             gg.data[j * n + i] = gij; // G[i][j]
         }
     }
+    for i in 0..n {
+        ff.data[i * n + i] += 1;
+        gg.data[i * n + i] += 1;
+    }
+    // Outside span(U): w_i = y_i - U c_i with y_i = A v_i / s_i - u_i and
+    // c_i = U^T y_i = T e_i / s_i - (I - R) e_i (reusing T and R).
+    let mut y = FMat {
+        rows: m,
+        cols: n,
+        data: vec![Float::new(prec); m * n],
+    };
+    let mut c = FMat {
+        rows: n,
+        cols: n,
+        data: vec![Float::new(prec); n * n],
+    };
+    let mut active = vec![false; n];
     for i in 0..n {
         let si = &sig[i];
         if si.is_zero() || si.clone().abs() <= tiny {
             continue;
         }
-        for j in n..m {
-            let fij = Float::with_val(prec, -t.at(j, i)) / si;
-            if fij.to_f64().abs() > 1.0 / 1024.0 {
-                continue;
-            }
-            let fji = Float::with_val(prec, r.at(j, i) - &fij);
-            maxcorr = maxcorr.max(fij.to_f64().abs());
-            ff.data[j * m + i] = fij; // F[i][j], i < n <= j
-            ff.data[i * m + j] = fji; // F[j][i]
+        active[i] = true;
+        for k in 0..m {
+            let q = Float::with_val(prec, av.at(k, i) / si);
+            y.data[i * m + k] = Float::with_val(prec, q - u.at(k, i));
+        }
+        for k in 0..n {
+            let q = Float::with_val(prec, t.at(k, i) / si);
+            let e = if k == i { f(1.0) } else { f(0.0) };
+            c.data[i * n + k] = Float::with_val(prec, q - Float::with_val(prec, e - r.at(k, i)));
         }
     }
-    for i in n..m {
-        for j in n..m {
-            ff.data[j * m + i] = Float::with_val(prec, r.at(i, j) / 2u32);
-        }
-    }
-    for i in 0..m {
-        ff.data[i * m + i] += 1;
-    }
+    let uc = mul_nn(u, &c, prec);
+    let mut w = y;
     for i in 0..n {
-        gg.data[i * n + i] += 1;
+        if !active[i] {
+            continue;
+        }
+        let col = &mut w.data[i * m..(i + 1) * m];
+        let mut w_max = 0.0f64;
+        for (x, q) in col.iter_mut().zip(uc.col(i)) {
+            *x -= q;
+            w_max = w_max.max(x.to_f64().abs());
+        }
+        if w_max <= 1.0 / 1024.0 {
+            maxcorr = maxcorr.max(w_max);
+        } else {
+            // Not resolved yet (a tiny or badly approximated value): leave
+            // this column to the in-span correction only.
+            col.iter_mut().for_each(|x| *x = Float::new(prec));
+        }
     }
-    *u = mul_nn(u, &ff, prec);
+    let mut un = mul_nn(u, &ff, prec);
+    for (x, wv) in un.data.iter_mut().zip(w.data.iter()) {
+        *x += wv;
+    }
+    *u = un;
     *v = mul_nn(v, &gg, prec);
     (sig, maxcorr)
 }
@@ -296,7 +330,7 @@ pub fn certify(
     let n = a.ncols();
     let prec = bits.max(64);
     let svd = a
-        .svd()
+        .thin_svd()
         .map_err(|_| Inconclusive::new("the approximate SVD did not converge"))?;
     let af = FMat::from_faer(a, prec);
     let u0 = FMat::from_faer(svd.U(), prec);
@@ -350,7 +384,7 @@ pub fn certify(
     Ok(out)
 }
 
-/// Disjoint certified groups for given factors (`u` is m x m or m x n,
+/// Disjoint certified groups for given factors (`u` is m x n,
 /// `v` n x n, `sig` n values) with directed-rounding residuals (L6, L7, L13).
 fn certify_factors(
     af: &FMat,

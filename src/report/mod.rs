@@ -53,8 +53,9 @@ impl From<&CertifiedValue> for ValueJson {
 /// JSON form of one Schatten quantity.
 #[derive(Serialize)]
 pub struct SchattenJson {
-    /// The exponent (the decimal given, as a JSON number).
-    pub p: serde_json::Value,
+    /// The exponent: the exact decimal given, as a JSON number of the same
+    /// value (`1e-400` is written `1e-400`, never as the binary64 `0.0`).
+    pub p: Box<serde_json::value::RawValue>,
     /// Encloses `sum sigma^p` (the rank for p = 0); null if it overflowed f64.
     pub power: Option<Enclosure>,
     /// Encloses the Schatten (quasi-)norm; null for p = 0 or on overflow.
@@ -63,12 +64,12 @@ pub struct SchattenJson {
 
 impl From<&SchattenEnclosure> for SchattenJson {
     fn from(s: &SchattenEnclosure) -> Self {
-        let p =
-            s.p.parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(serde_json::Value::Number)
-                .unwrap_or_else(|| serde_json::Value::String(s.p.clone()));
+        // `s.p` is a JSON number literal when it comes from SchattenP::parse;
+        // anything else is written as a JSON string rather than trusted.
+        let p = serde_json::value::RawValue::from_string(s.p.clone())
+            .ok()
+            .filter(|raw| serde_json::from_str::<serde_json::Number>(raw.get()).is_ok())
+            .unwrap_or_else(|| serde_json::value::to_raw_value(&s.p).expect("a string serialises"));
         Self {
             p,
             power: s.power,
@@ -104,6 +105,10 @@ pub struct SvdReport {
     pub schatten: Vec<SchattenJson>,
     /// Largest relative radius over the singular values (tightness, not a guarantee).
     pub max_relative_radius: f64,
+    /// What the method selection did that the values do not show (an
+    /// inconclusive stage replaced by another, a stage skipped for its cost,
+    /// an `auto` target not met); empty when the method ran as asked.
+    pub notes: Vec<String>,
 }
 
 impl SvdReport {
@@ -130,6 +135,7 @@ impl SvdReport {
             summary: summary.clone(),
             schatten: schatten.iter().map(SchattenJson::from).collect(),
             max_relative_radius: sv.max_rel_rad(),
+            notes: sv.notes.clone(),
         }
     }
 
@@ -193,6 +199,9 @@ impl SvdReport {
             }
         }
         let _ = writeln!(s, "  max relative radius {:.2e}", self.max_relative_radius);
+        for note in &self.notes {
+            let _ = writeln!(s, "note: {note}");
+        }
         let _ = writeln!(s, "singular values (largest first):");
         let _ = writeln!(s, "  {:>5}  {:>24}  {:>24}  method", "i", "lo", "hi");
         let n = self.singular_values.len();

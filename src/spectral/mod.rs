@@ -20,50 +20,61 @@ use crate::linalg::rounding as r;
 use crate::linalg::SingularValues;
 use crate::matrix::DenseMatrix;
 
+pub mod decimal;
+
+pub use decimal::{decimal_interval, positive_decimal_interval, DecimalError, ExactDecimal};
+
 /// The tightest interval containing the exact value of a decimal number
-/// (`"1.13"` is 113/100, not its binary64 neighbour), by inari's decimal
-/// parser; `None` for malformed or non-finite input.
+/// (`"1.13"` is 113/100, not its binary64 neighbour); `None` for malformed
+/// input, input beyond the limits of [`decimal`], or a value outside the
+/// finite binary64 range. [`decimal_interval`] says which.
 pub fn parse_decimal_interval(text: &str) -> Option<Interval> {
-    let t = text.trim();
-    let ok = !t.is_empty()
-        && t.chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
-    if !ok {
-        return None;
-    }
-    let v: Interval = format!("[{t}]").parse().ok()?;
-    (!v.is_empty() && v.inf().is_finite() && v.sup().is_finite()).then_some(v)
+    decimal_interval(text).ok()
 }
 
-/// A Schatten exponent `p > 0`, held as an interval that contains the exact
+/// A Schatten exponent `p >= 0`, held as an interval that contains the exact
 /// decimal the user wrote (so `0.1` means one tenth, not its binary64 neighbour).
 #[derive(Clone, Debug)]
 pub struct SchattenP {
-    /// The text as given (for reports).
+    /// The exact decimal, as a JSON number literal of the same value
+    /// (`1e-400` stays `1e-400`; it is not the binary64 number 0).
     pub text: String,
     /// Encloses the exact exponent.
     pub value: Interval,
+    /// Whether the exponent is exactly zero (decided on the decimal, not on
+    /// `value`, which is `[0, 2^-1074]` for `1e-400`).
+    zero: bool,
 }
 
 impl SchattenP {
-    /// Parses a decimal exponent; rejects negative, non-finite or malformed input.
+    /// Parses a decimal exponent (see [`decimal`] for the syntax and limits);
+    /// rejects negative, out-of-range or malformed input.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let value = parse_decimal_interval(text)
-            .ok_or_else(|| format!("invalid Schatten exponent '{text}'"))?;
-        if !(value.inf() >= 0.0) {
+        let d: ExactDecimal = text
+            .parse()
+            .map_err(|e| format!("invalid Schatten exponent: {e}"))?;
+        if d.negative {
             return Err(format!(
-                "Schatten exponent '{text}' must be a finite number >= 0"
+                "Schatten exponent '{}' must be a number >= 0",
+                text.trim()
             ));
         }
+        let value = d.to_interval().ok_or_else(|| {
+            format!(
+                "Schatten exponent '{}' is outside the binary64 range",
+                text.trim()
+            )
+        })?;
         Ok(Self {
-            text: text.trim().to_string(),
+            text: d.to_json_literal(),
             value,
+            zero: d.is_zero(),
         })
     }
 
     /// Whether the exponent is exactly zero (the rank).
     pub fn is_zero(&self) -> bool {
-        self.value.inf() == 0.0 && self.value.sup() == 0.0
+        self.zero
     }
 }
 
@@ -71,7 +82,8 @@ impl SchattenP {
 /// `S_p = (S_p^p)^(1/p)`; `None` where the bound overflowed f64.
 #[derive(Clone, Debug)]
 pub struct SchattenEnclosure {
-    /// The exponent as written.
+    /// The exponent: the exact decimal given, as a JSON number literal of
+    /// the same value ([`SchattenP::text`]).
     pub p: String,
     /// Encloses `sum sigma_i^p` (for p = 0: the rank).
     pub power: Option<Enclosure>,
@@ -100,6 +112,16 @@ pub struct SpectralSummary {
     pub rank: IntEnclosure,
 }
 
+/// An enclosure of a nonnegative quantity: a lower end `<= 0` (such as the
+/// `-0` inari may return on underflow) becomes `+0`; `None` if unbounded.
+fn nonneg(x: Interval) -> Option<Enclosure> {
+    if x.is_empty() {
+        return None;
+    }
+    let lo = if x.inf() <= 0.0 { 0.0 } else { x.inf() };
+    Enclosure::new(lo, x.sup())
+}
+
 fn enc(x: Interval, what: &str) -> Result<Enclosure, Inconclusive> {
     Enclosure::from_interval(x).ok_or_else(|| Inconclusive::new(format!("{what} overflowed")))
 }
@@ -118,30 +140,50 @@ pub fn enclose_rank(sv: &SingularValues) -> IntEnclosure {
     IntEnclosure { lo, hi }
 }
 
+/// Largest exponent `p` for which [`scaled_power_sum`] scales by a power of
+/// two: the largest scaled term is then below `2^p <= 2^1000`, far from
+/// overflow, and the scaling is exact. Beyond it, the values are divided by
+/// an upper bound of sigma_1 so that the largest term is at most 1.
+const POW2_SCALE_MAX_P: f64 = 1000.0;
+
 /// Encloses `sum_i sigma_i^p` for an exponent `p > 0` known to lie in the
-/// interval `p` (L15 b). The values are scaled by a power of two near
-/// sigma_1 first so that large `p` does not overflow needlessly. Returns the
-/// enclosure of the scaled sum `t` and the scale `2^k` (so the power is
-/// `t * (2^k)^p`); `None` for a zero matrix.
+/// interval `p` (L15 b), as `t * c^p` with a scale `c > 0` chosen so that no
+/// term overflows: `c = 2^k` near sigma_1 (exact, L2) while `p <= 1000`, and
+/// otherwise `c` = the upper bound of sigma_1 (a float, so that the largest
+/// term `(sigma_1 / c)^p <= 1` stays representable for any `p`). Returns
+/// the enclosure of the scaled sum `t` and of `c`; `None` for a zero matrix.
+/// Since `sum sigma_i^p = c^p sum (sigma_i / c)^p` for every `c > 0`, the
+/// power is `t * c^p` and the norm `c * t^(1/p)`.
 fn scaled_power_sum(sv: &SingularValues, p: Interval) -> Option<(Interval, Interval)> {
     let top = sv.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
     if top == 0.0 {
         return None;
     }
-    let k = crate::linalg::dense::exponent_of(top);
     let mut t = Interval::try_from((0.0, 0.0)).expect("zero");
-    for v in &sv.values {
-        let lo = r::scale_pow2_rd(v.enclosure.lo(), -k);
-        let hi = r::scale_pow2_ru(v.enclosure.hi(), -k);
-        if hi == 0.0 {
-            continue; // exact zeros contribute 0 for p > 0
+    if p.sup() <= POW2_SCALE_MAX_P {
+        let k = crate::linalg::dense::exponent_of(top);
+        for v in &sv.values {
+            let lo = r::scale_pow2_rd(v.enclosure.lo(), -k);
+            let hi = r::scale_pow2_ru(v.enclosure.hi(), -k);
+            if hi == 0.0 {
+                continue; // exact zeros contribute 0 for p > 0
+            }
+            let x = Interval::try_from((lo, hi)).expect("ordered");
+            t += x.pow(p);
         }
-        let x = Interval::try_from((lo, hi)).expect("ordered");
+        let two_k = Interval::try_from((r::scale_pow2_rd(1.0, k), r::scale_pow2_ru(1.0, k)))
+            .expect("finite");
+        return Some((t, two_k));
+    }
+    let c = Interval::try_from((top, top)).expect("finite");
+    for v in &sv.values {
+        if v.enclosure.hi() == 0.0 {
+            continue;
+        }
+        let x = v.enclosure.to_interval() / c;
         t += x.pow(p);
     }
-    let two_k =
-        Interval::try_from((r::scale_pow2_rd(1.0, k), r::scale_pow2_ru(1.0, k))).expect("finite");
-    Some((t, two_k))
+    Some((t, c))
 }
 
 /// Encloses `sum_i sigma_i^p` for every exact `p` in the interval `p`
@@ -149,12 +191,16 @@ fn scaled_power_sum(sv: &SingularValues, p: Interval) -> Option<(Interval, Inter
 pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
     match scaled_power_sum(sv, p) {
         None => Interval::try_from((0.0, 0.0)).expect("zero"),
-        Some((t, two_k)) => t * two_k.pow(p),
+        Some((t, c)) => t * c.pow(p),
     }
 }
 
 /// Encloses `sum sigma_i^p` and `(sum sigma_i^p)^(1/p)` for `p > 0`, or the
-/// rank for `p = 0` (L15 b, c).
+/// rank for `p = 0` (L15 b, c). The norm is formed as `c * t^(1/p)` from the
+/// scaled sum, so it is finite whenever the norm itself is (even when the
+/// power `sum sigma_i^p` is not).
+///
+/// *Guarantee: certified enclosures* (`proofs/derived-quantities.md` L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
     if p.is_zero() {
         let rk = enclose_rank(sv);
@@ -173,39 +219,58 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
                 norm: zero,
             }
         }
-        Some((t, two_k)) => SchattenEnclosure {
+        Some((t, c)) => SchattenEnclosure {
             p: p.text.clone(),
-            power: Enclosure::from_interval(t * two_k.pow(p.value)),
-            norm: Enclosure::from_interval(two_k * t.pow(p.value.recip())),
+            power: nonneg(t * c.pow(p.value)),
+            norm: nonneg(c * t.pow(p.value.recip())),
         },
     }
 }
 
 /// Exact power-of-two exponent `k` that brings the largest magnitude into
-/// `[1, 2)`, or 0 when that scaling would not be exact (L2).
+/// `[1, 2)`, or the nearest one to it that is exact for every entry (L2).
 fn entry_scale(a: &DenseMatrix) -> i32 {
     let maxabs = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     crate::linalg::dense::exact_scale_exponent(maxabs, &a.data)
 }
 
-/// Encloses `sum_ij a_ij^2` directly from the entries: error-free products
-/// (TwoProduct by FMA) summed by Sum2 with the bound of L12, on the exactly
-/// rescaled entries (L2).
-pub fn enclose_sum_of_squares(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
+/// `2^-k x` rounded outward: both ends of an enclosure of a quantity held
+/// scaled by `2^k` (L2 d); `None` when an end is not finite.
+fn unscale(lo: f64, hi: f64, k: i32, what: &str) -> Result<Enclosure, Inconclusive> {
+    Enclosure::new(r::scale_pow2_rd(lo.max(0.0), -k), r::scale_pow2_ru(hi, -k))
+        .ok_or_else(|| Inconclusive::new(format!("{what} overflowed")))
+}
+
+/// Encloses `||A||_F = sqrt(sum_ij a_ij^2)` directly from the entries:
+/// error-free products (TwoProduct by FMA) summed by Sum2 with the bound of
+/// L12, on the entries exactly rescaled by `2^k` (L2), then an outward
+/// square root and the exact unscaling by `2^-k`. The sum of squares itself
+/// is never formed unscaled, so it cannot underflow or overflow where the
+/// norm does not (tiny and huge matrices alike).
+///
+/// *Guarantee: certified enclosure* of `||A||_F` (`proofs/compensated-sum.md`
+/// L12 f, `proofs/power-of-two-scaling.md` L2, `proofs/derived-quantities.md`
+/// L15 d, g).
+pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
     let k = entry_scale(a);
     let mut acc = Sum2::new();
     for &x0 in &a.data {
-        let x = r::scale_pow2_rn(x0, k);
+        let x = r::scale_pow2_rn(x0, k); // exact (L2)
         acc.add_prod(x, x);
     }
     let (lo, hi) = acc.bounds();
-    let lo = r::scale_pow2_rd(lo.max(0.0), -2 * k);
-    let hi = r::scale_pow2_ru(hi, -2 * k);
-    Enclosure::new(lo, hi).ok_or_else(|| Inconclusive::new("sum of squares overflowed"))
+    let s = Interval::try_from((lo.max(0.0), hi))
+        .map_err(|_| Inconclusive::new("sum of squares overflowed"))?
+        .sqrt();
+    unscale(s.inf(), s.sup(), k, "Frobenius norm")
 }
 
 /// Encloses the (2,1)-norm `sum_j ||A e_j||_2` (column = second index) and
-/// the (1,1)-norm `sum_ij |a_ij|` from the entries (L12, L3, L15 e).
+/// the (1,1)-norm `sum_ij |a_ij|` from the entries exactly rescaled by `2^k`
+/// (L2, L12, L3, L15 e).
+///
+/// *Guarantee: certified enclosures* of both norms (`proofs/compensated-sum.md`,
+/// `proofs/rn-directed-scalar.md`, `proofs/derived-quantities.md` L15 e, g).
 pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
     let k = entry_scale(a);
     let (m, n) = (a.rows, a.cols);
@@ -226,28 +291,18 @@ pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), In
         lo_sum.add(r::sqrt_rd(l));
         hi_sum.add(r::sqrt_ru(h));
     }
-    let lo21 = lo_sum.bounds().0;
-    let hi21 = hi_sum.bounds().1;
+    let n21 = unscale(lo_sum.bounds().0, hi_sum.bounds().1, k, "(2,1)-norm")?;
     let (lo11, hi11) = abs.bounds();
-    let n21 = Enclosure::new(
-        r::scale_pow2_rd(lo21.max(0.0), -k),
-        r::scale_pow2_ru(hi21, -k),
-    )
-    .ok_or_else(|| Inconclusive::new("(2,1)-norm overflowed"))?;
-    let n11 = Enclosure::new(
-        r::scale_pow2_rd(lo11.max(0.0), -k),
-        r::scale_pow2_ru(hi11, -k),
-    )
-    .ok_or_else(|| Inconclusive::new("(1,1)-norm overflowed"))?;
+    let n11 = unscale(lo11, hi11, k, "(1,1)-norm")?;
     Ok((n21, n11))
 }
 
 /// Certified summary of one matrix from its certified singular values and
 /// its entries (L15).
 pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary, Inconclusive> {
-    let sumsq = enclose_sum_of_squares(a)?;
+    let frob = enclose_frobenius_from_entries(a)?;
     let (norm_21, norm_11) = enclose_entry_norms(a)?;
-    summarize_with(sv, sumsq, norm_21, norm_11)
+    summarize_with(sv, frob, norm_21, norm_11)
 }
 
 /// Certified summary of `A = B C` from its certified singular values and
@@ -257,25 +312,34 @@ pub fn summarize_factored(
     c: &DenseMatrix,
     sv: &SingularValues,
 ) -> Result<SpectralSummary, Inconclusive> {
-    let (sumsq, norm_21, norm_11) = enclose_product_entry_norms(b, c)?;
-    summarize_with(sv, sumsq, norm_21, norm_11)
+    let (frob, norm_21, norm_11) = enclose_product_entry_norms(b, c)?;
+    summarize_with(sv, frob, norm_21, norm_11)
 }
 
-/// Encloses `sum_ij x_ij^2`, the (2,1)-norm and the (1,1)-norm of `X = B C`
-/// without the exact product. `Y = fl(B C)` differs from `X` entrywise by at
-/// most `gamma_r (|B||C|)_ij + r eta` (L4), so column `j` of `X - Y` has
-/// 1-norm at most `e_j = gamma_r (1^T|B|) |c_j| + m r eta`, a dot product of
-/// two r-vectors bounded from above (L3 b). Then `| ||x_j|| - ||y_j|| | <= e_j`
-/// and `| ||x_j||_1 - ||y_j||_1 | <= e_j` (triangle inequality), and the
-/// norms of the computed `Y` are bounded with L3 b.
+/// Encloses the Frobenius norm, the (2,1)-norm and the (1,1)-norm of
+/// `X = B C` without the exact product. Both factors are first rescaled
+/// exactly, `B' = 2^kb B` and `C' = 2^kc C` (L2), so that `X' = B' C'` is
+/// `2^(kb+kc) X` and nothing under- or overflows where the norms of `X` do
+/// not. `Y = fl(B' C')` differs from `X'` entrywise by at most
+/// `gamma_r (|B'||C'|)_ij + r eta` (L4), so column `j` of `X' - Y` has
+/// 1-norm at most `e_j = gamma_r (1^T|B'|) |c'_j| + m r eta`, a dot product
+/// of two r-vectors bounded from above (L3 b). Then
+/// `| ||x'_j|| - ||y_j|| | <= e_j` and `| ||x'_j||_1 - ||y_j||_1 | <= e_j`
+/// (triangle inequality), the norms of the computed `Y` are bounded with
+/// L3 b, and the results are unscaled by `2^-(kb+kc)`.
+///
+/// *Guarantee: certified enclosures* of the three norms of the exact
+/// product (`proofs/dot-product-error.md` L4, `proofs/rn-directed-scalar.md`
+/// L3, `proofs/compensated-sum.md` L12, `proofs/derived-quantities.md` L15 g).
 pub fn enclose_product_entry_norms(
     b: &DenseMatrix,
     c: &DenseMatrix,
 ) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
     use faer::{Accum, Mat, Par};
     let (m, rr, n) = (b.rows, b.cols, c.cols);
-    let bm = Mat::from_fn(m, rr, |i, j| b.get(i, j));
-    let cm = Mat::from_fn(rr, n, |i, j| c.get(i, j));
+    let (kb, kc) = (entry_scale(b), entry_scale(c));
+    let bm = Mat::from_fn(m, rr, |i, j| r::scale_pow2_rn(b.get(i, j), kb));
+    let cm = Mat::from_fn(rr, n, |i, j| r::scale_pow2_rn(c.get(i, j), kc));
     let mut y = Mat::<f64>::zeros(m, n);
     faer::linalg::matmul::matmul(
         &mut y,
@@ -285,9 +349,9 @@ pub fn enclose_product_entry_norms(
         1.0,
         Par::Seq,
     );
-    // w = upper bound of 1^T |B| (column sums of |B|), an r-vector.
+    // w = upper bound of 1^T |B'| (column sums of |B'|), an r-vector.
     let w: Vec<f64> = (0..rr)
-        .map(|k| r::nonneg_sum_ru((0..m).fold(0.0, |acc, i| acc + b.get(i, k).abs()), m))
+        .map(|k| r::nonneg_sum_ru((0..m).fold(0.0, |acc, i| acc + bm[(i, k)].abs()), m))
         .collect();
     let gam = r::gamma_ru(rr);
     let under = r::mul_ru((m * rr) as f64, crate::linalg::rounding::ETA);
@@ -295,7 +359,7 @@ pub fn enclose_product_entry_norms(
     let (mut a_lo, mut a_hi) = (Sum2::new(), Sum2::new());
     let (mut n21_lo, mut n21_hi) = (Sum2::new(), Sum2::new());
     for j in 0..n {
-        let dot = (0..rr).fold(0.0, |acc, k| w[k].mul_add(c.get(k, j).abs(), acc));
+        let dot = (0..rr).fold(0.0, |acc, k| w[k].mul_add(cm[(k, j)].abs(), acc));
         let e = r::add_ru(r::mul_ru(gam, r::nonneg_sum_ru(dot, rr)), under);
         let col = y.col_as_slice(j);
         let s2 = r::sum_sq(col);
@@ -314,22 +378,47 @@ pub fn enclose_product_entry_norms(
         sq_lo.add(r::mul_rd(norm_lo, norm_lo));
         sq_hi.add(r::mul_ru(norm_hi, norm_hi));
     }
-    let mk = |lo: &Sum2, hi: &Sum2, what: &str| {
-        Enclosure::new(lo.bounds().0.max(0.0), hi.bounds().1)
-            .ok_or_else(|| Inconclusive::new(format!("{what} overflowed")))
-    };
+    let k = kb + kc;
+    let frob = Interval::try_from((sq_lo.bounds().0.max(0.0), sq_hi.bounds().1))
+        .map_err(|_| Inconclusive::new("sum of squares overflowed"))?
+        .sqrt();
     Ok((
-        mk(&sq_lo, &sq_hi, "sum of squares")?,
-        mk(&n21_lo, &n21_hi, "(2,1)-norm")?,
-        mk(&a_lo, &a_hi, "(1,1)-norm")?,
+        unscale(frob.inf(), frob.sup(), k, "Frobenius norm")?,
+        unscale(n21_lo.bounds().0, n21_hi.bounds().1, k, "(2,1)-norm")?,
+        unscale(a_lo.bounds().0, a_hi.bounds().1, k, "(1,1)-norm")?,
     ))
 }
 
+/// `2^e` with `e` the binary exponent of the upper end of sigma_1 (0 for a
+/// zero matrix): scaling every value by `2^-e` keeps squares and quotients
+/// in range for tiny and huge matrices (L2).
+fn sigma_scale(sv: &SingularValues) -> i32 {
+    let top = sv.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
+    if top > 0.0 {
+        crate::linalg::dense::exponent_of(top)
+    } else {
+        0
+    }
+}
+
+/// The interval `2^-e [lo, hi]`, rounded outward (L2).
+fn scaled_iv(x: &Enclosure, e: i32) -> Interval {
+    Interval::try_from((r::scale_pow2_rd(x.lo(), -e), r::scale_pow2_ru(x.hi(), -e)))
+        .expect("ordered finite ends")
+}
+
 /// Certified summary from certified singular values and direct enclosures
-/// of `sum a_ij^2`, the (2,1)-norm and the (1,1)-norm (L15).
+/// of the Frobenius norm, the (2,1)-norm and the (1,1)-norm (L15). The sum
+/// of squared singular values and the stable rank are formed on the values
+/// scaled by `2^-e` (sigma_1 near 1, L2), so they neither underflow for tiny
+/// matrices nor overflow for huge ones.
+///
+/// *Guarantee: certified enclosure* of every field, given enclosures as
+/// inputs (`proofs/derived-quantities.md` L15, `proofs/sorting-lemma.md` L10 b
+/// for the Frobenius intersection).
 pub fn summarize_with(
     sv: &SingularValues,
-    sumsq: Enclosure,
+    frob_direct: Enclosure,
     norm_21: Enclosure,
     norm_11: Enclosure,
 ) -> Result<SpectralSummary, Inconclusive> {
@@ -341,20 +430,42 @@ pub fn summarize_with(
         .map(|v| v.enclosure)
         .unwrap_or(Enclosure::exact(0.0).expect("zero"));
     let nuclear = enc(xs.iter().fold(zero, |acc, &x| acc + x), "nuclear norm")?;
-    let frob_sv = enc(
-        xs.iter().fold(zero, |acc, &x| acc + x.sqr()).sqrt(),
+    let e = sigma_scale(sv);
+    let frob_sv_scaled = sv
+        .values
+        .iter()
+        .fold(zero, |acc, v| acc + scaled_iv(&v.enclosure, e).sqr())
+        .sqrt();
+    let frob_sv = unscale(
+        frob_sv_scaled.inf(),
+        frob_sv_scaled.sup(),
+        -e,
         "Frobenius norm",
     )?;
-    let frob_direct = enc(sumsq.to_interval().sqrt(), "Frobenius norm")?;
     let frobenius = frob_sv.intersect(&frob_direct).ok_or_else(|| {
         Inconclusive::new(
             "internal consistency check failed: the two Frobenius enclosures are disjoint",
         )
     })?;
+    let rank = enclose_rank(sv);
     let stable_rank = if spectral.lo() > 0.0 {
-        let f = frobenius.to_interval();
-        let s = spectral.to_interval();
-        Enclosure::from_interval(f.sqr() / s.sqr())
+        let f = scaled_iv(&frobenius, e);
+        let s = scaled_iv(&spectral, e);
+        // 1 <= srank <= rank for A != 0 (L15 f): a quotient left unbounded
+        // (sigma_1's lower end far below its upper end) still gives that.
+        let bound = Interval::try_from((1.0, (rank.hi as f64).max(1.0))).expect("1 <= hi");
+        let q = f.sqr() / s.sqr();
+        let q = if q.is_common_interval() {
+            q.intersection(bound)
+        } else {
+            bound
+        };
+        if q.is_empty() {
+            return Err(Inconclusive::new(
+                "internal consistency check failed: the stable rank lies outside [1, rank]",
+            ));
+        }
+        Enclosure::from_interval(q)
     } else {
         None
     };
@@ -365,6 +476,6 @@ pub fn summarize_with(
         norm_21,
         norm_11,
         stable_rank,
-        rank: enclose_rank(sv),
+        rank,
     })
 }

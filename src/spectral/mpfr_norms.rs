@@ -31,7 +31,7 @@ macro_rules! up {
     };
 }
 
-/// Enclosures of `sum_ij a_ij^2`, of the (2,1)-norm `sum_j ||a_j||` (columns
+/// Enclosures of the Frobenius norm `sqrt(sum_ij a_ij^2)`, of the (2,1)-norm `sum_j ||a_j||` (columns
 /// = second index) and of the (1,1)-norm `sum_ij |a_ij|`, where `a_ij` is
 /// `entry(i, j)` with its bounds `[lo, hi]` (equal for an exact entry).
 fn norms_of(
@@ -73,6 +73,9 @@ fn norms_of(
         sq_lo = down!(prec, &sq_lo + &c_lo);
         sq_hi = up!(prec, &sq_hi + &c_hi);
     }
+    // The Frobenius norm: directed square roots of the directed sums.
+    sq_lo.sqrt_round(Round::Down);
+    sq_hi.sqrt_round(Round::Up);
     let enc = |lo: &Float, hi: &Float, what: &str| {
         Enclosure::new(
             lo.to_f64_round(Round::Down).max(0.0),
@@ -81,13 +84,13 @@ fn norms_of(
         .ok_or_else(|| Inconclusive::new(format!("{what} overflowed f64")))
     };
     Ok((
-        enc(&sq_lo, &sq_hi, "sum of squares")?,
+        enc(&sq_lo, &sq_hi, "Frobenius norm")?,
         enc(&n21_lo, &n21_hi, "(2,1)-norm")?,
         enc(&n11_lo, &n11_hi, "(1,1)-norm")?,
     ))
 }
 
-/// Encloses `sum_ij a_ij^2`, the (2,1)-norm and the (1,1)-norm of `a` in
+/// Encloses the Frobenius norm, the (2,1)-norm and the (1,1)-norm of `a` in
 /// MPFR at `prec >= 53` bits with directed rounding.
 ///
 /// *Guarantee: certified enclosure* of each of the three exact values
@@ -109,7 +112,7 @@ pub fn enclose_entry_norms_mpfr(
     })
 }
 
-/// Encloses `sum_ij x_ij^2`, the (2,1)-norm and the (1,1)-norm of the
+/// Encloses the Frobenius norm, the (2,1)-norm and the (1,1)-norm of the
 /// exact product `X = B C` in MPFR at `prec >= 106` bits: each entry is
 /// enclosed by directed dot products of exact terms, then as for a dense
 /// matrix.
@@ -146,6 +149,15 @@ mod tests {
     use super::*;
     use rug::Rational;
 
+    /// `sqrt(q)` lies in `e`, decided on squares (exact rationals).
+    fn contains_sqrt(e: &Enclosure, q: &Rational) -> bool {
+        let (lo, hi) = (
+            Rational::from_f64(e.lo()).unwrap(),
+            Rational::from_f64(e.hi()).unwrap(),
+        );
+        lo.clone() * lo <= *q && *q <= hi.clone() * hi
+    }
+
     fn contains_rational(e: &Enclosure, q: &Rational) -> bool {
         Rational::from_f64(e.lo()).unwrap() <= *q && *q <= Rational::from_f64(e.hi()).unwrap()
     }
@@ -160,12 +172,12 @@ mod tests {
             cols: 3,
             data: vec![3.0, -6.0, 0.75 * t, 4.0, 8.0, -t],
         };
-        let (sq, n21, n11) = enclose_entry_norms_mpfr(&a, 128).unwrap();
+        let (frob, n21, n11) = enclose_entry_norms_mpfr(&a, 128).unwrap();
         let q = |x: f64| Rational::from_f64(x).unwrap();
         let exact_sq: Rational = a.data.iter().map(|&x| q(x) * q(x)).sum();
         let exact_11: Rational = a.data.iter().map(|&x| q(x).abs()).sum();
         let exact_21 = q(15.0) + q(1.25 * t);
-        assert!(contains_rational(&sq, &exact_sq));
+        assert!(contains_sqrt(&frob, &exact_sq));
         assert!(contains_rational(&n11, &exact_11));
         assert!(contains_rational(&n21, &exact_21));
     }
@@ -192,9 +204,9 @@ mod tests {
                 sq += x.clone() * x;
             }
         }
-        let (s, _, a) = enclose_product_entry_norms_mpfr(&b, &c, 128).unwrap();
-        assert!(contains_rational(&s, &sq));
+        let (f, _, a) = enclose_product_entry_norms_mpfr(&b, &c, 128).unwrap();
+        assert!(contains_sqrt(&f, &sq));
         assert!(contains_rational(&a, &n11));
-        assert!(s.hi() - s.lo() <= 1e-15 * s.hi());
+        assert!(f.hi() - f.lo() <= 1e-15 * f.hi());
     }
 }
