@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use inari::Interval;
-use rug::ops::Pow;
 use rug::Rational;
 use serde::Serialize;
 
@@ -151,41 +150,15 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Vec<String>>, EvidenceErr
 
 /// `(value, half unit in the last printed digit)` of a decimal string, exactly.
 pub fn parse_claim(s: &str) -> Option<(Rational, Rational)> {
-    let t = s.trim();
-    let (mant, exp) = match t.find(['e', 'E']) {
-        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
-        None => (t, 0),
+    // The bounded parser (at most 4096 digits, |exponent| <= 4096).
+    let d: crate::spectral::ExactDecimal = s.parse().ok()?;
+    // Half a unit in the last printed digit: 5 * 10^(exp10 - 1).
+    let half_unit = crate::spectral::ExactDecimal {
+        negative: false,
+        digits: "5".into(),
+        exp10: d.exp10 - 1,
     };
-    let (neg, mant) = match mant.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, mant.strip_prefix('+').unwrap_or(mant)),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty()
-        || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    if exp.unsigned_abs() > 10_000 {
-        return None;
-    }
-    let digits = format!("{int}{frac}");
-    let m = rug::Integer::from_str_radix(if digits.is_empty() { "0" } else { &digits }, 10).ok()?;
-    let scale = exp - frac.len() as i32; // value = m * 10^scale
-    let ten = |k: i32| -> Rational {
-        let p = rug::Integer::from(10).pow(k.unsigned_abs());
-        if k >= 0 {
-            Rational::from(p)
-        } else {
-            Rational::from((rug::Integer::from(1), p))
-        }
-    };
-    let mut v = Rational::from(m) * ten(scale);
-    if neg {
-        v = -v;
-    }
-    let tol = ten(scale) / 2;
-    Some((v, tol))
+    Some((d.to_rational(), half_unit.to_rational()))
 }
 
 fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64) -> Verdict {
