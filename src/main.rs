@@ -361,6 +361,9 @@ fn run(cli: Cli) -> Result<Outcome> {
                         r.claim,
                         format!("[{:e}, {:e}]", r.certified[0], r.certified[1])
                     );
+                    if let Some(note) = &r.note {
+                        println!("         note: {note}");
+                    }
                 }
             }
             if rep.inconsistent > 0 {

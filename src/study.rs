@@ -367,6 +367,7 @@ pub fn run_study(
     }
     // Refuse a bad output target before any computation.
     let mut planned = Outputs::new();
+    planned.create_dir(out);
     planned.create_dir(out.join("certificates"));
     for m in models {
         planned.stage(certificate_path(out, &m.id), Vec::new());
