@@ -13,8 +13,9 @@
 //!   implies new tables and figures).
 //!
 //! Models run one after another, each using the cores as `certify` does;
-//! what a study keeps between models is the certificates (about 1 MB each
-//! for the BERT Miniatures), never the weights.
+//! what a study keeps between models is the certificates (their JSON is
+//! 1.8 MB for all-MiniLM-L6-v2), never the weights or the spectra's
+//! working data.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

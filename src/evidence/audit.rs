@@ -13,6 +13,11 @@
 //!   so the certified value confirms the claim at its precision;
 //! * **undecided**: they meet but the enclosure is wider than the window (the
 //!   certificate cannot confirm digits that fine; its width is reported).
+//!
+//! An inconsistent claim of `c(W, p)`, `min_contribution`, `p_opt` or
+//! `B_ours` that the authors' float64 treatment of the per-head products'
+//! exact zeros explains gets a note saying so, with the certified exact
+//! value and the size of the artefact ([`crate::report::fidelity`]).
 
 use std::collections::HashMap;
 use std::path::Path;
