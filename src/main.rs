@@ -491,10 +491,11 @@ fn run(cli: Cli) -> Result<Outcome> {
                 println!("note: {note}");
             }
             if let Some(r) = &o.report {
+                let n = o.certified + o.reused;
                 println!(
-                    "{}: {} models ({} certified now, {} reused), tables in {}, in {:.2} s",
+                    "{}: {n} model{} ({} certified now, {} reused), tables in {}, in {:.2} s",
                     r.display(),
-                    o.certified + o.reused,
+                    if n == 1 { "" } else { "s" },
                     o.certified,
                     o.reused,
                     out.join("tables").display(),

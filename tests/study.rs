@@ -813,3 +813,45 @@ fn docs_show_the_five_figures_of_the_bundled_family() {
     let fig4 = std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[3])).unwrap();
     assert!(fig4.contains("L = 2: bert-L2-H128, bert-L2-H256, minilm-L2"));
 }
+
+#[test]
+fn an_inconclusive_model_is_reported_and_the_others_written() {
+    // The smallest family member with every weight times 1e30: B_Edel
+    // overflows binary64, so the certificate is inconclusive.
+    let dir = tmpdir("inconclusive");
+    let src = &family_paths()[0];
+    let big = dir.join("huge");
+    std::fs::create_dir_all(&big).unwrap();
+    std::fs::copy(src.join("config.json"), big.join("config.json")).unwrap();
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let n = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut out = bytes[..n].to_vec();
+    for c in bytes[n..].chunks(4) {
+        let x = f32::from_le_bytes(c.try_into().unwrap()) * 1e30;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::write(big.join("model.safetensors"), out).unwrap();
+    let dest = dir.join("out");
+    let o = run(&[
+        "study",
+        big.to_str().unwrap(),
+        family_paths()[1].to_str().unwrap(),
+        "--out",
+        dest.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("[1/2] huge: inconclusive: B_Edel overflowed f64"),
+        "{err}"
+    );
+    assert!(
+        err.contains("specbound: 1 of 2 models inconclusive (huge: "),
+        "{err}"
+    );
+    assert!(!dest.join("certificates/huge.json").exists());
+    let rows = csv(&dest.join("tables/observed_bounds.csv"));
+    assert!(rows.iter().all(|r| r["model_id"] == "bert-L2-H256") && rows.len() == 2);
+    let page = std::fs::read_to_string(dest.join("report.html")).unwrap();
+    assert!(page.contains("Not certified (inconclusive") && page.contains("<b>huge</b>"));
+}
