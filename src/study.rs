@@ -384,9 +384,12 @@ pub fn run_study(
     planned.stage(out.join("report.html"), Vec::new());
     planned.check()?;
     // Every model opened and recognised before the first computation.
+    crate::certify::parse_decimal(&opts.certify.l_phi, "L_phi")?;
+    if let Some(m) = opts.certify.grid_m {
+        crate::certify::check_grid_m(m)?;
+    }
     let mut archs = Vec::with_capacity(models.len());
     for m in models {
-        crate::certify::parse_decimal(&opts.certify.l_phi, "L_phi")?;
         let ck = Checkpoint::open(&m.path).map_err(|e| CertifyError::Model(e.into()))?;
         archs.push(arch::detect(&ck, &opts.certify.overrides).map_err(CertifyError::Model)?);
     }
