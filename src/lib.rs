@@ -10,7 +10,8 @@
 //! - [`io`]: reading matrices (`.npy`, `.safetensors`), exact conversion to f64;
 //! - [`linalg`]: certified linear algebra (approximate SVD, then certification);
 //! - [`spectral`]: derived quantities (norms, Schatten, rank);
-//! - [`report`]: JSON and table output.
+//! - [`report`]: JSON and table output, the study's figures and HTML page;
+//! - [`study`]: many checkpoints to certificates, tables, figures and a report.
 //!
 //! Soundness arguments live in `proofs/` (one file per lemma); every
 //! function that returns an enclosure names its lemma.
@@ -33,3 +34,4 @@ pub mod matrix;
 
 pub mod report;
 pub mod spectral;
+pub mod study;

@@ -85,6 +85,64 @@ enum Command {
         #[arg(long)]
         model_id: Option<String>,
     },
+    /// Certify many checkpoints and write the paper's tables, five figures and an HTML report.
+    Study {
+        /// Models: directories or files, as `certify` takes them.
+        #[arg(value_name = "MODEL")]
+        model: Vec<PathBuf>,
+        /// A file listing models, one per line (`#` comment lines; relative paths are
+        /// taken from the file's directory), after any MODEL arguments.
+        #[arg(long = "models", value_name = "FILE")]
+        models_file: Option<PathBuf>,
+        /// Output directory (created if absent): certificates/, tables/, figures/, report.html.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Model ids, one per model in order (default: each directory or file name).
+        #[arg(long = "model-id", value_name = "ID")]
+        model_id: Vec<String>,
+        /// Id of the primary model of figures 1 and 5 (default: the largest, L N^2).
+        #[arg(long)]
+        primary: Option<String>,
+        /// Layers of the primary model in figure 1 (`0-3`, `0,2,5`).
+        #[arg(long, default_value = "0-3")]
+        spectrum_layers: String,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+        /// Lipschitz constant L_phi of the activation (exact decimal).
+        #[arg(long, default_value = specbound::arch::PAPER_L_PHI)]
+        l_phi: String,
+        /// Grid resolution m of P_m = {0, 1/m, ..., 2} (default ceil(L + ln N) per model).
+        #[arg(long)]
+        grid_m: Option<usize>,
+        /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
+        #[arg(long, default_value = "f64")]
+        precision: String,
+        /// Number of attention heads (for .safetensors files without config.json).
+        #[arg(long)]
+        heads: Option<usize>,
+        /// Number of layers (default: from config.json or the tensors).
+        #[arg(long)]
+        layers: Option<usize>,
+    },
+    /// The study's HTML report from existing certificates.
+    Report {
+        /// Certificates (JSON), e.g. a study's DIR/certificates/*.json.
+        #[arg(value_name = "CERT", required = true)]
+        certs: Vec<PathBuf>,
+        /// The HTML file to write (atomically).
+        #[arg(long, value_name = "FILE.html")]
+        out: PathBuf,
+        /// Model ids, one per certificate in order (default: each file's stem).
+        #[arg(long = "model-id", value_name = "ID")]
+        model_id: Vec<String>,
+        /// Id of the primary model of figures 1 and 5 (default: the largest).
+        #[arg(long)]
+        primary: Option<String>,
+        /// Layers of the primary model in figure 1 (`0-3`, `0,2,5`).
+        #[arg(long, default_value = "0-3")]
+        spectrum_layers: String,
+    },
     /// Show the recognised architecture and the proxy matrices, without computing spectra.
     Inspect {
         /// A model directory, .safetensors or .gguf file.
@@ -303,6 +361,9 @@ fn run(cli: Cli) -> Result<Outcome> {
                         r.claim,
                         format!("[{:e}, {:e}]", r.certified[0], r.certified[1])
                     );
+                    if let Some(note) = &r.note {
+                        println!("         note: {note}");
+                    }
                 }
             }
             if rep.inconsistent > 0 {
@@ -347,6 +408,150 @@ fn run(cli: Cli) -> Result<Outcome> {
             } else {
                 Ok(Outcome::Certified)
             }
+        }
+        Command::Study {
+            model,
+            models_file,
+            out,
+            model_id,
+            primary,
+            spectrum_layers,
+            quiet,
+            l_phi,
+            grid_m,
+            precision,
+            heads,
+            layers,
+        } => {
+            use specbound::study::{self, ModelStatus};
+            let mut paths = model;
+            if let Some(f) = &models_file {
+                paths.extend(study::read_model_list(f)?);
+            }
+            let models = study::assign_ids(paths, &model_id)?;
+            let opts = study::StudyOptions {
+                certify: CertifyOptions {
+                    precision: parse_precision(&precision)?,
+                    l_phi,
+                    grid_m,
+                    overrides: ArchOverrides { heads, layers },
+                },
+                primary,
+                spectrum_layers: study::parse_layers(&spectrum_layers)
+                    .map_err(anyhow::Error::msg)?,
+            };
+            let t = std::time::Instant::now();
+            // The progress bar (issue 10) replaces NoProgress here.
+            let progress = specbound::certify::NoProgress;
+            let mut line = |d: &study::ModelDone| {
+                if quiet {
+                    return;
+                }
+                let what = match d.status {
+                    ModelStatus::Reused => format!(
+                        "reused {} (model hashes and parameters match)",
+                        d.cert_path.display()
+                    ),
+                    ModelStatus::Certified(secs) => format!("certified in {secs:.2} s"),
+                    ModelStatus::Inconclusive(why) => format!("inconclusive: {why}"),
+                };
+                let bounds = d
+                    .cert
+                    .map(|c| {
+                        format!(
+                            ": B_ours {}, B_Edel {}",
+                            specbound::report::format::interval(&c.bounds.ours),
+                            specbound::report::format::interval(&c.bounds.edelman)
+                        )
+                    })
+                    .unwrap_or_default();
+                let not = d
+                    .not_reused
+                    .map(|w| format!(" (existing certificate not reused: {w})"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "study: [{}/{}] {}: {what}{not}{bounds}",
+                    d.index, d.total, d.model.id
+                );
+            };
+            let o = study::run_study(&models, &opts, &out, &progress, &mut line)?;
+            for (n, f) in &o.figures {
+                match f {
+                    Ok(p) => println!("figure {n}: {}", p.display()),
+                    Err(why) => println!("figure {n} {why}"),
+                }
+            }
+            for p in &o.removed {
+                println!(
+                    "removed {} (left by an earlier run; not drawn now)",
+                    p.display()
+                );
+            }
+            if let Some(note) = &o.primary_note {
+                println!("note: {note}");
+            }
+            if let Some(r) = &o.report {
+                let n = o.certified + o.reused;
+                println!(
+                    "{}: {n} model{} ({} certified now, {} reused), tables in {}, in {:.2} s",
+                    r.display(),
+                    if n == 1 { "" } else { "s" },
+                    o.certified,
+                    o.reused,
+                    out.join("tables").display(),
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            if o.inconclusive.is_empty() {
+                Ok(Outcome::Certified)
+            } else {
+                let list: Vec<String> = o
+                    .inconclusive
+                    .iter()
+                    .map(|(id, why)| format!("{id}: {why}"))
+                    .collect();
+                Ok(Outcome::Inconclusive(format!(
+                    "{} of {} models inconclusive ({}){}",
+                    o.inconclusive.len(),
+                    models.len(),
+                    list.join("; "),
+                    if o.report.is_none() {
+                        "; nothing to report"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+        }
+        Command::Report {
+            certs,
+            out,
+            model_id,
+            primary,
+            spectrum_layers,
+        } => {
+            let layers =
+                specbound::study::parse_layers(&spectrum_layers).map_err(anyhow::Error::msg)?;
+            let mut planned = specbound::report::output::Outputs::new();
+            planned.stage(&out, Vec::new());
+            planned.check()?;
+            let (_, figs, page) = specbound::study::report_from_certificates(
+                &certs,
+                &model_id,
+                primary.as_deref(),
+                layers,
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut o = specbound::report::output::Outputs::new();
+            o.stage(&out, page.into_bytes());
+            o.commit()?;
+            for f in &figs {
+                if let Err(why) = &f.svg {
+                    println!("figure {} {why}", f.number);
+                }
+            }
+            println!("{}: {} certificates", out.display(), certs.len());
+            Ok(Outcome::Certified)
         }
         Command::Certify {
             model,

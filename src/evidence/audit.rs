@@ -13,6 +13,11 @@
 //!   so the certified value confirms the claim at its precision;
 //! * **undecided**: they meet but the enclosure is wider than the window (the
 //!   certificate cannot confirm digits that fine; its width is reported).
+//!
+//! An inconsistent claim of `c(W, p)`, `min_contribution`, `p_opt` or
+//! `B_ours` that the authors' float64 treatment of the per-head products'
+//! exact zeros explains gets a note saying so, with the certified exact
+//! value and the size of the artefact ([`crate::report::fidelity`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -34,6 +39,7 @@ struct Certified {
 use crate::enclosure::Enclosure;
 use crate::io::checkpoint::Checkpoint;
 use crate::linalg::{certify_singular_values, SingularValues, SvdOptions};
+use crate::report::fidelity;
 use crate::spectral::{enclose_power_sum, summarize, SchattenP, SpectralSummary};
 
 /// A claim's verdict.
@@ -74,6 +80,12 @@ pub struct ClaimResult {
     /// Verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// Why an inconsistent claim is what the authors' float64 computation
+    /// gives (round-off values in place of exact zeros), stating the
+    /// certified exact value and the size of the artefact
+    /// ([`crate::report::fidelity`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The whole audit.
@@ -294,14 +306,7 @@ fn proxy_quantity(
     let w = &c.cert.matrices[idx];
     let r = &c.results[idx];
     let m = c.cert.parameters.grid_m;
-    let grid_k = |p: &str| -> Result<usize, String> {
-        let (v, _) = parse_claim(p).ok_or("invalid p")?;
-        let km = Rational::from(&v * m as u32);
-        if *km.denom() != 1 || km < 0 || km > 2 * m as u32 {
-            return Err(format!("p = {p} is not a point of the grid P_{m}"));
-        }
-        Ok(km.numer().to_usize().unwrap_or(usize::MAX))
-    };
+    let grid_k = |p: &str| grid_index(p, m);
     Ok(match q {
         "alpha" | "alpha_mh" => iv(w.alpha),
         "gamma" => iv(w.gamma),
@@ -324,6 +329,49 @@ fn proxy_quantity(
             p,
         )?,
     })
+}
+
+/// The grid index k of a claimed `p = k/m`: a decimal within half a unit
+/// in its last printed digit of exactly one `k/m`, or the binary64 number
+/// nearest `k/m` as float64 tables print it (`0.16666666666666666` for
+/// 2/12: the decimal that reads back as the float `fl(k/m)`).
+fn grid_index(p: &str, m: usize) -> Result<usize, String> {
+    let (v, tol) = parse_claim(p).ok_or("invalid p")?;
+    let as_f64 = p.trim().parse::<f64>().ok();
+    let hits: Vec<usize> = (0..=2 * m)
+        .filter(|&k| {
+            Rational::from(&Rational::from((k as u32, m as u32)) - &v).abs() <= tol
+                || as_f64 == Some(k as f64 / m as f64)
+        })
+        .collect();
+    match hits.as_slice() {
+        [k] => Ok(*k),
+        [] => Err(format!("p = {p} is not a point of the grid P_{m}")),
+        _ => Err(format!(
+            "p = {p} is too coarse to name one point of the grid P_{m}"
+        )),
+    }
+}
+
+/// The fidelity note of an inconsistent proxy claim (contribution,
+/// min_contribution), if the authors' float artefact explains it.
+fn proxy_note(
+    c: &Certificate,
+    l: usize,
+    h: i64,
+    k: MatrixType,
+    quantity: &str,
+    p: Option<&str>,
+    claim: &str,
+) -> Option<String> {
+    let w = &c.matrices[find_matrix(c, l, h, k).ok()?];
+    let (n, m) = (c.model.hidden, c.parameters.grid_m);
+    let v: f64 = claim.trim().parse().ok()?;
+    match quantity {
+        "contribution" => fidelity::explain_contribution(w, n, m, grid_index(p?, m).ok()?, v),
+        "min_contribution" => fidelity::explain_min_contribution(w, n, m, v),
+        _ => None,
+    }
 }
 
 /// Index of a proxy matrix given in the authors' columns (`head = -1` for layer matrices).
@@ -399,6 +447,12 @@ fn judge_p_opt(
         Verdict::Undecided { width: hi - lo }
     };
     let name = c.matrices[idx].id().to_string();
+    let note = match (&verdict, hits.as_slice()) {
+        (Verdict::Inconsistent { .. }, [j]) => {
+            fidelity::explain_p_opt(&c.matrices[idx], c.model.hidden, m, *j)
+        }
+        _ => None,
+    };
     Ok(ClaimResult {
         line: 0,
         subject: name,
@@ -407,6 +461,7 @@ fn judge_p_opt(
         tolerance: tol.to_f64(),
         certified: [lo, hi],
         verdict,
+        note,
     })
 }
 
@@ -667,6 +722,23 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
             let e = Enclosure::from_interval(iv)
                 .ok_or_else(|| bad(line, format!("{quantity}: no finite certified enclosure")))?;
             let verdict = judge(&c, &tol_r, e.lo(), e.hi());
+            let note = match (&verdict, subj.as_str(), cert.as_ref()) {
+                (Verdict::Inconsistent { .. }, "proxy", Some(cc)) => {
+                    proxy_subject(&cell).ok().and_then(|(l, h, k)| {
+                        proxy_note(&cc.cert, l, h, k, &quantity, p.as_deref(), &claim)
+                    })
+                }
+                (Verdict::Inconsistent { .. }, "bound", Some(cc))
+                    if matches!(quantity.as_str(), "ours" | "B_ours") =>
+                {
+                    claim
+                        .trim()
+                        .parse()
+                        .ok()
+                        .and_then(|v| fidelity::explain_bound_ours(&cc.cert, v))
+                }
+                _ => None,
+            };
             results.push(ClaimResult {
                 line,
                 subject,
@@ -675,6 +747,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                 tolerance: tol_r.to_f64(),
                 certified: [e.lo(), e.hi()],
                 verdict,
+                note,
             });
         }
     }

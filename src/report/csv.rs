@@ -18,7 +18,7 @@ pub fn num(x: f64) -> String {
 }
 
 /// `mid,lo,hi` of an interval.
-fn mid(e: &CertInterval) -> String {
+pub fn mid(e: &CertInterval) -> String {
     format!("{},{},{}", num(e.mid()), num(e.lo), num(e.hi))
 }
 
@@ -34,22 +34,29 @@ pub const TABLE_NAMES: [&str; 4] = [
     "p_contribution_raw.csv",
 ];
 
-/// `(file name, contents)` of the four tables. `model_id` fills the
-/// `model_id` column of `observed_bounds.csv`.
-pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)> {
-    let m = cert.parameters.grid_m;
-    let mut summary = String::from(
-        "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
+/// Header of `matrix_summary.csv` (without a newline).
+pub const MATRIX_SUMMARY_HEADER: &str =
+    "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
 frobenius_norm,frobenius_norm_lo,frobenius_norm_hi,nuclear_norm,nuclear_norm_lo,nuclear_norm_hi,\
-norm_21,norm_21_lo,norm_21_hi,norm_11,norm_11_lo,norm_11_hi,stable_rank,stable_rank_lo,stable_rank_hi\n",
-    );
-    let mut opt_t = String::from(
-        "layer,head,matrix_type,alpha_mh,alpha_mh_lo,alpha_mh_hi,gamma,gamma_lo,gamma_hi,\
+norm_21,norm_21_lo,norm_21_hi,norm_11,norm_11_lo,norm_11_hi,stable_rank,stable_rank_lo,stable_rank_hi";
+
+/// Header of `schatten_opt.csv`.
+pub const SCHATTEN_OPT_HEADER: &str =
+    "layer,head,matrix_type,alpha_mh,alpha_mh_lo,alpha_mh_hi,gamma,gamma_lo,gamma_hi,\
 scale_gamma_alpha_L,scale_gamma_alpha_L_lo,scale_gamma_alpha_L_hi,p_grid_m,p_opt,\
-min_contribution,min_contribution_lo,min_contribution_hi\n",
-    );
-    let mut raw =
-        String::from("layer,head,matrix_type,p,contribution,contribution_lo,contribution_hi\n");
+min_contribution,min_contribution_lo,min_contribution_hi";
+
+/// Header of `p_contribution_raw.csv`.
+pub const P_CONTRIBUTION_HEADER: &str =
+    "layer,head,matrix_type,p,contribution,contribution_lo,contribution_hi";
+
+/// The rows (without newlines) of `matrix_summary.csv`, `schatten_opt.csv`
+/// and `p_contribution_raw.csv` for one certificate, in certificate order.
+pub fn matrix_rows(cert: &Certificate) -> [Vec<String>; 3] {
+    let m = cert.parameters.grid_m;
+    let mut summary = Vec::with_capacity(cert.matrices.len());
+    let mut opt_t = Vec::with_capacity(cert.matrices.len());
+    let mut raw = Vec::with_capacity(cert.matrices.len() * (2 * m + 1));
     for w in &cert.matrices {
         let id = w.id();
         let rank_mid = if w.rank.lo == w.rank.hi {
@@ -57,8 +64,8 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
         } else {
             format!("{}", (w.rank.lo + w.rank.hi) as f64 / 2.0)
         };
-        summary.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        summary.push(format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             id.layer,
             id.head_column(),
             id.kind.name(),
@@ -87,8 +94,8 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
                 },
             )
             .map(|(g, _)| num(g.approx()));
-        opt_t.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{}\n",
+        opt_t.push(format!(
+            "{},{},{},{},{},{},{},{},{}",
             id.layer,
             id.head_column(),
             id.kind.name(),
@@ -100,8 +107,8 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
             mid(&w.min_contribution),
         ));
         for c in &w.contributions {
-            raw.push_str(&format!(
-                "{},{},{},{},{}\n",
+            raw.push(format!(
+                "{},{},{},{},{}",
                 id.layer,
                 id.head_column(),
                 id.kind.name(),
@@ -110,14 +117,41 @@ min_contribution,min_contribution_lo,min_contribution_hi\n",
             ));
         }
     }
+    [summary, opt_t, raw]
+}
+
+/// `bound,value,value_lo,value_hi` rows of the two bounds (`ours`, `edelman`).
+pub fn bound_rows(cert: &Certificate) -> [String; 2] {
+    [
+        format!("ours,{}", mid(&cert.bounds.ours)),
+        format!("edelman,{}", mid(&cert.bounds.edelman)),
+    ]
+}
+
+/// `(file name, contents)` of the four tables. `model_id` fills the
+/// `model_id` column of `observed_bounds.csv`.
+pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)> {
+    let [summary, opt_t, raw] = matrix_rows(cert);
+    let join = |header: &str, rows: Vec<String>| {
+        let mut s = String::with_capacity(rows.iter().map(|r| r.len() + 1).sum::<usize>() + 256);
+        s.push_str(header);
+        s.push('\n');
+        for r in rows {
+            s.push_str(&r);
+            s.push('\n');
+        }
+        s
+    };
     let id = model_id.replace([',', '\n', '"'], "_");
-    let bounds = format!(
-        "model_id,bound,value,value_lo,value_hi\n{id},ours,{}\n{id},edelman,{}\n",
-        mid(&cert.bounds.ours),
-        mid(&cert.bounds.edelman)
-    );
+    let [ours, edel] = bound_rows(cert);
+    let bounds = format!("model_id,bound,value,value_lo,value_hi\n{id},{ours}\n{id},{edel}\n");
     TABLE_NAMES
         .into_iter()
-        .zip([summary, opt_t, bounds, raw])
+        .zip([
+            join(MATRIX_SUMMARY_HEADER, summary),
+            join(SCHATTEN_OPT_HEADER, opt_t),
+            bounds,
+            join(P_CONTRIBUTION_HEADER, raw),
+        ])
         .collect()
 }

@@ -1,13 +1,23 @@
 //! Output of certified results: JSON (machine-readable, exact round-trip
-//! decimals), readable tables, the authors' CSV layout ([`csv`]) and
-//! all-or-nothing file output ([`output`]).
+//! decimals), readable tables, the authors' CSV layout ([`csv`]),
+//! all-or-nothing file output ([`output`]), and the study's products read
+//! from several certificates ([`set`]): multi-model tables ([`tables`]),
+//! the paper's figures as SVG ([`figures`]), the self-contained HTML page
+//! ([`html`]) and the notes on where the authors' float computation departs
+//! from the exact values ([`fidelity`]).
 //!
 //! Every `lo`/`hi` is written as the shortest decimal that parses back to the
 //! very f64 held (serde_json uses the shortest round-trip representation), so
 //! the printed interval is exactly the certified one.
 
 pub mod csv;
+pub mod fidelity;
+pub mod figures;
+pub mod format;
+pub mod html;
 pub mod output;
+pub mod set;
+pub mod tables;
 mod text;
 
 pub use text::summary_text;

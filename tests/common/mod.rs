@@ -7,6 +7,8 @@
 //! because every entry d_i q_ij is computed exactly.
 #![allow(dead_code)]
 
+pub mod authors_float;
+pub mod family;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
