@@ -230,7 +230,7 @@ pub fn certify_model_with_progress(
             })?
         }
     };
-    let hashes = ck.file_hashes();
+    let hashes = ck.file_hashes().map_err(ModelError::from)?;
     let svd_opts = SvdOptions {
         precision: opts.precision,
         par: Par::Seq, // parallel over matrices instead

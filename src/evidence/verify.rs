@@ -605,7 +605,9 @@ fn check_matrix(
 /// spectral quantity recomputed, refined where needed.
 pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, EvidenceError> {
     let ckpt = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
-    let hashes = ckpt.file_hashes();
+    let hashes = ckpt
+        .file_hashes()
+        .map_err(|e| EvidenceError::Model(e.to_string()))?;
     let mut v = Verdict::default();
     for (i, f) in c.model.files.iter().enumerate() {
         match hashes.iter().find(|h| h.file == f.file) {

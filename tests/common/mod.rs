@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod schema;
+pub mod torch;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
