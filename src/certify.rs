@@ -189,6 +189,8 @@ pub trait Progress: Sync {
     fn matrices_total(&self, _n: usize) {}
     /// One matrix is finished (certified or not).
     fn matrix_done(&self, _id: MatrixId) {}
+    /// What the run is doing now (a stage, a tensor), for display.
+    fn message(&self, _text: &str) {}
 }
 
 /// A [`Progress`] that reports nothing.

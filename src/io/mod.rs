@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 pub mod checkpoint;
 pub mod gguf;
+pub mod hub;
 pub mod limits;
 pub mod npy;
 pub mod pickle_scan;
