@@ -17,7 +17,8 @@
 //!   (or exact, when a shorter decimal is the binary64 number itself).
 //!
 //! Integers print as integers (`1`, `[383, 384]`). All arithmetic is on exact
-//! rationals (`rug`); the guarantee is property-tested in this module
+//! rationals (`rug`), and the containment is `proofs/outward-decimal.md`
+//! (L20), property-tested in this module
 //! (`printed_decimals_contain_the_interval`).
 
 use rug::{Integer, Rational};
@@ -193,7 +194,8 @@ pub fn parse_decimal(s: &str) -> Option<Rational> {
 
 /// An interval `[lo, hi]` (binary64 ends, `lo <= hi`) in the given style,
 /// rounded outward: *guarantee*: the printed decimal interval, read
-/// exactly, contains `[lo, hi]` (tested exactly in this module).
+/// exactly, contains `[lo, hi]` (`proofs/outward-decimal.md`, L20; tested
+/// exactly in this module).
 pub fn interval(lo: f64, hi: f64, style: Style) -> String {
     if !(lo.is_finite() && hi.is_finite()) || lo > hi {
         return format!("[{lo:e}, {hi:e}]");

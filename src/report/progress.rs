@@ -34,15 +34,16 @@ impl Bar {
         if !wanted(quiet) {
             return Self { pb: None };
         }
+        // Until the number of matrices is known: a spinner while the model
+        // is read and its proxy matrices formed.
         let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         pb.set_style(
-            ProgressStyle::with_template(
-                "{prefix} [{bar:30}] {pos}/{len} matrices, {elapsed} elapsed, ETA {eta} {wide_msg}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
+            ProgressStyle::with_template("{prefix} {spinner} {elapsed} elapsed: {wide_msg}")
+                .expect("valid template"),
         );
         pb.set_prefix(label.to_string());
+        pb.set_message("reading the model and forming its proxy matrices");
+        pb.enable_steady_tick(Duration::from_millis(120));
         Self { pb: Some(pb) }
     }
 
@@ -90,6 +91,14 @@ impl Drop for Bar {
 impl Progress for Bar {
     fn matrices_total(&self, n: usize) {
         if let Some(pb) = &self.pb {
+            pb.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} matrices, {elapsed} elapsed, ETA {eta} {wide_msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            pb.set_message("");
             pb.set_length(n as u64);
             pb.reset_eta();
         }
