@@ -877,7 +877,7 @@ fn audit_spectrum(
             rep.claimed_dtype
         );
         println!(
-            "  verdict against |c - sigma| <= {atol} + {rtol} sigma: {} pass, {} fail, {} undecided",
+            "  verdict against |c - sigma| <= {atol:e} + {rtol:e} sigma: {} pass, {} fail, {} undecided",
             rep.pass, rep.fail, rep.undecided
         );
         println!(
@@ -895,7 +895,7 @@ fn audit_spectrum(
             println!(
                 "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} {:?}",
                 r.index,
-                format!("{:e}", r.claimed),
+                claimed_text(r.claimed, &rep.claimed_dtype),
                 interval(r.certified[0], r.certified[1], st),
                 interval(r.abs_error[0], r.abs_error[1], st),
                 r.rel_error
@@ -909,7 +909,7 @@ fn audit_spectrum(
     Ok(match rep.verdict {
         Check::Pass => Outcome::Certified,
         Check::Fail => Outcome::Failed(format!(
-            "{} of {} claimed singular values fail |c - sigma| <= {atol} + {rtol} sigma",
+            "{} of {} claimed singular values fail |c - sigma| <= {atol:e} + {rtol:e} sigma",
             rep.fail, rep.claimed
         )),
         Check::Undecided => Outcome::Undecided(format!(
@@ -917,4 +917,13 @@ fn audit_spectrum(
             rep.undecided, rep.claimed
         )),
     })
+}
+
+/// A claimed value as its own dtype prints it (shortest round trip).
+fn claimed_text(x: f64, dtype: &str) -> String {
+    match dtype {
+        "f32" => format!("{}", x as f32),
+        "f16" => format!("{}", half::f16::from_f64(x)),
+        _ => format!("{x}"),
+    }
 }

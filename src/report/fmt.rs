@@ -227,6 +227,13 @@ fn last_digit(lo: f64, hi: f64) -> i32 {
 }
 
 fn shared(lo: f64, hi: f64) -> String {
+    if lo == 0.0 || hi == 0.0 {
+        // A zero end reads best on its own: `[0, 3.5e-12]`.
+        let p = last_digit(lo, hi);
+        let sig = |x: f64| (exp10(x) - p + 1).clamp(1, 17);
+        let one = |x: f64, up: bool| if x == 0.0 { "0".to_string() } else { end(x, up, sig(x)) };
+        return format!("[{}, {}]", one(lo, false), one(hi, true));
+    }
     if lo == hi {
         // A point: exact when a short decimal is the number, else outward.
         let (a, b) = (end(lo, false, 17), end(hi, true, 17));
