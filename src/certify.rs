@@ -184,6 +184,8 @@ pub trait Progress: Sync {
     fn matrices_total(&self, _n: usize) {}
     /// One matrix is finished (certified or not).
     fn matrix_done(&self, _id: MatrixId) {}
+    /// What the run is doing now (a stage, a tensor), for display.
+    fn message(&self, _text: &str) {}
 }
 
 /// A [`Progress`] that reports nothing.
@@ -225,7 +227,7 @@ pub fn certify_model_with_progress(
             })?
         }
     };
-    let hashes = ck.file_hashes();
+    let hashes = ck.file_hashes().map_err(ModelError::from)?;
     let svd_opts = SvdOptions {
         precision: opts.precision,
         par: Par::Seq, // parallel over matrices instead

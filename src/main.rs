@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 
 use specbound::arch::ArchOverrides;
 use specbound::certificate::Certificate;
-use specbound::certify::{certify_model, CertifyOptions, Outcome as Certification};
+use specbound::certify::{certify_model_with_progress, CertifyOptions, Outcome as Certification};
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
 use specbound::report::SvdReport;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
@@ -28,17 +28,30 @@ use specbound::spectral::{enclose_schatten, summarize, SchattenP};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// No progress bar (it is drawn on stderr only when stderr is a terminal).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// How text output prints intervals, each rounded outward: shared
+    /// (common digits, then the differing tails: 20573.029732297[44, 68]),
+    /// pm (mid ± rad) or bounds ([lo, hi] in full). JSON and CSV are exact.
+    #[arg(long, global = true, default_value = "shared", value_name = "STYLE")]
+    intervals: specbound::report::fmt::Style,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Certified enclosures of all singular values and derived norms of one matrix.
     Svd {
-        /// A 2-D `.npy` file (f2/f4/f8, C or Fortran order) or a `.safetensors` file.
+        /// A 2-D `.npy` file (f2/f4/f8, C or Fortran order), a `.safetensors`, `.gguf` or
+        /// PyTorch (`.bin`, `.pt`, `.pth`) file, or a model directory or Hugging Face id
+        /// (with --tensor).
         input: PathBuf,
-        /// Tensor name inside a `.safetensors` file.
+        /// Tensor name inside a safetensors, GGUF or PyTorch file or a model.
         #[arg(long)]
         tensor: Option<String>,
+        /// Revision of a Hugging Face id (branch, tag or commit; default main).
+        #[arg(long)]
+        revision: Option<String>,
         /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
         #[arg(long, value_delimiter = ',', default_value = "1,2")]
         schatten_p: Vec<String>,
@@ -54,9 +67,14 @@ enum Command {
     },
     /// Certify a whole checkpoint: proxy matrices, their spectra, and the bound proxies.
     Certify {
-        /// A Hugging Face model directory (config.json + model.safetensors or a sharded
-        /// index) or a single .safetensors file. Default: the bundled all-MiniLM-L6-v2.
+        /// A Hugging Face model directory (config.json + model.safetensors or
+        /// pytorch_model.bin, or a sharded index), a single .safetensors, PyTorch (.bin,
+        /// .pt, .pth) or .gguf file, or a Hugging Face id (org/name) in the local cache.
+        /// Default: the bundled all-MiniLM-L6-v2.
         model: Option<PathBuf>,
+        /// Revision of a Hugging Face id (branch, tag or commit; default main).
+        #[arg(long)]
+        revision: Option<String>,
         /// Write the certificate (JSON) to this file (a new or regular file), atomically.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -145,8 +163,11 @@ enum Command {
     },
     /// Show the recognised architecture and the proxy matrices, without computing spectra.
     Inspect {
-        /// A model directory, .safetensors or .gguf file.
+        /// A model directory, a .safetensors, PyTorch or .gguf file, or a Hugging Face id.
         model: PathBuf,
+        /// Revision of a Hugging Face id (branch, tag or commit; default main).
+        #[arg(long)]
+        revision: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -161,20 +182,53 @@ enum Command {
     Verify {
         /// The certificate (JSON).
         cert: PathBuf,
-        /// The model directory or file the certificate describes.
+        /// The model directory, file or Hugging Face id the certificate describes.
         #[arg(long)]
         model: Option<PathBuf>,
+        /// Revision of a Hugging Face id given to --model (default main).
+        #[arg(long)]
+        revision: Option<String>,
     },
-    /// Check claimed numbers (a CSV) against certified values of a model.
+    /// Check claimed numbers against certified values: a CSV of claims about a model, or
+    /// another tool's singular values (a 1-D .npy) of one matrix.
     Audit {
-        /// The model directory or .safetensors file.
+        /// The model (directory, file or Hugging Face id); with a .npy of claimed singular
+        /// values, any `svd` input (with --tensor where it needs one).
         model: PathBuf,
-        /// The claims: a certify --csv table, a generic claims CSV, or a WeightWatcher details CSV.
+        /// The claims: a certify --csv table, a generic claims CSV, a WeightWatcher details
+        /// CSV, or a 1-D .npy of claimed singular values (any float dtype, any order).
         claims: PathBuf,
         /// Print the audit as JSON.
         #[arg(long)]
         json: bool,
+        /// Relative tolerance: CSV claims without a tolerance column get at least the window
+        /// c ± (atol + rtol |c|); claimed singular values must meet |c - sigma| <= atol + rtol sigma.
+        #[arg(long, default_value_t = 0.0)]
+        rtol: f64,
+        /// Absolute tolerance (see --rtol).
+        #[arg(long, default_value_t = 0.0)]
+        atol: f64,
+        /// Method for the certified singular values: f64 (default) | extended | auto | mpfr:BITS.
+        #[arg(long, default_value = "f64")]
+        precision: String,
+        /// A gap counts as float32 / float64 rounding when it is at most this many unit
+        /// roundoffs (2^-24, 2^-53) of the certified value.
+        #[arg(long, default_value_t = 1.0)]
+        rounding_units: f64,
+        /// Tensor name, for claimed singular values of a tensor of a file or model.
+        #[arg(long)]
+        tensor: Option<String>,
+        /// Revision of a Hugging Face id (default main).
+        #[arg(long)]
+        revision: Option<String>,
     },
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout: `specbound man | man -l -`.
+    Man,
     /// Compare two certificates quantity by quantity.
     Diff {
         /// The old certificate.
@@ -195,6 +249,58 @@ fn default_model() -> Result<PathBuf> {
     Ok(specbound::bundle::locate()?)
 }
 
+/// A model argument: a path, or a Hugging Face id found in the local cache
+/// (never downloaded).
+fn model_arg(
+    arg: &std::path::Path,
+    revision: Option<&str>,
+) -> Result<specbound::io::hub::Resolved> {
+    Ok(specbound::io::hub::resolve(arg, revision)?)
+}
+
+/// The progress bar of a command (drawn only on a terminal, never with --quiet).
+fn bar(label: &str, quiet: bool) -> specbound::report::progress::Bar {
+    specbound::report::progress::Bar::matrices(label, quiet)
+}
+
+/// The matrix of an `svd` or spectrum-audit input: a matrix file, or a
+/// tensor of a model directory or Hugging Face id.
+fn load_matrix(
+    input: &std::path::Path,
+    tensor: Option<&str>,
+    revision: Option<&str>,
+) -> Result<(PathBuf, specbound::io::LoadedMatrix)> {
+    let r = model_arg(input, revision)?;
+    if r.path.is_dir() {
+        let ck = specbound::io::checkpoint::Checkpoint::open(&r.path)?;
+        let Some(t) = tensor else {
+            let names = ck.two_d_float_tensors();
+            bail!(
+                "{}: a model: pass --tensor NAME ({} 2-D float tensors, e.g. {})",
+                input.display(),
+                names.len(),
+                names.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+            );
+        };
+        return Ok((r.path, ck.read(t)?));
+    }
+    let m = specbound::io::read_matrix(&r.path, tensor)?;
+    Ok((r.path, m))
+}
+
+/// Whether one certified SVD of an `rows x cols` matrix may take long
+/// enough to deserve a spinner.
+fn svd_is_large(rows: usize, cols: usize, prec: Precision) -> bool {
+    let (m, n) = (rows.max(cols) as f64, rows.min(cols) as f64);
+    match prec {
+        Precision::Mpfr(_) => n >= 24.0,
+        Precision::Auto => {
+            m * n * n >= (1u64 << 26) as f64 || (m * n * n <= 2f64.powi(21) && n >= 48.0)
+        }
+        _ => m * n * n >= (1u64 << 26) as f64,
+    }
+}
+
 fn parse_precision(s: &str) -> Result<Precision> {
     s.parse::<Precision>().map_err(anyhow::Error::msg)
 }
@@ -209,14 +315,41 @@ enum Outcome {
 }
 
 fn run(cli: Cli) -> Result<Outcome> {
+    let st = cli.intervals;
     match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "specbound", &mut std::io::stdout());
+            Ok(Outcome::Certified)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
+            // One page: then, per subcommand, its synopsis and options.
+            for sub in cmd.get_subcommands() {
+                let name = sub.get_name().to_string();
+                let sub = sub.clone().bin_name(format!("specbound {name}"));
+                out.extend_from_slice(
+                    format!(".SH \"SPECBOUND {}\"\n", name.to_uppercase()).as_bytes(),
+                );
+                let man = clap_mangen::Man::new(sub);
+                man.render_synopsis_section(&mut out)?;
+                man.render_description_section(&mut out)?;
+                man.render_options_section(&mut out)?;
+            }
+            std::io::Write::write_all(&mut std::io::stdout(), &out)?;
+            Ok(Outcome::Certified)
+        }
         Command::Inspect {
             model,
+            revision,
             json,
             heads,
             l_phi,
         } => {
-            let ck = specbound::io::checkpoint::Checkpoint::open(&model)?;
+            let resolved = model_arg(&model, revision.as_deref())?;
+            let ck = specbound::io::checkpoint::Checkpoint::open(&resolved.path)?;
             let arch = specbound::arch::detect(
                 &ck,
                 &ArchOverrides {
@@ -274,12 +407,20 @@ fn run(cli: Cli) -> Result<Outcome> {
             }
             Ok(Outcome::Certified)
         }
-        Command::Verify { cert, model } => {
+        Command::Verify {
+            cert,
+            model,
+            revision,
+        } => {
             let c = Certificate::read(&cert)?;
             let mut v = specbound::evidence::verify::verify_internal(&c);
             if v.failure.is_none() {
                 if let Some(m) = &model {
-                    v = v.merge(specbound::evidence::verify::verify_with_model(&c, m)?);
+                    let m = model_arg(m, revision.as_deref())?.path;
+                    let b = bar("verify", cli.quiet);
+                    v = v.merge(specbound::evidence::verify::verify_with_model_progress(
+                        &c, &m, &b,
+                    )?);
                 }
             }
             if let Some(f) = v.failure {
@@ -321,19 +462,64 @@ fn run(cli: Cli) -> Result<Outcome> {
             model,
             claims,
             json,
+            rtol,
+            atol,
+            precision,
+            rounding_units,
+            tensor,
+            revision,
         } => {
             use specbound::evidence::audit::Verdict;
-            let rep = specbound::evidence::audit::audit(&model, &claims)?;
+            for (name, v) in [
+                ("--rtol", rtol),
+                ("--atol", atol),
+                ("--rounding-units", rounding_units),
+            ] {
+                if !(v >= 0.0 && v.is_finite()) {
+                    bail!("{name} must be a nonnegative number, got {v}");
+                }
+            }
+            let prec = parse_precision(&precision)?;
+            if is_npy(&claims) {
+                return audit_spectrum(
+                    &model,
+                    &claims,
+                    tensor.as_deref(),
+                    revision.as_deref(),
+                    prec,
+                    rtol,
+                    atol,
+                    rounding_units,
+                    json,
+                    cli.quiet,
+                    st,
+                );
+            }
+            if tensor.is_some() {
+                bail!("--tensor applies to claimed singular values (a .npy), not to a claims CSV");
+            }
+            let model = model_arg(&model, revision.as_deref())?.path;
+            let opts = specbound::evidence::audit::AuditOptions {
+                rtol,
+                atol,
+                precision: prec,
+                rounding_units,
+            };
+            let b = bar("audit", cli.quiet);
+            let rep = specbound::evidence::audit::audit_with(&model, &claims, &opts, &b)?;
+            b.finish();
             if json {
                 println!("{}", serde_json::to_string_pretty(&rep)?);
             } else {
                 println!(
-                    "{} ({} layout): {} claims: {} consistent, {} inconsistent, {} undecided",
+                    "{} ({} layout): {} claims: {} consistent, {} inconsistent ({} within float32 rounding, {} within float64 rounding), {} undecided",
                     claims.display(),
                     rep.layout,
                     rep.results.len(),
                     rep.consistent,
                     rep.inconsistent,
+                    rep.within_float32_rounding,
+                    rep.within_float64_rounding,
                     rep.undecided
                 );
                 println!(
@@ -346,8 +532,13 @@ fn run(cli: Cli) -> Result<Outcome> {
                         Verdict::Inconsistent {
                             distance,
                             relative_error,
+                            rounding,
                         } => {
-                            format!("INCONSISTENT (off by {distance:.3e}, relative {relative_error:.3e})")
+                            let r = rounding
+                                .as_ref()
+                                .map(|r| format!(": {}", rounding_text(r)))
+                                .unwrap_or_default();
+                            format!("INCONSISTENT (off by {distance:.3e}, relative {relative_error:.3e}{r})")
                         }
                         Verdict::Undecided { width } => {
                             format!("undecided (certified interval {width:.3e} wide)")
@@ -359,7 +550,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                         r.subject,
                         r.quantity,
                         r.claim,
-                        format!("[{:e}, {:e}]", r.certified[0], r.certified[1])
+                        specbound::report::fmt::interval(r.certified[0], r.certified[1], st)
                     );
                     if let Some(note) = &r.note {
                         println!("         note: {note}");
@@ -392,7 +583,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&d)?);
             } else {
-                print!("{}", d.to_text(25));
+                print!("{}", d.to_text_with(25, st));
             }
             if d.certainly_changed {
                 Ok(Outcome::Failed(format!(
@@ -555,6 +746,7 @@ fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Certify {
             model,
+            revision,
             out,
             csv,
             json,
@@ -565,10 +757,17 @@ fn run(cli: Cli) -> Result<Outcome> {
             layers,
             model_id,
         } => {
-            let model = match model {
-                Some(m) => m,
-                None => default_model()?,
+            let (model, hub) = match model {
+                Some(m) => {
+                    let r = model_arg(&m, revision.as_deref())?;
+                    (r.path, r.hub)
+                }
+                None if revision.is_some() => {
+                    bail!("--revision needs a Hugging Face id (org/name)")
+                }
+                None => (default_model()?, None),
             };
+            let model_id = model_id.or_else(|| hub.as_ref().map(|h| h.name().to_string()));
             let opts = CertifyOptions {
                 precision: parse_precision(&precision)?,
                 l_phi,
@@ -588,8 +787,11 @@ fn run(cli: Cli) -> Result<Outcome> {
             }
             planned.check()?;
             let t = std::time::Instant::now();
-            let cert = match certify_model(&model, &opts)? {
-                Certification::Certified(c) => c,
+            let b = bar("certify", cli.quiet);
+            let outcome = certify_model_with_progress(&model, &opts, &b)?;
+            b.finish();
+            let cert = match outcome {
+                Certification::Certified((c, _)) => c,
                 Certification::Inconclusive(why) => {
                     return Ok(Outcome::Inconclusive(format!(
                         "{}: inconclusive: {}",
@@ -622,13 +824,14 @@ fn run(cli: Cli) -> Result<Outcome> {
             if json {
                 println!("{doc}");
             } else {
-                print!("{}", specbound::report::summary_text(&cert, secs));
+                print!("{}", specbound::report::summary_text_with(&cert, secs, st));
             }
             Ok(Outcome::Certified)
         }
         Command::Svd {
             input,
             tensor,
+            revision,
             schatten_p,
             precision,
             rtol,
@@ -643,14 +846,28 @@ fn run(cli: Cli) -> Result<Outcome> {
                 .map(|p| SchattenP::parse(p))
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(anyhow::Error::msg)?;
-            let loaded = specbound::io::read_matrix(&input, tensor.as_deref())?;
+            let (_, loaded) = load_matrix(&input, tensor.as_deref(), revision.as_deref())?;
             let opts = SvdOptions {
                 precision: prec,
                 rtol,
                 ..SvdOptions::default()
             };
             let a = &loaded.matrix;
-            let sv = match certify_singular_values(a, &opts) {
+            let spin = if svd_is_large(a.rows, a.cols, prec) {
+                specbound::report::progress::Bar::spinner(
+                    "svd",
+                    &format!(
+                        "certifying all singular values of {} x {} ({precision})",
+                        a.rows, a.cols
+                    ),
+                    cli.quiet,
+                )
+            } else {
+                specbound::report::progress::Bar::hidden()
+            };
+            let sv = certify_singular_values(a, &opts);
+            spin.finish();
+            let sv = match sv {
                 Ok(sv) => sv,
                 Err(inc) => {
                     return Ok(Outcome::Inconclusive(format!("{}: {inc}", input.display())))
@@ -675,7 +892,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
-                print!("{}", report.to_table(40));
+                print!("{}", report.to_table_with(40, st));
             }
             Ok(Outcome::Certified)
         }
@@ -743,4 +960,175 @@ fn error_line(e: &anyhow::Error) -> String {
         }
     }
     line
+}
+
+/// Whether a claims file is a NumPy array (by extension or magic).
+fn is_npy(p: &std::path::Path) -> bool {
+    if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
+        return true;
+    }
+    let mut head = [0u8; 6];
+    std::fs::File::open(p)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && head == *b"\x93NUMPY"
+}
+
+/// One line on a gap against float32 and float64 rounding.
+fn rounding_text(r: &specbound::evidence::audit::Rounding) -> String {
+    use specbound::evidence::audit::{FormatGap, RoundingVerdict};
+    let one = |name: &str, g: &FormatGap| {
+        let units = match g.units {
+            [Some(a), Some(b)] => {
+                specbound::report::fmt::interval(a, b, specbound::report::fmt::Style::Shared)
+            }
+            [Some(a), None] => format!("at least {a:.3}"),
+            _ => "unbounded".into(),
+        };
+        let k = if r.k == 1.0 {
+            String::new()
+        } else {
+            format!("{} ", r.k)
+        };
+        match g.verdict {
+            RoundingVerdict::Within => {
+                format!("within {name} rounding ({units} u_{name}, <= {k}u)")
+            }
+            RoundingVerdict::Beyond => format!("beyond {name} rounding ({units} u_{name})"),
+            RoundingVerdict::Undecided => format!("{name} rounding undecided ({units} u_{name})"),
+        }
+    };
+    if r.float64.verdict == RoundingVerdict::Within {
+        one("f64", &r.float64)
+    } else {
+        format!("{}; {}", one("f32", &r.float32), one("f64", &r.float64))
+    }
+}
+
+/// `audit MATRIX CLAIMED.npy`: claimed singular values against certified ones.
+#[allow(clippy::too_many_arguments)]
+fn audit_spectrum(
+    input: &std::path::Path,
+    claims: &std::path::Path,
+    tensor: Option<&str>,
+    revision: Option<&str>,
+    prec: Precision,
+    rtol: f64,
+    atol: f64,
+    rounding_units: f64,
+    json: bool,
+    quiet: bool,
+    st: specbound::report::fmt::Style,
+) -> Result<Outcome> {
+    use specbound::evidence::spectrum::{audit_spectrum, Check, SpectrumOptions};
+    use specbound::report::fmt::interval;
+    let claimed = specbound::io::npy::read_npy_vector(claims)?;
+    let (_, loaded) = load_matrix(input, tensor, revision)?;
+    let a = &loaded.matrix;
+    let spin = if svd_is_large(a.rows, a.cols, prec) {
+        specbound::report::progress::Bar::spinner(
+            "audit",
+            &format!(
+                "certifying the singular values of {} x {} ({prec})",
+                a.rows, a.cols
+            ),
+            quiet,
+        )
+    } else {
+        specbound::report::progress::Bar::hidden()
+    };
+    let opts = SvdOptions {
+        precision: prec,
+        ..SvdOptions::default()
+    };
+    let sv = certify_singular_values(a, &opts);
+    spin.finish();
+    let sv = match sv {
+        Ok(sv) => sv,
+        Err(inc) => return Ok(Outcome::Inconclusive(format!("{}: {inc}", input.display()))),
+    };
+    let rep = audit_spectrum(
+        &claimed.matrix.data,
+        claimed.dtype,
+        &sv,
+        &SpectrumOptions {
+            rtol,
+            atol,
+            rounding_units,
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", claims.display()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        let max_rel = match rep.max_relative_error {
+            [Some(lo), Some(hi)] => interval(lo, hi, st),
+            [Some(lo), None] => format!("at least {lo:e} (some sigma may be 0)"),
+            _ => "unknown".into(),
+        };
+        println!(
+            "{} ({} claimed {} values{}) against the certified singular values of {} ({} x {}, precision {prec}):",
+            claims.display(),
+            rep.claimed,
+            rep.claimed_dtype,
+            if rep.sorted { ", sorted largest first" } else { "" },
+            input.display(),
+            a.rows,
+            a.cols
+        );
+        println!(
+            "  certified max relative error {max_rel}; max error {} ulps of {}",
+            interval(rep.max_ulps[0], rep.max_ulps[1], st),
+            rep.claimed_dtype
+        );
+        println!(
+            "  verdict against |c - sigma| <= {atol:e} + {rtol:e} sigma: {} pass, {} fail, {} undecided",
+            rep.pass, rep.fail, rep.undecided
+        );
+        println!(
+            "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} verdict",
+            "i", "claimed", "certified sigma", "error", "relative error", "ulps"
+        );
+        let n = rep.indices.len();
+        for (k, r) in rep.indices.iter().enumerate() {
+            if n > 40 && (10..n - 10).contains(&k) {
+                if k == 10 {
+                    println!("  ... {} more (use --json for all)", n - 20);
+                }
+                continue;
+            }
+            println!(
+                "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} {:?}",
+                r.index,
+                claimed_text(r.claimed, &rep.claimed_dtype),
+                interval(r.certified[0], r.certified[1], st),
+                interval(r.abs_error[0], r.abs_error[1], st),
+                r.rel_error
+                    .map(|e| interval(e[0], e[1], st))
+                    .unwrap_or_else(|| "unbounded".into()),
+                interval(r.ulps[0], r.ulps[1], st),
+                r.verdict
+            );
+        }
+    }
+    Ok(match rep.verdict {
+        Check::Pass => Outcome::Certified,
+        Check::Fail => Outcome::Failed(format!(
+            "{} of {} claimed singular values fail |c - sigma| <= {atol:e} + {rtol:e} sigma",
+            rep.fail, rep.claimed
+        )),
+        Check::Undecided => Outcome::Undecided(format!(
+            "{} of {} claimed singular values undecided at {prec} (try --precision extended or auto)",
+            rep.undecided, rep.claimed
+        )),
+    })
+}
+
+/// A claimed value as its own dtype prints it (shortest round trip).
+fn claimed_text(x: f64, dtype: &str) -> String {
+    match dtype {
+        "f32" => format!("{}", x as f32),
+        "f16" => format!("{}", half::f16::from_f64(x)),
+        _ => format!("{x}"),
+    }
 }

@@ -518,7 +518,7 @@ fn bad_models_give_one_line_errors_and_no_output() {
     let empty = tmpdir("empty");
     assert_bad(
         &["certify", empty.to_str().unwrap()],
-        &["neither model.safetensors"],
+        &["none of model.safetensors"],
     );
     assert_bad(&["certify", "/nonexistent/model"], &["/nonexistent/model"]);
     assert_bad(

@@ -223,78 +223,76 @@ fn cases() -> Vec<Case> {
             max_rss_mib: None,
         },
         Case {
-            name: "pytorch_zip_bin_given_to_certify_is_named_as_such",
+            name: "truncated_pytorch_zip_bin_given_to_certify_names_the_file",
             build: |d| {
                 let p = d.join("pytorch_model.bin");
                 std::fs::write(&p, zip_with_first_entry("archive/data.pkl")).unwrap();
                 args(&["certify", &s(&p)])
             },
             code: 2,
-            needles: &[
-                "pytorch_model.bin: is a PyTorch checkpoint (zip archive)",
-                "specbound reads safetensors and GGUF",
-                "save_pretrained",
-            ],
+            needles: &["pytorch_model.bin: not a readable zip archive"],
             once: None,
             max_rss_mib: None,
         },
         Case {
-            name: "pytorch_zip_bin_given_to_svd_is_named_as_such",
+            name: "truncated_pytorch_zip_bin_given_to_svd_names_the_file",
             build: |d| {
                 let p = d.join("pytorch_model.bin");
                 std::fs::write(&p, zip_with_first_entry("archive/data.pkl")).unwrap();
                 args(&["svd", &s(&p)])
             },
             code: 2,
-            needles: &["pytorch_model.bin: is a PyTorch checkpoint (zip archive)"],
+            needles: &["pytorch_model.bin: not a readable zip archive"],
             once: None,
             max_rss_mib: None,
         },
         Case {
-            name: "pytorch_zip_bin_given_to_inspect_is_named_as_such",
+            name: "truncated_pytorch_zip_given_to_inspect_names_the_file",
             build: |d| {
                 let p = d.join("model.pt");
                 std::fs::write(&p, zip_with_first_entry("model/data.pkl")).unwrap();
                 args(&["inspect", &s(&p)])
             },
             code: 2,
-            needles: &["model.pt: is a PyTorch checkpoint (zip archive)"],
+            needles: &["model.pt: not a readable zip archive"],
             once: None,
             max_rss_mib: None,
         },
         Case {
-            name: "pytorch_zip_named_model_safetensors_is_named_as_such",
+            name: "pytorch_zip_named_model_safetensors_is_read_as_pytorch",
             build: |d| {
                 let p = d.join("model.safetensors");
                 std::fs::write(&p, zip_with_first_entry("archive/data.pkl")).unwrap();
                 args(&["certify", &s(d)])
             },
             code: 2,
-            needles: &["model.safetensors: is a PyTorch checkpoint (zip archive)"],
+            needles: &["model.safetensors: not a readable zip archive"],
             once: None,
             max_rss_mib: None,
         },
         Case {
-            name: "legacy_pickle_bin_is_named_as_such",
+            name: "truncated_legacy_pickle_bin_names_the_file_and_the_pickle",
             build: |d| {
                 let p = d.join("pytorch_model.bin");
                 std::fs::write(&p, LEGACY_PICKLE).unwrap();
                 args(&["certify", &s(&p)])
             },
             code: 2,
-            needles: &["pytorch_model.bin: is a PyTorch checkpoint (legacy pickle format)"],
+            needles: &[
+                "pytorch_model.bin: legacy pickle (system info): malformed pickle: truncated",
+            ],
             once: None,
             max_rss_mib: None,
         },
         Case {
-            name: "legacy_pickle_given_to_svd_is_named_as_such",
+            name: "truncated_legacy_pickle_given_to_svd_names_the_file",
             build: |d| {
                 let p = d.join("weights.pth");
                 std::fs::write(&p, LEGACY_PICKLE).unwrap();
                 args(&["svd", &s(&p)])
             },
             code: 2,
-            needles: &["weights.pth: is a PyTorch checkpoint (legacy pickle format)"],
+            needles: &["weights.pth: legacy pickle (system info): malformed pickle"],
             once: None,
             max_rss_mib: None,
         },
@@ -311,7 +309,7 @@ fn cases() -> Vec<Case> {
             max_rss_mib: None,
         },
         Case {
-            name: "directory_holding_only_pytorch_model_bin_says_so",
+            name: "directory_holding_a_truncated_pytorch_model_bin_names_it",
             build: |d| {
                 std::fs::write(
                     d.join("pytorch_model.bin"),
@@ -322,22 +320,18 @@ fn cases() -> Vec<Case> {
                 args(&["certify", &s(d)])
             },
             code: 2,
-            needles: &[
-                "model directory holds pytorch_model.bin (a PyTorch checkpoint)",
-                "neither model.safetensors nor model.safetensors.index.json",
-                "save_pretrained",
-            ],
+            needles: &["pytorch_model.bin: not a readable zip archive"],
             once: None,
             max_rss_mib: None,
         },
         Case {
-            name: "directory_holding_only_pytorch_model_bin_says_so_to_inspect",
+            name: "directory_holding_a_truncated_legacy_pytorch_model_bin_names_it",
             build: |d| {
                 std::fs::write(d.join("pytorch_model.bin"), LEGACY_PICKLE).unwrap();
                 args(&["inspect", &s(d)])
             },
             code: 2,
-            needles: &["model directory holds pytorch_model.bin (a PyTorch checkpoint)"],
+            needles: &["pytorch_model.bin: legacy pickle (system info)"],
             once: None,
             max_rss_mib: None,
         },
@@ -375,7 +369,7 @@ fn cases() -> Vec<Case> {
                 args(&["certify", &s(d)])
             },
             code: 2,
-            needles: &["model.safetensors: is a directory, expected a safetensors or GGUF file"],
+            needles: &["model.safetensors: is a directory, expected a weight file (safetensors, PyTorch or GGUF)"],
             once: Some("is a directory"),
             max_rss_mib: None,
         },

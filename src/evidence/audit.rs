@@ -29,7 +29,9 @@ use serde::Serialize;
 use super::EvidenceError;
 use crate::arch::{MatrixId, MatrixType};
 use crate::certificate::{CertInterval, Certificate, GridPoint};
-use crate::certify::{certify_model_with_spectra, CertifyOptions, MatrixResult, Outcome};
+use crate::certify::{
+    certify_model_with_progress, CertifyOptions, MatrixResult, Outcome, Progress,
+};
 
 /// A model's certificate with the certified spectra behind it.
 struct Certified {
@@ -54,12 +56,162 @@ pub enum Verdict {
         distance: f64,
         /// `distance / |claim|`.
         relative_error: f64,
+        /// Whether the gap is within the rounding of a float32 / float64
+        /// value of that quantity (certified, `proofs/rounding-gap.md`);
+        /// absent for `p_opt` claims.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rounding: Option<Rounding>,
     },
     /// The certified interval is wider than the claim's window.
     Undecided {
         /// Width `hi - lo` of the certified interval.
         width: f64,
     },
+}
+
+/// Unit roundoff of float32, `2^-24`.
+pub const U32: f64 = 5.960464477539063e-8;
+/// Unit roundoff of float64, `2^-53`.
+pub const U64: f64 = 1.1102230246251565e-16;
+
+/// Whether a gap is certainly within, certainly beyond, or possibly either
+/// side of `k` unit roundoffs of the exact value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundingVerdict {
+    /// `|c - x| <= k u |x|` for every `x` in the enclosure.
+    Within,
+    /// `|c - x| > k u |x|` for every `x` in the enclosure.
+    Beyond,
+    /// Neither can be certified at this width.
+    Undecided,
+}
+
+/// A gap measured against the unit roundoff `u` of one format.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FormatGap {
+    /// The verdict against `k u |x|`.
+    pub verdict: RoundingVerdict,
+    /// Encloses `|c - x| / (u |x|)` over the enclosure (outward to f64);
+    /// `hi` is `null` when the enclosure reaches 0.
+    pub units: [Option<f64>; 2],
+}
+
+/// A gap measured against float32 and float64 rounding.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rounding {
+    /// The multiple `k` of the unit roundoff used (`--rounding-units`).
+    pub k: f64,
+    /// Against `u = 2^-24`.
+    pub float32: FormatGap,
+    /// Against `u = 2^-53`.
+    pub float64: FormatGap,
+}
+
+/// `r` rounded down (`up = false`) or up to an f64, directed
+/// (`proofs/mpfr-directed.md`, L13).
+pub(crate) fn directed(r: &Rational, up: bool) -> f64 {
+    use rug::float::Round;
+    let rd = if up { Round::Up } else { Round::Down };
+    rug::Float::with_val_round(64, r, rd).0.to_f64_round(rd)
+}
+
+/// The gap between a claim `c` and an exact value `x` known to lie in
+/// `[l, h]`, against `k u |x|` for the unit roundoff `u`:
+/// *certified* (`proofs/rounding-gap.md`, L22): `Within` only when
+/// `|c - x| <= k u |x|` for every `x` in `[l, h]`, `Beyond` only when it
+/// fails for every such `x`; `units` encloses `|c - x| / (u |x|)`.
+pub fn format_gap(c: &Rational, l: &Rational, h: &Rational, u: f64, k: f64) -> FormatGap {
+    let u = Rational::from_f64(u).expect("finite");
+    let ku = Rational::from_f64(k).expect("finite") * &u;
+    let g = |x: &Rational| Rational::from(c - x).abs() - Rational::from(&ku * x).abs();
+    // g is piecewise linear with breaks only at 0 and c: its extremes over
+    // [l, h] are at the ends and at those breaks that lie inside.
+    let mut pts = vec![l.clone(), h.clone()];
+    if *l < 0 && *h > 0 {
+        pts.push(Rational::new());
+    }
+    if *l < *c && *c < *h {
+        pts.push(c.clone());
+    }
+    let gs: Vec<Rational> = pts.iter().map(g).collect();
+    let verdict = if gs.iter().all(|v| *v <= 0) {
+        RoundingVerdict::Within
+    } else if gs.iter().all(|v| *v > 0) {
+        RoundingVerdict::Beyond
+    } else {
+        RoundingVerdict::Undecided
+    };
+    // rho(x) = |c - x| / (u |x|) is monotone on [l, h] unless 0 is in it.
+    let rho = |x: &Rational| -> Option<Rational> {
+        (*x != 0).then(|| Rational::from(c - x).abs() / (Rational::from(x.abs_ref()) * &u))
+    };
+    // rho is monotone on each side of c (and of 0), so its extremes are at
+    // the ends; it is 0 at c when c lies inside.
+    let (rl, rh) = (rho(l), rho(h));
+    let spans_zero = *l <= 0 && *h >= 0;
+    let lo = if *l <= *c && *c <= *h && *c != 0 {
+        Some(Rational::new())
+    } else {
+        match (&rl, &rh) {
+            (Some(a), Some(b)) => Some(std::cmp::min(a, b).clone()),
+            (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+            (None, None) => None,
+        }
+    };
+    let hi = if spans_zero {
+        None
+    } else {
+        match (rl, rh) {
+            (Some(a), Some(b)) => Some(std::cmp::max(a, b)),
+            _ => None,
+        }
+    };
+    FormatGap {
+        verdict,
+        units: [
+            lo.map(|v| directed(&v, false)),
+            hi.map(|v| directed(&v, true)),
+        ],
+    }
+}
+
+fn rounding_of(c: &Rational, lo: f64, hi: f64, k: f64) -> Rounding {
+    let (l, h) = (
+        Rational::from_f64(lo).expect("finite"),
+        Rational::from_f64(hi).expect("finite"),
+    );
+    Rounding {
+        k,
+        float32: format_gap(c, &l, &h, U32, k),
+        float64: format_gap(c, &l, &h, U64, k),
+    }
+}
+
+/// Options of [`audit_with`].
+#[derive(Clone, Debug)]
+pub struct AuditOptions {
+    /// Relative tolerance: the window of every claim without a `tolerance`
+    /// column is at least `c ± (atol + rtol |c|)`.
+    pub rtol: f64,
+    /// Absolute tolerance (see `rtol`).
+    pub atol: f64,
+    /// Method for the certified singular values (`certify`'s default, f64).
+    pub precision: crate::linalg::Precision,
+    /// Multiple of the unit roundoff in the rounding verdict of an
+    /// inconsistent claim.
+    pub rounding_units: f64,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        Self {
+            rtol: 0.0,
+            atol: 0.0,
+            precision: crate::linalg::Precision::F64,
+            rounding_units: 1.0,
+        }
+    }
 }
 
 /// One audited claim.
@@ -93,6 +245,16 @@ pub struct ClaimResult {
 pub struct AuditReport {
     /// Detected layout of the claims file.
     pub layout: String,
+    /// `--rtol` used.
+    pub rtol: f64,
+    /// `--atol` used.
+    pub atol: f64,
+    /// Precision of the certified singular values.
+    pub precision: String,
+    /// Inconsistent claims whose gap is certainly within float32 rounding.
+    pub within_float32_rounding: usize,
+    /// Inconsistent claims whose gap is certainly within float64 rounding.
+    pub within_float64_rounding: usize,
     /// Per claim.
     pub results: Vec<ClaimResult>,
     /// Counts.
@@ -173,7 +335,7 @@ pub fn parse_claim(s: &str) -> Option<(Rational, Rational)> {
     Some((d.to_rational(), half_unit.to_rational()))
 }
 
-fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64) -> Verdict {
+fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64, k: f64) -> Verdict {
     let (l, h) = (
         Rational::from_f64(lo).expect("finite"),
         Rational::from_f64(hi).expect("finite"),
@@ -194,6 +356,7 @@ fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64) -> Verdict {
         return Verdict::Inconsistent {
             distance: dist.to_f64(),
             relative_error: rel.to_f64(),
+            rounding: Some(rounding_of(c, lo, hi, k)),
         };
     }
     let width = Rational::from(&h - &l);
@@ -212,10 +375,17 @@ struct Facts {
     summary: SpectralSummary,
 }
 
-fn facts_of_tensor(ck: &Checkpoint, name: &str) -> Result<Facts, String> {
+fn facts_of_tensor(
+    ck: &Checkpoint,
+    name: &str,
+    precision: crate::linalg::Precision,
+) -> Result<Facts, String> {
     let m = ck.read(name).map_err(|e| e.to_string())?.matrix;
-    let sv = certify_singular_values(&m, &SvdOptions::default())
-        .map_err(|e| format!("tensor '{name}': {e}"))?;
+    let opts = SvdOptions {
+        precision,
+        ..SvdOptions::default()
+    };
+    let sv = certify_singular_values(&m, &opts).map_err(|e| format!("tensor '{name}': {e}"))?;
     let summary = summarize(&m, &sv).map_err(|e| format!("tensor '{name}': {e}"))?;
     Ok(Facts { sv, summary })
 }
@@ -440,6 +610,7 @@ fn judge_p_opt(
         Verdict::Inconsistent {
             distance: nearest.to_f64(),
             relative_error: rel,
+            rounding: None,
         }
     } else if opt.len() == 1 {
         Verdict::Consistent
@@ -468,9 +639,15 @@ fn judge_p_opt(
 fn ensure_cert<'a>(
     slot: &'a mut Option<Certified>,
     model: &Path,
+    opts: &AuditOptions,
+    progress: &dyn Progress,
 ) -> Result<&'a Certified, EvidenceError> {
     if slot.is_none() {
-        let (cert, results) = match certify_model_with_spectra(model, &CertifyOptions::default())
+        let copts = CertifyOptions {
+            precision: opts.precision,
+            ..CertifyOptions::default()
+        };
+        let (cert, results) = match certify_model_with_progress(model, &copts, progress)
             .map_err(|e| EvidenceError::Model(e.to_string()))?
         {
             Outcome::Certified(x) => x,
@@ -487,8 +664,26 @@ fn ensure_cert<'a>(
     Ok(slot.as_ref().expect("just set"))
 }
 
-/// Runs an audit of `claims` against `model`.
+/// Runs an audit of `claims` against `model` with the default options.
 pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> {
+    audit_with(
+        model,
+        claims,
+        &AuditOptions::default(),
+        &crate::certify::NoProgress,
+    )
+}
+
+/// Runs an audit of `claims` against `model`: every claim's window is its
+/// `tolerance` column when the layout has one, else the larger of half a
+/// unit in its last printed digit and `atol + rtol |c|`; `progress` hears
+/// of the model's certification and of each tensor certified.
+pub fn audit_with(
+    model: &Path,
+    claims: &Path,
+    opts: &AuditOptions,
+    progress: &dyn Progress,
+) -> Result<AuditReport, EvidenceError> {
     let cfile = claims.display().to_string();
     // Capped while reading: `/dev/zero` or a FIFO is refused at the cap.
     let text = crate::io::limits::read_capped_string(claims, MAX_CLAIMS_BYTES, "claims file")
@@ -587,12 +782,18 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                 };
                 for q in qs {
                     if let Some(v) = cell(q) {
-                        claims_here.push(("proxy".into(), q.to_string(), None, v, None));
+                        claims_here.push((
+                            "proxy".into(),
+                            q.to_string(),
+                            None,
+                            v,
+                            cell("tolerance"),
+                        ));
                     }
                 }
                 if let (true, Some(v)) = (layout == "schatten_opt", cell("p_opt")) {
                     let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
-                    let c = ensure_cert(&mut cert, model)?;
+                    let c = ensure_cert(&mut cert, model, opts, progress)?;
                     results.push(
                         judge_p_opt(&c.cert, l, h, k, &v)
                             .map_err(|e| bad(line, e))?
@@ -602,7 +803,13 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
             }
             "p_contribution_raw" => {
                 if let Some(v) = cell("contribution") {
-                    claims_here.push(("proxy".into(), "contribution".into(), cell("p"), v, None));
+                    claims_here.push((
+                        "proxy".into(),
+                        "contribution".into(),
+                        cell("p"),
+                        v,
+                        cell("tolerance"),
+                    ));
                 }
             }
             "observed_bounds" => {
@@ -612,7 +819,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                         cell("bound").unwrap_or_default(),
                         None,
                         v,
-                        None,
+                        cell("tolerance"),
                     ));
                 }
             }
@@ -648,7 +855,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                     ("matrix_rank", "matrix_rank"),
                 ] {
                     if let Some(v) = cell(wq).filter(|v| !v.eq_ignore_ascii_case("nan")) {
-                        claims_here.push(("ww".into(), q.to_string(), None, v, None));
+                        claims_here.push(("ww".into(), q.to_string(), None, v, cell("tolerance")));
                     }
                 }
             }
@@ -666,7 +873,13 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                     }
                     tv
                 }
-                None => default_tol,
+                None => {
+                    // --rtol/--atol widen the printed half unit, never narrow it.
+                    let r = Rational::from_f64(opts.rtol).expect("checked finite");
+                    let a = Rational::from_f64(opts.atol).expect("checked finite");
+                    let t = a + r * Rational::from(c.abs_ref());
+                    std::cmp::max(default_tol, t)
+                }
             };
             let (subject, iv) = match subj.as_str() {
                 "proxy" => {
@@ -681,12 +894,19 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                     };
                     (
                         name,
-                        proxy_quantity(ensure_cert(&mut cert, model)?, l, h, k, &q, p.as_deref())
-                            .map_err(|e| bad(line, e))?,
+                        proxy_quantity(
+                            ensure_cert(&mut cert, model, opts, progress)?,
+                            l,
+                            h,
+                            k,
+                            &q,
+                            p.as_deref(),
+                        )
+                        .map_err(|e| bad(line, e))?,
                     )
                 }
                 "bound" => {
-                    let c = ensure_cert(&mut cert, model)?;
+                    let c = ensure_cert(&mut cert, model, opts, progress)?;
                     let b = match quantity.as_str() {
                         "ours" | "B_ours" => iv(c.cert.bounds.ours),
                         "edelman" | "B_Edel" | "edel" => iv(c.cert.bounds.edelman),
@@ -711,7 +931,9 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
                         cell("tensor").expect("tensor subject")
                     };
                     if !tensor_cache.contains_key(&name) {
-                        let f = facts_of_tensor(&ck, &name).map_err(|e| bad(line, e))?;
+                        progress.message(&format!("tensor {name}"));
+                        let f = facts_of_tensor(&ck, &name, opts.precision)
+                            .map_err(|e| bad(line, e))?;
                         tensor_cache.insert(name.clone(), f);
                     }
                     let iv = matrix_quantity(&tensor_cache[&name], &quantity, p.as_deref())
@@ -721,7 +943,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
             };
             let e = Enclosure::from_interval(iv)
                 .ok_or_else(|| bad(line, format!("{quantity}: no finite certified enclosure")))?;
-            let verdict = judge(&c, &tol_r, e.lo(), e.hi());
+            let verdict = judge(&c, &tol_r, e.lo(), e.hi(), opts.rounding_units);
             let note = match (&verdict, subj.as_str(), cert.as_ref()) {
                 (Verdict::Inconsistent { .. }, "proxy", Some(cc)) => {
                     proxy_subject(&cell).ok().and_then(|(l, h, k)| {
@@ -752,8 +974,27 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
         }
     }
     let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
+    let within = |f32: bool| {
+        results
+            .iter()
+            .filter(|r| match &r.verdict {
+                Verdict::Inconsistent {
+                    rounding: Some(x), ..
+                } => {
+                    let g = if f32 { &x.float32 } else { &x.float64 };
+                    g.verdict == RoundingVerdict::Within
+                }
+                _ => false,
+            })
+            .count()
+    };
     Ok(AuditReport {
         layout: layout.to_string(),
+        rtol: opts.rtol,
+        atol: opts.atol,
+        precision: opts.precision.to_string(),
+        within_float32_rounding: within(true),
+        within_float64_rounding: within(false),
         consistent: count(|v| matches!(v, Verdict::Consistent)),
         inconsistent: count(|v| matches!(v, Verdict::Inconsistent { .. })),
         undecided: count(|v| matches!(v, Verdict::Undecided { .. })),

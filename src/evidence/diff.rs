@@ -276,6 +276,12 @@ impl DiffReport {
     /// differences, at most `max_rows` changed quantities, the quantities
     /// in one certificate only, and a footer whose counts are the header's.
     pub fn to_text(&self, max_rows: usize) -> String {
+        self.to_text_with(max_rows, crate::report::fmt::Style::default())
+    }
+
+    /// [`DiffReport::to_text`] with every change interval rounded outward
+    /// in style `st` (`crate::report::fmt`).
+    pub fn to_text_with(&self, max_rows: usize, st: crate::report::fmt::Style) -> String {
         use std::fmt::Write;
         let mut s = String::new();
         let counts = format!(
@@ -307,11 +313,10 @@ impl DiffReport {
         for r in changed.iter().take(max_rows) {
             let _ = writeln!(
                 s,
-                "  {:<48} {:?}: change in [{:e}, {:e}]{}",
+                "  {:<48} {:?}: change in {}{}",
                 r.label,
                 r.verdict,
-                r.change[0],
-                r.change[1],
+                crate::report::fmt::interval(r.change[0], r.change[1], st),
                 if r.exceeds_rtol { "  > rtol" } else { "" }
             );
         }

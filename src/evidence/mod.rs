@@ -11,6 +11,7 @@
 pub mod audit;
 pub mod diff;
 pub mod mpfr_interval;
+pub mod spectrum;
 pub mod verify;
 
 use std::fmt;

@@ -435,6 +435,13 @@ fn recomputed(sv: &SingularValues, s: &SpectralSummary) -> Vec<(Quantity, CertIn
     v
 }
 
+/// A recomputed enclosure for messages, rounded outward to decimals
+/// (`crate::report::fmt`); stated intervals are quoted as the binary64
+/// numbers the certificate holds.
+fn outward(x: &CertInterval) -> String {
+    crate::report::fmt::interval(x.lo, x.hi, crate::report::fmt::Style::Bounds)
+}
+
 /// What became of one matrix's spectral quantities.
 struct MatrixCheck {
     confirmed: usize,
@@ -527,8 +534,8 @@ fn check_matrix(
                 return Ok(MatrixCheck {
                     confirmed,
                     refuted: Some(format!(
-                        "{} ({qid}): stated [{:e}, {:e}] is disjoint from [{:e}, {:e}] recomputed from the model ({method}): the stated interval misses the exact value",
-                        qid.path, stated.lo, stated.hi, new.lo, new.hi
+                        "{} ({qid}): stated [{:e}, {:e}] is disjoint from {} recomputed from the model ({method}): the stated interval misses the exact value",
+                        qid.path, stated.lo, stated.hi, outward(new)
                     )),
                     unconfirmed: Vec::new(),
                 });
@@ -563,7 +570,7 @@ fn check_matrix(
                     let new = fresh
                         .iter()
                         .find(|(q, _)| *q == qid.quantity)
-                        .map(|(_, x)| format!("[{:e}, {:e}]", x.lo, x.hi))
+                        .map(|(_, x)| outward(x))
                         .unwrap_or_else(|| "nothing (not certified)".into());
                     format!(
                         "{} ({qid}): stated [{:e}, {:e}] neither contains nor excludes {new} recomputed from the model (last stage: {method})",
@@ -604,8 +611,19 @@ fn check_matrix(
 /// (see the module documentation): hashes, architecture, then every
 /// spectral quantity recomputed, refined where needed.
 pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, EvidenceError> {
+    verify_with_model_progress(c, model, &crate::certify::NoProgress)
+}
+
+/// [`verify_with_model`], calling `progress` as each matrix is checked.
+pub fn verify_with_model_progress(
+    c: &Certificate,
+    model: &Path,
+    progress: &dyn crate::certify::Progress,
+) -> Result<Verdict, EvidenceError> {
     let ckpt = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
-    let hashes = ckpt.file_hashes();
+    let hashes = ckpt
+        .file_hashes()
+        .map_err(|e| EvidenceError::Model(e.to_string()))?;
     let mut v = Verdict::default();
     for (i, f) in c.model.files.iter().enumerate() {
         match hashes.iter().find(|h| h.file == f.file) {
@@ -663,6 +681,7 @@ pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, Evide
         .map(|p| (p.id, p))
         .collect();
     let precision = c.parameters.precision;
+    progress.matrices_total(c.matrices.len());
     let checks: Vec<Result<MatrixCheck, String>> = c
         .matrices
         .par_iter()
@@ -671,7 +690,9 @@ pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, Evide
             let pm = mats.get(&w.id()).ok_or_else(|| {
                 format!("$.matrices[{i}]: the model has no proxy matrix {}", w.id())
             })?;
-            check_matrix(i, w, pm, precision)
+            let r = check_matrix(i, w, pm, precision);
+            progress.matrix_done(w.id());
+            r
         })
         .collect();
     for r in checks {

@@ -1,10 +1,13 @@
 //! Checkpoints: a Hugging Face model directory (`config.json` plus
-//! `model.safetensors`, or a sharded `model.safetensors.index.json` with its
-//! shards), a single `.safetensors` file, or a llama.cpp `.gguf` file.
+//! `model.safetensors` or `pytorch_model.bin`, or a sharded
+//! `model.safetensors.index.json` / `pytorch_model.bin.index.json` with its
+//! shards), a single `.safetensors` file, a PyTorch checkpoint (`.bin`,
+//! `.pt`, `.pth`: see [`super::pytorch`]), or a llama.cpp `.gguf` file.
 //!
-//! Files are memory-mapped and validated when opened; tensors are converted
-//! to f64 exactly when read (`proofs/exact-conversion.md`, L1). Every error
-//! names the file and, where it applies, the tensor or key.
+//! safetensors and GGUF files are memory-mapped and validated when opened,
+//! PyTorch pickles scanned against the allow-list and parsed; tensors are
+//! converted to f64 exactly when read (`proofs/exact-conversion.md`, L1).
+//! Every error names the file and, where it applies, the tensor or key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,12 +16,14 @@ use sha2::{Digest, Sha256};
 
 use super::gguf::GgufFile;
 use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
+use super::pytorch::PytorchFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
 
 /// One weight file.
 enum Source {
     St(SafetensorsFile),
     Gguf(GgufFile),
+    Torch(PytorchFile),
 }
 
 impl Source {
@@ -26,18 +31,25 @@ impl Source {
         match self {
             Source::St(f) => f.path(),
             Source::Gguf(f) => f.path(),
+            Source::Torch(f) => f.path(),
         }
     }
-    fn bytes(&self) -> &[u8] {
-        match self {
+    /// Lower-case hex SHA-256 of the whole file.
+    fn sha256(&self) -> Result<String, ReadError> {
+        let bytes = match self {
             Source::St(f) => f.bytes(),
             Source::Gguf(f) => f.bytes(),
-        }
+            Source::Torch(f) => return f.sha256(),
+        };
+        let mut h = Sha256::new();
+        h.update(bytes);
+        Ok(format!("{:x}", h.finalize()))
     }
     fn names(&self) -> Vec<String> {
         match self {
             Source::St(f) => f.names().to_vec(),
             Source::Gguf(f) => f.tensors.keys().cloned().collect(),
+            Source::Torch(f) => f.names().to_vec(),
         }
     }
     /// Shape as a matrix would be read (`[rows, cols]` for 2-D) and dtype name.
@@ -49,12 +61,14 @@ impl Source {
                 d.reverse();
                 (d, super::gguf::type_name(t.ggml_type))
             }),
+            Source::Torch(f) => f.info(name),
         }
     }
     fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         match self {
             Source::St(f) => f.read(name),
             Source::Gguf(f) => f.read(name),
+            Source::Torch(f) => f.read(name),
         }
     }
 }
@@ -92,7 +106,7 @@ fn read_config(path: &Path) -> Result<serde_json::Value, ReadError> {
 /// JSON tree: only the distinct shard names are kept (with the first tensor
 /// naming each, for messages).
 fn shards_of_index(dir: &Path, index: &Path) -> Result<Vec<PathBuf>, ReadError> {
-    let text = limits::read_capped_regular_string(index, MAX_INDEX_BYTES, "safetensors index")?;
+    let text = limits::read_capped_regular_string(index, MAX_INDEX_BYTES, "sharded index")?;
     let parsed: IndexFile = serde_json::from_str(&text).map_err(|e| {
         let msg = if e.is_data() {
             e.to_string()
@@ -137,7 +151,8 @@ fn shards_of_index(dir: &Path, index: &Path) -> Result<Vec<PathBuf>, ReadError> 
     Ok(files)
 }
 
-/// `model.safetensors.index.json`: only `weight_map` is used.
+/// `model.safetensors.index.json` or `pytorch_model.bin.index.json`: only
+/// `weight_map` is used.
 struct IndexFile {
     weight_map: Option<WeightMap>,
 }
@@ -264,7 +279,8 @@ impl<'de> serde::Deserialize<'de> for ShardName {
 /// of another kind (PyTorch, TensorFlow, Flax), a GGUF file, or
 /// safetensors files under other names.
 fn no_weights_error(dir: &Path) -> ReadError {
-    const NEITHER: &str = "neither model.safetensors nor model.safetensors.index.json";
+    const NEITHER: &str = "none of model.safetensors, model.safetensors.index.json, \
+                           pytorch_model.bin, pytorch_model.bin.index.json";
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|it| {
             it.filter_map(Result::ok)
@@ -295,10 +311,11 @@ fn no_weights_error(dir: &Path) -> ReadError {
              (specbound certify {})",
             dir.join(&f).display()
         )
-    } else if let Some(f) = with_ext(&[".bin", ".bin.index.json", ".pt", ".pth", ".ckpt"]) {
+    } else if let Some(f) = with_ext(&[".bin", ".pt", ".pth"]) {
         format!(
-            "model directory holds {f} (a PyTorch checkpoint) but {NEITHER}; {}",
-            super::CONVERT_PYTORCH
+            "model directory holds {f} but {NEITHER}: pass the PyTorch checkpoint itself \
+             (specbound certify {})",
+            dir.join(&f).display()
         )
     } else if let Some(f) = with_ext(&[".h5"]) {
         format!(
@@ -318,10 +335,40 @@ fn no_weights_error(dir: &Path) -> ReadError {
     ReadError::format(dir, None, msg)
 }
 
+/// What a weight file is, by extension or, for any other, by content.
+enum Kind {
+    Safetensors,
+    Gguf,
+    Torch,
+}
+
+fn weight_kind(p: &Path) -> Result<Kind, ReadError> {
+    let ext = p
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if ext.as_deref() == Some("gguf") {
+        return Ok(Kind::Gguf);
+    }
+    let (mut f, _) = limits::open_regular(p, "weight file (safetensors, PyTorch or GGUF)")?;
+    let mut head = [0u8; 512];
+    let n = super::read_head(&mut f, &mut head).map_err(|e| ReadError::io(p, e))?;
+    let head = &head[..n];
+    Ok(if head.starts_with(b"GGUF") {
+        Kind::Gguf
+    } else if head.get(8) != Some(&b'{') && super::pytorch::container_of(head).is_some() {
+        Kind::Torch
+    } else {
+        Kind::Safetensors
+    })
+}
+
 impl Checkpoint {
-    /// Opens a model directory or a single `.safetensors` or `.gguf` file. A
-    /// directory must hold `model.safetensors` or
-    /// `model.safetensors.index.json`; `config.json` is read when present
+    /// Opens a model directory or a single `.safetensors`, PyTorch or
+    /// `.gguf` file. A directory must hold (looked for in this order, as
+    /// transformers does) `model.safetensors.index.json`,
+    /// `model.safetensors`, `pytorch_model.bin.index.json` or
+    /// `pytorch_model.bin`; `config.json` is read when present
     /// (in the directory, or beside a single file). Every file read must be
     /// a regular file (a FIFO or device is refused, never read), and
     /// `config.json` and the index are read under the caps of
@@ -331,10 +378,16 @@ impl Checkpoint {
         let (root, file_paths, config_path) = if meta.is_dir() {
             let single = path.join("model.safetensors");
             let index = path.join("model.safetensors.index.json");
+            let pt_single = path.join("pytorch_model.bin");
+            let pt_index = path.join("pytorch_model.bin.index.json");
             let files = if limits::entry_exists(&index) {
                 shards_of_index(path, &index)?
             } else if limits::entry_exists(&single) {
                 vec![single]
+            } else if limits::entry_exists(&pt_index) {
+                shards_of_index(path, &pt_index)?
+            } else if limits::entry_exists(&pt_single) {
+                vec![pt_single]
             } else {
                 return Err(no_weights_error(path));
             };
@@ -361,17 +414,14 @@ impl Checkpoint {
         let mut index = BTreeMap::new();
         let mut gguf_meta = None;
         for p in &file_paths {
-            let is_gguf = p.extension().is_some_and(|e| e == "gguf") || {
-                let (mut f, _) = limits::open_regular(p, "safetensors or GGUF file")?;
-                let mut m = [0u8; 4];
-                super::read_head(&mut f, &mut m).is_ok_and(|n| n == 4 && m == *b"GGUF")
-            };
-            let f = if is_gguf {
-                let g = GgufFile::open(p)?;
-                gguf_meta = Some(g.meta.clone());
-                Source::Gguf(g)
-            } else {
-                Source::St(SafetensorsFile::open(p)?)
+            let f = match weight_kind(p)? {
+                Kind::Gguf => {
+                    let g = GgufFile::open(p)?;
+                    gguf_meta = Some(g.meta.clone());
+                    Source::Gguf(g)
+                }
+                Kind::Torch => Source::Torch(PytorchFile::open(p)?),
+                Kind::Safetensors => Source::St(SafetensorsFile::open(p)?),
             };
             for n in f.names() {
                 if index.insert(n.clone(), files.len()).is_some() {
@@ -471,25 +521,40 @@ impl Checkpoint {
         }
     }
 
-    /// SHA-256 of every weight file, in a stable order.
-    pub fn file_hashes(&self) -> Vec<FileHash> {
+    /// SHA-256 of every weight file, in a stable order (an error only when
+    /// a PyTorch checkpoint, read through its descriptor, fails to read).
+    pub fn file_hashes(&self) -> Result<Vec<FileHash>, ReadError> {
         self.files
             .iter()
             .map(|f| {
-                let mut h = Sha256::new();
-                h.update(f.bytes());
                 let file = f
                     .path()
                     .strip_prefix(&self.root)
                     .unwrap_or(f.path())
                     .display()
                     .to_string();
-                FileHash {
+                Ok(FileHash {
                     file,
-                    sha256: format!("{:x}", h.finalize()),
-                }
+                    sha256: f.sha256()?,
+                })
             })
             .collect()
+    }
+
+    /// Tensor names of the checkpoint that hold a 2-D float matrix, in
+    /// natural order (for `svd --tensor` messages).
+    pub fn two_d_float_tensors(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .names()
+            .filter(|n| {
+                self.info(n).is_some_and(|(s, d)| {
+                    s.len() == 2 && matches!(d.as_str(), "F16" | "BF16" | "F32" | "F64")
+                })
+            })
+            .map(str::to_string)
+            .collect();
+        v.sort_by(|a, b| super::safetensors::natural_cmp(a, b));
+        v
     }
 }
 

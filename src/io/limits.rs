@@ -19,6 +19,7 @@
 //! | `.npy` header | [`MAX_NPY_HEADER`] = 64 KiB | about 100 bytes (NumPy itself refuses more than 10,000) |
 //! | GGUF tensor name | [`MAX_GGUF_NAME`] = 4 KiB | at most 64 bytes (the format's own limit) |
 //! | GGUF metadata kept | [`MAX_GGUF_META_BYTES`] = 64 MiB | kilobytes: vocabularies are arrays, which are skipped |
+//! | PyTorch pickle | [`MAX_PICKLE_BYTES`] = 16 MiB, [`MAX_PICKLE_OPS`] = 2^20 opcodes | about 100 bytes and 30 opcodes per tensor |
 //!
 //! A `config.json` is parsed into a JSON tree, which costs up to about 16
 //! times its size (`[0,0,...]`), so the largest accepted one costs about
@@ -59,6 +60,17 @@ pub const MAX_GGUF_NAME: u64 = 4 << 10;
 /// Largest total of GGUF metadata keys and string values kept in memory
 /// (bytes); array elements are skipped, not kept.
 pub const MAX_GGUF_META_BYTES: u64 = 64 << 20;
+
+/// Largest pickle of a PyTorch checkpoint scanned and parsed (bytes): the
+/// `data.pkl` of a zip checkpoint, or the pickles before the storages of a
+/// legacy one. A state dict's pickle takes about 100 bytes per tensor.
+pub const MAX_PICKLE_BYTES: u64 = 16 << 20;
+
+/// Most pickle opcodes in one PyTorch checkpoint: the reader keeps about
+/// 100 bytes per value on its stack, so this bounds that memory to about
+/// 100 MiB. A state dict takes about 30 opcodes per tensor, so this allows
+/// about 35,000 tensors per file.
+pub const MAX_PICKLE_OPS: u64 = 1 << 20;
 
 /// Reads the whole of `path` into memory, refusing it as soon as more than
 /// `cap` bytes arrive. `what` names the kind of file in the message

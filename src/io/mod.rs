@@ -14,8 +14,11 @@ use std::path::{Path, PathBuf};
 
 pub mod checkpoint;
 pub mod gguf;
+pub mod hub;
 pub mod limits;
 pub mod npy;
+pub mod pickle_scan;
+pub mod pytorch;
 pub mod safetensors;
 
 pub use self::npy::{read_npy, write_npy_f32, write_npy_f64};
@@ -290,14 +293,16 @@ impl std::error::Error for ReadError {
 }
 
 /// Reads a 2-D matrix from `path`, choosing the reader by extension
-/// (`.npy`, `.safetensors`, `.gguf`, case-insensitive) or, for any other
-/// extension, by content: the `\x93NUMPY` magic means npy, a plausible
-/// safetensors header (8-byte little-endian length followed by `{`) means
-/// safetensors, `GGUF` means GGUF. A PyTorch checkpoint, a NumPy `.npz` or
-/// an HDF5 file is named as such (see [`foreign_format`]).
+/// (`.npy`, `.safetensors`, `.gguf`, and `.bin`/`.pt`/`.pth` for PyTorch
+/// checkpoints, case-insensitive) or, for any other extension, by content:
+/// the `\x93NUMPY` magic means npy, a plausible safetensors header (8-byte
+/// little-endian length followed by `{`) means safetensors, `GGUF` means
+/// GGUF, a zip archive holding `data.pkl` or a legacy torch pickle stream
+/// means PyTorch. A NumPy `.npz`, another zip archive or an HDF5 file is
+/// named as such (see [`foreign_format`]).
 ///
-/// `tensor` selects a tensor in a safetensors file; it is ignored for npy
-/// files, which hold a single array.
+/// `tensor` selects a tensor in a safetensors, GGUF or PyTorch file; it is
+/// ignored for npy files, which hold a single array.
 pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let ext = path
         .extension()
@@ -307,9 +312,13 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
         Some("npy") => return read_npy(path),
         Some("safetensors") => return read_safetensors(path, tensor),
         Some("gguf") => return read_gguf(path, tensor),
+        Some("pt" | "pth") => return read_pytorch(path, tensor),
         _ => {}
     }
-    let (mut f, _) = limits::open_regular(path, "matrix file (.npy, .safetensors or .gguf)")?;
+    let (mut f, _) = limits::open_regular(
+        path,
+        "matrix file (.npy, .safetensors, .gguf or a PyTorch checkpoint)",
+    )?;
     let mut head = [0u8; HEAD_BYTES];
     let n = read_head(&mut f, &mut head).map_err(|e| ReadError::io(path, e))?;
     drop(f);
@@ -323,20 +332,29 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
     if head.starts_with(b"GGUF") {
         return read_gguf(path, tensor);
     }
+    match pytorch::container_of(head) {
+        Some(pytorch::Container::Legacy | pytorch::Container::Tar) => {
+            return read_pytorch(path, tensor)
+        }
+        Some(pytorch::Container::Zip) if pytorch::zip_looks_like_torch(head) => {
+            return read_pytorch(path, tensor)
+        }
+        _ => {}
+    }
     if let Some(what) = foreign_format(head) {
         return Err(ReadError::format(path, None, what));
     }
     Err(ReadError::format(
         path,
         None,
-        "unrecognised file kind: the extension is none of .npy, .safetensors, .gguf, and the \
-         content starts with none of the NumPy magic \\x93NUMPY, a safetensors header, the \
-         GGUF magic",
+        "unrecognised file kind: the extension is none of .npy, .safetensors, .gguf, .pt, .pth, \
+         and the content starts with none of the NumPy magic \\x93NUMPY, a safetensors header, \
+         the GGUF magic, a PyTorch zip archive or legacy pickle stream",
     ))
 }
 
 /// How many leading bytes [`foreign_format`] looks at.
-pub(crate) const HEAD_BYTES: usize = 256;
+pub(crate) const HEAD_BYTES: usize = 512;
 
 /// Reads up to `buf.len()` bytes from the current position (fewer only at
 /// the end of the file); returns how many.
@@ -363,13 +381,13 @@ pub(crate) fn foreign_head(rest: &mut impl std::io::Read, pre: &[u8]) -> Option<
     foreign_format(&head[..n])
 }
 
-/// What to do with a PyTorch checkpoint (said in the messages).
-pub const CONVERT_PYTORCH: &str = "specbound reads safetensors and GGUF: convert it first, \
-     e.g. in Python with transformers `AutoModel.from_pretrained(DIR).save_pretrained(OUT)` or, \
-     for a bare state dict, `safetensors.torch.save_file(torch.load(FILE), \"model.safetensors\")`";
+/// What to do with a PyTorch checkpoint met where another format was
+/// expected (said in the messages).
+pub const CONVERT_PYTORCH: &str = "specbound reads PyTorch checkpoints under a .bin, .pt or .pth \
+     name (or as pytorch_model.bin in a model directory): rename the file";
 
 /// Names a file that none of the readers accepts by its first bytes
-/// (`head`, up to 256), with what to do: a PyTorch checkpoint
+/// (`head`, up to 512), with what to do: a PyTorch checkpoint
 /// (a zip archive holding `data.pkl`, or a legacy pickle stream starting
 /// with `\x80` and protocol 2 to 5), a NumPy `.npz` archive, another zip
 /// archive, or an HDF5 file (Keras/TensorFlow). `None` for anything else,
@@ -437,6 +455,26 @@ pub(crate) fn fmt_shape<T: fmt::Debug>(shape: &[T]) -> String {
     }
     let head: Vec<String> = shape[..4].iter().map(|d| format!("{d:?}")).collect();
     format!("[{}, ... ({} dimensions)]", head.join(", "), shape.len())
+}
+
+/// Reads one 2-D tensor of a PyTorch checkpoint (exact conversion, L1);
+/// without a name the file must hold exactly one 2-D float tensor.
+pub fn read_pytorch(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+    let f = pytorch::PytorchFile::open(path)?;
+    match tensor {
+        Some(n) => f.read(n),
+        None => {
+            let c = f.two_d_candidates();
+            if c.len() == 1 {
+                f.read(&c[0])
+            } else {
+                Err(ReadError::TensorNeeded {
+                    path: path.to_path_buf(),
+                    available: c,
+                })
+            }
+        }
+    }
 }
 
 /// Reads one 2-D tensor of a GGUF file (exact decoding, L19); without a

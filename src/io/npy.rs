@@ -33,6 +33,16 @@ const MAX_DEPTH: usize = 16;
 /// Reads a 2-D float array from a `.npy` file. Fortran-ordered arrays are
 /// converted to row-major. Every value must be finite.
 pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
+    read_npy_shaped(path, false)
+}
+
+/// Reads a 1-D float array (f2, f4 or f8, converted exactly, L1) from a
+/// `.npy` file, as a 1 x n matrix. Every value must be finite.
+pub fn read_npy_vector(path: &Path) -> Result<LoadedMatrix, ReadError> {
+    read_npy_shaped(path, true)
+}
+
+fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError> {
     let fmt_err = |msg: String| ReadError::format(path, None, msg);
     let (mut file, meta) = super::limits::open_regular(path, "NumPy .npy file")?;
     let file_len = meta.len();
@@ -102,14 +112,25 @@ pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
     let itemsize = dtype.itemsize();
 
     // shape
-    if header.shape.len() != 2 {
+    if vector {
+        if header.shape.len() != 1 {
+            return Err(fmt_err(format!(
+                "expected a 1-D array (the claimed singular values), found shape {}",
+                super::fmt_shape(&header.shape)
+            )));
+        }
+    } else if header.shape.len() != 2 {
         return Err(ReadError::NotTwoD {
             path: path.to_path_buf(),
             tensor: None,
             shape: header.shape,
         });
     }
-    let (rows, cols) = (header.shape[0], header.shape[1]);
+    let (rows, cols) = if vector {
+        (1, header.shape[0])
+    } else {
+        (header.shape[0], header.shape[1])
+    };
     if rows == 0 || cols == 0 {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),

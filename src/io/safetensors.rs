@@ -446,7 +446,7 @@ fn diagnose_offsets(buf: &[u8]) -> Option<(String, String)> {
 
 /// Orders names with digit runs compared as numbers, so that
 /// `layer.2` < `layer.10`.
-fn natural_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn natural_cmp(a: &str, b: &str) -> Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {

@@ -6,21 +6,26 @@
 //! ([`html`]) and the notes on where the authors' float computation departs
 //! from the exact values ([`fidelity`]).
 //!
-//! Every `lo`/`hi` is written as the shortest decimal that parses back to the
-//! very f64 held (serde_json uses the shortest round-trip representation), so
-//! the printed interval is exactly the certified one.
+//! In JSON, every `lo`/`hi` denotes a binary64 number, written as the
+//! shortest decimal that parses back to that very f64 (serde_json uses the
+//! shortest round-trip representation): a reader must parse it as binary64
+//! (not as an exact decimal) to get the certified interval. Text output
+//! rounds every interval outward instead ([`fmt`]), so the printed
+//! decimals themselves contain the exact value.
 
 pub mod csv;
 pub mod fidelity;
 pub mod figures;
+pub mod fmt;
 pub mod format;
 pub mod html;
 pub mod output;
+pub mod progress;
 pub mod set;
 pub mod tables;
 mod text;
 
-pub use text::summary_text;
+pub use text::{summary_text, summary_text_with};
 
 use serde::Serialize;
 
@@ -149,11 +154,16 @@ impl SvdReport {
         }
     }
 
-    /// A readable table.
+    /// A readable table (default interval style).
     pub fn to_table(&self, max_rows: usize) -> String {
+        self.to_table_with(max_rows, fmt::Style::default())
+    }
+
+    /// A readable table, every interval rounded outward in style `st`.
+    pub fn to_table_with(&self, max_rows: usize, st: fmt::Style) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let fmt = |e: &Enclosure| format!("[{:e}, {:e}]", e.lo(), e.hi());
+        let fmt = |e: &Enclosure| fmt::interval(e.lo(), e.hi(), st);
         let _ = writeln!(
             s,
             "{}{}: {} x {} ({}), precision {}",
@@ -169,7 +179,7 @@ impl SvdReport {
         );
         let _ = writeln!(
             s,
-            "certified quantities (each interval contains the exact value):"
+            "certified quantities (each interval, read as decimals, contains the exact value):"
         );
         let _ = writeln!(s, "  spectral norm   {}", fmt(&self.summary.spectral_norm));
         let _ = writeln!(s, "  Frobenius norm  {}", fmt(&self.summary.frobenius_norm));
@@ -189,8 +199,8 @@ impl SvdReport {
         }
         let _ = writeln!(
             s,
-            "  rank            [{}, {}]",
-            self.summary.rank.lo, self.summary.rank.hi
+            "  rank            {}",
+            fmt::interval(self.summary.rank.lo as f64, self.summary.rank.hi as f64, st)
         );
         for sc in &self.schatten {
             let p = &sc.p;
@@ -213,7 +223,7 @@ impl SvdReport {
             let _ = writeln!(s, "note: {note}");
         }
         let _ = writeln!(s, "singular values (largest first):");
-        let _ = writeln!(s, "  {:>5}  {:>24}  {:>24}  method", "i", "lo", "hi");
+        let _ = writeln!(s, "  {:>5}  {:<44}  method", "i", "enclosure");
         let n = self.singular_values.len();
         for (i, v) in self.singular_values.iter().enumerate() {
             if n > max_rows && i >= max_rows / 2 && i < n - max_rows / 2 {
@@ -222,12 +232,16 @@ impl SvdReport {
                 }
                 continue;
             }
+            // MPFR values carry decimal bounds tighter than binary64.
+            let enc = match (&v.lo_exact, &v.hi_exact) {
+                (Some(l), Some(h)) => format!("[{l}, {h}]"),
+                _ => fmt::interval(v.lo, v.hi, st),
+            };
             let _ = writeln!(
                 s,
-                "  {:>5}  {:>24e}  {:>24e}  {}{}",
+                "  {:>5}  {:<44}  {}{}",
                 i + 1,
-                v.lo,
-                v.hi,
+                enc,
                 v.method,
                 if v.cluster_size > 1 {
                     format!(" (cluster of {})", v.cluster_size)

@@ -1,16 +1,33 @@
-//! The text summary `certify` prints, read from the certificate.
+//! The text summary `certify` prints, read from the certificate. Every
+//! interval is printed rounded outward ([`super::fmt`]).
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::certificate::{CertInterval, Certificate};
+use inari::Interval;
 
-fn iv(x: &CertInterval) -> String {
-    format!("[{:e}, {:e}]", x.lo, x.hi)
+use super::fmt::{interval, Style};
+use crate::arch::MatrixType;
+use crate::certificate::{CertInterval, Certificate, MatrixEntry};
+
+fn iv(x: &CertInterval, st: Style) -> String {
+    interval(x.lo, x.hi, st)
 }
 
+/// How many matrices are listed as contributing most to each bound.
+const TOP: usize = 5;
+
 /// The summary of a certificate (model, parameters, bounds, per-layer
-/// alpha and xi, extensions), `secs` being the time it took.
+/// alpha and xi, extensions), `secs` being the time it took, in the
+/// default interval style.
 pub fn summary_text(c: &Certificate, secs: f64) -> String {
+    summary_text_with(c, secs, Style::default())
+}
+
+/// [`summary_text`] in a given interval style. Besides the bounds it
+/// gives the p_opt distribution per matrix type, the matrices contributing
+/// most to each bound and, when every p_opt is 0, the plain consequence.
+pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
     let mut s = String::new();
     let md = &c.model;
     let _ = writeln!(
@@ -35,23 +52,164 @@ pub fn summary_text(c: &Certificate, secs: f64) -> String {
     }
     let _ = writeln!(
         s,
-        "certified bounds (each interval contains the exact value):"
+        "certified bounds (each interval, read as decimals, contains the exact value):"
     );
-    let _ = writeln!(s, "  B_ours    {}", iv(&c.bounds.ours));
-    let _ = writeln!(s, "  B_Edel    {}", iv(&c.bounds.edelman));
+    let _ = writeln!(s, "  B_ours    {}", iv(&c.bounds.ours, st));
+    let _ = writeln!(s, "  B_Edel    {}", iv(&c.bounds.edelman, st));
     let _ = writeln!(s, "per layer:");
     for x in &c.layers {
         let _ = writeln!(
             s,
             "  layer {}: alpha {}  xi {}",
             x.layer,
-            iv(&x.alpha),
-            iv(&x.xi)
+            iv(&x.alpha, st),
+            iv(&x.xi, st)
         );
     }
+    p_opt_distribution(&mut s, c);
+    top_contributors(&mut s, c, st);
     let _ = writeln!(
         s,
         "(use --json or --out for the full certificate, --csv DIR for the tables)"
     );
     s
+}
+
+/// The p_opt set of a matrix as text: `0`, `1/6`, or `{0, 1/12}` when the
+/// certified contributions leave several minimisers.
+fn p_opt_text(w: &MatrixEntry) -> String {
+    let one = |g: &crate::certificate::GridPoint| {
+        let (k, m) = g.reduced();
+        if k == 0 {
+            "0".to_string()
+        } else if m == 1 {
+            k.to_string()
+        } else {
+            format!("{k}/{m}")
+        }
+    };
+    match w.p_opt_fraction.as_slice() {
+        [g] => one(g),
+        gs => format!("{{{}}}", gs.iter().map(one).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+fn p_opt_distribution(s: &mut String, c: &Certificate) {
+    let _ = writeln!(
+        s,
+        "p_opt (the grid point minimising each matrix's contribution to B_ours), per matrix type:"
+    );
+    for kind in [
+        MatrixType::QK,
+        MatrixType::VTilde,
+        MatrixType::MIn,
+        MatrixType::MOut,
+    ] {
+        let mut hist: BTreeMap<(usize, usize, String), usize> = BTreeMap::new();
+        let mut n = 0;
+        for w in c.matrices.iter().filter(|w| w.kind == kind) {
+            n += 1;
+            let key = w
+                .p_opt_fraction
+                .first()
+                .map(|g| (w.p_opt_fraction.len(), g.k * 1_000_000 / g.m.max(1)))
+                .unwrap_or((0, 0));
+            *hist.entry((key.0, key.1, p_opt_text(w))).or_default() += 1;
+        }
+        if n == 0 {
+            continue;
+        }
+        let parts: Vec<String> = hist
+            .iter()
+            .map(|((_, _, t), k)| format!("{t} x{k}"))
+            .collect();
+        let _ = writeln!(s, "  {:<8} ({n:>3}): {}", kind.name(), parts.join(", "));
+    }
+    let all_zero = c
+        .matrices
+        .iter()
+        .all(|w| w.p_opt_fraction.len() == 1 && w.p_opt_fraction[0].k == 0);
+    if all_zero {
+        let _ = writeln!(
+            s,
+            "  Every p_opt is 0, so B_ours = sqrt(L) + sum over matrices of sqrt(N rank(W)): it \
+             depends on the weights only through their ranks, not on the trained singular \
+             values."
+        );
+    }
+}
+
+/// The per-matrix term of B_Edel's inner sum, `alpha_l^(2/3) (...)^(2/3)`
+/// (`proofs/proxy-formulas.md`, L18): *certified enclosure* given the
+/// certificate's enclosures, or `None` on overflow.
+fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {
+    let find = |kind: MatrixType, head: Option<usize>| {
+        c.matrix(crate::arch::MatrixId {
+            layer: w.layer,
+            head,
+            kind,
+        })
+    };
+    let c2 = |kind, head| find(kind, head)?.spectral_norm.to_inari();
+    let cin = c2(MatrixType::MIn, None)?;
+    let cout = c2(MatrixType::MOut, None)?;
+    let n21 = w.norm_21.to_inari()?;
+    let base = match w.kind {
+        MatrixType::QK => cout * cin * c2(MatrixType::VTilde, w.head)? * n21,
+        MatrixType::VTilde => cout * cin * n21,
+        MatrixType::MIn => cout * n21,
+        MatrixType::MOut => n21,
+    };
+    let two_thirds = Interval::try_from((2.0, 2.0)).ok()? / Interval::try_from((3.0, 3.0)).ok()?;
+    let alpha = c.layers.get(w.layer)?.alpha.to_inari()?;
+    let t = alpha.pow(two_thirds) * base.pow(two_thirds);
+    (t.inf().is_finite() && t.sup().is_finite()).then_some(t)
+}
+
+fn top_contributors(s: &mut String, c: &Certificate, st: Style) {
+    let name = |w: &MatrixEntry| w.id().to_string();
+    let total_ours: f64 = c.matrices.iter().map(|w| w.min_contribution.mid()).sum();
+    let mut by_ours: Vec<&MatrixEntry> = c.matrices.iter().collect();
+    by_ours.sort_by(|a, b| {
+        b.min_contribution
+            .mid()
+            .total_cmp(&a.min_contribution.mid())
+    });
+    let _ = writeln!(
+        s,
+        "largest contributions to B_ours (min over the grid of c(W, p); share of the sum about):"
+    );
+    for w in by_ours.iter().take(TOP) {
+        let _ = writeln!(
+            s,
+            "  {:<28} {}  {:>5.1}%  at p = {}",
+            name(w),
+            iv(&w.min_contribution, st),
+            100.0 * w.min_contribution.mid() / total_ours,
+            p_opt_text(w)
+        );
+    }
+    let terms: Vec<(&MatrixEntry, Interval)> = c
+        .matrices
+        .iter()
+        .filter_map(|w| edelman_term(c, w).map(|t| (w, t)))
+        .collect();
+    if terms.len() == c.matrices.len() {
+        let total: f64 = terms.iter().map(|(_, t)| t.mid()).sum();
+        let mut terms = terms;
+        terms.sort_by(|a, b| b.1.mid().total_cmp(&a.1.mid()));
+        let _ = writeln!(
+            s,
+            "largest terms of B_Edel's inner sum (alpha_l^(2/3) (gamma ||W||_2,1)^(2/3); share about):"
+        );
+        for (w, t) in terms.iter().take(TOP) {
+            let _ = writeln!(
+                s,
+                "  {:<28} {}  {:>5.1}%",
+                name(w),
+                interval(t.inf(), t.sup(), st),
+                100.0 * t.mid() / total
+            );
+        }
+    }
 }

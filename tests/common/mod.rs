@@ -10,6 +10,7 @@
 pub mod authors_float;
 pub mod family;
 pub mod schema;
+pub mod torch;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,473 @@
+//! The allow-list of a PyTorch state dict's pickle, checked before the
+//! pickle is handed to the reader (`pytorch-reader`).
+//!
+//! The reader executes nothing: it is a Rust stack machine that interprets a
+//! few tensor-rebuild calls and keeps every other call as an inert value.
+//! But it accepts *any* global silently (`os.system` becomes an opaque
+//! object), and it reads a whole pickled `nn.Module` (globals from
+//! `__main__`) as its state dict. specbound reads state dicts only, so every
+//! global the pickle names must be one a state dict needs
+//! ([`ALLOWED_GLOBALS`]); anything else is refused, naming the global, before
+//! the reader runs.
+//!
+//! This is a scan of the opcode stream, not an unpickler: it builds no
+//! objects. It knows every opcode's argument layout (protocols 0 to 5, the
+//! same opcode set the reader implements; any other byte is refused), reads
+//! the module and name of `GLOBAL` from its text arguments and those of
+//! `STACK_GLOBAL` from the two string literals immediately pushed before it
+//! (directly or from the memo), and refuses `STACK_GLOBAL` when its operands
+//! are anything else, `INST`/`OBJ` (protocol 0 instance creation), the
+//! extension registry (`EXT1/2/4`) and out-of-band buffers: the ways a
+//! pickle can reach a callable other than a named global. Scanning and
+//! reading see the same bytes (the same zip entry through the same `zip`
+//! crate, the same file descriptor), so what is scanned is what is read.
+//!
+//! Caps: [`MAX_PICKLE_BYTES`](super::limits::MAX_PICKLE_BYTES) of pickle and
+//! [`MAX_PICKLE_OPS`](super::limits::MAX_PICKLE_OPS) opcodes per file, so
+//! the reader's stack machine (about 100 bytes per value) stays bounded.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+/// The globals a `torch.save(model.state_dict())` pickle uses: the ordered
+/// dict, the tensor and parameter rebuild functions, and the typed storage
+/// classes named in persistent ids.
+pub const ALLOWED_GLOBALS: &[(&str, &str)] = &[
+    ("collections", "OrderedDict"),
+    ("torch._utils", "_rebuild_tensor"),
+    ("torch._utils", "_rebuild_tensor_v2"),
+    ("torch._utils", "_rebuild_parameter"),
+    ("torch", "FloatStorage"),
+    ("torch", "DoubleStorage"),
+    ("torch", "HalfStorage"),
+    ("torch", "BFloat16Storage"),
+    ("torch", "LongStorage"),
+    ("torch", "IntStorage"),
+    ("torch", "ShortStorage"),
+    ("torch", "CharStorage"),
+    ("torch", "ByteStorage"),
+    ("torch", "BoolStorage"),
+];
+
+/// Why a pickle was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanError {
+    /// A global outside [`ALLOWED_GLOBALS`] (`module.name`), at a byte offset.
+    Global {
+        /// `module.name` as written in the pickle.
+        name: String,
+        /// Offset of the opcode in the pickle.
+        offset: u64,
+    },
+    /// An opcode that reaches a callable other than through a named global,
+    /// or one the reader does not implement.
+    Opcode {
+        /// What the opcode is.
+        what: String,
+        /// Offset of the opcode in the pickle.
+        offset: u64,
+    },
+    /// Malformed or over a cap.
+    Malformed(String),
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::Global { name, offset } => write!(
+                f,
+                "refused: the pickle names the global '{}' (byte {offset}), which a state dict \
+                 never needs; only collections.OrderedDict, torch._utils._rebuild_tensor(_v2), \
+                 torch._utils._rebuild_parameter and torch.*Storage are accepted (nothing in the \
+                 file was executed)",
+                super::fmt_name(name)
+            ),
+            ScanError::Opcode { what, offset } => write!(
+                f,
+                "refused: the pickle uses {what} (byte {offset}), which a state dict never \
+                 needs (nothing in the file was executed)"
+            ),
+            ScanError::Malformed(m) => write!(f, "malformed pickle: {m}"),
+        }
+    }
+}
+
+/// Whether `module.name` is a global a state dict needs.
+pub fn allowed(module: &str, name: &str) -> bool {
+    ALLOWED_GLOBALS
+        .iter()
+        .any(|&(m, n)| m == module && n == name)
+}
+
+/// The opcode-stream state shared by the pickles of one file (caps count
+/// over all of them).
+pub struct Scanner {
+    ops: u64,
+    bytes: u64,
+    max_ops: u64,
+    max_bytes: u64,
+}
+
+/// What is known of the top two stack slots: string literals or unknown.
+#[derive(Default)]
+struct Top2 {
+    below: Option<String>,
+    top: Option<String>,
+}
+
+impl Top2 {
+    fn push(&mut self, s: Option<String>) {
+        self.below = self.top.take();
+        self.top = s;
+    }
+    fn forget(&mut self) {
+        self.below = None;
+        self.top = None;
+    }
+}
+
+impl Scanner {
+    /// A scanner with the given caps (opcodes and bytes, over every pickle scanned).
+    pub fn new(max_ops: u64, max_bytes: u64) -> Self {
+        Self {
+            ops: 0,
+            bytes: 0,
+            max_ops,
+            max_bytes,
+        }
+    }
+
+    fn take(&mut self, r: &mut impl Read, n: u64) -> Result<Vec<u8>, ScanError> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.max_bytes {
+            return Err(ScanError::Malformed(format!(
+                "pickle larger than the limit of {} bytes",
+                self.max_bytes
+            )));
+        }
+        // Bounded by the byte cap, so this allocation is too.
+        let mut buf = Vec::with_capacity(n.min(1 << 16) as usize);
+        r.by_ref()
+            .take(n)
+            .read_to_end(&mut buf)
+            .map_err(|e| ScanError::Malformed(format!("cannot read the pickle: {e}")))?;
+        if (buf.len() as u64) < n {
+            return Err(ScanError::Malformed(format!(
+                "truncated: {n} bytes expected, {} present",
+                buf.len()
+            )));
+        }
+        Ok(buf)
+    }
+
+    fn byte(&mut self, r: &mut impl Read) -> Result<u8, ScanError> {
+        Ok(self.take(r, 1)?[0])
+    }
+
+    fn uint(&mut self, r: &mut impl Read, n: u64) -> Result<u64, ScanError> {
+        let b = self.take(r, n)?;
+        let mut v = [0u8; 8];
+        v[..n as usize].copy_from_slice(&b);
+        Ok(u64::from_le_bytes(v))
+    }
+
+    /// A text argument up to `\n` (protocol 0), at most 64 KiB.
+    fn line(&mut self, r: &mut impl Read) -> Result<String, ScanError> {
+        let mut out = Vec::new();
+        loop {
+            let b = self.byte(r)?;
+            if b == b'\n' {
+                break;
+            }
+            if out.len() >= 1 << 16 {
+                return Err(ScanError::Malformed("text argument over 64 KiB".into()));
+            }
+            out.push(b);
+        }
+        if out.last() == Some(&b'\r') {
+            out.pop();
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn utf8(&mut self, r: &mut impl Read, n: u64) -> Result<Option<String>, ScanError> {
+        Ok(String::from_utf8(self.take(r, n)?).ok())
+    }
+
+    /// Scans one pickle (up to and including its `STOP`) from `r`, whose
+    /// first byte is at `base` in the stream (for messages); returns the
+    /// number of bytes it consumed.
+    pub fn scan(&mut self, r: &mut impl Read, base: u64) -> Result<u64, ScanError> {
+        let mut memo: HashMap<u32, Option<String>> = HashMap::new();
+        let mut top = Top2::default();
+        let start = self.bytes;
+        loop {
+            let offset = base + (self.bytes - start);
+            self.ops += 1;
+            if self.ops > self.max_ops {
+                return Err(ScanError::Malformed(format!(
+                    "more than {} opcodes (about 30 per tensor in a real state dict)",
+                    self.max_ops
+                )));
+            }
+            let op = self.byte(r)?;
+            let refuse = |what: &str| {
+                Err(ScanError::Opcode {
+                    what: what.to_string(),
+                    offset,
+                })
+            };
+            match op {
+                b'.' => return Ok(self.bytes - start),
+                // PROTO, EXT1..4, FRAME and the fixed-size scalars.
+                0x80 => {
+                    let v = self.byte(r)?;
+                    if v > 5 {
+                        return Err(ScanError::Malformed(format!(
+                            "pickle protocol {v} (0 to 5 exist)"
+                        )));
+                    }
+                }
+                0x95 => {
+                    self.uint(r, 8)?;
+                }
+                0x82..=0x84 => return refuse("the extension registry (EXT1/EXT2/EXT4)"),
+                0x97 | 0x98 => return refuse("out-of-band buffers (NEXT_BUFFER/READONLY_BUFFER)"),
+                b'i' => {
+                    let m = self.line(r)?;
+                    let n = self.line(r)?;
+                    return Err(ScanError::Global {
+                        name: format!("{m}.{n}"),
+                        offset,
+                    });
+                }
+                b'o' => return refuse("OBJ (protocol 0 instance creation)"),
+                b'c' => {
+                    let m = self.line(r)?;
+                    let n = self.line(r)?;
+                    if !allowed(&m, &n) {
+                        return Err(ScanError::Global {
+                            name: format!("{m}.{n}"),
+                            offset,
+                        });
+                    }
+                    top.push(None);
+                }
+                0x93 => {
+                    match (top.below.take(), top.top.take()) {
+                        (Some(m), Some(n)) => {
+                            if !allowed(&m, &n) {
+                                return Err(ScanError::Global {
+                                    name: format!("{m}.{n}"),
+                                    offset,
+                                });
+                            }
+                            top.forget();
+                        }
+                        _ => return refuse(
+                            "STACK_GLOBAL whose module and name are not string literals pushed \
+                             just before it",
+                        ),
+                    }
+                }
+                // Memo: PUT keeps the stack; GET pushes what was stored.
+                b'p' => {
+                    let i = self.line(r)?.parse::<u32>().map_err(|_| {
+                        ScanError::Malformed(format!("bad PUT index at byte {offset}"))
+                    })?;
+                    memo.insert(i, top.top.clone());
+                }
+                b'q' => {
+                    let i = self.uint(r, 1)? as u32;
+                    memo.insert(i, top.top.clone());
+                }
+                b'r' => {
+                    let i = self.uint(r, 4)? as u32;
+                    memo.insert(i, top.top.clone());
+                }
+                0x94 => {
+                    let i = memo.len() as u32;
+                    memo.insert(i, top.top.clone());
+                }
+                b'g' => {
+                    let i = self.line(r)?.parse::<u32>().map_err(|_| {
+                        ScanError::Malformed(format!("bad GET index at byte {offset}"))
+                    })?;
+                    top.push(memo.get(&i).cloned().flatten());
+                }
+                b'h' => {
+                    let i = self.uint(r, 1)? as u32;
+                    top.push(memo.get(&i).cloned().flatten());
+                }
+                b'j' => {
+                    let i = self.uint(r, 4)? as u32;
+                    top.push(memo.get(&i).cloned().flatten());
+                }
+                // String literals (UTF-8): known values for STACK_GLOBAL.
+                0x8c => {
+                    let n = self.uint(r, 1)?;
+                    let s = self.utf8(r, n)?;
+                    top.push(s);
+                }
+                b'X' => {
+                    let n = self.uint(r, 4)?;
+                    let s = self.utf8(r, n)?;
+                    top.push(s);
+                }
+                0x8d => {
+                    let n = self.uint(r, 8)?;
+                    let s = self.utf8(r, n)?;
+                    top.push(s);
+                }
+                // Other values with arguments: pushed, value not tracked.
+                b'I' | b'L' | b'F' | b'V' | b'P' => {
+                    self.line(r)?;
+                    top.forget();
+                }
+                b'J' | b'M' | b'K' | b'G' => {
+                    let n = match op {
+                        b'J' => 4,
+                        b'M' => 2,
+                        b'K' => 1,
+                        _ => 8,
+                    };
+                    self.take(r, n)?;
+                    top.forget();
+                }
+                b'U' | b'C' | 0x8a => {
+                    let n = self.uint(r, 1)?;
+                    self.take(r, n)?;
+                    top.forget();
+                }
+                b'T' | b'B' | 0x8b => {
+                    let n = self.uint(r, 4)?;
+                    self.take(r, n)?;
+                    top.forget();
+                }
+                0x8e | 0x96 => {
+                    let n = self.uint(r, 8)?;
+                    self.take(r, n)?;
+                    top.forget();
+                }
+                // No arguments: stack changes whose results are not strings.
+                b'(' | b'0' | b'1' | b'2' | b'N' | b'R' | b'b' | b'd' | b'l' | b't' | b's'
+                | b'a' | b')' | b']' | b'}' | b'e' | b'u' | b'Q' | 0x81 | 0x85 | 0x86 | 0x87
+                | 0x88 | 0x89 | 0x8f | 0x90 | 0x91 | 0x92 => top.forget(),
+                other => {
+                    return Err(ScanError::Malformed(format!(
+                        "unknown opcode 0x{other:02x} at byte {offset}"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// Scans one whole pickle held in memory.
+pub fn scan_bytes(pickle: &[u8], max_ops: u64) -> Result<(), ScanError> {
+    let mut s = Scanner::new(max_ops, pickle.len() as u64);
+    let mut r = pickle;
+    s.scan(&mut r, 0)?;
+    if !r.is_empty() {
+        return Err(ScanError::Malformed(format!(
+            "{} bytes after the STOP opcode",
+            r.len()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(m: &str, n: &str) -> Vec<u8> {
+        format!("c{m}\n{n}\n").into_bytes()
+    }
+
+    #[test]
+    fn state_dict_globals_pass_and_others_are_named() {
+        let mut p = vec![0x80, 2, b'}'];
+        p.extend(g("collections", "OrderedDict"));
+        p.extend(b")R.");
+        assert_eq!(scan_bytes(&p, 100), Ok(()));
+        let mut p = vec![0x80, 2];
+        p.extend(g("os", "system"));
+        p.extend(b"X\x02\0\0\0idR.");
+        match scan_bytes(&p, 100) {
+            Err(ScanError::Global { name, offset }) => {
+                assert_eq!(name, "os.system");
+                assert_eq!(offset, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn stack_global_operands_are_tracked_through_the_memo() {
+        // module, MEMOIZE, name, MEMOIZE, STACK_GLOBAL; then again via BINGET.
+        let lit = |s: &str| {
+            let mut v = vec![0x8c, s.len() as u8];
+            v.extend(s.as_bytes());
+            v
+        };
+        let mut p = vec![0x80, 4];
+        p.extend(lit("collections"));
+        p.push(0x94);
+        p.extend(lit("OrderedDict"));
+        p.push(0x94);
+        p.push(0x93);
+        p.extend([b'h', 0, b'h', 1, 0x93, b'.']);
+        assert_eq!(scan_bytes(&p, 100), Ok(()));
+        // builtins.eval through the memo: the module string is memoized first.
+        let mut p = vec![0x80, 4];
+        p.extend(lit("builtins"));
+        p.push(0x94);
+        p.extend(lit("eval"));
+        p.extend([0x93, b'.']);
+        assert!(
+            matches!(scan_bytes(&p, 100), Err(ScanError::Global { name, .. }) if name == "builtins.eval")
+        );
+        // Operands that are not literals (a tuple in between) are refused.
+        let mut p = vec![0x80, 4];
+        p.extend(lit("collections"));
+        p.extend(lit("OrderedDict"));
+        p.extend([0x86, 0x93, b'.']);
+        assert!(matches!(scan_bytes(&p, 100), Err(ScanError::Opcode { .. })));
+        // A memo slot overwritten by a non-string is unknown again.
+        let mut p = vec![0x80, 4];
+        p.extend(lit("collections"));
+        p.extend([b'q', 0]);
+        p.push(b')');
+        p.extend([b'q', 0]);
+        p.extend(lit("OrderedDict"));
+        p.extend([b'h', 0]);
+        p.extend(lit("OrderedDict"));
+        p.extend([0x93, b'.']);
+        assert!(matches!(scan_bytes(&p, 100), Err(ScanError::Opcode { .. })));
+    }
+
+    #[test]
+    fn inst_ext_and_caps_are_refused() {
+        let p = b"(ios\nsystem\n.".to_vec();
+        assert!(
+            matches!(scan_bytes(&p, 100), Err(ScanError::Global { name, .. }) if name == "os.system")
+        );
+        assert!(matches!(
+            scan_bytes(&[0x80, 2, 0x82, 1, b'.'], 100),
+            Err(ScanError::Opcode { .. })
+        ));
+        assert!(matches!(
+            scan_bytes(&[b'N'; 200], 100),
+            Err(ScanError::Malformed(m)) if m.contains("more than 100 opcodes")
+        ));
+        assert!(matches!(
+            scan_bytes(&[b'X', 0xff, 0xff, 0xff, 0x7f], 100),
+            Err(ScanError::Malformed(m)) if m.contains("larger than the limit")
+        ));
+        assert!(matches!(
+            scan_bytes(&[0xff], 100),
+            Err(ScanError::Malformed(m)) if m.contains("unknown opcode 0xff")
+        ));
+    }
+}

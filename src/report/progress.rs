@@ -1,0 +1,117 @@
+//! Progress on stderr for long runs: a bar with the matrices done, the
+//! total, the elapsed time and an estimate of the time left, drawn only
+//! when stderr is a terminal (never into a file or a pipe, so logs and
+//! scripts see nothing), and cleared when the run ends.
+//!
+//! [`Bar`] implements [`crate::certify::Progress`], so any pipeline that
+//! reports through that trait (`certify`, `verify --model`, `audit`) can
+//! drive it; [`Bar::spinner`] is for a single long computation (`svd` of a
+//! large matrix), showing what runs and for how long.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::arch::MatrixId;
+use crate::certify::Progress;
+
+/// A progress bar on stderr, or nothing (quiet, or stderr not a terminal).
+pub struct Bar {
+    pb: Option<ProgressBar>,
+}
+
+/// Whether a bar would be drawn: not `quiet`, and stderr is a terminal.
+pub fn wanted(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
+}
+
+impl Bar {
+    /// A bar counting matrices, labelled `label` (`certify`, `verify`, ...);
+    /// drawn only when [`wanted`]. Its length is set by
+    /// [`Progress::matrices_total`].
+    pub fn matrices(label: &str, quiet: bool) -> Self {
+        if !wanted(quiet) {
+            return Self { pb: None };
+        }
+        // Until the number of matrices is known: a spinner while the model
+        // is read and its proxy matrices formed.
+        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("{prefix} {spinner} {elapsed} elapsed: {wide_msg}")
+                .expect("valid template"),
+        );
+        pb.set_prefix(label.to_string());
+        pb.set_message("reading the model and forming its proxy matrices");
+        pb.enable_steady_tick(Duration::from_millis(120));
+        Self { pb: Some(pb) }
+    }
+
+    /// A spinner for one long computation, with the elapsed time and a
+    /// message saying what runs; drawn only when [`wanted`].
+    pub fn spinner(label: &str, message: &str, quiet: bool) -> Self {
+        if !wanted(quiet) {
+            return Self { pb: None };
+        }
+        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("{prefix} {spinner} {elapsed} elapsed: {wide_msg}")
+                .expect("valid template"),
+        );
+        pb.set_prefix(label.to_string());
+        pb.set_message(message.to_string());
+        pb.enable_steady_tick(Duration::from_millis(120));
+        Self { pb: Some(pb) }
+    }
+
+    /// A bar that draws nothing.
+    pub fn hidden() -> Self {
+        Self { pb: None }
+    }
+
+    /// Whether this bar draws.
+    pub fn is_drawn(&self) -> bool {
+        self.pb.is_some()
+    }
+
+    /// Removes the bar from the terminal (also done on drop).
+    pub fn finish(&self) {
+        if let Some(pb) = &self.pb {
+            pb.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl Progress for Bar {
+    fn matrices_total(&self, n: usize) {
+        if let Some(pb) = &self.pb {
+            pb.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} matrices, {elapsed} elapsed, ETA {eta} {wide_msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            pb.set_message("");
+            pb.set_length(n as u64);
+            pb.reset_eta();
+        }
+    }
+    fn matrix_done(&self, id: MatrixId) {
+        if let Some(pb) = &self.pb {
+            pb.inc(1);
+            pb.set_message(id.to_string());
+        }
+    }
+    fn message(&self, text: &str) {
+        if let Some(pb) = &self.pb {
+            pb.set_message(text.to_string());
+        }
+    }
+}
