@@ -5,7 +5,7 @@ each with an example."""
 import os
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +15,24 @@ _Exponent = Union[int, float, str, Decimal]
 _Real = Union[float, int, Fraction, Decimal]
 
 __version__: str
+__all__ = [
+    "AuditResult",
+    "Bounds",
+    "Certificate",
+    "DiffResult",
+    "Interval",
+    "SvdResult",
+    "VerifyResult",
+    "__version__",
+    "audit",
+    "certify",
+    "diff",
+    "load",
+    "svd",
+    "verify",
+]
 
+@final
 class Interval:
     """A closed interval ``[lo, hi]`` containing an exact value.
 
@@ -41,9 +58,10 @@ class Interval:
     @property
     def hi_exact(self) -> Optional[str]:
         """A decimal upper bound tighter than ``hi`` (MPFR results only)."""
-    def __contains__(self, x: _Real) -> bool:
+    def __contains__(self, x: _Real, /) -> bool:
         """Exactly whether ``x`` lies in the enclosure (decimal bounds included)."""
 
+@final
 class SvdResult:
     """Certified singular values and norms of one matrix (see :func:`svd`).
 
@@ -114,6 +132,7 @@ def svd(
     True
     """
 
+@final
 class Bounds:
     """The certified bounds B_ours and B_Edel.
 
@@ -128,6 +147,7 @@ class Bounds:
     @property
     def edelman(self) -> Interval: ...
 
+@final
 class Certificate:
     """A certificate of a model, or the reason it could not be certified.
 
@@ -175,6 +195,7 @@ def certify(
 def load(path: _Path) -> Certificate:
     """Reads a certificate file strictly (its intervals are claims until verified)."""
 
+@final
 class VerifyResult:
     """Outcome of :func:`verify` ("holds" 0, "failed" 1, "unconfirmed" 3)."""
 
@@ -201,6 +222,7 @@ def verify(cert: Union[_Path, Certificate], model: Optional[_Path] = None) -> Ve
     True
     """
 
+@final
 class AuditResult:
     """Outcome of :func:`audit` ("consistent" 0, "inconsistent" 1, "undecided" 3)."""
 
@@ -225,6 +247,7 @@ class AuditResult:
 def audit(model: _Path, claims: _Path) -> AuditResult:
     """Checks published numbers (a CSV) against certified values of ``model``."""
 
+@final
 class DiffResult:
     """Outcome of :func:`diff` (exit code 1 when certainly changed)."""
 

@@ -2,7 +2,7 @@
 
 The suite compares the module with the command line on the same inputs.
 It needs the CLI binary (``target/release/specbound``, or the path in
-``SPECBOUND_CLI``) and pandas. When one is missing the tests that need it
+``SPECBOUND_CLI``), pandas and mypy. When one is missing the tests that need it
 fail under CI (the ``CI`` environment variable is set, as ``.ci/run`` does)
 and are skipped, with the reason, on a developer machine.
 """
