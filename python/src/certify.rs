@@ -29,8 +29,8 @@ use crate::{
 /// >>> b = specbound.certify().bounds
 /// >>> b.ours.lo <= b.ours.hi
 /// True
-#[pyclass(frozen, module = "specbound")]
-#[derive(Clone)]
+#[pyclass(frozen, eq, module = "specbound")]
+#[derive(Clone, PartialEq)]
 pub struct Bounds {
     /// Encloses B_ours.
     #[pyo3(get)]

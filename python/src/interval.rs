@@ -25,6 +25,7 @@ use specbound::linalg::ExactBounds;
 /// float, an int, a ``fractions.Fraction``, a ``decimal.Decimal``: anything
 /// with ``as_integer_ratio()``) lies in the enclosure, the decimal bounds
 /// included where there are any. NaN and infinities lie in no interval.
+/// Two intervals are equal when their ends (and decimal bounds) are.
 ///
 /// Example:
 ///
@@ -33,8 +34,8 @@ use specbound::linalg::ExactBounds;
 /// >>> r = specbound.svd(np.diag([3.0, 0.1]))
 /// >>> Fraction(1, 10) in r.singular_values[1]
 /// True
-#[pyclass(frozen, module = "specbound")]
-#[derive(Clone, Debug)]
+#[pyclass(frozen, eq, module = "specbound")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Interval {
     /// Lower end.
     #[pyo3(get)]

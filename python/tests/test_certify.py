@@ -36,6 +36,7 @@ def test_the_certificate_is_the_clis_byte_for_byte(bundled_cert, cli_outputs, tm
     assert (b.ours.lo, b.ours.hi) == (d["ours"]["lo"], d["ours"]["hi"])
     assert (b.edelman.lo, b.edelman.hi) == (d["edelman"]["lo"], d["edelman"]["hi"])
     assert repr(b).startswith("Bounds(ours=Interval(")
+    assert b == specbound.load(tmp_path / "py.json").bounds
     assert "156 matrices" in repr(bundled_cert)
 
 

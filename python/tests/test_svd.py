@@ -303,3 +303,4 @@ def test_interval_membership_is_exact():
     with pytest.raises(TypeError):
         "0.1" in iv  # noqa: B015
     assert repr(r.spectral_norm).startswith("Interval(")
+    assert r.spectral_norm == r.singular_values[0] and r.spectral_norm != iv
