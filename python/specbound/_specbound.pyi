@@ -214,7 +214,7 @@ class VerifyResult:
     @property
     def with_model(self) -> bool: ...
 
-def verify(cert: Union[_Path, Certificate], model: Optional[_Path] = None) -> VerifyResult:
+def verify(path: Union[_Path, Certificate], model: Optional[_Path] = None) -> VerifyResult:
     """Checks a certificate; with ``model``, against the weights.
 
     >>> import specbound

@@ -75,7 +75,7 @@ impl VerifyResult {
 /// file hashes and recomputes every matrix, confirming or refuting every
 /// stated interval.
 ///
-/// ``cert`` is a certificate file or a :class:`Certificate`. Runs without
+/// ``path`` is a certificate file, or a :class:`Certificate`. Runs without
 /// the interpreter lock; Ctrl-C returns at once (a check with the model
 /// under way finishes in the background and is dropped). Bad input raises
 /// ``ValueError`` (or ``FileNotFoundError``); a certificate that does not
@@ -87,13 +87,13 @@ impl VerifyResult {
 /// >>> specbound.verify(specbound.certify(), model="data/all-MiniLM-L6-v2").holds
 /// True
 #[pyfunction]
-#[pyo3(signature = (cert, model = None))]
+#[pyo3(signature = (path, model = None))]
 pub fn verify(
     py: Python<'_>,
-    cert: &Bound<'_, PyAny>,
+    path: &Bound<'_, PyAny>,
     model: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<VerifyResult> {
-    let c = Certificate::from_arg(cert, "cert")?;
+    let c = Certificate::from_arg(path, "path")?;
     let model = match model {
         Some(m) => Some(model_path(Some(m))?),
         None => None,
