@@ -47,14 +47,16 @@ impl Default for CertifyOptions {
 }
 
 /// Why no certificate could be attempted: bad input (the model, a
-/// parameter). A computation that cannot be certified is not an error but
-/// the [`Outcome::Inconclusive`] outcome.
+/// parameter), or the caller cancelled the run. A computation that cannot
+/// be certified is not an error but the [`Outcome::Inconclusive`] outcome.
 #[derive(Debug)]
 pub enum CertifyError {
     /// Bad model input (names the file and tensor or key).
     Model(ModelError),
     /// A bad parameter (names it).
     Param(String),
+    /// The run was stopped through [`Progress::cancelled`] before it finished.
+    Cancelled,
 }
 
 impl std::fmt::Display for CertifyError {
@@ -62,6 +64,7 @@ impl std::fmt::Display for CertifyError {
         match self {
             CertifyError::Model(e) => write!(f, "{e}"),
             CertifyError::Param(s) => write!(f, "{s}"),
+            CertifyError::Cancelled => write!(f, "cancelled before every matrix was certified"),
         }
     }
 }
@@ -72,7 +75,7 @@ impl std::error::Error for CertifyError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             CertifyError::Model(e) => e.source(),
-            CertifyError::Param(_) => None,
+            CertifyError::Param(_) | CertifyError::Cancelled => None,
         }
     }
 }
@@ -186,6 +189,13 @@ pub trait Progress: Sync {
     fn matrix_done(&self, _id: MatrixId) {}
     /// What the run is doing now (a stage, a tensor), for display.
     fn message(&self, _text: &str) {}
+    /// Whether to stop: asked before each matrix is started; once it says
+    /// `true`, no further matrix is started, those under way finish, and the
+    /// run ends with [`CertifyError::Cancelled`] (an interrupt in the Python
+    /// module). Never stops a matrix half-way.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Progress`] that reports nothing.
@@ -234,21 +244,27 @@ pub fn certify_model_with_progress(
         ..SvdOptions::default()
     };
     progress.matrices_total(mats.len());
-    let results: Vec<Result<MatrixResult, Inconclusive>> = mats
+    // `None`: skipped because the run was cancelled.
+    let results: Vec<Option<Result<MatrixResult, Inconclusive>>> = mats
         .into_par_iter()
         .map(|pm| {
+            if progress.cancelled() {
+                return None;
+            }
             let done = certify_matrix(&pm, &svd_opts);
             progress.matrix_done(pm.id);
-            let (sv, summary) = done?;
-            Ok(MatrixResult {
+            Some(done.map(|(sv, summary)| MatrixResult {
                 id: pm.id,
                 rows: pm.rows,
                 cols: pm.cols,
                 sv,
                 summary,
-            })
+            }))
         })
         .collect();
+    let Some(results) = results.into_iter().collect::<Option<Vec<_>>>() else {
+        return Err(CertifyError::Cancelled);
+    };
     let results: Vec<MatrixResult> = match results.into_iter().collect() {
         Ok(r) => r,
         Err(inc) => return Ok(Outcome::Inconclusive(inc)),
@@ -416,4 +432,69 @@ pub fn build_certificate(
         },
         extensions: arch.extensions(&params.l_phi_text),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts the hooks; cancels once `stop_after` matrices are done.
+    struct Counter {
+        total: AtomicUsize,
+        done: AtomicUsize,
+        stop_after: usize,
+    }
+
+    impl Progress for Counter {
+        fn matrices_total(&self, n: usize) {
+            self.total.store(n, Ordering::SeqCst);
+        }
+        fn matrix_done(&self, _id: MatrixId) {
+            self.done.fetch_add(1, Ordering::SeqCst);
+        }
+        fn cancelled(&self) -> bool {
+            self.done.load(Ordering::SeqCst) >= self.stop_after
+        }
+    }
+
+    fn bundled() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/all-MiniLM-L6-v2")
+    }
+
+    #[test]
+    fn progress_sees_every_matrix_once_and_never_cancels_by_default() {
+        assert!(!NoProgress.cancelled());
+        let c = Counter {
+            total: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            stop_after: usize::MAX,
+        };
+        let out = certify_model_with_progress(&bundled(), &CertifyOptions::default(), &c).unwrap();
+        let (cert, _) = out.into_result().unwrap();
+        assert_eq!(c.total.load(Ordering::SeqCst), cert.matrices.len());
+        assert_eq!(c.done.load(Ordering::SeqCst), cert.matrices.len());
+    }
+
+    #[test]
+    fn a_cancelled_run_starts_no_further_matrix_and_says_cancelled() {
+        let c = Counter {
+            total: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            stop_after: 1,
+        };
+        let e = certify_model_with_progress(&bundled(), &CertifyOptions::default(), &c)
+            .expect_err("cancelled after the first matrix");
+        assert!(matches!(e, CertifyError::Cancelled), "{e}");
+        assert_eq!(e.to_string(), "cancelled before every matrix was certified");
+        // Only the matrices already under way when the first one finished
+        // (one per worker thread: the f64 method runs each matrix on one
+        // thread) complete after the cancellation.
+        let done = c.done.load(Ordering::SeqCst);
+        let total = c.total.load(Ordering::SeqCst);
+        assert!(
+            done <= rayon::current_num_threads() && done < total,
+            "{done} of {total} matrices done"
+        );
+    }
 }

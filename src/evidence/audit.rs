@@ -265,6 +265,20 @@ pub struct AuditReport {
     pub undecided: usize,
 }
 
+impl AuditReport {
+    /// The exit code of `specbound audit` for this report: 1 when a claim is
+    /// inconsistent, else 3 when a claim is undecided, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.inconsistent > 0 {
+            1
+        } else if self.undecided > 0 {
+            3
+        } else {
+            0
+        }
+    }
+}
+
 /// `(subject kind, quantity, p, claim text, explicit tolerance)` of one claim.
 type RawClaim = (String, String, Option<String>, String, Option<String>);
 
@@ -1000,4 +1014,27 @@ pub fn audit_with(
         undecided: count(|v| matches!(v, Verdict::Undecided { .. })),
         results,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AuditReport;
+
+    #[test]
+    fn exit_codes_are_the_commands() {
+        let r = |consistent, inconsistent, undecided| AuditReport {
+            layout: "generic".into(),
+            results: Vec::new(),
+            consistent,
+            inconsistent,
+            undecided,
+        };
+        assert_eq!(r(2, 0, 0).exit_code(), 0);
+        assert_eq!(r(2, 0, 1).exit_code(), 3);
+        assert_eq!(
+            r(2, 1, 1).exit_code(),
+            1,
+            "inconsistent outweighs undecided"
+        );
+    }
 }

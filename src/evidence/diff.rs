@@ -119,6 +119,14 @@ pub struct DiffReport {
     pub unmatched: Vec<Unmatched>,
 }
 
+impl DiffReport {
+    /// The exit code of `specbound diff` for this report: 1 when the
+    /// certificates certainly differ beyond the tolerance, else 0.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.certainly_changed)
+    }
+}
+
 fn row(what: QuantityFields, label: String, a: CertInterval, b: CertInterval, rtol: f64) -> Row {
     let change = [r::sub_rd(b.lo, a.hi), r::sub_ru(b.hi, a.lo)];
     let verdict = if b.lo > a.hi {

@@ -49,6 +49,19 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The exit code of `specbound verify` for this verdict: 1 when a check
+    /// failed or a quantity is refuted, else 3 when some quantity is
+    /// unconfirmed, else 0 (the certificate holds).
+    pub fn exit_code(&self) -> u8 {
+        if self.failure.is_some() {
+            1
+        } else if !self.unconfirmed.is_empty() {
+            3
+        } else {
+            0
+        }
+    }
+
     /// Adds the checks, the first failure and the unconfirmed quantities of `other`.
     pub fn merge(mut self, other: Verdict) -> Verdict {
         self.checks += other.checks;
@@ -712,4 +725,23 @@ pub fn verify_with_model_progress(
         }
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+
+    #[test]
+    fn exit_codes_are_the_commands() {
+        let mut v = Verdict::default();
+        assert_eq!(v.exit_code(), 0);
+        v.unconfirmed.push("q".into());
+        assert_eq!(v.exit_code(), 3);
+        v.failure = Some("f".into());
+        assert_eq!(
+            v.exit_code(),
+            1,
+            "a failure outweighs unconfirmed quantities"
+        );
+    }
 }

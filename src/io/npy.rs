@@ -203,6 +203,60 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
     Ok(LoadedMatrix { matrix, dtype })
 }
 
+/// The in-memory counterpart of [`read_npy`]: a `rows` x `cols` float
+/// array given as little-endian bytes in row-major (C) order (what NumPy's
+/// `ndarray.tobytes()` gives for a `<f2`, `<f4` or `<f8` array), converted
+/// to f64 exactly by the same decoder (`proofs/exact-conversion.md`, L1) and
+/// held to the same checks: no zero dimension, the byte count of the shape,
+/// every value finite. `name` stands for the file in error messages.
+pub fn matrix_from_le_bytes(
+    name: &Path,
+    dtype: SourceDtype,
+    rows: usize,
+    cols: usize,
+    bytes: &[u8],
+) -> Result<LoadedMatrix, ReadError> {
+    if let SourceDtype::Quantized(q) = dtype {
+        return Err(ReadError::UnsupportedDtype {
+            path: name.to_path_buf(),
+            tensor: None,
+            dtype: q.to_string(),
+            supported: SUPPORTED,
+            note: None,
+        });
+    }
+    if rows == 0 || cols == 0 {
+        return Err(ReadError::Empty {
+            path: name.to_path_buf(),
+            tensor: None,
+            shape: vec![rows, cols],
+        });
+    }
+    let itemsize = dtype.itemsize();
+    let needed = rows.checked_mul(cols).and_then(|n| n.checked_mul(itemsize));
+    if needed != Some(bytes.len()) {
+        return Err(ReadError::format(
+            name,
+            None,
+            format!(
+                "shape ({rows}, {cols}) of {dtype} needs {} bytes, found {}",
+                needed.map_or_else(
+                    || "more than the address space of".into(),
+                    |n| n.to_string()
+                ),
+                bytes.len()
+            ),
+        ));
+    }
+    let data: Vec<f64> = bytes
+        .chunks_exact(itemsize)
+        .map(|b| decode(dtype, b))
+        .collect();
+    let matrix = DenseMatrix { rows, cols, data };
+    check_finite(name, None, &matrix)?;
+    Ok(LoadedMatrix { matrix, dtype })
+}
+
 fn decode(dtype: SourceDtype, b: &[u8]) -> f64 {
     match dtype {
         SourceDtype::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
@@ -798,6 +852,72 @@ mod tests {
                 assert_eq!(m.get(i, j), val(i, j) as f64);
             }
         }
+    }
+
+    #[test]
+    fn bytes_in_memory_give_the_matrix_the_file_gives() {
+        let vals = [1.5f32, -0.0, 3.0e-39, f32::MAX, -2.0, 0.1];
+        let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let t = TempPath::new("mem-f32.npy");
+        write_npy_f32(t.path(), 2, 3, &vals, false).unwrap();
+        let from_file = read_npy(t.path()).unwrap();
+        let name = Path::new("array");
+        let from_bytes = matrix_from_le_bytes(name, SourceDtype::F32, 2, 3, &bytes).unwrap();
+        assert_eq!(from_bytes, from_file);
+        // f16 and f64 decode bit for bit too.
+        let h: Vec<u8> = [half::f16::MIN_POSITIVE_SUBNORMAL, half::f16::MAX]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let m = matrix_from_le_bytes(name, SourceDtype::F16, 1, 2, &h).unwrap();
+        assert_eq!(m.matrix.data, vec![2f64.powi(-24), 65504.0]);
+        let d: Vec<u8> = [f64::MIN_POSITIVE / 4.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let m = matrix_from_le_bytes(name, SourceDtype::F64, 1, 1, &d).unwrap();
+        assert_eq!(
+            m.matrix.data[0].to_bits(),
+            (f64::MIN_POSITIVE / 4.0).to_bits()
+        );
+    }
+
+    #[test]
+    fn bytes_in_memory_are_checked_like_a_file() {
+        let name = Path::new("array");
+        let msg = |r: Result<LoadedMatrix, ReadError>| r.unwrap_err().to_string();
+        let nan: Vec<u8> = [1.0f64, f64::NAN]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(
+            msg(matrix_from_le_bytes(name, SourceDtype::F64, 1, 2, &nan)),
+            "array: non-finite value NaN at row 0, col 1 (0-based)"
+        );
+        assert_eq!(
+            msg(matrix_from_le_bytes(name, SourceDtype::F64, 0, 2, &[])),
+            "array: empty matrix: shape [0, 2] has a zero dimension"
+        );
+        assert_eq!(
+            msg(matrix_from_le_bytes(name, SourceDtype::F32, 2, 2, &[0; 12])),
+            "array: shape (2, 2) of F32 needs 16 bytes, found 12"
+        );
+        assert!(msg(matrix_from_le_bytes(
+            name,
+            SourceDtype::F64,
+            usize::MAX,
+            2,
+            &[]
+        ))
+        .contains("more than the address space"));
+        assert!(msg(matrix_from_le_bytes(
+            name,
+            SourceDtype::Quantized("Q8_0"),
+            1,
+            1,
+            &[0]
+        ))
+        .starts_with("array: unsupported dtype Q8_0"));
     }
 
     #[test]

@@ -1,0 +1,290 @@
+"""Type stubs of the compiled module ``specbound._specbound`` (re-exported
+by ``specbound``). The docstrings at run time are the Rust doc comments,
+each with an example."""
+
+import os
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union, final
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = Union[str, "os.PathLike[str]"]
+_Exponent = Union[int, float, str, Decimal]
+_Real = Union[float, int, Fraction, Decimal]
+
+__version__: str
+__all__ = [
+    "AuditResult",
+    "Bounds",
+    "Certificate",
+    "DiffResult",
+    "Interval",
+    "SvdResult",
+    "VerifyResult",
+    "__version__",
+    "audit",
+    "certify",
+    "diff",
+    "load",
+    "svd",
+    "verify",
+]
+
+@final
+class Interval:
+    """A closed interval ``[lo, hi]`` containing an exact value.
+
+    >>> import numpy as np, specbound
+    >>> from fractions import Fraction
+    >>> Fraction(1, 10) in specbound.svd(np.diag([3.0, 0.1])).singular_values[1]
+    True
+    """
+
+    @property
+    def lo(self) -> float: ...
+    @property
+    def hi(self) -> float: ...
+    @property
+    def mid(self) -> float:
+        """The midpoint (an approximation lying in the interval)."""
+    @property
+    def rad(self) -> float:
+        """An upper bound of the radius ``(hi - lo) / 2``."""
+    @property
+    def lo_exact(self) -> Optional[str]:
+        """A decimal lower bound tighter than ``lo`` (MPFR results only)."""
+    @property
+    def hi_exact(self) -> Optional[str]:
+        """A decimal upper bound tighter than ``hi`` (MPFR results only)."""
+    def __contains__(self, x: _Real, /) -> bool:
+        """Exactly whether ``x`` lies in the enclosure (decimal bounds included)."""
+
+@final
+class SvdResult:
+    """Certified singular values and norms of one matrix (see :func:`svd`).
+
+    >>> import numpy as np, specbound
+    >>> specbound.svd(np.eye(2)).certified
+    True
+    """
+
+    @property
+    def certified(self) -> bool: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def cols(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def lo(self) -> Optional[npt.NDArray[np.float64]]:
+        """Lower ends, largest value first (read-only)."""
+    @property
+    def hi(self) -> Optional[npt.NDArray[np.float64]]:
+        """Upper ends, index-matched with ``lo`` (read-only)."""
+    @property
+    def singular_values(self) -> Optional[List[Interval]]: ...
+    @property
+    def methods(self) -> Optional[List[str]]: ...
+    @property
+    def cluster_sizes(self) -> Optional[List[int]]: ...
+    @property
+    def structural_zeros(self) -> Optional[int]: ...
+    @property
+    def spectral_norm(self) -> Optional[Interval]: ...
+    @property
+    def frobenius_norm(self) -> Optional[Interval]: ...
+    @property
+    def nuclear_norm(self) -> Optional[Interval]: ...
+    @property
+    def norm_21(self) -> Optional[Interval]: ...
+    @property
+    def norm_11(self) -> Optional[Interval]: ...
+    @property
+    def stable_rank(self) -> Optional[Interval]: ...
+    @property
+    def rank(self) -> Optional[Interval]: ...
+    @property
+    def schatten(self) -> Optional[Dict[Any, Tuple[Optional[Interval], Optional[Interval]]]]:
+        """p (as given) -> (sum sigma^p, Schatten norm); None where it overflowed."""
+    @property
+    def max_relative_radius(self) -> Optional[float]: ...
+    def to_json(self) -> str:
+        """The result as ``specbound svd --json`` writes it."""
+
+def svd(
+    a: npt.ArrayLike,
+    *,
+    precision: str = "auto",
+    schatten_p: Iterable[_Exponent] = (1, 2),
+    rtol: float = 1e-11,
+) -> SvdResult:
+    """Certified enclosures of all singular values of a 2-D float array.
+
+    >>> import numpy as np, specbound
+    >>> 6 ** 0.5 in specbound.svd(np.ones((2, 3), dtype=np.float16)).spectral_norm
+    True
+    """
+
+@final
+class Bounds:
+    """The certified bounds B_ours and B_Edel.
+
+    >>> import specbound
+    >>> b = specbound.certify().bounds
+    >>> b.ours.lo <= b.ours.hi
+    True
+    """
+
+    @property
+    def ours(self) -> Interval: ...
+    @property
+    def edelman(self) -> Interval: ...
+
+@final
+class Certificate:
+    """A certificate of a model, or the reason it could not be certified.
+
+    >>> import specbound
+    >>> specbound.certify().certified
+    True
+    """
+
+    @property
+    def certified(self) -> bool: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def bounds(self) -> Optional[Bounds]: ...
+    def to_json(self) -> str: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def save(self, path: _Path) -> None: ...
+    def matrices(self) -> Any:
+        """``pandas.DataFrame``: the authors' matrix_summary table."""
+    def contributions(self) -> Any:
+        """``pandas.DataFrame``: the authors' p_contribution_raw table."""
+    def singular_values(self) -> Any:
+        """``pandas.DataFrame``: every singular value of every proxy matrix."""
+    def tables(self, model_id: Optional[str] = None) -> Dict[str, Any]:
+        """The four ``--csv`` tables as ``pandas.DataFrame`` objects, by file name."""
+
+def certify(
+    model: Optional[_Path] = None,
+    *,
+    l_phi: Union[str, float, int, Decimal] = "1.13",
+    grid_m: Optional[int] = None,
+    precision: str = "f64",
+    progress: Union[bool, Callable[[int, int], Any]] = False,
+    heads: Optional[int] = None,
+    layers: Optional[int] = None,
+) -> Certificate:
+    """Certifies a whole checkpoint (None: the bundled all-MiniLM-L6-v2).
+
+    >>> import specbound
+    >>> b = specbound.certify().bounds
+    >>> b.ours.hi < b.edelman.lo
+    True
+    """
+
+def load(path: _Path) -> Certificate:
+    """Reads a certificate file strictly (its intervals are claims until verified)."""
+
+@final
+class VerifyResult:
+    """Outcome of :func:`verify` ("holds" 0, "failed" 1, "unconfirmed" 3)."""
+
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def holds(self) -> bool: ...
+    @property
+    def checks(self) -> int: ...
+    @property
+    def failure(self) -> Optional[str]: ...
+    @property
+    def unconfirmed(self) -> List[str]: ...
+    @property
+    def with_model(self) -> bool: ...
+
+def verify(path: Union[_Path, Certificate], model: Optional[_Path] = None) -> VerifyResult:
+    """Checks a certificate; with ``model``, against the weights.
+
+    >>> import specbound
+    >>> specbound.verify(specbound.certify()).holds
+    True
+    """
+
+@final
+class AuditResult:
+    """Outcome of :func:`audit` ("consistent" 0, "inconsistent" 1, "undecided" 3)."""
+
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def consistent(self) -> int: ...
+    @property
+    def inconsistent(self) -> int: ...
+    @property
+    def undecided(self) -> int: ...
+    @property
+    def results(self) -> List[Dict[str, Any]]: ...
+    def to_frame(self) -> Any:
+        """``pandas.DataFrame`` of ``results``."""
+    def to_json(self) -> str: ...
+
+def audit(model: _Path, claims: _Path) -> AuditResult:
+    """Checks published numbers (a CSV) against certified values of ``model``."""
+
+@final
+class DiffResult:
+    """Outcome of :func:`diff` (exit code 1 when certainly changed)."""
+
+    @property
+    def certainly_changed(self) -> bool: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def rtol(self) -> float: ...
+    @property
+    def compared(self) -> int: ...
+    @property
+    def larger(self) -> int: ...
+    @property
+    def smaller(self) -> int: ...
+    @property
+    def indistinguishable(self) -> int: ...
+    @property
+    def beyond_rtol(self) -> int: ...
+    @property
+    def only_in_a(self) -> int: ...
+    @property
+    def only_in_b(self) -> int: ...
+    @property
+    def header(self) -> List[Dict[str, str]]: ...
+    def to_frame(self) -> Any:
+        """``pandas.DataFrame``: one row per compared quantity."""
+    def to_text(self, max_rows: int = 25) -> str: ...
+    def to_json(self) -> str: ...
+
+def diff(
+    a: Union[_Path, Certificate], b: Union[_Path, Certificate], rtol: float = 0.0
+) -> DiffResult:
+    """Compares two certificates quantity by quantity.
+
+    >>> import specbound
+    >>> c = specbound.certify()
+    >>> specbound.diff(c, c).exit_code
+    0
+    """

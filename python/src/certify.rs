@@ -1,0 +1,505 @@
+//! `specbound.certify`, `specbound.load` and the `Certificate` they return.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict};
+
+use specbound::arch::ArchOverrides;
+use specbound::certificate::Certificate as Cert;
+use specbound::certify::{certify_model_with_progress, CertifyError, CertifyOptions, Outcome};
+use specbound::linalg::Precision;
+use specbound::report::csv::{tables, TABLE_NAMES};
+use specbound::report::output::Outputs;
+
+use crate::interval::Interval;
+use crate::{
+    decimal_arg, error, json_to_py, model_path, pandas, path_arg, positive, run_interruptibly,
+    OnInterrupt, Watch,
+};
+
+/// The two certified bounds of a certificate: ``ours`` (B_ours) and
+/// ``edelman`` (B_Edel), each an :class:`Interval`.
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> b = specbound.certify().bounds
+/// >>> b.ours.lo <= b.ours.hi
+/// True
+#[pyclass(frozen, eq, module = "specbound")]
+#[derive(Clone, PartialEq)]
+pub struct Bounds {
+    /// Encloses B_ours.
+    #[pyo3(get)]
+    ours: Interval,
+    /// Encloses B_Edel.
+    #[pyo3(get)]
+    edelman: Interval,
+}
+
+#[pymethods]
+impl Bounds {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Bounds(ours={}, edelman={})",
+            self.ours.clone().into_pyobject(py)?.repr()?,
+            self.edelman.clone().into_pyobject(py)?.repr()?
+        ))
+    }
+}
+
+/// A certificate: every proxy matrix's certified spectrum and norms, and the
+/// bounds (the command line's ``specbound certify``), or, when
+/// ``certified`` is ``False``, the reason nothing could be certified.
+///
+/// ``to_json()`` and ``save(path)`` give exactly what
+/// ``specbound certify --json`` / ``--out`` write; ``matrices()``,
+/// ``contributions()``, ``singular_values()`` and ``tables()`` give pandas
+/// DataFrames in the authors' column names: each certified column holds the
+/// midpoint, with the certified ends beside it in ``<column>_lo`` and
+/// ``<column>_hi`` (the ``--csv`` tables).
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> cert = specbound.certify()
+/// >>> cert.certified, len(cert.matrices())
+/// (True, 156)
+#[pyclass(frozen, module = "specbound")]
+pub struct Certificate {
+    cert: Option<Cert>,
+    /// Why nothing was certified, when not.
+    #[pyo3(get)]
+    reason: Option<String>,
+    /// The model_id column of the observed-bounds table.
+    model_id: String,
+}
+
+impl Certificate {
+    fn inner(&self, what: &str) -> PyResult<&Cert> {
+        self.cert.as_ref().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "no certificate to {what}: inconclusive: {}",
+                self.reason.as_deref().unwrap_or("")
+            ))
+        })
+    }
+
+    /// The certificate of a `Certificate` object or of a file (read strictly).
+    pub(crate) fn from_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Cert> {
+        if let Ok(c) = obj.cast::<Certificate>() {
+            return Ok(c.get().inner("compare")?.clone());
+        }
+        let path = path_arg(obj, what)?;
+        read(&path)
+    }
+
+    fn table<'py>(&self, py: Python<'py>, name: &str, what: &str) -> PyResult<Bound<'py, PyAny>> {
+        let pd = pandas(py, what)?;
+        let cert = self.inner("tabulate")?;
+        let text = tables(cert, &self.model_id)
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| t)
+            .expect("a table of the layout");
+        read_csv(py, &pd, &text)
+    }
+}
+
+/// A CSV table of the library (`report::csv`, the authors' layout) as a
+/// DataFrame. The cells are parsed here, not by pandas, so that every
+/// number is exactly the float written (the tables hold shortest
+/// round-trip decimals; Rust's parser rounds correctly, and pandas' did not
+/// before 3.0): a column of integers becomes integers, a column of numbers
+/// (empty cells: NaN) floats, anything else strings. The tables quote
+/// nothing (`report::csv` writes no comma inside a cell).
+fn read_csv<'py>(
+    py: Python<'py>,
+    pd: &Bound<'py, PyModule>,
+    text: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let mut columns: Vec<Vec<&str>> = vec![Vec::new(); header.len()];
+    for line in lines {
+        for (col, cell) in columns.iter_mut().zip(line.split(',')) {
+            col.push(cell);
+        }
+    }
+    let frame = PyDict::new(py);
+    for (name, cells) in header.iter().zip(&columns) {
+        let ints: Option<Vec<i64>> = cells.iter().map(|c| c.parse().ok()).collect();
+        let floats: Option<Vec<f64>> = cells
+            .iter()
+            .map(|c| {
+                if c.is_empty() {
+                    Some(f64::NAN)
+                } else {
+                    c.parse().ok()
+                }
+            })
+            .collect();
+        match (ints, floats) {
+            (Some(v), _) if !cells.is_empty() => frame.set_item(name, v)?,
+            (_, Some(v)) if !cells.is_empty() => frame.set_item(name, v)?,
+            _ => frame.set_item(name, cells)?,
+        }
+    }
+    pd.call_method1("DataFrame", (frame,))
+}
+
+fn read(path: &Path) -> PyResult<Cert> {
+    Cert::read(path).map_err(|e| error(&e, &[path]))
+}
+
+/// The model_id the command line writes by default: the model directory's name.
+fn default_model_id(model: &Path) -> String {
+    std::fs::canonicalize(model)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+        .unwrap_or_else(|| model.display().to_string())
+}
+
+#[pymethods]
+impl Certificate {
+    /// Whether this is a certificate (else see ``reason``).
+    #[getter]
+    fn certified(&self) -> bool {
+        self.cert.is_some()
+    }
+
+    /// The bounds B_ours and B_Edel (``None`` when inconclusive).
+    ///
+    /// >>> import specbound
+    /// >>> 0 < specbound.certify().bounds.edelman.lo
+    /// True
+    #[getter]
+    fn bounds(&self) -> Option<Bounds> {
+        self.cert.as_ref().map(|c| Bounds {
+            ours: Interval::of_cert(&c.bounds.ours),
+            edelman: Interval::of_cert(&c.bounds.edelman),
+        })
+    }
+
+    /// The certificate JSON, exactly as ``specbound certify --out`` writes it.
+    ///
+    /// >>> import json, specbound
+    /// >>> json.loads(specbound.certify().to_json())["format"]
+    /// 'specbound-certificate'
+    fn to_json(&self) -> PyResult<String> {
+        Ok(self.inner("write")?.to_json_pretty())
+    }
+
+    /// The certificate as Python objects (``json.loads(to_json())``).
+    ///
+    /// >>> import specbound
+    /// >>> specbound.certify().to_dict()["model"]["architecture"]
+    /// 'bert'
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.to_json()?)
+    }
+
+    /// Writes the certificate JSON to ``path`` atomically (all or nothing,
+    /// as ``specbound certify --out``).
+    ///
+    /// >>> import os, tempfile, specbound
+    /// >>> path = os.path.join(tempfile.mkdtemp(), "cert.json")
+    /// >>> specbound.certify().save(path); os.path.getsize(path) > 0
+    /// True
+    fn save(&self, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let path = path_arg(path, "path")?;
+        let doc = self.inner("save")?.to_json_pretty();
+        let mut out = Outputs::new();
+        out.stage(&path, doc.as_bytes());
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        out.commit().map_err(|e| error(&e, &[&parent]))
+    }
+
+    /// One row per proxy matrix: the authors' ``matrix_summary`` table
+    /// (``specbound certify --csv``): ``layer``, ``head`` (-1 for layer
+    /// matrices), ``matrix_type``, ``rows``, ``cols``, the rank and the
+    /// norms, each as midpoint, ``_lo`` and ``_hi``. Needs pandas.
+    ///
+    /// >>> import specbound
+    /// >>> df = specbound.certify().matrices()
+    /// >>> bool((df.spectral_norm_lo <= df.spectral_norm_hi).all())
+    /// True
+    fn matrices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.table(py, "matrix_summary.csv", "Certificate.matrices()")
+    }
+
+    /// One row per proxy matrix and grid point p: the authors'
+    /// ``p_contribution_raw`` table (``contribution``, ``_lo``, ``_hi``).
+    /// Needs pandas.
+    ///
+    /// >>> import specbound
+    /// >>> list(specbound.certify().contributions().columns)[-3:]
+    /// ['contribution', 'contribution_lo', 'contribution_hi']
+    fn contributions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.table(py, "p_contribution_raw.csv", "Certificate.contributions()")
+    }
+
+    /// One row per singular value of every proxy matrix, largest first
+    /// (``i`` from 0, structural zeros included): ``layer``, ``head``,
+    /// ``matrix_type``, ``i``, ``singular_value`` (midpoint),
+    /// ``singular_value_lo``, ``singular_value_hi``. Needs pandas.
+    ///
+    /// >>> import specbound
+    /// >>> df = specbound.certify().singular_values()
+    /// >>> int(df.query("layer == 0 and matrix_type == 'M_in'").shape[0])
+    /// 384
+    fn singular_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pd = pandas(py, "Certificate.singular_values()")?;
+        let cert = self.inner("tabulate")?;
+        let n: usize = cert.matrices.iter().map(|m| m.min_dim()).sum();
+        let (mut layer, mut head, mut kind, mut index) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let (mut mid, mut lo, mut hi) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for m in &cert.matrices {
+            let id = m.id();
+            for i in 0..m.min_dim() {
+                let v = m.singular_value(i).expect("i < min_dim");
+                layer.push(id.layer);
+                head.push(id.head_column());
+                kind.push(id.kind.name());
+                index.push(i);
+                mid.push(v.mid());
+                lo.push(v.lo);
+                hi.push(v.hi);
+            }
+        }
+        let cols = PyDict::new(py);
+        cols.set_item("layer", layer)?;
+        cols.set_item("head", head)?;
+        cols.set_item("matrix_type", kind)?;
+        cols.set_item("i", index)?;
+        cols.set_item("singular_value", mid)?;
+        cols.set_item("singular_value_lo", lo)?;
+        cols.set_item("singular_value_hi", hi)?;
+        pd.call_method1("DataFrame", (cols,))
+    }
+
+    /// The four tables of ``specbound certify --csv`` as DataFrames, by file
+    /// name (``matrix_summary.csv``, ``schatten_opt.csv``,
+    /// ``observed_bounds.csv``, ``p_contribution_raw.csv``). ``model_id``
+    /// fills the observed-bounds table's column (default: the model
+    /// directory's name). Needs pandas.
+    ///
+    /// >>> import specbound
+    /// >>> specbound.certify().tables()["observed_bounds.csv"].bound.tolist()
+    /// ['ours', 'edelman']
+    #[pyo3(signature = (model_id = None))]
+    fn tables<'py>(
+        &self,
+        py: Python<'py>,
+        model_id: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let pd = pandas(py, "Certificate.tables()")?;
+        let cert = self.inner("tabulate")?;
+        let id = model_id.unwrap_or_else(|| self.model_id.clone());
+        let out = PyDict::new(py);
+        for (name, text) in tables(cert, &id) {
+            out.set_item(name, read_csv(py, &pd, &text)?)?;
+        }
+        debug_assert_eq!(out.len(), TABLE_NAMES.len());
+        Ok(out)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(match &self.cert {
+            Some(c) => format!(
+                "Certificate({} {}, {} matrices, {})",
+                c.model.architecture,
+                c.model.path,
+                c.matrices.len(),
+                self.bounds()
+                    .expect("certified")
+                    .into_pyobject(py)?
+                    .repr()?
+            ),
+            None => format!(
+                "Certificate(inconclusive: {})",
+                self.reason.as_deref().unwrap_or("")
+            ),
+        })
+    }
+}
+
+/// How progress is shown.
+enum Sink {
+    Off,
+    Stderr,
+    Call(Py<PyAny>),
+}
+
+/// Certifies a whole checkpoint: extracts the proxy matrices, certifies
+/// their spectra and norms, and evaluates the bounds B_ours and B_Edel (the
+/// command line's ``specbound certify``).
+///
+/// ``model`` is a Hugging Face model directory (config.json and
+/// safetensors, sharded or not), a ``.safetensors`` or ``.gguf`` file;
+/// ``None`` is the bundled all-MiniLM-L6-v2. ``l_phi`` (the activation's
+/// Lipschitz constant) is read as an exact decimal (str as written, float as
+/// printed); ``grid_m`` overrides the grid resolution; ``precision`` is
+/// ``"f64"``, ``"extended"``, ``"auto"`` or ``"mpfr:BITS"``; ``heads`` and
+/// ``layers`` override the architecture of a file without config.json.
+/// ``progress=True`` writes ``done/total matrices`` to ``sys.stderr``; a
+/// callable is called as ``progress(done, total)`` instead.
+///
+/// The computation runs without the interpreter lock. Ctrl-C raises
+/// ``KeyboardInterrupt`` after the matrices under way have finished (no
+/// further one is started). Bad input raises ``ValueError`` (or
+/// ``FileNotFoundError``); a model that cannot be certified gives
+/// ``certified = False`` and the reason.
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> b = specbound.certify().bounds
+/// >>> b.ours.hi < b.edelman.lo
+/// True
+#[pyfunction]
+#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None),
+       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None)")]
+#[allow(clippy::too_many_arguments)]
+pub fn certify(
+    py: Python<'_>,
+    model: Option<&Bound<'_, PyAny>>,
+    l_phi: Option<&Bound<'_, PyAny>>,
+    grid_m: Option<i64>,
+    precision: &str,
+    progress: Option<&Bound<'_, PyAny>>,
+    heads: Option<i64>,
+    layers: Option<i64>,
+) -> PyResult<Certificate> {
+    let l_phi = match l_phi {
+        Some(x) => decimal_arg(x, "l_phi")?,
+        None => specbound::arch::PAPER_L_PHI.to_string(),
+    };
+    let precision: Precision = precision.parse().map_err(PyValueError::new_err)?;
+    let grid_m = match grid_m {
+        Some(m) if m < 1 => {
+            return Err(PyValueError::new_err(format!(
+                "grid m must be between 1 and {}, got {m}",
+                specbound::certificate::MAX_GRID_M
+            )))
+        }
+        m => m.map(|m| m as usize),
+    };
+    let overrides = ArchOverrides {
+        heads: positive(heads, "heads")?,
+        layers: positive(layers, "layers")?,
+    };
+    let sink = match progress {
+        None => Sink::Off,
+        Some(p) if p.is_instance_of::<PyBool>() => {
+            if p.extract::<bool>()? {
+                Sink::Stderr
+            } else {
+                Sink::Off
+            }
+        }
+        Some(p) if p.is_callable() => Sink::Call(p.clone().unbind()),
+        Some(p) => {
+            return Err(PyTypeError::new_err(format!(
+                "progress must be a bool or a callable progress(done, total), got {}",
+                crate::type_name(p)
+            )))
+        }
+    };
+    let path = model_path(model)?;
+    let opts = CertifyOptions {
+        precision,
+        l_phi,
+        grid_m,
+        overrides,
+    };
+    let watch = Arc::new(Watch::default());
+    let (job_watch, job_path) = (Arc::clone(&watch), path.clone());
+    let mut shown = (usize::MAX, usize::MAX);
+    let tick_watch = Arc::clone(&watch);
+    let tick = move |py: Python<'_>| -> PyResult<()> {
+        let now = tick_watch.counts();
+        if now == shown || now.1 == 0 {
+            return Ok(());
+        }
+        shown = now;
+        match &sink {
+            Sink::Off => Ok(()),
+            Sink::Call(f) => f.call1(py, now).map(|_| ()),
+            Sink::Stderr => {
+                let err = py.import("sys")?.getattr("stderr")?;
+                let end = if now.0 == now.1 { "\n" } else { "" };
+                err.call_method1(
+                    "write",
+                    (format!("\rspecbound: {}/{} matrices{end}", now.0, now.1),),
+                )?;
+                err.call_method0("flush").map(|_| ())
+            }
+        }
+    };
+    let outcome = run_interruptibly(
+        py,
+        move || certify_model_with_progress(&job_path, &opts, &*job_watch),
+        OnInterrupt::Cancel(watch),
+        tick,
+    )?;
+    let model_id = default_model_id(&path);
+    match outcome {
+        Ok(Outcome::Certified((cert, _))) => Ok(Certificate {
+            cert: Some(cert),
+            reason: None,
+            model_id,
+        }),
+        Ok(Outcome::Inconclusive(why)) => Ok(Certificate {
+            cert: None,
+            reason: Some(why.reason),
+            model_id,
+        }),
+        Err(CertifyError::Cancelled) => {
+            Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("cancelled"))
+        }
+        Err(e) => Err(error(&e, &[&path])),
+    }
+}
+
+/// Reads a certificate file (JSON) strictly, as ``verify`` and ``diff`` do:
+/// unknown or duplicate keys, wrong types and inconsistent counts are
+/// errors naming the JSON path. Its intervals are claims until
+/// :func:`verify` with the model has confirmed them.
+///
+/// Example:
+///
+/// >>> import os, tempfile, specbound
+/// >>> path = os.path.join(tempfile.mkdtemp(), "cert.json")
+/// >>> specbound.certify().save(path)
+/// >>> specbound.load(path).certified
+/// True
+#[pyfunction]
+pub fn load(path: &Bound<'_, PyAny>) -> PyResult<Certificate> {
+    let path = path_arg(path, "path")?;
+    let cert = read(&path)?;
+    let model_id = Path::new(&cert.model.path)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| cert.model.path.clone());
+    Ok(Certificate {
+        cert: Some(cert),
+        reason: None,
+        model_id,
+    })
+}

@@ -1,0 +1,511 @@
+//! `specbound.verify`, `specbound.audit`, `specbound.diff`: the evidence
+//! commands, with the command line's verdicts and exit codes.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde_json::Value;
+
+use specbound::evidence::audit::{audit as audit_model, AuditReport, Verdict as ClaimVerdict};
+use specbound::evidence::diff::{diff as diff_certs, DiffReport};
+use specbound::evidence::verify::{verify_internal, verify_with_model};
+
+use crate::certify::Certificate;
+use crate::{error, json_to_py, model_path, pandas, path_arg, run_interruptibly, OnInterrupt};
+
+/// The outcome of :func:`verify`, with the command line's verdict and exit
+/// code: ``"holds"`` (0), ``"failed"`` (1: a check failed or a stated
+/// interval is refuted, ``failure`` says which) or ``"unconfirmed"`` (3:
+/// quantities neither confirmed nor refuted, listed in ``unconfirmed``).
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> v = specbound.verify(specbound.certify())
+/// >>> v.verdict, v.exit_code, v.with_model
+/// ('holds', 0, False)
+#[pyclass(frozen, module = "specbound")]
+pub struct VerifyResult {
+    /// "holds", "failed" or "unconfirmed".
+    #[pyo3(get)]
+    verdict: &'static str,
+    /// The command line's exit code (0, 1 or 3).
+    #[pyo3(get)]
+    exit_code: u8,
+    /// Whether the certificate holds (exit code 0).
+    #[pyo3(get)]
+    holds: bool,
+    /// Checks that passed.
+    #[pyo3(get)]
+    checks: usize,
+    /// The first failed check or refuted quantity.
+    #[pyo3(get)]
+    failure: Option<String>,
+    /// Quantities neither confirmed nor refuted.
+    #[pyo3(get)]
+    unconfirmed: Vec<String>,
+    /// Whether the weights were checked too (``model`` given).
+    #[pyo3(get)]
+    with_model: bool,
+}
+
+#[pymethods]
+impl VerifyResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "VerifyResult({}, exit_code={}, checks={}{}{})",
+            self.verdict,
+            self.exit_code,
+            self.checks,
+            self.failure
+                .as_ref()
+                .map(|f| format!(", failure={f:?}"))
+                .unwrap_or_default(),
+            if self.unconfirmed.is_empty() {
+                String::new()
+            } else {
+                format!(", {} unconfirmed", self.unconfirmed.len())
+            }
+        )
+    }
+}
+
+/// Checks a certificate (the command line's ``specbound verify``): re-derives
+/// every aggregate from the stated values; with ``model``, also checks the
+/// file hashes and recomputes every matrix, confirming or refuting every
+/// stated interval.
+///
+/// ``path`` is a certificate file, or a :class:`Certificate`. Runs without
+/// the interpreter lock; Ctrl-C returns at once (a check with the model
+/// under way finishes in the background and is dropped). Bad input raises
+/// ``ValueError`` (or ``FileNotFoundError``); a certificate that does not
+/// hold is a result, not an exception.
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> specbound.verify(specbound.certify(), model="data/all-MiniLM-L6-v2").holds
+/// True
+#[pyfunction]
+#[pyo3(signature = (path, model = None))]
+pub fn verify(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    model: Option<&Bound<'_, PyAny>>,
+) -> PyResult<VerifyResult> {
+    let c = Certificate::from_arg(path, "path")?;
+    let model = match model {
+        Some(m) => Some(model_path(Some(m))?),
+        None => None,
+    };
+    let with_model = model.is_some();
+    let job_model = model.clone();
+    let result = run_interruptibly(
+        py,
+        move || {
+            let mut v = verify_internal(&c);
+            if v.failure.is_none() {
+                if let Some(m) = &job_model {
+                    v = v.merge(verify_with_model(&c, m)?);
+                }
+            }
+            Ok::<_, specbound::evidence::EvidenceError>(v)
+        },
+        OnInterrupt::Abandon,
+        |_| Ok(()),
+    )?;
+    let paths: Vec<&std::path::Path> = model.iter().map(|p| p.as_path()).collect();
+    let v = result.map_err(|e| error(&e, &paths))?;
+    let exit_code = v.exit_code();
+    Ok(VerifyResult {
+        verdict: match exit_code {
+            0 => "holds",
+            1 => "failed",
+            _ => "unconfirmed",
+        },
+        exit_code,
+        holds: exit_code == 0,
+        checks: v.checks,
+        failure: v.failure,
+        unconfirmed: v.unconfirmed,
+        with_model,
+    })
+}
+
+/// The outcome of :func:`audit`, with the command line's verdict and exit
+/// code: ``"consistent"`` (0), ``"inconsistent"`` (1: some claim is
+/// certainly wrong at its precision) or ``"undecided"`` (3: some claim is
+/// finer than the certified width, none wrong).
+///
+/// Example:
+///
+/// >>> import os, tempfile, specbound
+/// >>> claims = os.path.join(tempfile.mkdtemp(), "claims.csv")
+/// >>> _ = open(claims, "w").write("model_id,bound,value\nm,ours,20573.03\n")
+/// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).verdict
+/// 'consistent'
+#[pyclass(frozen, module = "specbound")]
+pub struct AuditResult {
+    /// "consistent", "inconsistent" or "undecided".
+    #[pyo3(get)]
+    verdict: &'static str,
+    /// The command line's exit code (0, 1 or 3).
+    #[pyo3(get)]
+    exit_code: u8,
+    /// The layout recognised in the claims file.
+    #[pyo3(get)]
+    layout: String,
+    /// Claims confirmed.
+    #[pyo3(get)]
+    consistent: usize,
+    /// Claims certainly wrong.
+    #[pyo3(get)]
+    inconsistent: usize,
+    /// Claims finer than the certified width.
+    #[pyo3(get)]
+    undecided: usize,
+    report: AuditReport,
+}
+
+#[pymethods]
+impl AuditResult {
+    /// Per claim, a dict: ``line`` (of the CSV, 1 = header), ``subject``,
+    /// ``quantity``, ``claim`` (as written), ``tolerance``,
+    /// ``certified_lo``, ``certified_hi``, ``verdict``, and ``distance`` and
+    /// ``relative_error`` (inconsistent) or ``width`` (undecided), else None.
+    ///
+    /// >>> import os, tempfile, specbound
+    /// >>> claims = os.path.join(tempfile.mkdtemp(), "claims.csv")
+    /// >>> _ = open(claims, "w").write("model_id,bound,value\nm,ours,20573.03\n")
+    /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).results[0]["verdict"]
+    /// 'consistent'
+    #[getter]
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let rows = PyList::empty(py);
+        for r in &self.report.results {
+            let d = PyDict::new(py);
+            d.set_item("line", r.line)?;
+            d.set_item("subject", &r.subject)?;
+            d.set_item("quantity", &r.quantity)?;
+            d.set_item("claim", &r.claim)?;
+            d.set_item("tolerance", r.tolerance)?;
+            d.set_item("certified_lo", r.certified[0])?;
+            d.set_item("certified_hi", r.certified[1])?;
+            let none = || py.None();
+            let (verdict, distance, rel, width) = match &r.verdict {
+                ClaimVerdict::Consistent => ("consistent", none(), none(), none()),
+                ClaimVerdict::Inconsistent {
+                    distance,
+                    relative_error,
+                } => (
+                    "inconsistent",
+                    distance.into_pyobject(py)?.into_any().unbind(),
+                    relative_error.into_pyobject(py)?.into_any().unbind(),
+                    none(),
+                ),
+                ClaimVerdict::Undecided { width } => (
+                    "undecided",
+                    none(),
+                    none(),
+                    width.into_pyobject(py)?.into_any().unbind(),
+                ),
+            };
+            d.set_item("verdict", verdict)?;
+            d.set_item("distance", distance)?;
+            d.set_item("relative_error", rel)?;
+            d.set_item("width", width)?;
+            rows.append(d)?;
+        }
+        Ok(rows)
+    }
+
+    /// ``results`` as a pandas DataFrame. Needs pandas.
+    ///
+    /// >>> import os, tempfile, specbound
+    /// >>> claims = os.path.join(tempfile.mkdtemp(), "claims.csv")
+    /// >>> _ = open(claims, "w").write("model_id,bound,value\nm,ours,20573.03\n")
+    /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).to_frame().shape
+    /// (1, 11)
+    fn to_frame<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pd = pandas(py, "AuditResult.to_frame()")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(
+            "columns",
+            vec![
+                "line",
+                "subject",
+                "quantity",
+                "claim",
+                "tolerance",
+                "certified_lo",
+                "certified_hi",
+                "verdict",
+                "distance",
+                "relative_error",
+                "width",
+            ],
+        )?;
+        pd.call_method("DataFrame", (self.results(py)?,), Some(&kwargs))
+    }
+
+    /// The audit as ``specbound audit --json`` prints it.
+    ///
+    /// >>> import json, os, tempfile, specbound
+    /// >>> claims = os.path.join(tempfile.mkdtemp(), "claims.csv")
+    /// >>> _ = open(claims, "w").write("model_id,bound,value\nm,ours,20573.03\n")
+    /// >>> json.loads(specbound.audit("data/all-MiniLM-L6-v2", claims).to_json())["layout"]
+    /// 'observed_bounds'
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(&self.report).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "AuditResult({}, exit_code={}, layout={}, {} claims: {} consistent, {} inconsistent, {} undecided)",
+            self.verdict,
+            self.exit_code,
+            self.layout,
+            self.report.results.len(),
+            self.consistent,
+            self.inconsistent,
+            self.undecided
+        )
+    }
+}
+
+/// Checks published numbers against certified values of a model (the
+/// command line's ``specbound audit``).
+///
+/// ``claims`` is a CSV file: a ``specbound certify --csv`` table (the
+/// authors' layout), a generic claims table, or a WeightWatcher details
+/// table. Runs without the interpreter lock; Ctrl-C returns at once (the
+/// audit under way finishes in the background and is dropped). Bad input
+/// raises ``ValueError`` (or ``FileNotFoundError``).
+///
+/// Example:
+///
+/// >>> import os, tempfile, specbound
+/// >>> claims = os.path.join(tempfile.mkdtemp(), "claims.csv")
+/// >>> _ = open(claims, "w").write("model_id,bound,value\nm,ours,20573.03\n")
+/// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
+/// 0
+#[pyfunction]
+pub fn audit(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    claims: &Bound<'_, PyAny>,
+) -> PyResult<AuditResult> {
+    let model = model_path(Some(model))?;
+    let claims = path_arg(claims, "claims")?;
+    let (m, c) = (model.clone(), claims.clone());
+    let report = run_interruptibly(
+        py,
+        move || audit_model(&m, &c),
+        OnInterrupt::Abandon,
+        |_| Ok(()),
+    )?
+    .map_err(|e| error(&e, &[&model, &claims]))?;
+    let exit_code = report.exit_code();
+    Ok(AuditResult {
+        verdict: match exit_code {
+            0 => "consistent",
+            1 => "inconsistent",
+            _ => "undecided",
+        },
+        exit_code,
+        layout: report.layout.clone(),
+        consistent: report.consistent,
+        inconsistent: report.inconsistent,
+        undecided: report.undecided,
+        report,
+    })
+}
+
+/// The outcome of :func:`diff`, with the command line's exit code: 1 when
+/// the certificates certainly differ beyond ``rtol`` (a quantity, a
+/// parameter or the architecture, or a quantity in one certificate only),
+/// else 0.
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> c = specbound.certify()
+/// >>> specbound.diff(c, c).certainly_changed
+/// False
+#[pyclass(frozen, module = "specbound")]
+pub struct DiffResult {
+    /// Whether the certificates certainly differ beyond `rtol`.
+    #[pyo3(get)]
+    certainly_changed: bool,
+    /// The command line's exit code (0 or 1).
+    #[pyo3(get)]
+    exit_code: u8,
+    /// The relative tolerance used.
+    #[pyo3(get)]
+    rtol: f64,
+    /// Quantities compared.
+    #[pyo3(get)]
+    compared: usize,
+    /// Certainly larger in b.
+    #[pyo3(get)]
+    larger: usize,
+    /// Certainly smaller in b.
+    #[pyo3(get)]
+    smaller: usize,
+    /// Overlapping enclosures.
+    #[pyo3(get)]
+    indistinguishable: usize,
+    /// Certainly changed by more than rtol.
+    #[pyo3(get)]
+    beyond_rtol: usize,
+    /// Quantities in a only.
+    #[pyo3(get)]
+    only_in_a: usize,
+    /// Quantities in b only.
+    #[pyo3(get)]
+    only_in_b: usize,
+    report: DiffReport,
+}
+
+/// Splits `[lo, hi]` pairs of a row into `<key>_lo`, `<key>_hi`.
+fn flatten_pairs(row: &Value) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    if let Value::Object(m) = row {
+        for (k, v) in m {
+            match v {
+                Value::Array(pair) if pair.len() == 2 => {
+                    out.insert(format!("{k}_lo"), pair[0].clone());
+                    out.insert(format!("{k}_hi"), pair[1].clone());
+                }
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[pymethods]
+impl DiffResult {
+    /// Differences in model hashes, architecture and parameters: a list of
+    /// dicts with ``kind``, ``key``, ``a``, ``b``.
+    ///
+    /// >>> import specbound
+    /// >>> a, b = specbound.certify(), specbound.certify(l_phi="1.2")
+    /// >>> [h["key"] for h in specbound.diff(a, b).header]
+    /// ['parameters.l_phi']
+    #[getter]
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = serde_json::to_string(&self.report.header)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        json_to_py(py, &text)
+    }
+
+    /// One row per compared quantity (beyond rtol first, then changed, then
+    /// the rest): ``layer``, ``head``, ``type``, ``quantity``, ``index``,
+    /// ``p``, ``label``, ``a_lo``, ``a_hi``, ``b_lo``, ``b_hi``,
+    /// ``change_lo``, ``change_hi``, ``verdict``, ``exceeds_rtol``. Needs
+    /// pandas.
+    ///
+    /// >>> import specbound
+    /// >>> c = specbound.certify()
+    /// >>> set(specbound.diff(c, c).to_frame().verdict)
+    /// {'indistinguishable'}
+    fn to_frame<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pd = pandas(py, "DiffResult.to_frame()")?;
+        let rows = serde_json::to_value(&self.report.rows)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let flat: Vec<Value> = rows
+            .as_array()
+            .map(|a| a.iter().map(|r| Value::Object(flatten_pairs(r))).collect())
+            .unwrap_or_default();
+        let text =
+            serde_json::to_string(&flat).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        pd.call_method1("DataFrame", (json_to_py(py, &text)?,))
+    }
+
+    /// The comparison as ``specbound diff`` prints it, at most ``max_rows``
+    /// quantities listed.
+    ///
+    /// >>> import specbound
+    /// >>> c = specbound.certify()
+    /// >>> print(specbound.diff(c, c).to_text())
+    /// 65534 quantities compared: 0 certainly larger, 0 certainly smaller, 65534 indistinguishable; ...
+    #[pyo3(signature = (max_rows = 25))]
+    fn to_text(&self, max_rows: usize) -> String {
+        self.report.to_text(max_rows)
+    }
+
+    /// The comparison as ``specbound diff --json`` prints it.
+    ///
+    /// >>> import json, specbound
+    /// >>> c = specbound.certify()
+    /// >>> json.loads(specbound.diff(c, c).to_json())["certainly_changed"]
+    /// False
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(&self.report).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "DiffResult(certainly_changed={}, exit_code={}, rtol={}, {} compared: {} larger, {} smaller, {} indistinguishable, {} beyond rtol, {} only in a, {} only in b, {} header differences)",
+            if self.certainly_changed { "True" } else { "False" },
+            self.exit_code,
+            self.rtol,
+            self.compared,
+            self.larger,
+            self.smaller,
+            self.indistinguishable,
+            self.beyond_rtol,
+            self.only_in_a,
+            self.only_in_b,
+            self.report.header.len()
+        )
+    }
+}
+
+/// Compares two certificates quantity by quantity (the command line's
+/// ``specbound diff``): a quantity has certainly changed when the
+/// enclosures are disjoint, and is counted beyond ``rtol`` when it
+/// certainly changed by more than ``rtol`` relative to ``a``.
+///
+/// ``a`` and ``b`` are certificate files or :class:`Certificate` objects.
+/// Bad input raises ``ValueError`` (or ``FileNotFoundError``).
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> c = specbound.certify()
+/// >>> specbound.diff(c, c, rtol=0.01).exit_code
+/// 0
+#[pyfunction]
+#[pyo3(signature = (a, b, rtol = 0.0))]
+pub fn diff(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    rtol: f64,
+) -> PyResult<DiffResult> {
+    if !(rtol >= 0.0 && rtol.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "rtol must be a nonnegative number, got {rtol}"
+        )));
+    }
+    let ca = Certificate::from_arg(a, "a")?;
+    let cb = Certificate::from_arg(b, "b")?;
+    let report = py.detach(move || diff_certs(&ca, &cb, rtol));
+    Ok(DiffResult {
+        certainly_changed: report.certainly_changed,
+        exit_code: report.exit_code(),
+        rtol: report.rtol,
+        compared: report.compared,
+        larger: report.larger,
+        smaller: report.smaller,
+        indistinguishable: report.indistinguishable,
+        beyond_rtol: report.beyond_rtol,
+        only_in_a: report.only_in_a,
+        only_in_b: report.only_in_b,
+        report,
+    })
+}

@@ -1,0 +1,170 @@
+//! `specbound.Interval`: one certified enclosure as Python sees it.
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyFloat;
+use rug::{Integer, Rational};
+
+use specbound::certificate::CertInterval;
+use specbound::enclosure::Enclosure;
+use specbound::linalg::ExactBounds;
+
+/// A closed interval ``[lo, hi]`` that contains an exact value: a certified
+/// enclosure when it comes from :func:`svd` or :func:`certify`, a claim
+/// when it comes from a certificate file read by :func:`load` (until
+/// :func:`verify` has confirmed it).
+///
+/// ``lo`` and ``hi`` are floats (the enclosure itself, exactly); ``mid`` is
+/// the midpoint (an approximation that lies in the interval) and ``rad`` an
+/// upper bound of the radius ``(hi - lo) / 2``. Where MPFR certified a
+/// singular value more tightly than a float can show, ``lo_exact`` and
+/// ``hi_exact`` hold decimal strings (rounded outward) that enclose it too;
+/// otherwise they are ``None``.
+///
+/// ``x in interval`` decides exactly whether the real number ``x`` (a
+/// float, an int, a ``fractions.Fraction``, a ``decimal.Decimal``: anything
+/// with ``as_integer_ratio()``) lies in the enclosure, the decimal bounds
+/// included where there are any. NaN and infinities lie in no interval.
+/// Two intervals are equal when their ends (and decimal bounds) are.
+///
+/// Example:
+///
+/// >>> import numpy as np, specbound
+/// >>> from fractions import Fraction
+/// >>> r = specbound.svd(np.diag([3.0, 0.1]))
+/// >>> Fraction(1, 10) in r.singular_values[1]
+/// True
+#[pyclass(frozen, eq, module = "specbound")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interval {
+    /// Lower end.
+    #[pyo3(get)]
+    pub lo: f64,
+    /// Upper end.
+    #[pyo3(get)]
+    pub hi: f64,
+    /// A decimal lower bound tighter than `lo` (MPFR only).
+    #[pyo3(get)]
+    pub lo_exact: Option<String>,
+    /// A decimal upper bound tighter than `hi` (MPFR only).
+    #[pyo3(get)]
+    pub hi_exact: Option<String>,
+}
+
+impl Interval {
+    /// The interval of an enclosure.
+    pub fn of(e: &Enclosure) -> Self {
+        Self::from_ends(e.lo(), e.hi())
+    }
+
+    /// The interval of a certificate's entry.
+    pub fn of_cert(c: &CertInterval) -> Self {
+        Self::from_ends(c.lo, c.hi)
+    }
+
+    /// An enclosure with MPFR's decimal bounds, where there are any.
+    pub fn with_exact(e: &Enclosure, exact: Option<&ExactBounds>) -> Self {
+        Self {
+            lo_exact: exact.map(|x| x.lo.clone()),
+            hi_exact: exact.map(|x| x.hi.clone()),
+            ..Self::of(e)
+        }
+    }
+
+    /// `[lo, hi]` as given (the caller vouches that it is an enclosure).
+    pub fn from_ends(lo: f64, hi: f64) -> Self {
+        Self {
+            lo,
+            hi,
+            lo_exact: None,
+            hi_exact: None,
+        }
+    }
+
+    fn enclosure(&self) -> Enclosure {
+        Enclosure::new(self.lo, self.hi).expect("intervals are built from enclosures")
+    }
+}
+
+/// The exact value of a Python real number, through `as_integer_ratio()`
+/// (float, int, Fraction, Decimal, NumPy scalars); `None` for NaN and
+/// infinities; `TypeError` for anything else.
+fn exact_value(x: &Bound<'_, PyAny>) -> PyResult<Option<Rational>> {
+    let py = x.py();
+    let ratio = match x.call_method0("as_integer_ratio") {
+        Ok(r) => r,
+        Err(e)
+            if e.is_instance_of::<PyValueError>(py) || e.is_instance_of::<PyOverflowError>(py) =>
+        {
+            return Ok(None); // NaN, infinities
+        }
+        Err(_) => match py.import("operator")?.call_method1("index", (x,)) {
+            Ok(i) => {
+                pyo3::types::PyTuple::new(py, [i, 1i64.into_pyobject(py)?.into_any()])?.into_any()
+            }
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "'in <Interval>' needs a real number (float, int, fractions.Fraction, \
+                     decimal.Decimal), got {}",
+                    crate::type_name(x)
+                )))
+            }
+        },
+    };
+    let (n, d): (Bound<'_, PyAny>, Bound<'_, PyAny>) = ratio.extract()?;
+    let big = |v: &Bound<'_, PyAny>| -> PyResult<Integer> {
+        let text = v.str()?.to_string();
+        Integer::from_str_radix(&text, 10)
+            .map_err(|_| PyValueError::new_err(format!("not an integer: {text}")))
+    };
+    Ok(Some(Rational::from((big(&n)?, big(&d)?))))
+}
+
+#[pymethods]
+impl Interval {
+    /// The midpoint (an approximation lying in the interval).
+    ///
+    /// >>> import numpy as np, specbound
+    /// >>> specbound.svd(np.eye(2)).spectral_norm.mid
+    /// 1.0
+    #[getter]
+    fn mid(&self) -> f64 {
+        self.enclosure().mid()
+    }
+
+    /// An upper bound of the radius ``(hi - lo) / 2``.
+    ///
+    /// >>> import numpy as np, specbound
+    /// >>> specbound.svd(np.eye(2)).spectral_norm.rad < 1e-12
+    /// True
+    #[getter]
+    fn rad(&self) -> f64 {
+        self.enclosure().rad()
+    }
+
+    fn __contains__(&self, x: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Some(v) = exact_value(x)? else {
+            return Ok(false);
+        };
+        let in_floats = Rational::from_f64(self.lo).expect("finite") <= v
+            && v <= Rational::from_f64(self.hi).expect("finite");
+        let decimal = |s: &Option<String>| {
+            s.as_deref()
+                .and_then(specbound::evidence::audit::parse_claim)
+                .map(|(value, _)| value)
+        };
+        let above = decimal(&self.lo_exact).is_none_or(|lo| lo <= v);
+        let below = decimal(&self.hi_exact).is_none_or(|hi| v <= hi);
+        Ok(in_floats && above && below)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let r = |x: f64| -> PyResult<String> { Ok(PyFloat::new(py, x).repr()?.to_string()) };
+        let mut s = format!("Interval({}, {}", r(self.lo)?, r(self.hi)?);
+        if let (Some(lo), Some(hi)) = (&self.lo_exact, &self.hi_exact) {
+            s.push_str(&format!(", lo_exact='{lo}', hi_exact='{hi}'"));
+        }
+        s.push(')');
+        Ok(s)
+    }
+}

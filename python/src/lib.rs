@@ -1,0 +1,271 @@
+//! `specbound._specbound`: the Python module, a thin layer over the
+//! `specbound` library beside the command line (`src/main.rs`). Every
+//! number comes from the library; this crate converts arguments and results
+//! and runs the computations off the interpreter lock, interruptibly.
+//!
+//! Conventions shared by every function:
+//! - bad input raises `ValueError` (or `FileNotFoundError` when a named input
+//!   does not exist) with the command line's one-line message
+//!   ([`specbound::report::error_line`]); wrong argument types raise `TypeError`;
+//! - a computation that cannot be certified raises nothing: the result says
+//!   `certified = False` and why;
+//! - computations run in a worker thread while the calling thread, without
+//!   the interpreter lock, waits and checks for signals (Ctrl-C) every
+//!   [`POLL`]; see [`run_interruptibly`].
+
+mod certify;
+mod evidence;
+mod interval;
+mod svd;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyFloat, PyString};
+
+use specbound::arch::MatrixId;
+use specbound::certify::Progress;
+
+/// How often the waiting thread checks for signals and reports progress.
+const POLL: Duration = Duration::from_millis(50);
+
+#[pymodule]
+fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Name the library's thread pool (its threads would otherwise inherit
+    // the name of the first worker that used it): `specbound` is the worker
+    // of one call, `specbound-rayon` the pool's. Fails harmlessly when
+    // something else built the global pool first.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("specbound-rayon-{i}"))
+        .build_global();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<interval::Interval>()?;
+    m.add_class::<svd::SvdResult>()?;
+    m.add_class::<certify::Certificate>()?;
+    m.add_class::<certify::Bounds>()?;
+    m.add_class::<evidence::VerifyResult>()?;
+    m.add_class::<evidence::AuditResult>()?;
+    m.add_class::<evidence::DiffResult>()?;
+    m.add_function(wrap_pyfunction!(svd::svd, m)?)?;
+    m.add_function(wrap_pyfunction!(certify::certify, m)?)?;
+    m.add_function(wrap_pyfunction!(certify::load, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence::audit, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence::diff, m)?)?;
+    Ok(())
+}
+
+/// A library error as a Python exception: `FileNotFoundError` when one of
+/// the named input `paths` does not exist (or the bundled model is not
+/// found), else `ValueError`; the message is the command line's line.
+pub(crate) fn error(e: &(dyn std::error::Error + 'static), paths: &[&Path]) -> PyErr {
+    let msg = specbound::report::error_line(e);
+    let missing = paths.iter().any(|p| {
+        matches!(std::fs::symlink_metadata(p), Err(err) if err.kind() == std::io::ErrorKind::NotFound)
+    });
+    if missing || e.is::<specbound::bundle::BundleError>() {
+        PyFileNotFoundError::new_err(msg)
+    } else {
+        PyValueError::new_err(msg)
+    }
+}
+
+/// A path argument: `str` or `os.PathLike`.
+pub(crate) fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> {
+    obj.extract::<PathBuf>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a path (str or os.PathLike), got {}",
+            type_name(obj)
+        ))
+    })
+}
+
+/// The one place where a `model` argument becomes the path the library
+/// reads: `None` is the bundled all-MiniLM-L6-v2 (found as the command line
+/// finds it), anything else a path. A Hugging Face id resolver goes here.
+pub(crate) fn model_path(model: Option<&Bound<'_, PyAny>>) -> PyResult<PathBuf> {
+    match model {
+        None => specbound::bundle::locate().map_err(|e| error(&e, &[])),
+        Some(m) => path_arg(m, "model"),
+    }
+}
+
+/// A number the library reads as an exact decimal (`l_phi`, a Schatten
+/// `p`): a `str` as written, an integer in full, a `decimal.Decimal` as its
+/// exact `str`, a float (also a NumPy float) as its shortest round-trip
+/// decimal (`repr`, so `0.1` means one tenth). Other rationals
+/// (`fractions.Fraction`) have no decimal in general: `TypeError`.
+pub(crate) fn decimal_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let py = obj.py();
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(s.to_string());
+    }
+    let numbers = py.import("numbers")?;
+    let decimal = py.import("decimal")?.getattr("Decimal")?;
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        // bool is an int to Python, never an exponent to a reader.
+    } else if obj.is_instance(&numbers.getattr("Integral")?)? {
+        return Ok(py
+            .import("operator")?
+            .call_method1("index", (obj,))?
+            .str()?
+            .to_string());
+    } else if obj.is_instance(&decimal)? {
+        return Ok(obj.str()?.to_string());
+    } else if obj.is_instance_of::<PyFloat>()
+        || (obj.is_instance(&numbers.getattr("Real")?)?
+            && !obj.is_instance(&numbers.getattr("Rational")?)?)
+    {
+        let f: f64 = obj.extract()?;
+        return Ok(PyFloat::new(py, f).repr()?.to_string());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what} must be a str, int, float or decimal.Decimal, got {}",
+        type_name(obj)
+    )))
+}
+
+/// A positive integer argument (`grid_m`, `heads`, `layers`).
+pub(crate) fn positive(v: Option<i64>, what: &str) -> PyResult<Option<usize>> {
+    match v {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(n as usize)),
+        Some(n) => Err(PyValueError::new_err(format!(
+            "{what} must be a positive integer, got {n}"
+        ))),
+    }
+}
+
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Progress of a run, shared between the worker (through the library's
+/// [`Progress`] hooks) and the waiting thread; `cancel` asks the library to
+/// start no further matrix.
+#[derive(Default)]
+pub(crate) struct Watch {
+    cancel: AtomicBool,
+    total: AtomicUsize,
+    done: AtomicUsize,
+}
+
+impl Progress for Watch {
+    fn matrices_total(&self, n: usize) {
+        self.total.store(n, Ordering::Relaxed);
+    }
+    fn matrix_done(&self, _id: MatrixId) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+impl Watch {
+    /// `(done, total)` matrices.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (
+            self.done.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// What to do with the worker when the caller is interrupted.
+pub(crate) enum OnInterrupt {
+    /// Ask it to stop between matrices and wait until it has (certify).
+    Cancel(Arc<Watch>),
+    /// Return at once; the worker finishes on its own and its result is
+    /// dropped (one matrix, or a library stage without a cancellation hook).
+    Abandon,
+}
+
+/// Runs `job` in a worker thread while this thread waits without the
+/// interpreter lock, taking it back every [`POLL`] to run `tick` (progress)
+/// and the signal handlers: Ctrl-C raises `KeyboardInterrupt` here, as does
+/// an exception from `tick`, after `interrupt` is applied. A panic in the
+/// library becomes a `pyo3_runtime.PanicException`.
+pub(crate) fn run_interruptibly<T: Send + 'static>(
+    py: Python<'_>,
+    job: impl FnOnce() -> T + Send + 'static,
+    interrupt: OnInterrupt,
+    mut tick: impl FnMut(Python<'_>) -> PyResult<()>,
+) -> PyResult<T> {
+    let (tx, rx) = mpsc::channel();
+    let worker = std::thread::Builder::new()
+        .name("specbound".into())
+        .spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)));
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start a worker thread: {e}")))?;
+    let mut rx = rx;
+    loop {
+        // The receiver goes into the lock-free section and comes back: it is
+        // not `Sync`, so it cannot be borrowed there.
+        let (back, got) = py.detach(move || {
+            let got = rx.recv_timeout(POLL);
+            (rx, got)
+        });
+        rx = back;
+        match got {
+            Ok(result) => {
+                let _ = worker.join();
+                let value = result.map_err(|p| {
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    pyo3::panic::PanicException::new_err(format!(
+                        "internal error in specbound (please report): {msg}"
+                    ))
+                })?;
+                tick(py)?;
+                py.check_signals()?;
+                return Ok(value);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = tick(py).and_then(|()| py.check_signals()) {
+                    if let OnInterrupt::Cancel(watch) = &interrupt {
+                        watch.cancel.store(true, Ordering::Relaxed);
+                        py.detach(move || {
+                            let _ = worker.join();
+                        });
+                    }
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "internal error in specbound: the worker thread ended without a result",
+                ))
+            }
+        }
+    }
+}
+
+/// `json.loads(text)`: library values (serde) as Python objects. serde_json
+/// writes the shortest decimals that round-trip and Python's parser rounds
+/// correctly, so every float arrives exactly.
+pub(crate) fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// `import pandas`, or an `ImportError` that says what needs it.
+pub(crate) fn pandas<'py>(py: Python<'py>, what: &str) -> PyResult<Bound<'py, PyModule>> {
+    py.import("pandas").map_err(|e| {
+        let err = pyo3::exceptions::PyImportError::new_err(format!(
+            "{what} returns a pandas DataFrame: install pandas (pip install pandas)"
+        ));
+        err.set_cause(py, Some(e));
+        err
+    })
+}

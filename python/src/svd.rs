@@ -1,0 +1,383 @@
+//! `specbound.svd`: certified singular values of one NumPy array.
+
+use std::path::Path;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use specbound::enclosure::Inconclusive;
+use specbound::io::ReadError;
+use specbound::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
+use specbound::matrix::SourceDtype;
+use specbound::report::SvdReport;
+use specbound::spectral::{
+    enclose_schatten, summarize, SchattenEnclosure, SchattenP, SpectralSummary,
+};
+
+use crate::interval::Interval;
+use crate::{decimal_arg, error, run_interruptibly, type_name, OnInterrupt};
+
+/// What an array is called in messages (where the command line names its file).
+const ARRAY: &str = "array";
+
+/// The certified singular values and norms of one matrix (see :func:`svd`).
+///
+/// When ``certified`` is ``False`` the values are ``None`` and ``reason``
+/// says why; otherwise every :class:`Interval` contains the exact value for
+/// the array as stored.
+///
+/// Example:
+///
+/// >>> import numpy as np, specbound
+/// >>> r = specbound.svd(np.array([[3.0, 0.0], [0.0, 4.0]], dtype=np.float32))
+/// >>> r.certified, 4.0 in r.spectral_norm, r.rank.lo
+/// (True, True, 2.0)
+#[pyclass(frozen, module = "specbound")]
+pub struct SvdResult {
+    /// Whether every value below is certified.
+    #[pyo3(get)]
+    certified: bool,
+    /// Why not, when not.
+    #[pyo3(get)]
+    reason: Option<String>,
+    /// Rows of the array.
+    #[pyo3(get)]
+    rows: usize,
+    /// Columns of the array.
+    #[pyo3(get)]
+    cols: usize,
+    /// The NumPy dtype the values were converted from (exactly).
+    #[pyo3(get)]
+    dtype: String,
+    /// The method asked for.
+    #[pyo3(get)]
+    precision: String,
+    /// Lower ends, largest value first (read-only float64 array).
+    #[pyo3(get)]
+    lo: Option<Py<PyAny>>,
+    /// Upper ends, index-matched with `lo`.
+    #[pyo3(get)]
+    hi: Option<Py<PyAny>>,
+    /// One Interval per singular value, largest first.
+    #[pyo3(get)]
+    singular_values: Option<Vec<Interval>>,
+    /// The method that certified each value.
+    #[pyo3(get)]
+    methods: Option<Vec<String>>,
+    /// How many values share each value's enclosure (a certified cluster).
+    #[pyo3(get)]
+    cluster_sizes: Option<Vec<usize>>,
+    /// Trailing values exactly zero by structure.
+    #[pyo3(get)]
+    structural_zeros: Option<usize>,
+    /// sigma_1.
+    #[pyo3(get)]
+    spectral_norm: Option<Interval>,
+    /// Frobenius norm.
+    #[pyo3(get)]
+    frobenius_norm: Option<Interval>,
+    /// Nuclear norm.
+    #[pyo3(get)]
+    nuclear_norm: Option<Interval>,
+    /// (2,1)-norm: the sum of the 2-norms of the columns (second index).
+    #[pyo3(get)]
+    norm_21: Option<Interval>,
+    /// (1,1)-norm: the sum of the absolute values of the entries.
+    #[pyo3(get)]
+    norm_11: Option<Interval>,
+    /// Stable rank; None also when sigma_1 > 0 could not be certified.
+    #[pyo3(get)]
+    stable_rank: Option<Interval>,
+    /// The exact rank's integer bounds, as an Interval.
+    #[pyo3(get)]
+    rank: Option<Interval>,
+    /// p -> (Interval of sum sigma^p, Interval of the Schatten norm).
+    #[pyo3(get)]
+    schatten: Option<Py<PyDict>>,
+    /// Largest radius / midpoint over the values (tightness, not a guarantee).
+    #[pyo3(get)]
+    max_relative_radius: Option<f64>,
+    json: Option<String>,
+}
+
+#[pymethods]
+impl SvdResult {
+    /// The result as the command line's ``specbound svd --json`` writes it
+    /// (``"input": "array"``); ``ValueError`` when inconclusive.
+    ///
+    /// >>> import json, numpy as np, specbound
+    /// >>> json.loads(specbound.svd(np.eye(3)).to_json())["rank"]
+    /// {'lo': 3, 'hi': 3}
+    fn to_json(&self) -> PyResult<String> {
+        self.json.clone().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "nothing certified to write: inconclusive: {}",
+                self.reason.as_deref().unwrap_or("")
+            ))
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(match (&self.spectral_norm, &self.rank) {
+            (Some(s), Some(r)) => format!(
+                "SvdResult({} x {} {}, certified, spectral_norm={}, rank=[{}, {}])",
+                self.rows,
+                self.cols,
+                self.dtype,
+                s.clone().into_pyobject(py)?.repr()?,
+                r.lo,
+                r.hi
+            ),
+            _ => format!(
+                "SvdResult({} x {} {}, inconclusive: {})",
+                self.rows,
+                self.cols,
+                self.dtype,
+                self.reason.as_deref().unwrap_or("")
+            ),
+        })
+    }
+}
+
+/// The array as the library's exact matrix: any 2-D float16/32/64 array,
+/// any strides or byte order (NumPy copies it to little-endian row-major
+/// bytes, which the `.npy` decoder converts exactly).
+fn to_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, String)> {
+    let py = a.py();
+    let np = py.import("numpy")?;
+    let arr = np.call_method1("asarray", (a,))?;
+    let name = Path::new(ARRAY);
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    let dtype = arr.getattr("dtype")?;
+    let dtype_name: String = dtype.getattr("name")?.extract()?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+    let source = match (kind.as_str(), itemsize) {
+        ("f", 2) => SourceDtype::F16,
+        ("f", 4) => SourceDtype::F32,
+        ("f", 8) => SourceDtype::F64,
+        _ => {
+            let e = ReadError::UnsupportedDtype {
+                path: name.into(),
+                tensor: None,
+                dtype: dtype_name,
+                supported: "float16, float32, float64",
+                note: None,
+            };
+            return Err(error(&e, &[]));
+        }
+    };
+    if shape.len() != 2 {
+        let e = ReadError::NotTwoD {
+            path: name.into(),
+            tensor: None,
+            shape,
+        };
+        return Err(error(&e, &[]));
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", format!("<f{itemsize}"))?;
+    let le = np.call_method("ascontiguousarray", (arr,), Some(&kwargs))?;
+    let bytes = le.call_method0("tobytes")?;
+    let bytes = bytes.cast::<PyBytes>()?.as_bytes();
+    let m = specbound::io::npy::matrix_from_le_bytes(name, source, shape[0], shape[1], bytes)
+        .map_err(|e| error(&e, &[]))?;
+    Ok((m, dtype_name))
+}
+
+/// A read-only float64 NumPy array.
+fn float_array(py: Python<'_>, values: impl IntoIterator<Item = f64>) -> PyResult<Py<PyAny>> {
+    let list = PyList::new(py, values)?;
+    let arr = py
+        .import("numpy")?
+        .call_method1("array", (list, "float64"))?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("write", false)?;
+    arr.call_method("setflags", (), Some(&kwargs))?;
+    Ok(arr.unbind())
+}
+
+type Certified = (SingularValues, SpectralSummary, Vec<SchattenEnclosure>);
+
+/// Certified enclosures of all singular values of a 2-D array, and of its
+/// norms, rank and Schatten quantities (the command line's ``specbound svd``).
+///
+/// ``a`` is anything ``numpy.asarray`` turns into a 2-D float16, float32 or
+/// float64 array, in any order or strides; its values are converted to
+/// float64 exactly, and every result is about that exact matrix.
+/// ``precision`` is ``"auto"`` (escalate until ``rtol`` is met),
+/// ``"f64"``, ``"extended"`` or ``"mpfr:BITS"``; ``schatten_p`` lists the
+/// exponents ``p >= 0`` (str as written, float as printed, so ``0.1`` means
+/// one tenth; ``0`` is the rank). The computation runs without the
+/// interpreter lock; Ctrl-C returns at once with ``KeyboardInterrupt``
+/// (the computation under way finishes in the background and is dropped).
+///
+/// Raises ``ValueError`` for an array that is not 2-D, empty, not float,
+/// or holds NaN or infinities, and for a bad ``precision``, ``rtol`` or ``p``.
+/// An array that cannot be certified gives ``certified = False``.
+///
+/// Example:
+///
+/// >>> import numpy as np, specbound
+/// >>> r = specbound.svd(np.ones((2, 3), dtype=np.float16))
+/// >>> r.lo.shape, 6 ** 0.5 in r.spectral_norm
+/// ((2,), True)
+#[pyfunction]
+#[pyo3(
+    signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11),
+    text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11)"
+)]
+pub fn svd(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    precision: &str,
+    schatten_p: Option<&Bound<'_, PyAny>>,
+    rtol: f64,
+) -> PyResult<SvdResult> {
+    let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
+    if !(rtol > 0.0 && rtol.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "rtol must be a positive number, got {rtol}"
+        )));
+    }
+    // Each p with the object it was given as (the key of `schatten`).
+    let mut ps: Vec<(Py<PyAny>, SchattenP)> = Vec::new();
+    let given: Vec<Bound<'_, PyAny>> = match schatten_p {
+        None => vec![
+            1i64.into_pyobject(py)?.into_any(),
+            2i64.into_pyobject(py)?.into_any(),
+        ],
+        Some(seq) if seq.is_instance_of::<pyo3::types::PyString>() => {
+            return Err(PyTypeError::new_err(
+                "schatten_p must be a sequence of exponents, e.g. (1, 2), not a str",
+            ))
+        }
+        Some(seq) => seq
+            .try_iter()
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "schatten_p must be a sequence of exponents, got {}",
+                    type_name(seq)
+                ))
+            })?
+            .collect::<PyResult<_>>()?,
+    };
+    for p in given {
+        let text = decimal_arg(&p, "a Schatten exponent")?;
+        let parsed = SchattenP::parse(&text).map_err(PyValueError::new_err)?;
+        ps.push((p.unbind(), parsed));
+    }
+    let (loaded, dtype_name) = to_matrix(a)?;
+    let (rows, cols) = (loaded.matrix.rows, loaded.matrix.cols);
+    let exps: Vec<SchattenP> = ps.iter().map(|(_, p)| p.clone()).collect();
+    let matrix = loaded.matrix;
+    let outcome = run_interruptibly(
+        py,
+        move || -> Result<Certified, Inconclusive> {
+            let opts = SvdOptions {
+                precision: prec,
+                rtol,
+                ..SvdOptions::default()
+            };
+            let sv = certify_singular_values(&matrix, &opts)?;
+            let summary = summarize(&matrix, &sv)?;
+            let schatten = exps.iter().map(|p| enclose_schatten(&sv, p)).collect();
+            Ok((sv, summary, schatten))
+        },
+        OnInterrupt::Abandon,
+        |_| Ok(()),
+    )?;
+    let mut r = SvdResult {
+        certified: false,
+        reason: None,
+        rows,
+        cols,
+        dtype: dtype_name,
+        precision: precision.to_string(),
+        lo: None,
+        hi: None,
+        singular_values: None,
+        methods: None,
+        cluster_sizes: None,
+        structural_zeros: None,
+        spectral_norm: None,
+        frobenius_norm: None,
+        nuclear_norm: None,
+        norm_21: None,
+        norm_11: None,
+        stable_rank: None,
+        rank: None,
+        schatten: None,
+        max_relative_radius: None,
+        json: None,
+    };
+    let (sv, summary, schatten) = match outcome {
+        Ok(c) => c,
+        Err(inc) => {
+            r.reason = Some(inc.reason);
+            return Ok(r);
+        }
+    };
+    let report = SvdReport::new(
+        ARRAY.into(),
+        None,
+        loaded.dtype.to_string().to_lowercase(),
+        precision.to_string(),
+        &sv,
+        &summary,
+        &schatten,
+    );
+    r.json =
+        Some(serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?);
+    r.certified = true;
+    r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);
+    r.hi = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.hi()))?);
+    r.singular_values = Some(
+        sv.values
+            .iter()
+            .map(|v| Interval::with_exact(&v.enclosure, v.exact.as_ref()))
+            .collect(),
+    );
+    r.methods = Some(sv.values.iter().map(|v| v.method.name()).collect());
+    r.cluster_sizes = Some(sv.values.iter().map(|v| v.cluster_size).collect());
+    r.structural_zeros = Some(sv.structural_zeros);
+    // sigma_1's MPFR decimals also bound the spectral norm when the summary
+    // kept sigma_1's enclosure unchanged.
+    let first = sv.values.first();
+    let exact_first = first
+        .filter(|v| v.enclosure == summary.spectral_norm)
+        .and_then(|v| v.exact.as_ref());
+    r.spectral_norm = Some(Interval::with_exact(&summary.spectral_norm, exact_first));
+    r.frobenius_norm = Some(Interval::of(&summary.frobenius_norm));
+    r.nuclear_norm = Some(Interval::of(&summary.nuclear_norm));
+    r.norm_21 = Some(Interval::of(&summary.norm_21));
+    r.norm_11 = Some(Interval::of(&summary.norm_11));
+    r.stable_rank = summary.stable_rank.as_ref().map(Interval::of);
+    r.rank = Some(Interval::from_ends(
+        summary.rank.lo as f64,
+        summary.rank.hi as f64,
+    ));
+    let dict = PyDict::new(py);
+    for ((key, _), s) in ps.iter().zip(&schatten) {
+        let pair = PyTuple::new(
+            py,
+            [
+                s.power
+                    .as_ref()
+                    .map(Interval::of)
+                    .into_pyobject(py)?
+                    .into_any(),
+                s.norm
+                    .as_ref()
+                    .map(Interval::of)
+                    .into_pyobject(py)?
+                    .into_any(),
+            ],
+        )?;
+        dict.set_item(key.bind(py), pair)?;
+    }
+    r.schatten = Some(dict.unbind());
+    r.max_relative_radius = Some(sv.max_rel_rad());
+    Ok(r)
+}
