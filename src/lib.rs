@@ -31,5 +31,7 @@ pub mod io;
 pub mod linalg;
 pub mod matrix;
 
+pub mod merge;
 pub mod report;
+pub mod shard;
 pub mod spectral;
