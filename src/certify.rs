@@ -494,10 +494,15 @@ fn read_layer_part(
         .map(SpectrumEntry::id)
         .eq(ids.iter().copied())
     {
+        let first = part
+            .matrices
+            .first()
+            .map_or_else(|| "nothing".to_string(), |m| format!("{} first", m.id()));
         return Err(refuse(format!(
-            "holds {} matrices, not the {} of this layer and shard",
+            "holds {} matrices ({first}), not the {} matrices of layer {} in shard {shard}",
             part.matrices.len(),
-            ids.len()
+            ids.len(),
+            ids[0].layer
         )));
     }
     Ok(part.matrices)

@@ -189,6 +189,90 @@ mod tests {
         }
     }
 
+    fn arch(
+        layout: &str,
+        layers: usize,
+        hidden: usize,
+        heads: usize,
+        kv: usize,
+        ff: usize,
+    ) -> Architecture {
+        Architecture {
+            family: layout.to_lowercase(),
+            spec: crate::arch::FAMILIES
+                .iter()
+                .find(|f| f.layout == layout)
+                .expect("a layout of the table"),
+            prefix: String::new(),
+            layers,
+            hidden,
+            heads,
+            kv_heads: kv,
+            head_dim: hidden / heads,
+            intermediate: ff,
+            activation: None,
+        }
+    }
+
+    /// The largest shard's estimated cost over the ideal `total / count`.
+    fn makespan_ratio(a: &Architecture, count: usize) -> f64 {
+        let costs: Vec<u128> = plan(a, Precision::F64).iter().map(|m| m.cost).collect();
+        let mut loads = vec![0u128; count];
+        for (c, s) in costs.iter().zip(assign(&costs, count)) {
+            loads[s] += c;
+        }
+        let total: u128 = costs.iter().sum();
+        *loads.iter().max().unwrap() as f64 * count as f64 / total as f64
+    }
+
+    #[test]
+    fn shards_of_llm_shapes_are_balanced_by_cost() {
+        let llama7b = arch("Llama", 32, 4096, 32, 32, 11008);
+        let llama70b = arch("Llama", 80, 8192, 64, 8, 28672);
+        for (a, n) in [
+            (&llama7b, 3),
+            (&llama7b, 32),
+            (&llama70b, 7),
+            (&llama70b, 32),
+        ] {
+            let r = makespan_ratio(a, n);
+            assert!(r < 1.03, "{} layers in {n} shards: {r}", a.layers);
+        }
+        // MiniLM in 7 shards: 12 feed-forward matrices cannot be split
+        // evenly by 7; the shards with one of them are filled up with heads,
+        // so the shards hold very different numbers of matrices for about
+        // the same cost.
+        let minilm = arch("Bert", 6, 384, 12, 12, 1536);
+        let r = makespan_ratio(&minilm, 7);
+        assert!(r < 1.1, "{r}");
+        let costs: Vec<u128> = plan(&minilm, Precision::F64)
+            .iter()
+            .map(|m| m.cost)
+            .collect();
+        let mut counts = [0usize; 7];
+        for s in assign(&costs, 7) {
+            counts[s] += 1;
+        }
+        assert_eq!(counts.iter().sum::<usize>(), 156);
+        assert!(
+            counts.iter().max().unwrap() > &(3 * counts.iter().min().unwrap()),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn plan_shapes_are_the_recipe_shapes() {
+        let a = arch("Llama", 2, 64, 4, 2, 96);
+        let p = plan(&a, Precision::F64);
+        assert_eq!(p.len(), 2 * (2 * 4 + 2));
+        let m_in = p.iter().find(|m| m.id.kind == MatrixType::MIn).unwrap();
+        assert_eq!((m_in.rows, m_in.cols, m_in.inner), (64, 192, None));
+        let m_out = p.iter().find(|m| m.id.kind == MatrixType::MOut).unwrap();
+        assert_eq!((m_out.rows, m_out.cols), (96, 64));
+        let qk = &p[0];
+        assert_eq!((qk.rows, qk.cols, qk.inner), (64, 64, Some(16)));
+    }
+
     #[test]
     fn factored_matrices_cost_less_than_dense_ones_of_the_same_shape() {
         let f = matrix_cost(384, 384, Some(32), Precision::F64);
