@@ -117,6 +117,15 @@ fn sharded_and_unsharded_certificates_are_identical_on_minilm() {
     }
     let parts = minilm_parts3();
     assert_merges_to(parts, reference, "MiniLM in 3 shards");
+    let merged = parts[0].parent().unwrap().join("merged.json");
+    ok(
+        run(&["verify", s(&merged)]),
+        "verify the merged certificate",
+    );
+    ok(
+        run(&["verify", s(&merged), "--model", s(&minilm())]),
+        "verify --model the merged certificate",
+    );
     // Each of the 3 parts holds about a third of the matrices, balanced by
     // cost: each has 4 of the 12 feed-forward matrices.
     for p in parts {
@@ -652,4 +661,21 @@ fn shard_arguments_are_checked() {
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(text.contains("shard 40/40"), "{text}");
     assert!(text.contains("--out"), "{text}");
+}
+
+#[test]
+fn the_cluster_page_shows_the_tested_job_scripts() {
+    let doc = std::fs::read_to_string(root().join("docs/cluster.md")).unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(root().join("scripts/slurm")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            doc.contains(&format!("```bash\n{text}```")),
+            "docs/cluster.md does not show {} as it is",
+            p.display()
+        );
+        n += 1;
+    }
+    assert_eq!(n, 6);
 }
