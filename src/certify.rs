@@ -2,7 +2,7 @@
 //! their spectra and norms, evaluate the bound proxies, and assemble the
 //! typed [`Certificate`]. Every interval in it is a certified enclosure.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use faer::Par;
 use inari::Interval;
@@ -11,15 +11,18 @@ use rayon::prelude::*;
 use crate::arch::{
     self, ArchOverrides, Architecture, MatrixId, ModelError, ProxyMatrix, ProxySource,
 };
-use crate::bounds::{self, MatrixInput, ModelProxies, ProxyParams};
+use crate::bounds::{self, MatrixInput, ProxyParams};
 use crate::certificate::{
-    BoundsEntry, CertInterval, Certificate, Contribution, FileEntry, GridPoint, LayerEntry,
-    MatrixEntry, ModelInfo, Parameters, RankBounds, Tool, FORMAT, MAX_GRID_M, VERSION,
+    BoundsEntry, CertInterval, Certificate, Contribution, FileEntry, GridPoint, Header, LayerEntry,
+    MatrixEntry, ModelInfo, Parameters, Part, RankBounds, ShardSpec, SpectrumEntry, Tool, FORMAT,
+    MAX_GRID_M, VERSION,
 };
-use crate::enclosure::Inconclusive;
+use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
 use crate::io::checkpoint::{Checkpoint, FileHash};
 use crate::linalg::factored::certify_factored;
 use crate::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
+use crate::report::output::{OutputError, Outputs};
+use crate::shard;
 use crate::spectral::{summarize, summarize_factored, SpectralSummary};
 
 /// Options of [`certify_model`].
@@ -57,14 +60,19 @@ pub enum CertifyError {
     Param(String),
     /// The run was stopped through [`Progress::cancelled`] before it finished.
     Cancelled,
+    /// A part in the resume directory that this run cannot use (names the file).
+    Resume(String),
+    /// A finished layer's part could not be written (names the file).
+    Output(OutputError),
 }
 
 impl std::fmt::Display for CertifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CertifyError::Model(e) => write!(f, "{e}"),
-            CertifyError::Param(s) => write!(f, "{s}"),
+            CertifyError::Param(s) | CertifyError::Resume(s) => write!(f, "{s}"),
             CertifyError::Cancelled => write!(f, "cancelled before every matrix was certified"),
+            CertifyError::Output(e) => write!(f, "{e}"),
         }
     }
 }
@@ -75,7 +83,8 @@ impl std::error::Error for CertifyError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             CertifyError::Model(e) => e.source(),
-            CertifyError::Param(_) | CertifyError::Cancelled => None,
+            CertifyError::Output(e) => e.source(),
+            CertifyError::Param(_) | CertifyError::Resume(_) | CertifyError::Cancelled => None,
         }
     }
 }
@@ -219,13 +228,135 @@ pub fn certify_model_with_progress(
     opts: &CertifyOptions,
     progress: &dyn Progress,
 ) -> Result<Outcome<(Certificate, Vec<MatrixResult>)>, CertifyError> {
-    let l_phi = parse_decimal(&opts.l_phi, "L_phi")?;
+    let run = match certify_run(path, opts, &RunScope::default(), progress)? {
+        Outcome::Certified(r) => r,
+        Outcome::Inconclusive(i) => return Ok(Outcome::Inconclusive(i)),
+    };
+    Ok(match run.certificate() {
+        Ok(c) => Outcome::Certified((c, run.results)),
+        Err(inc) => Outcome::Inconclusive(inc),
+    })
+}
+
+/// Which matrices a run certifies, and where it keeps finished layers.
+#[derive(Clone, Debug)]
+pub struct RunScope {
+    /// The shard of the model's matrices to certify ([`crate::shard`]);
+    /// [`ShardSpec::WHOLE`] for all of them.
+    pub shard: ShardSpec,
+    /// Where each finished layer's part is written (atomically) and found
+    /// again by a rerun with the same arguments, which then skips that
+    /// layer ([`layer_part_name`]).
+    pub resume_dir: Option<PathBuf>,
+}
+
+impl Default for RunScope {
+    fn default() -> Self {
+        Self {
+            shard: ShardSpec::WHOLE,
+            resume_dir: None,
+        }
+    }
+}
+
+/// What a run certified.
+#[derive(Debug)]
+pub struct Run {
+    /// The program, model, parameters and extensions.
+    pub header: Header,
+    /// The shard certified.
+    pub shard: ShardSpec,
+    /// Every matrix of the shard, in certificate order: those certified
+    /// now and those read back from the resume directory.
+    pub spectra: Vec<SpectrumEntry>,
+    /// The matrices certified by this run, with their singular values and
+    /// methods (in certificate order; not those read back).
+    pub results: Vec<MatrixResult>,
+    /// Layers whose part was read back from the resume directory.
+    pub reused_layers: Vec<usize>,
+    /// The shard's share of the model's estimated cost, out of 1.
+    pub cost_share: f64,
+}
+
+impl Run {
+    /// The certificate of a run of the whole model ([`assemble`]).
+    pub fn certificate(&self) -> Result<Certificate, Inconclusive> {
+        assemble(&self.header, &self.spectra)
+    }
+
+    /// The part of a (shard's) run, with its digest.
+    pub fn into_part(self) -> Part {
+        Part::new(self.header, self.shard, self.spectra)
+    }
+}
+
+/// The file name of layer `layer`'s part of shard `shard` in a resume
+/// directory: `shard-K-of-N.layer-LLLLL.json`.
+pub fn layer_part_name(shard: ShardSpec, layer: usize) -> String {
+    format!(
+        "shard-{}-of-{}.layer-{layer:05}.json",
+        shard.index, shard.count
+    )
+}
+
+/// The certified spectral quantities of one result, as a part holds them
+/// (the same f64 ends: the conversion is exact).
+pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
+    let nz = r.sv.values.len() - r.sv.structural_zeros;
+    let s = &r.summary;
+    SpectrumEntry {
+        layer: r.id.layer,
+        head: r.id.head,
+        kind: r.id.kind,
+        rows: r.rows,
+        cols: r.cols,
+        spectral_norm: CertInterval::of(&s.spectral_norm),
+        frobenius_norm: CertInterval::of(&s.frobenius_norm),
+        nuclear_norm: CertInterval::of(&s.nuclear_norm),
+        norm_21: CertInterval::of(&s.norm_21),
+        norm_11: CertInterval::of(&s.norm_11),
+        stable_rank: s.stable_rank.as_ref().map(CertInterval::of),
+        rank: RankBounds {
+            lo: s.rank.lo,
+            hi: s.rank.hi,
+        },
+        singular_values: r.sv.values[..nz]
+            .iter()
+            .map(|v| CertInterval::of(&v.enclosure))
+            .collect(),
+        structural_zeros: r.sv.structural_zeros,
+        method: method_list(&r.sv),
+    }
+}
+
+/// Runs the pipeline on the matrices of `scope.shard`, one layer at a time
+/// (a layer's tensors are read, its selected matrices certified in
+/// parallel, then released). With a resume directory, layers whose part is
+/// there are read back instead (after checking that the part was written
+/// by this program for this model, these parameters and this shard), and
+/// each layer certified is written there before the next one starts.
+///
+/// *Guarantee: certified enclosure* for every interval of every entry, as
+/// [`certify_model`]; `Err` for bad input (including a part in the resume
+/// directory from other arguments, another model or another version),
+/// [`Outcome::Inconclusive`] at the first matrix (in certificate order)
+/// that could not be certified.
+pub fn certify_run(
+    path: &Path,
+    opts: &CertifyOptions,
+    scope: &RunScope,
+    progress: &dyn Progress,
+) -> Result<Outcome<Run>, CertifyError> {
+    let l_phi_text = opts.l_phi.trim().to_string();
+    parse_decimal(&l_phi_text, "L_phi")?;
     if let Some(m) = opts.grid_m {
         check_grid_m(m)?;
     }
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
-    let mats = arch::extract(&ck, &arch)?;
+    // Every layer's tensors are checked (presence, shape) before anything
+    // is computed, so that a bad model fails at once, as `inspect` does.
+    arch::describe(&ck, &arch)?;
     let grid_m = match opts.grid_m {
         Some(m) => m,
         None => {
@@ -237,66 +368,162 @@ pub fn certify_model_with_progress(
             })?
         }
     };
-    let hashes = ck.file_hashes().map_err(ModelError::from)?;
+    let header = run_header(
+        path,
+        &ck.file_hashes().map_err(ModelError::from)?,
+        &arch,
+        &l_phi_text,
+        grid_m,
+        opts.precision,
+    );
+    let (planned, cost_share) = shard::shard_matrices(&arch, opts.precision, scope.shard);
+    let mut by_layer: Vec<Vec<MatrixId>> = vec![Vec::new(); arch.layers];
+    for m in &planned {
+        by_layer[m.id.layer].push(m.id);
+    }
+    // Read back what an earlier run finished, before computing anything.
+    let mut done: Vec<Option<Vec<SpectrumEntry>>> = vec![None; arch.layers];
+    if let Some(dir) = &scope.resume_dir {
+        check_resume_dir(dir)?;
+        for (l, ids) in by_layer.iter().enumerate() {
+            if ids.is_empty() {
+                continue;
+            }
+            let file = dir.join(layer_part_name(scope.shard, l));
+            if std::fs::symlink_metadata(&file).is_ok() {
+                done[l] = Some(read_layer_part(&file, &header, scope.shard, ids)?);
+            }
+        }
+    }
     let svd_opts = SvdOptions {
         precision: opts.precision,
         par: Par::Seq, // parallel over matrices instead
         ..SvdOptions::default()
     };
-    progress.matrices_total(mats.len());
-    // `None`: skipped because the run was cancelled.
-    let results: Vec<Option<Result<MatrixResult, Inconclusive>>> = mats
-        .into_par_iter()
-        .map(|pm| {
-            if progress.cancelled() {
-                return None;
-            }
-            let done = certify_matrix(&pm, &svd_opts);
-            progress.matrix_done(pm.id);
-            Some(done.map(|(sv, summary)| MatrixResult {
-                id: pm.id,
-                rows: pm.rows,
-                cols: pm.cols,
-                sv,
-                summary,
-            }))
-        })
-        .collect();
-    let Some(results) = results.into_iter().collect::<Option<Vec<_>>>() else {
-        return Err(CertifyError::Cancelled);
-    };
-    let results: Vec<MatrixResult> = match results.into_iter().collect() {
-        Ok(r) => r,
-        Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-    };
-    let params = ProxyParams {
-        l_phi_text: opts.l_phi.trim().to_string(),
-        l_phi,
-        grid_m,
-    };
-    let inputs: Vec<MatrixInput<'_>> = results
+    let pending: usize = by_layer
         .iter()
-        .map(|r| MatrixInput {
-            id: r.id,
-            sv: &r.sv,
-            summary: &r.summary,
-        })
-        .collect();
-    let proxies = bounds::evaluate(&inputs, arch.layers, arch.heads, arch.hidden, &params);
-    Ok(
-        match build_certificate(
-            path,
-            &hashes,
-            &arch,
-            &params,
-            opts.precision,
-            &results,
-            &proxies,
-        ) {
-            Ok(c) => Outcome::Certified((c, results)),
-            Err(inc) => Outcome::Inconclusive(inc),
-        },
-    )
+        .zip(&done)
+        .filter(|(_, d)| d.is_none())
+        .map(|(ids, _)| ids.len())
+        .sum();
+    progress.matrices_total(pending);
+    let mut spectra = Vec::with_capacity(planned.len());
+    let mut results = Vec::with_capacity(pending);
+    let mut reused_layers = Vec::new();
+    for (l, ids) in by_layer.iter().enumerate() {
+        if ids.is_empty() {
+            continue;
+        }
+        if let Some(entries) = done[l].take() {
+            spectra.extend(entries);
+            reused_layers.push(l);
+            continue;
+        }
+        let wanted: std::collections::HashSet<MatrixId> = ids.iter().copied().collect();
+        let mats = arch::extract_layer(&ck, &arch, l, &|id| wanted.contains(&id))?;
+        // `None`: skipped because the run was cancelled.
+        let layer: Vec<Option<Result<MatrixResult, Inconclusive>>> = mats
+            .into_par_iter()
+            .map(|pm| {
+                if progress.cancelled() {
+                    return None;
+                }
+                let done = certify_matrix(&pm, &svd_opts);
+                progress.matrix_done(pm.id);
+                Some(done.map(|(sv, summary)| MatrixResult {
+                    id: pm.id,
+                    rows: pm.rows,
+                    cols: pm.cols,
+                    sv,
+                    summary,
+                }))
+            })
+            .collect();
+        let Some(layer) = layer.into_iter().collect::<Option<Vec<_>>>() else {
+            return Err(CertifyError::Cancelled);
+        };
+        let layer: Vec<MatrixResult> = match layer.into_iter().collect() {
+            Ok(r) => r,
+            Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+        };
+        let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
+        if let Some(dir) = &scope.resume_dir {
+            let part = Part::new(header.clone(), scope.shard, entries.clone());
+            let mut out = Outputs::new();
+            out.create_dir(dir);
+            out.stage(
+                dir.join(layer_part_name(scope.shard, l)),
+                part.to_json_pretty(),
+            );
+            out.commit().map_err(CertifyError::Output)?;
+        }
+        spectra.extend(entries);
+        results.extend(layer);
+    }
+    Ok(Outcome::Certified(Run {
+        header,
+        shard: scope.shard,
+        spectra,
+        results,
+        reused_layers,
+        cost_share,
+    }))
+}
+
+/// Refuses a resume directory that exists as something else.
+fn check_resume_dir(dir: &Path) -> Result<(), CertifyError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(CertifyError::Resume(format!(
+            "{}: the resume directory exists and is not a directory",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Reads back a layer's part from a resume directory: it must be a valid
+/// part of this program's version, for this model (hashes, architecture),
+/// these parameters and this shard, holding exactly the matrices `ids`.
+fn read_layer_part(
+    file: &Path,
+    header: &Header,
+    shard: ShardSpec,
+    ids: &[MatrixId],
+) -> Result<Vec<SpectrumEntry>, CertifyError> {
+    let refuse = |why: String| {
+        CertifyError::Resume(format!(
+            "{}: {why}; remove it or choose another --resume-dir",
+            file.display()
+        ))
+    };
+    let part = Part::read(file).map_err(|e| CertifyError::Resume(e.to_string()))?;
+    if let Some((_, d)) = part.header().difference(header) {
+        return Err(refuse(format!("written by another run: {d} as here")));
+    }
+    if part.shard != shard {
+        return Err(refuse(format!(
+            "written by another run (shard {}, this run is shard {shard})",
+            part.shard
+        )));
+    }
+    if !part
+        .matrices
+        .iter()
+        .map(SpectrumEntry::id)
+        .eq(ids.iter().copied())
+    {
+        let first = part
+            .matrices
+            .first()
+            .map_or_else(|| "nothing".to_string(), |m| format!("{} first", m.id()));
+        return Err(refuse(format!(
+            "holds {} matrices ({first}), not the {} matrices of layer {} in shard {shard}",
+            part.matrices.len(),
+            ids.len(),
+            ids[0].layer
+        )));
+    }
+    Ok(part.matrices)
 }
 
 fn iv(x: Interval, what: &dyn std::fmt::Display) -> Result<CertInterval, Inconclusive> {
@@ -314,85 +541,16 @@ fn method_list(sv: &SingularValues) -> Vec<String> {
     methods
 }
 
-/// Assembles the certificate from certified results; inconclusive when a
-/// proxy or bound overflowed f64.
-pub fn build_certificate(
+/// The program, model, parameters and extensions of a run.
+pub fn run_header(
     path: &Path,
     hashes: &[FileHash],
     arch: &Architecture,
-    params: &ProxyParams,
+    l_phi_text: &str,
+    grid_m: usize,
     precision: Precision,
-    results: &[MatrixResult],
-    proxies: &ModelProxies,
-) -> Result<Certificate, Inconclusive> {
-    let m = params.grid_m;
-    let mut matrices = Vec::with_capacity(results.len());
-    for (r, p) in results.iter().zip(&proxies.matrices) {
-        let id = r.id;
-        let nz = r.sv.values.len() - r.sv.structural_zeros;
-        let s = &r.summary;
-        let contributions = p
-            .contributions
-            .iter()
-            .map(|(k, c)| {
-                let g = GridPoint { k: *k, m };
-                Ok(Contribution {
-                    p: g.approx(),
-                    p_fraction: g,
-                    value: iv(*c, &format_args!("{id}: the contribution at p = {g}"))?,
-                })
-            })
-            .collect::<Result<Vec<_>, Inconclusive>>()?;
-        let p_opt_fraction: Vec<GridPoint> = p.p_opt.iter().map(|&k| GridPoint { k, m }).collect();
-        matrices.push(MatrixEntry {
-            layer: id.layer,
-            head: id.head,
-            kind: id.kind,
-            rows: r.rows,
-            cols: r.cols,
-            spectral_norm: CertInterval::of(&s.spectral_norm),
-            frobenius_norm: CertInterval::of(&s.frobenius_norm),
-            nuclear_norm: CertInterval::of(&s.nuclear_norm),
-            norm_21: CertInterval::of(&s.norm_21),
-            norm_11: CertInterval::of(&s.norm_11),
-            stable_rank: s.stable_rank.as_ref().map(CertInterval::of),
-            rank: RankBounds {
-                lo: s.rank.lo,
-                hi: s.rank.hi,
-            },
-            singular_values: r.sv.values[..nz]
-                .iter()
-                .map(|v| CertInterval::of(&v.enclosure))
-                .collect(),
-            structural_zeros: r.sv.structural_zeros,
-            method: method_list(&r.sv),
-            alpha: iv(p.alpha, &format_args!("{id}: alpha"))?,
-            gamma: iv(p.gamma, &format_args!("{id}: gamma"))?,
-            scale: iv(p.scale, &format_args!("{id}: gamma alpha L"))?,
-            contributions,
-            p_opt: p_opt_fraction.iter().map(GridPoint::approx).collect(),
-            p_opt_fraction,
-            min_contribution: iv(
-                p.min_contribution,
-                &format_args!("{id}: the minimum contribution"),
-            )?,
-        });
-    }
-    let layers = proxies
-        .layers
-        .iter()
-        .enumerate()
-        .map(|(l, x)| {
-            Ok(LayerEntry {
-                layer: l,
-                alpha: iv(x.alpha, &format_args!("layer {l} alpha"))?,
-                xi: iv(x.xi, &format_args!("layer {l} xi"))?,
-            })
-        })
-        .collect::<Result<Vec<_>, Inconclusive>>()?;
-    Ok(Certificate {
-        format: FORMAT.into(),
-        version: VERSION,
+) -> Header {
+    Header {
         tool: Tool {
             name: "specbound".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -416,21 +574,155 @@ pub fn build_certificate(
             intermediate: arch.intermediate,
         },
         parameters: Parameters {
-            l_phi: params.l_phi_text.clone(),
-            grid_m: m,
-            grid: (0..=2 * m).map(|k| GridPoint { k, m }).collect(),
+            l_phi: l_phi_text.to_string(),
+            grid_m,
+            grid: (0..=2 * grid_m)
+                .map(|k| GridPoint { k, m: grid_m })
+                .collect(),
             n: arch.hidden,
             depth: arch.layers,
             precision,
             rank: "exact rank of the stored matrix (certified), not a numerical rank".into(),
         },
+        extensions: arch.extensions(l_phi_text),
+    }
+}
+
+/// The certificate of a model from the certified spectral quantities of
+/// every one of its proxy matrices: the one place where the proxies and
+/// bounds are computed, for `certify` and `merge` alike, so that a merged
+/// certificate is the unsharded run's, number for number.
+///
+/// *Guarantee: certified enclosure* of every proxy and bound, given
+/// enclosures as inputs (`bounds::evaluate`, `proofs/proxy-formulas.md`,
+/// L18); inconclusive when a proxy overflows f64, or when `spectra` is not
+/// one entry per matrix of the model (in any order).
+pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificate, Inconclusive> {
+    let md = &header.model;
+    let mut order: Vec<&SpectrumEntry> = spectra.iter().collect();
+    order.sort_by_key(|e| e.id());
+    let expected = crate::certificate::expected_ids(md.layers, md.heads);
+    if !order.iter().map(|e| e.id()).eq(expected.iter().copied()) {
+        return Err(Inconclusive::new(format!(
+            "{} matrix entries are not the {} matrices of the model, once each",
+            spectra.len(),
+            expected.len()
+        )));
+    }
+    let p = &header.parameters;
+    let l_phi = crate::spectral::positive_decimal_interval(&p.l_phi)
+        .map_err(|e| Inconclusive::new(format!("invalid L_phi: {e}")))?;
+    let params = ProxyParams {
+        l_phi_text: p.l_phi.clone(),
+        l_phi,
+        grid_m: p.grid_m,
+    };
+    let enc = |x: &CertInterval, id: MatrixId, what: &str| {
+        Enclosure::new(x.lo, x.hi)
+            .ok_or_else(|| Inconclusive::new(format!("{id}: {what} is not an interval")))
+    };
+    let mut values = Vec::with_capacity(order.len());
+    let mut inputs_meta = Vec::with_capacity(order.len());
+    for e in &order {
+        let id = e.id();
+        values.push(
+            e.singular_values
+                .iter()
+                .map(|x| enc(x, id, "a singular value"))
+                .collect::<Result<Vec<Enclosure>, _>>()?,
+        );
+        inputs_meta.push((
+            id,
+            enc(&e.spectral_norm, id, "the spectral norm")?,
+            enc(&e.norm_21, id, "the (2,1)-norm")?,
+            IntEnclosure {
+                lo: e.rank.lo,
+                hi: e.rank.hi,
+            },
+        ));
+    }
+    let inputs: Vec<MatrixInput<'_>> = inputs_meta
+        .iter()
+        .zip(&values)
+        .map(|(&(id, spectral_norm, norm_21, rank), v)| MatrixInput {
+            id,
+            singular_values: v,
+            spectral_norm,
+            norm_21,
+            rank,
+        })
+        .collect();
+    let proxies = bounds::evaluate(&inputs, md.layers, md.heads, md.hidden, &params);
+    let m = params.grid_m;
+    let mut matrices = Vec::with_capacity(order.len());
+    for (e, px) in order.iter().zip(&proxies.matrices) {
+        let id = e.id();
+        let contributions = px
+            .contributions
+            .iter()
+            .map(|(k, c)| {
+                let g = GridPoint { k: *k, m };
+                Ok(Contribution {
+                    p: g.approx(),
+                    p_fraction: g,
+                    value: iv(*c, &format_args!("{id}: the contribution at p = {g}"))?,
+                })
+            })
+            .collect::<Result<Vec<_>, Inconclusive>>()?;
+        let p_opt_fraction: Vec<GridPoint> = px.p_opt.iter().map(|&k| GridPoint { k, m }).collect();
+        matrices.push(MatrixEntry {
+            layer: e.layer,
+            head: e.head,
+            kind: e.kind,
+            rows: e.rows,
+            cols: e.cols,
+            spectral_norm: e.spectral_norm,
+            frobenius_norm: e.frobenius_norm,
+            nuclear_norm: e.nuclear_norm,
+            norm_21: e.norm_21,
+            norm_11: e.norm_11,
+            stable_rank: e.stable_rank,
+            rank: e.rank,
+            singular_values: e.singular_values.clone(),
+            structural_zeros: e.structural_zeros,
+            method: e.method.clone(),
+            alpha: iv(px.alpha, &format_args!("{id}: alpha"))?,
+            gamma: iv(px.gamma, &format_args!("{id}: gamma"))?,
+            scale: iv(px.scale, &format_args!("{id}: gamma alpha L"))?,
+            contributions,
+            p_opt: p_opt_fraction.iter().map(GridPoint::approx).collect(),
+            p_opt_fraction,
+            min_contribution: iv(
+                px.min_contribution,
+                &format_args!("{id}: the minimum contribution"),
+            )?,
+        });
+    }
+    let layers = proxies
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(l, x)| {
+            Ok(LayerEntry {
+                layer: l,
+                alpha: iv(x.alpha, &format_args!("layer {l} alpha"))?,
+                xi: iv(x.xi, &format_args!("layer {l} xi"))?,
+            })
+        })
+        .collect::<Result<Vec<_>, Inconclusive>>()?;
+    Ok(Certificate {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: header.tool.clone(),
+        model: header.model.clone(),
+        parameters: header.parameters.clone(),
         matrices,
         layers,
         bounds: BoundsEntry {
             ours: iv(proxies.ours, &"B_ours")?,
             edelman: iv(proxies.edelman, &"B_Edel")?,
         },
-        extensions: arch.extensions(&params.l_phi_text),
+        extensions: header.extensions.clone(),
     })
 }
 

@@ -32,6 +32,8 @@ pub mod io;
 pub mod linalg;
 pub mod matrix;
 
+pub mod merge;
 pub mod report;
+pub mod shard;
 pub mod spectral;
 pub mod study;

@@ -13,8 +13,8 @@ use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 
 use specbound::arch::ArchOverrides;
-use specbound::certificate::Certificate;
-use specbound::certify::{certify_model_with_progress, CertifyOptions, Outcome as Certification};
+use specbound::certificate::{Certificate, ShardSpec};
+use specbound::certify::{certify_run, CertifyOptions, Outcome as Certification, RunScope};
 use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
 use specbound::report::SvdReport;
 use specbound::spectral::{enclose_schatten, summarize, SchattenP};
@@ -102,6 +102,31 @@ enum Command {
         /// The model_id column of observed_bounds.csv (default: the model's directory name).
         #[arg(long)]
         model_id: Option<String>,
+        /// Certify only shard K of N (balanced by estimated cost) and write a part, not a
+        /// certificate; `merge` makes the certificate from the N parts.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        /// Keep each finished layer's part in DIR; rerun with the same arguments to skip them.
+        #[arg(long, value_name = "DIR")]
+        resume_dir: Option<PathBuf>,
+    },
+    /// Merge the parts of a sharded run (certify --shard K/N) into one certificate.
+    Merge {
+        /// The parts, in any order (every matrix of the model exactly once).
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Write the certificate (JSON) to this file (a new or regular file), atomically.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the four CSV tables (the authors' layout) into this directory.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Print the certificate JSON to stdout instead of a summary.
+        #[arg(long)]
+        json: bool,
+        /// The model_id column of observed_bounds.csv (default: the last component of model.path).
+        #[arg(long)]
+        model_id: Option<String>,
     },
     /// Certify many checkpoints and write the paper's tables, five figures and an HTML report.
     Study {
@@ -124,9 +149,6 @@ enum Command {
         /// Layers of the primary model in figure 1 (`0-3`, `0,2,5`).
         #[arg(long, default_value = "0-3")]
         spectrum_layers: String,
-        /// No progress lines on stderr.
-        #[arg(long)]
-        quiet: bool,
         /// Lipschitz constant L_phi of the activation (exact decimal).
         #[arg(long, default_value = specbound::arch::PAPER_L_PHI)]
         l_phi: String,
@@ -607,7 +629,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             model_id,
             primary,
             spectrum_layers,
-            quiet,
+
             l_phi,
             grid_m,
             precision,
@@ -632,8 +654,10 @@ fn run(cli: Cli) -> Result<Outcome> {
                     .map_err(anyhow::Error::msg)?,
             };
             let t = std::time::Instant::now();
-            // The progress bar (issue 10) replaces NoProgress here.
-            let progress = specbound::certify::NoProgress;
+            // Models and the matrices within each: the bar restarts per model;
+            // one line per finished model is printed above it.
+            let quiet = cli.quiet;
+            let progress = bar("study", quiet);
             let mut line = |d: &study::ModelDone| {
                 if quiet {
                     return;
@@ -660,12 +684,13 @@ fn run(cli: Cli) -> Result<Outcome> {
                     .not_reused
                     .map(|w| format!(" (existing certificate not reused: {w})"))
                     .unwrap_or_default();
-                eprintln!(
+                progress.println(&format!(
                     "study: [{}/{}] {}: {what}{not}{bounds}",
                     d.index, d.total, d.model.id
-                );
+                ));
             };
             let o = study::run_study(&models, &opts, &out, &progress, &mut line)?;
+            progress.finish();
             for (n, f) in &o.figures {
                 match f {
                     Ok(p) => println!("figure {n}: {}", p.display()),
@@ -756,6 +781,8 @@ fn run(cli: Cli) -> Result<Outcome> {
             heads,
             layers,
             model_id,
+            shard,
+            resume_dir,
         } => {
             let (model, hub) = match model {
                 Some(m) => {
@@ -774,6 +801,16 @@ fn run(cli: Cli) -> Result<Outcome> {
                 grid_m,
                 overrides: ArchOverrides { heads, layers },
             };
+            let shard = match &shard {
+                Some(s) => Some(
+                    s.parse::<ShardSpec>()
+                        .map_err(|e| anyhow::anyhow!("--shard: {e}"))?,
+                ),
+                None => None,
+            };
+            if shard.is_some() && csv.is_some() {
+                bail!("--csv needs the bounds, which a shard does not have: pass --csv to merge");
+            }
             // Refuse a bad output target before the computation, not after.
             let mut planned = specbound::report::output::Outputs::new();
             if let Some(dir) = &csv {
@@ -787,11 +824,15 @@ fn run(cli: Cli) -> Result<Outcome> {
             }
             planned.check()?;
             let t = std::time::Instant::now();
+            let scope = RunScope {
+                shard: shard.unwrap_or(ShardSpec::WHOLE),
+                resume_dir: resume_dir.clone(),
+            };
             let b = bar("certify", cli.quiet);
-            let outcome = certify_model_with_progress(&model, &opts, &b)?;
+            let outcome = certify_run(&model, &opts, &scope, &b)?;
             b.finish();
-            let cert = match outcome {
-                Certification::Certified((c, _)) => c,
+            let run = match outcome {
+                Certification::Certified(r) => r,
                 Certification::Inconclusive(why) => {
                     return Ok(Outcome::Inconclusive(format!(
                         "{}: inconclusive: {}",
@@ -800,7 +841,54 @@ fn run(cli: Cli) -> Result<Outcome> {
                     )))
                 }
             };
+            if let (Some(dir), false) = (&resume_dir, run.reused_layers.is_empty()) {
+                eprintln!(
+                    "specbound: resumed from {}: {} finished layers read back ({} matrices), {} matrices certified now",
+                    dir.display(),
+                    run.reused_layers.len(),
+                    run.spectra.len() - run.results.len(),
+                    run.results.len()
+                );
+            }
             let secs = t.elapsed().as_secs_f64();
+            if let Some(shard) = shard {
+                let (n, share, total) = (
+                    run.spectra.len(),
+                    run.cost_share,
+                    run.header.model.layers * (2 * run.header.model.heads + 2),
+                );
+                let part = run.into_part();
+                let doc = part.to_json_pretty();
+                if let Some(p) = &out {
+                    specbound::report::output::Outputs::new()
+                        .stage(p, doc.as_bytes())
+                        .commit()?;
+                }
+                if json {
+                    println!("{doc}");
+                } else {
+                    println!(
+                        "{}: shard {shard}: {n} of {total} proxy matrices ({:.1}% of the estimated cost) certified in {secs:.2} s{}",
+                        model.display(),
+                        100.0 * share,
+                        match &out {
+                            Some(p) => format!(", part written to {}", p.display()),
+                            None => " (use --out FILE to write the part, then merge the parts)".into(),
+                        }
+                    );
+                }
+                return Ok(Outcome::Certified);
+            }
+            let cert = match run.certificate() {
+                Ok(c) => c,
+                Err(why) => {
+                    return Ok(Outcome::Inconclusive(format!(
+                        "{}: inconclusive: {}",
+                        model.display(),
+                        why.reason
+                    )))
+                }
+            };
             let doc = cert.to_json_pretty();
             // Everything is computed, then staged; nothing is written unless all of it can be.
             let mut outputs = specbound::report::output::Outputs::new();
@@ -825,6 +913,82 @@ fn run(cli: Cli) -> Result<Outcome> {
                 println!("{doc}");
             } else {
                 print!("{}", specbound::report::summary_text_with(&cert, secs, st));
+            }
+            Ok(Outcome::Certified)
+        }
+        Command::Merge {
+            parts,
+            out,
+            csv,
+            json,
+            model_id,
+        } => {
+            let mut planned = specbound::report::output::Outputs::new();
+            if let Some(dir) = &csv {
+                planned.create_dir(dir);
+                for name in specbound::report::csv::TABLE_NAMES {
+                    planned.stage(dir.join(name), Vec::new());
+                }
+            }
+            if let Some(p) = &out {
+                planned.stage(p, Vec::new());
+            }
+            planned.check()?;
+            let t = std::time::Instant::now();
+            let cert = match specbound::merge::merge_files(&parts)? {
+                Certification::Certified(c) => c,
+                Certification::Inconclusive(why) => {
+                    return Ok(Outcome::Inconclusive(format!(
+                        "inconclusive: {}",
+                        why.reason
+                    )))
+                }
+            };
+            let secs = t.elapsed().as_secs_f64();
+            let doc = cert.to_json_pretty();
+            let mut outputs = specbound::report::output::Outputs::new();
+            if let Some(dir) = &csv {
+                let id = model_id.clone().unwrap_or_else(|| {
+                    let p = std::path::Path::new(&cert.model.path);
+                    std::fs::canonicalize(p)
+                        .ok()
+                        .and_then(|c| c.file_name().map(|n| n.to_string_lossy().to_string()))
+                        .or_else(|| p.file_name().map(|n| n.to_string_lossy().to_string()))
+                        .unwrap_or_else(|| cert.model.path.clone())
+                });
+                outputs.create_dir(dir);
+                for (name, text) in specbound::report::csv::tables(&cert, &id) {
+                    outputs.stage(dir.join(name), text);
+                }
+            }
+            if let Some(p) = &out {
+                outputs.stage(p, doc.as_bytes());
+            }
+            outputs.commit()?;
+            if json {
+                println!("{doc}");
+            } else {
+                println!(
+                    "{} parts merged in {secs:.2} s: {} proxy matrices of {} ({})",
+                    parts.len(),
+                    cert.matrices.len(),
+                    cert.model.path,
+                    cert.model.architecture
+                );
+                println!("certified bounds (each interval contains the exact value):");
+                println!(
+                    "  B_ours    [{:e}, {:e}]",
+                    cert.bounds.ours.lo, cert.bounds.ours.hi
+                );
+                println!(
+                    "  B_Edel    [{:e}, {:e}]",
+                    cert.bounds.edelman.lo, cert.bounds.edelman.hi
+                );
+                if out.is_none() {
+                    println!(
+                        "(use --out FILE or --json for the certificate, --csv DIR for the tables)"
+                    );
+                }
             }
             Ok(Outcome::Certified)
         }

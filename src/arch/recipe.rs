@@ -365,47 +365,83 @@ fn side_by_side(blocks: Vec<DenseMatrix>) -> DenseMatrix {
 /// key/value head `floor(h / (heads / kv_heads))` (grouped-query attention).
 /// Every entry is a stored number moved (exact).
 pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>, ModelError> {
-    let d = dims(ck, arch)?;
     let mut out = Vec::new();
     for l in 0..arch.layers {
-        let plan = plan_layer(ck, arch, &d, l)?;
-        let mats = plan
-            .tensors
-            .iter()
-            .map(|s| {
-                let m = ck.read(&s.name)?.matrix;
-                if (m.rows, m.cols) != s.shape {
-                    return Err(invalid(
-                        &ck.file_of(&s.name),
-                        Some(&s.name),
-                        format!(
-                            "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
-                            m.rows, m.cols, s.shape.0, s.shape.1
-                        ),
-                    ));
-                }
-                Ok(m)
-            })
-            .collect::<Result<Vec<_>, ModelError>>()?;
-        for r in plan.recipes {
+        out.extend(extract_layer(ck, arch, l, &|_| true)?);
+    }
+    Ok(out)
+}
+
+/// The proxy matrices of layer `l` that `want` selects, in the order of
+/// [`extract`], built exactly as [`extract`] builds them. Every tensor of the
+/// layer is checked (presence, shape) as [`describe`] checks it, but only
+/// the tensors the selected matrices are formed from are read.
+pub fn extract_layer(
+    ck: &Checkpoint,
+    arch: &Architecture,
+    l: usize,
+    want: &dyn Fn(MatrixId) -> bool,
+) -> Result<Vec<ProxyMatrix>, ModelError> {
+    let d = dims(ck, arch)?;
+    let plan = plan_layer(ck, arch, &d, l)?;
+    let recipes: Vec<Recipe> = plan.recipes.into_iter().filter(|r| want(r.id)).collect();
+    let mut needed = vec![false; plan.tensors.len()];
+    for r in &recipes {
+        match &r.formula {
+            Formula::Factored(b, c) => {
+                needed[b.tensor] = true;
+                needed[c.tensor] = true;
+            }
+            Formula::Dense(blocks) => blocks.iter().for_each(|b| needed[b.tensor] = true),
+        }
+    }
+    let mats = plan
+        .tensors
+        .iter()
+        .zip(&needed)
+        .map(|(s, &need)| {
+            if !need {
+                return Ok(None);
+            }
+            let m = ck.read(&s.name)?.matrix;
+            if (m.rows, m.cols) != s.shape {
+                return Err(invalid(
+                    &ck.file_of(&s.name),
+                    Some(&s.name),
+                    format!(
+                        "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                        m.rows, m.cols, s.shape.0, s.shape.1
+                    ),
+                ));
+            }
+            Ok(Some(m))
+        })
+        .collect::<Result<Vec<_>, ModelError>>()?;
+    let get = |k: usize| {
+        mats[k]
+            .as_ref()
+            .expect("read above: a selected recipe uses it")
+    };
+    Ok(recipes
+        .into_iter()
+        .map(|r| {
             let source = match r.formula {
                 Formula::Factored(b, c) => ProxySource::Factored {
-                    b: b.take(&mats[b.tensor]),
-                    c: c.take(&mats[c.tensor]),
+                    b: b.take(get(b.tensor)),
+                    c: c.take(get(c.tensor)),
                 },
                 Formula::Dense(blocks) => ProxySource::Dense(side_by_side(
-                    blocks.iter().map(|b| b.take(&mats[b.tensor])).collect(),
+                    blocks.iter().map(|b| b.take(get(b.tensor))).collect(),
                 )),
             };
-            out.push(ProxyMatrix {
+            ProxyMatrix {
                 id: r.id,
                 rows: r.rows,
                 cols: r.cols,
                 source,
-            });
-        }
-    }
-    Ok(out)
+            }
+        })
+        .collect())
 }
 
 /// One proxy matrix as `inspect` describes it, without reading its values.

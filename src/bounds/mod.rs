@@ -13,9 +13,7 @@
 use inari::Interval;
 
 use crate::arch::{MatrixId, MatrixType};
-use crate::enclosure::IntEnclosure;
-use crate::linalg::SingularValues;
-use crate::spectral::SpectralSummary;
+use crate::enclosure::{Enclosure, IntEnclosure};
 
 /// Parameters that change a number of the certificate.
 #[derive(Clone, Debug)]
@@ -71,14 +69,22 @@ pub fn exp_exceeds(k: u32, n: u64) -> bool {
     }
 }
 
-/// What the proxies need of one certified matrix.
+/// What the proxies need of one certified matrix: exactly what a
+/// certificate's (or a part's) matrix entry states of it, so that `certify`
+/// and `merge` evaluate the proxies from the same numbers.
 pub struct MatrixInput<'a> {
     /// Which matrix.
     pub id: MatrixId,
-    /// Certified singular values.
-    pub sv: &'a SingularValues,
-    /// Certified norms.
-    pub summary: &'a SpectralSummary,
+    /// Enclosures of the singular values, largest first, index-matched;
+    /// the values after the last one given are exactly zero (structural
+    /// zeros contribute nothing to `sum sigma^p` for p > 0).
+    pub singular_values: &'a [Enclosure],
+    /// Encloses sigma_1.
+    pub spectral_norm: Enclosure,
+    /// Encloses the (2,1)-norm.
+    pub norm_21: Enclosure,
+    /// Encloses the exact rank.
+    pub rank: IntEnclosure,
 }
 
 /// Certified proxy quantities of one matrix.
@@ -137,14 +143,16 @@ pub fn grid_p(k: usize, m: usize) -> Interval {
     pt(k as f64) / pt(m as f64)
 }
 
-/// Encloses `S_{k/m} = sum_i sigma_i^(k/m)` for k = 1..=2m at once: with
+/// Encloses `S_{k/m} = sum_i sigma_i^(k/m)` for k = 1..=2m at once, from
+/// enclosures of the singular values (largest first; values not given are
+/// exactly zero): with
 /// `r_i` enclosing `(sigma_i / 2^e)^(1/m)` (one interval `pow` per value) and
 /// `t` enclosing `2^(e/m)`, `sigma_i^(k/m) = (t r_i)^k`, evaluated by repeated
 /// outward-rounded multiplication (L15 b). Index 0 of the result is unused.
-pub fn grid_power_sums(sv: &SingularValues, m: usize) -> Vec<Interval> {
+pub fn grid_power_sums(values: &[Enclosure], m: usize) -> Vec<Interval> {
     let zero = pt(0.0);
     let mut sums = vec![zero; 2 * m + 1];
-    let top = sv.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
+    let top = values.first().map(|v| v.hi()).unwrap_or(0.0);
     if top == 0.0 {
         return sums;
     }
@@ -156,12 +164,12 @@ pub fn grid_power_sums(sv: &SingularValues, m: usize) -> Vec<Interval> {
     ))
     .expect("finite");
     let t = two_e.pow(inv_m);
-    for v in &sv.values {
-        if v.enclosure.hi() == 0.0 {
+    for v in values {
+        if v.hi() == 0.0 {
             continue; // exact zeros contribute 0 for p > 0
         }
-        let lo = crate::linalg::rounding::scale_pow2_rd(v.enclosure.lo(), -e);
-        let hi = crate::linalg::rounding::scale_pow2_ru(v.enclosure.hi(), -e);
+        let lo = crate::linalg::rounding::scale_pow2_rd(v.lo(), -e);
+        let hi = crate::linalg::rounding::scale_pow2_ru(v.hi(), -e);
         let x = Interval::try_from((lo, hi)).expect("ordered");
         let r = x.pow(inv_m);
         let mut acc = pt(1.0);
@@ -231,9 +239,8 @@ pub fn evaluate(
             })
             .expect("every proxy matrix present")
     };
-    let c2 =
-        |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).summary.spectral_norm);
-    let n21 = |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).summary.norm_21);
+    let c2 = |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).spectral_norm);
+    let n21 = |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).norm_21);
     let one = pt(1.0);
     let four = pt(4.0);
     // Per-layer factor of alpha: L_phi C2(M_in) C2(M_out) sum_h C2(V_h)(1 + 4 C2(QK_h)).
@@ -279,14 +286,9 @@ pub fn evaluate(
                 MatrixType::MOut => one,
             };
             let scale = gamma * alpha[l] * ll;
-            let sums = grid_power_sums(w.sv, m);
+            let sums = grid_power_sums(w.singular_values, m);
             let contributions: Vec<(usize, Interval)> = (0..=2 * m)
-                .map(|k| {
-                    (
-                        k,
-                        contribution(sums[k], w.summary.rank, k, m, scale, hidden),
-                    )
-                })
+                .map(|k| (k, contribution(sums[k], w.rank, k, m, scale, hidden)))
                 .collect();
             let min_hi = contributions
                 .iter()

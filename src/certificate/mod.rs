@@ -13,11 +13,15 @@
 //! (finite `lo <= hi`, counts and grid consistent, every matrix present
 //! exactly once).
 
+mod part;
 mod quantity;
 mod read;
 
 use serde::{Deserialize, Serialize};
 
+pub use part::{
+    Header, HeaderDifference, Part, ShardSpec, SpectrumEntry, MAX_SHARDS, PART_FORMAT, PART_VERSION,
+};
 pub use quantity::{matrix_quantities, Quantity, QuantityFields, QuantityId, Subject};
 pub use read::{CertificateError, MAX_BYTES, MAX_GRID_M, MAX_MATRICES};
 
@@ -323,6 +327,48 @@ impl MatrixEntry {
             Some(CertInterval::point(0.0))
         } else {
             None
+        }
+    }
+
+    /// The certified spectral quantities alone: what a part holds of this
+    /// matrix (the proxies are computed from them).
+    pub fn spectrum(&self) -> SpectrumEntry {
+        SpectrumEntry {
+            layer: self.layer,
+            head: self.head,
+            kind: self.kind,
+            rows: self.rows,
+            cols: self.cols,
+            spectral_norm: self.spectral_norm,
+            frobenius_norm: self.frobenius_norm,
+            nuclear_norm: self.nuclear_norm,
+            norm_21: self.norm_21,
+            norm_11: self.norm_11,
+            stable_rank: self.stable_rank,
+            rank: self.rank,
+            singular_values: self.singular_values.clone(),
+            structural_zeros: self.structural_zeros,
+            method: self.method.clone(),
+        }
+    }
+
+    pub(crate) fn spectral_fields(&self) -> read::SpectralFields<'_> {
+        read::SpectralFields {
+            kind: self.kind,
+            head: self.head,
+            rows: self.rows,
+            cols: self.cols,
+            norms: [
+                ("spectral_norm", &self.spectral_norm),
+                ("frobenius_norm", &self.frobenius_norm),
+                ("nuclear_norm", &self.nuclear_norm),
+                ("norm_21", &self.norm_21),
+                ("norm_11", &self.norm_11),
+            ],
+            stable_rank: self.stable_rank.as_ref(),
+            singular_values: &self.singular_values,
+            structural_zeros: self.structural_zeros,
+            rank: self.rank,
         }
     }
 

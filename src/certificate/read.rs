@@ -11,7 +11,11 @@ use std::path::Path;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Serializer;
 
-use super::{expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, FORMAT, VERSION};
+use super::{
+    expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, ModelInfo, Parameters,
+    RankBounds, Tool, FORMAT, VERSION,
+};
+use crate::arch::MatrixType;
 
 /// Largest certificate file read (bytes).
 pub const MAX_BYTES: u64 = 1 << 30;
@@ -81,7 +85,11 @@ fn one_line(s: &str) -> String {
         .collect()
 }
 
-fn invalid(file: &str, at: impl Into<String>, message: impl Into<String>) -> CertificateError {
+pub(crate) fn invalid(
+    file: &str,
+    at: impl Into<String>,
+    message: impl Into<String>,
+) -> CertificateError {
     CertificateError::Invalid {
         file: file.to_string(),
         at: at.into(),
@@ -126,101 +134,116 @@ fn humanize(msg: &str) -> String {
     msg.to_string()
 }
 
-/// The first keys of a certificate, read before the rest so that a future
-/// version is refused as such rather than for its new keys.
+/// The first keys of a certificate or part, read before the rest so that a
+/// future version is refused as such rather than for its new keys.
 #[derive(serde::Deserialize)]
 struct Head {
     format: Option<BoundedStr<64>>,
     version: Option<u64>,
 }
 
+/// Reads a file of at most [`MAX_BYTES`] bytes (a certificate or a part).
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, CertificateError> {
+    let file = path.display().to_string();
+    crate::io::limits::read_capped(path, MAX_BYTES, "certificate").map_err(|e| match e {
+        crate::io::ReadError::Io { source, .. } => CertificateError::Io {
+            file: file.clone(),
+            source,
+        },
+        other => {
+            let msg = other.to_string();
+            let msg = msg
+                .strip_prefix(&format!("{file}: "))
+                .unwrap_or(&msg)
+                .to_string();
+            invalid(&file, "(file)", msg)
+        }
+    })
+}
+
+/// The strict parse shared by certificates and parts: a syntax pass that
+/// allocates nothing, an object, the expected `format` and `version` (read
+/// first), then the typed parse whose errors name the JSON path.
+pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    file: &str,
+    format: &str,
+    version: u32,
+) -> Result<T, CertificateError> {
+    let syntax = |e: serde_json::Error| {
+        invalid(
+            file,
+            format!("line {} column {}", e.line(), e.column()),
+            format!("invalid JSON: {}", humanize(&e.to_string())),
+        )
+    };
+    serde_json::from_slice::<IgnoredAny>(bytes).map_err(syntax)?;
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        let found = match first {
+            Some(b'[') => "an array",
+            Some(b'"') => "a string",
+            _ => "a number or literal",
+        };
+        return Err(invalid(
+            file,
+            "$",
+            format!("expected an object, found {found}"),
+        ));
+    }
+    let head: Head = serde_json::from_slice(bytes).map_err(|e| {
+        if e.is_data() {
+            invalid(file, "$", humanize(&e.to_string()))
+        } else {
+            syntax(e)
+        }
+    })?;
+    match head.format {
+        Some(f) if f.0 == format => {}
+        Some(f) => {
+            return Err(invalid(
+                file,
+                "$.format",
+                format!("expected \"{format}\", found \"{}\"", f.0),
+            ))
+        }
+        None => return Err(invalid(file, "$", "missing key 'format'")),
+    }
+    match head.version {
+        Some(v) if v == version as u64 => {}
+        Some(v) => {
+            return Err(invalid(
+                file,
+                "$.version",
+                format!("unsupported version {v} (this tool reads version {version})"),
+            ))
+        }
+        None => return Err(invalid(file, "$", "missing key 'version'")),
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            "$".to_string()
+        } else {
+            format!("$.{path}")
+        };
+        invalid(file, at, humanize(&e.inner().to_string()))
+    })
+}
+
 impl Certificate {
     /// Reads, parses and validates a certificate file (untrusted input),
     /// refusing more than [`MAX_BYTES`] bytes while reading.
     pub fn read(path: &Path) -> Result<Certificate, CertificateError> {
-        let file = path.display().to_string();
-        let bytes = crate::io::limits::read_capped(path, MAX_BYTES, "certificate").map_err(
-            |e| match e {
-                crate::io::ReadError::Io { source, .. } => CertificateError::Io {
-                    file: file.clone(),
-                    source,
-                },
-                other => {
-                    let msg = other.to_string();
-                    let msg = msg
-                        .strip_prefix(&format!("{file}: "))
-                        .unwrap_or(&msg)
-                        .to_string();
-                    invalid(&file, "(file)", msg)
-                }
-            },
-        )?;
-        Certificate::parse(&bytes, &file)
+        let bytes = read_bytes(path)?;
+        Certificate::parse(&bytes, &path.display().to_string())
     }
 
     /// Parses and validates certificate JSON (untrusted input); `file` names
     /// it in messages.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Certificate, CertificateError> {
-        let syntax = |e: serde_json::Error| {
-            invalid(
-                file,
-                format!("line {} column {}", e.line(), e.column()),
-                format!("invalid JSON: {}", humanize(&e.to_string())),
-            )
-        };
-        serde_json::from_slice::<IgnoredAny>(bytes).map_err(syntax)?;
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first != Some(&b'{') {
-            let found = match first {
-                Some(b'[') => "an array",
-                Some(b'"') => "a string",
-                _ => "a number or literal",
-            };
-            return Err(invalid(
-                file,
-                "$",
-                format!("expected an object, found {found}"),
-            ));
-        }
-        let head: Head = serde_json::from_slice(bytes).map_err(|e| {
-            if e.is_data() {
-                invalid(file, "$", humanize(&e.to_string()))
-            } else {
-                syntax(e)
-            }
-        })?;
-        match head.format {
-            Some(f) if f.0 == FORMAT => {}
-            Some(f) => {
-                return Err(invalid(
-                    file,
-                    "$.format",
-                    format!("expected \"{FORMAT}\", found \"{}\"", f.0),
-                ))
-            }
-            None => return Err(invalid(file, "$", "missing key 'format'")),
-        }
-        match head.version {
-            Some(v) if v == VERSION as u64 => {}
-            Some(v) => {
-                return Err(invalid(
-                    file,
-                    "$.version",
-                    format!("unsupported version {v} (this tool reads version {VERSION})"),
-                ))
-            }
-            None => return Err(invalid(file, "$", "missing key 'version'")),
-        }
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let cert: Certificate = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let path = e.path().to_string();
-            let at = if path == "." {
-                "$".to_string()
-            } else {
-                format!("$.{path}")
-            };
-            invalid(file, at, humanize(&e.inner().to_string()))
-        })?;
+        let cert: Certificate = parse_strict(bytes, file, FORMAT, VERSION)?;
         cert.validate()
             .map_err(|(at, message)| invalid(file, at, message))?;
         Ok(cert)
@@ -243,75 +266,9 @@ impl Certificate {
                 format!("unsupported version {}", self.version),
             );
         }
-        if self.tool.name != "specbound" {
-            return err(
-                "$.tool.name".into(),
-                format!("expected \"specbound\", found \"{}\"", self.tool.name),
-            );
-        }
+        validate_header(&self.tool, &self.model, &self.parameters)?;
         let md = &self.model;
-        if md.files.is_empty() {
-            return err("$.model.files".into(), "no weight file listed".into());
-        }
-        for (i, f) in md.files.iter().enumerate() {
-            if f.sha256.len() != 64
-                || !f
-                    .sha256
-                    .bytes()
-                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            {
-                return err(
-                    format!("$.model.files[{i}].sha256"),
-                    "expected 64 lower-case hexadecimal digits".into(),
-                );
-            }
-        }
-        let limit = |at: &str, v: usize, lo: usize, hi: usize| -> Result<(), (String, String)> {
-            if v < lo {
-                Err((at.to_string(), format!("must be at least {lo}, found {v}")))
-            } else if v > hi {
-                Err((at.to_string(), format!("{v} exceeds the limit {hi}")))
-            } else {
-                Ok(())
-            }
-        };
-        limit("$.model.layers", md.layers, 1, MAX_LAYERS)?;
-        limit("$.model.hidden", md.hidden, 1, MAX_DIM)?;
-        limit("$.model.heads", md.heads, 1, MAX_HEADS)?;
-        limit("$.model.kv_heads", md.kv_heads, 1, md.heads)?;
-        limit("$.model.head_dim", md.head_dim, 1, MAX_DIM)?;
-        limit("$.model.intermediate", md.intermediate, 1, MAX_DIM)?;
-        let p = &self.parameters;
-        limit("$.parameters.grid_m", p.grid_m, 1, MAX_GRID_M)?;
-        let m = p.grid_m;
-        if p.grid.len() != 2 * m + 1
-            || p.grid
-                .iter()
-                .enumerate()
-                .any(|(k, g)| *g != GridPoint { k, m })
-        {
-            return err(
-                "$.parameters.grid".into(),
-                format!("expected the grid 0/{m}, 1/{m}, ..., {}/{m}", 2 * m),
-            );
-        }
-        if p.n != md.hidden {
-            return err(
-                "$.parameters.n".into(),
-                format!("{} disagrees with model.hidden = {}", p.n, md.hidden),
-            );
-        }
-        if p.depth != md.layers {
-            return err(
-                "$.parameters.depth".into(),
-                format!("{} disagrees with model.layers = {}", p.depth, md.layers),
-            );
-        }
-        // The same rule as `certify --l-phi`: a positive decimal within the
-        // bounded parser's limits and the binary64 range.
-        if let Err(e) = crate::spectral::positive_decimal_interval(&p.l_phi) {
-            return err("$.parameters.l_phi".into(), format!("invalid l_phi: {e}"));
-        }
+        let m = self.parameters.grid_m;
         let ids = expected_ids(md.layers, md.heads);
         if self.matrices.len() != ids.len() {
             return err(
@@ -375,7 +332,86 @@ impl Certificate {
     }
 }
 
-fn check_iv(x: &CertInterval, at: &str, nonneg: bool) -> Result<(), (String, String)> {
+/// The checks a certificate and a part share: the program's name, the
+/// model (hashes, sizes within their limits) and the parameters (the grid,
+/// `n` and `depth` agreeing with the model, `l_phi` a valid decimal).
+pub(crate) fn validate_header(
+    tool: &Tool,
+    md: &ModelInfo,
+    p: &Parameters,
+) -> Result<(), (String, String)> {
+    let err = |at: String, m: String| Err((at, m));
+    if tool.name != "specbound" {
+        return err(
+            "$.tool.name".into(),
+            format!("expected \"specbound\", found \"{}\"", tool.name),
+        );
+    }
+    if md.files.is_empty() {
+        return err("$.model.files".into(), "no weight file listed".into());
+    }
+    for (i, f) in md.files.iter().enumerate() {
+        if f.sha256.len() != 64
+            || !f
+                .sha256
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return err(
+                format!("$.model.files[{i}].sha256"),
+                "expected 64 lower-case hexadecimal digits".into(),
+            );
+        }
+    }
+    let limit = |at: &str, v: usize, lo: usize, hi: usize| -> Result<(), (String, String)> {
+        if v < lo {
+            Err((at.to_string(), format!("must be at least {lo}, found {v}")))
+        } else if v > hi {
+            Err((at.to_string(), format!("{v} exceeds the limit {hi}")))
+        } else {
+            Ok(())
+        }
+    };
+    limit("$.model.layers", md.layers, 1, MAX_LAYERS)?;
+    limit("$.model.hidden", md.hidden, 1, MAX_DIM)?;
+    limit("$.model.heads", md.heads, 1, MAX_HEADS)?;
+    limit("$.model.kv_heads", md.kv_heads, 1, md.heads)?;
+    limit("$.model.head_dim", md.head_dim, 1, MAX_DIM)?;
+    limit("$.model.intermediate", md.intermediate, 1, MAX_DIM)?;
+    limit("$.parameters.grid_m", p.grid_m, 1, MAX_GRID_M)?;
+    let m = p.grid_m;
+    if p.grid.len() != 2 * m + 1
+        || p.grid
+            .iter()
+            .enumerate()
+            .any(|(k, g)| *g != GridPoint { k, m })
+    {
+        return err(
+            "$.parameters.grid".into(),
+            format!("expected the grid 0/{m}, 1/{m}, ..., {}/{m}", 2 * m),
+        );
+    }
+    if p.n != md.hidden {
+        return err(
+            "$.parameters.n".into(),
+            format!("{} disagrees with model.hidden = {}", p.n, md.hidden),
+        );
+    }
+    if p.depth != md.layers {
+        return err(
+            "$.parameters.depth".into(),
+            format!("{} disagrees with model.layers = {}", p.depth, md.layers),
+        );
+    }
+    // The same rule as `certify --l-phi`: a positive decimal within the
+    // bounded parser's limits and the binary64 range.
+    if let Err(e) = crate::spectral::positive_decimal_interval(&p.l_phi) {
+        return err("$.parameters.l_phi".into(), format!("invalid l_phi: {e}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_iv(x: &CertInterval, at: &str, nonneg: bool) -> Result<(), (String, String)> {
     if !(x.lo.is_finite() && x.hi.is_finite()) {
         return Err((at.to_string(), "interval ends must be finite".into()));
     }
@@ -394,7 +430,26 @@ fn check_iv(x: &CertInterval, at: &str, nonneg: bool) -> Result<(), (String, Str
     Ok(())
 }
 
-fn validate_matrix(w: &MatrixEntry, at: &str, m: usize) -> Result<(), (String, String)> {
+/// The fields of one matrix that certification proves (a certificate's
+/// matrix entry and a part's spectrum entry both have them).
+pub(crate) struct SpectralFields<'a> {
+    pub kind: MatrixType,
+    pub head: Option<usize>,
+    pub rows: usize,
+    pub cols: usize,
+    /// `(key, interval)` of the five norms.
+    pub norms: [(&'static str, &'a CertInterval); 5],
+    pub stable_rank: Option<&'a CertInterval>,
+    pub singular_values: &'a [CertInterval],
+    pub structural_zeros: usize,
+    pub rank: RankBounds,
+}
+
+/// Checks the certified spectral fields of one matrix at JSON path `at`:
+/// the head fits the family, the shape is within its limits, intervals are
+/// finite and nonnegative with `lo <= hi`, the singular values and the
+/// structural zeros make `min(rows, cols)`, the rank lies within it.
+pub(crate) fn validate_spectrum(w: &SpectralFields<'_>, at: &str) -> Result<(), (String, String)> {
     let err = |k: &str, msg: String| Err((format!("{at}.{k}"), msg));
     if w.kind.per_head() != w.head.is_some() {
         return err(
@@ -416,21 +471,11 @@ fn validate_matrix(w: &MatrixEntry, at: &str, m: usize) -> Result<(), (String, S
             return err(k, format!("{v} is outside 1..={MAX_DIM}"));
         }
     }
-    let kmin = w.min_dim();
-    for (k, x) in [
-        ("spectral_norm", &w.spectral_norm),
-        ("frobenius_norm", &w.frobenius_norm),
-        ("nuclear_norm", &w.nuclear_norm),
-        ("norm_21", &w.norm_21),
-        ("norm_11", &w.norm_11),
-        ("alpha", &w.alpha),
-        ("gamma", &w.gamma),
-        ("scale", &w.scale),
-        ("min_contribution", &w.min_contribution),
-    ] {
+    let kmin = w.rows.min(w.cols);
+    for (k, x) in w.norms {
         check_iv(x, &format!("{at}.{k}"), true)?;
     }
-    if let Some(s) = &w.stable_rank {
+    if let Some(s) = w.stable_rank {
         check_iv(s, &format!("{at}.stable_rank"), true)?;
     }
     if w.singular_values.len() > kmin {
@@ -463,6 +508,20 @@ fn validate_matrix(w: &MatrixEntry, at: &str, m: usize) -> Result<(), (String, S
             "rank.hi",
             format!("{} exceeds min(rows, cols) = {kmin}", w.rank.hi),
         );
+    }
+    Ok(())
+}
+
+fn validate_matrix(w: &MatrixEntry, at: &str, m: usize) -> Result<(), (String, String)> {
+    let err = |k: &str, msg: String| Err((format!("{at}.{k}"), msg));
+    validate_spectrum(&w.spectral_fields(), at)?;
+    for (k, x) in [
+        ("alpha", &w.alpha),
+        ("gamma", &w.gamma),
+        ("scale", &w.scale),
+        ("min_contribution", &w.min_contribution),
+    ] {
+        check_iv(x, &format!("{at}.{k}"), true)?;
     }
     if w.contributions.len() != 2 * m + 1 {
         return err(

@@ -74,6 +74,14 @@ impl Bar {
         self.pb.is_some()
     }
 
+    /// Prints a line on stderr above the bar (the bar is redrawn after it).
+    pub fn println(&self, line: &str) {
+        match &self.pb {
+            Some(pb) => pb.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
     /// Removes the bar from the terminal (also done on drop).
     pub fn finish(&self) {
         if let Some(pb) = &self.pb {
@@ -99,7 +107,9 @@ impl Progress for Bar {
                 .progress_chars("=> "),
             );
             pb.set_message("");
+            // A run over several models (`study`) starts again at 0.
             pb.set_length(n as u64);
+            pb.set_position(0);
             pb.reset_eta();
         }
     }

@@ -10,6 +10,14 @@ pub fn validate(schema: &Value, v: &Value) -> Result<(), String> {
     check(schema, schema, v, "$")
 }
 
+/// Validates `v` against the schema's `#/$defs/NAME` (a part: `part`).
+pub fn validate_def(schema: &Value, name: &str, v: &Value) -> Result<(), String> {
+    let def = schema["$defs"]
+        .get(name)
+        .unwrap_or_else(|| panic!("the schema has no $defs/{name}"));
+    check(schema, def, v, "$")
+}
+
 fn resolve<'a>(root: &'a Value, r: &str) -> &'a Value {
     let path = r.strip_prefix("#/").expect("local $ref");
     path.split('/').fold(root, |acc, k| &acc[k])

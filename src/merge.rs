@@ -1,0 +1,238 @@
+//! `specbound merge`: the certificate of a model from parts (written by
+//! `certify --shard K/N`, or a resumable run's layer parts) that cover every
+//! proxy matrix exactly once.
+//!
+//! The parts must have been written by this version of the program, for
+//! the same model (weight-file hashes), architecture, parameters and
+//! extensions; then the proxies and bounds are computed by
+//! [`certify::assemble`], the code `certify` itself uses, from the parts'
+//! certified spectral quantities, so the merged certificate is the one an
+//! unsharded run writes, number for number (only `model.path`, which is
+//! informative, comes from the part of the lowest shard index).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::arch::MatrixId;
+use crate::certificate::{
+    expected_ids, Certificate, CertificateError, HeaderDifference, Part, SpectrumEntry,
+};
+use crate::certify::{self, Outcome};
+
+/// Why parts cannot be merged. Every message is one line naming the part
+/// concerned (or, for a gap, the missing shard or matrix).
+#[derive(Debug)]
+pub enum MergeError {
+    /// No part was given.
+    NoParts,
+    /// A part could not be read or is not a valid part.
+    Read(CertificateError),
+    /// A part written by another version of the program.
+    Version {
+        /// The part.
+        file: String,
+        /// Its `tool.version`.
+        found: String,
+    },
+    /// A part of another model, architecture or parameters than the first.
+    Mismatch {
+        /// The part.
+        file: String,
+        /// The part it was compared with.
+        other: String,
+        /// What differs.
+        kind: HeaderDifference,
+        /// The key and both values.
+        detail: String,
+    },
+    /// Two parts hold the same matrix.
+    Overlap {
+        /// The later part.
+        file: String,
+        /// The earlier part holding it too.
+        other: String,
+        /// The first matrix both hold.
+        id: MatrixId,
+        /// Whether the two parts are the same part (given twice).
+        same: bool,
+    },
+    /// No part holds some matrices.
+    Gap {
+        /// The first matrix missing (certificate order).
+        first: MatrixId,
+        /// How many are missing.
+        count: usize,
+        /// The shards missing, when every part comes from a run of the same
+        /// number of shards (`K/N` strings).
+        shards: Vec<String>,
+    },
+}
+
+impl fmt::Display for MergeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MergeError::NoParts => write!(f, "no part to merge"),
+            MergeError::Read(e) => write!(f, "{e}"),
+            MergeError::Version { file, found } => write!(
+                f,
+                "{file}: written by specbound {found}, and this is specbound {}: parts merge \
+                 only with the version that wrote them (certify the shard again)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            MergeError::Mismatch {
+                file,
+                other,
+                kind,
+                detail,
+            } => {
+                let what = match kind {
+                    HeaderDifference::ToolVersion => "another version of the program",
+                    HeaderDifference::Model => "a part of another model",
+                    HeaderDifference::Architecture => "another architecture",
+                    HeaderDifference::Parameters => "mixed parameters",
+                    HeaderDifference::Extensions => "mixed extensions of the paper",
+                };
+                write!(f, "{file}: {what}: {detail} as in {other}")
+            }
+            MergeError::Overlap {
+                file,
+                other,
+                id,
+                same,
+            } => {
+                if *same {
+                    write!(
+                        f,
+                        "{file}: the same part as {other} (given twice?): {id} is in both"
+                    )
+                } else {
+                    write!(f, "{file}: overlaps {other}: {id} is in both")
+                }
+            }
+            MergeError::Gap {
+                first,
+                count,
+                shards,
+            } => {
+                write!(f, "no part holds {first}")?;
+                if *count > 1 {
+                    write!(f, " (and {} more matrices)", count - 1)?;
+                }
+                match shards.len() {
+                    0 => write!(f, ": a part is missing"),
+                    1 => write!(f, ": shard {} is missing", shards[0]),
+                    n if n <= 8 => write!(f, ": shards {} are missing", shards.join(", ")),
+                    n => write!(
+                        f,
+                        ": {n} shards are missing ({}, ...)",
+                        shards[..8].join(", ")
+                    ),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for MergeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MergeError::Read(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
+/// Reads the part files and merges them ([`merge`]).
+pub fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError> {
+    let parts = paths
+        .iter()
+        .map(|p| {
+            Part::read(p)
+                .map(|part| (p.display().to_string(), part))
+                .map_err(MergeError::Read)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    merge(&parts)
+}
+
+/// Merges validated parts, each with the name messages give it: checks
+/// that every part comes from this version of the program, that all share
+/// the model (weight-file hashes), architecture, parameters and extensions,
+/// and that they cover every matrix of the model exactly once; then
+/// computes the certificate ([`certify::assemble`]).
+///
+/// *Guarantee: certified enclosure* of every proxy and bound, given that
+/// the parts' intervals are enclosures (as `certify` wrote them; the parts'
+/// digests refuse a part changed since).
+pub fn merge(parts: &[(String, Part)]) -> Result<Outcome<Certificate>, MergeError> {
+    let this = env!("CARGO_PKG_VERSION");
+    for (file, p) in parts {
+        if p.tool.version != this {
+            return Err(MergeError::Version {
+                file: file.clone(),
+                found: crate::arch::clean_to(&p.tool.version, 80),
+            });
+        }
+    }
+    // The reference: the part of the lowest shard index (the first given among equals).
+    let Some(first) = (0..parts.len()).min_by_key(|&i| (parts[i].1.shard.index, i)) else {
+        return Err(MergeError::NoParts);
+    };
+    let (ref_file, ref_part) = &parts[first];
+    let header = ref_part.header();
+    for (file, p) in parts {
+        if let Some((kind, detail)) = p.header().difference(&header) {
+            return Err(MergeError::Mismatch {
+                file: file.clone(),
+                other: ref_file.clone(),
+                kind,
+                detail,
+            });
+        }
+    }
+    let mut holder: std::collections::HashMap<MatrixId, usize> = std::collections::HashMap::new();
+    for (i, (file, p)) in parts.iter().enumerate() {
+        for e in &p.matrices {
+            if let Some(&j) = holder.get(&e.id()) {
+                return Err(MergeError::Overlap {
+                    file: file.clone(),
+                    other: parts[j].0.clone(),
+                    id: e.id(),
+                    same: parts[j].1.sha256 == p.sha256,
+                });
+            }
+            holder.insert(e.id(), i);
+        }
+    }
+    let md = &header.model;
+    let missing: Vec<MatrixId> = expected_ids(md.layers, md.heads)
+        .into_iter()
+        .filter(|id| !holder.contains_key(id))
+        .collect();
+    if let Some(&first_missing) = missing.first() {
+        let count = parts[0].1.shard.count;
+        let shards = if parts.iter().all(|(_, p)| p.shard.count == count) {
+            let present: std::collections::BTreeSet<usize> =
+                parts.iter().map(|(_, p)| p.shard.index).collect();
+            (1..=count)
+                .filter(|k| !present.contains(k))
+                .map(|k| format!("{k}/{count}"))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        return Err(MergeError::Gap {
+            first: first_missing,
+            count: missing.len(),
+            shards,
+        });
+    }
+    let spectra: Vec<SpectrumEntry> = parts
+        .iter()
+        .flat_map(|(_, p)| p.matrices.iter().cloned())
+        .collect();
+    Ok(match certify::assemble(&header, &spectra) {
+        Ok(c) => Outcome::Certified(c),
+        Err(inc) => Outcome::Inconclusive(inc),
+    })
+}

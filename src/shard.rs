@@ -1,0 +1,300 @@
+//! Which proxy matrices shard `K/N` of a model certifies: every matrix gets
+//! an estimated cost, and the matrices are dealt to the `N` shards by the
+//! greedy longest-processing-time rule, so that shards take about the same
+//! time rather than the same number of matrices (a model's two feed-forward
+//! matrices per layer cost hundreds of times more than one head's `QK`).
+//!
+//! The assignment depends only on the architecture and the precision (never
+//! on timing or the machine), and every tie is broken by a fixed order, so
+//! every shard of a job array computes the same assignment independently.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::arch::{Architecture, MatrixId, MatrixType};
+use crate::certificate::{expected_ids, ShardSpec};
+use crate::linalg::Precision;
+
+/// One proxy matrix of a model with its estimated cost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedMatrix {
+    /// Which matrix.
+    pub id: MatrixId,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// The inner dimension of a matrix kept as a product of two thin
+    /// factors (`QK`, `V_tilde`: the head dimension); `None` when dense.
+    pub inner: Option<usize>,
+    /// Estimated cost ([`matrix_cost`]).
+    pub cost: u128,
+}
+
+/// How many times more a multiply-add of the thin-factor route costs than
+/// one of the dense route (small, memory-bound operations against large
+/// matrix products). `cargo bench --bench shard_cost` measured 2.5 to 3.4 ms
+/// for a 384 x 384 product of rank 32 and 121 to 154 ms for the dense
+/// 384 x 1536 and 1536 x 384 matrices of MiniLM (about 47 times as long),
+/// whose multiply-add counts below differ 176 times; the weight 4 brings
+/// the estimate to 44 times.
+pub const FACTORED_WEIGHT: u128 = 4;
+
+/// Estimated cost of certifying one matrix, in multiply-adds of the dense
+/// route (leading terms, for comparing matrices, not for predicting seconds).
+///
+/// With `p = max(rows, cols)` and `q = min(rows, cols)`:
+/// * dense: `6 p q^2 + 8 q^3` for the singular values (an approximate thin
+///   SVD, then the residual products `A V` and `A^T U` and the Gram defects
+///   of the certification) and `4 p q` for the norms from the entries;
+/// * a product of thin factors of inner dimension `r < q`, certified in
+///   binary64 through the factors: [`FACTORED_WEIGHT`] times
+///   `6 (rows + cols) r^2 + 8 r^3` for the singular values plus
+///   `rows cols (r + 4)` for the norms, whose entries are formed from the
+///   factors;
+/// * a thin product under another precision (certified densely, after
+///   forming the product): the dense cost plus `rows cols r`.
+pub fn matrix_cost(rows: usize, cols: usize, inner: Option<usize>, precision: Precision) -> u128 {
+    let (p, q) = (rows.max(cols) as u128, rows.min(cols) as u128);
+    let entries = rows as u128 * cols as u128;
+    let dense = 6 * p * q * q + 8 * q * q * q + 4 * entries;
+    match inner {
+        Some(r) if (r as u128) < q => {
+            let r = r as u128;
+            if precision == Precision::F64 {
+                let sv = 6 * (rows as u128 + cols as u128) * r * r + 8 * r * r * r;
+                FACTORED_WEIGHT * (sv + entries * (r + 4))
+            } else {
+                dense + entries * r
+            }
+        }
+        _ => dense,
+    }
+}
+
+/// Every proxy matrix of the model, in certificate order, with its shape
+/// (as the architecture's recipe forms it) and estimated cost.
+pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
+    let n = arch.hidden;
+    let width_in = if arch.gated() {
+        arch.intermediate.saturating_mul(2)
+    } else {
+        arch.intermediate
+    };
+    expected_ids(arch.layers, arch.heads)
+        .into_iter()
+        .map(|id| {
+            let (rows, cols, inner) = match id.kind {
+                MatrixType::QK | MatrixType::VTilde => (n, n, Some(arch.head_dim)),
+                MatrixType::MIn => (n, width_in, None),
+                MatrixType::MOut => (arch.intermediate, n, None),
+            };
+            PlannedMatrix {
+                id,
+                rows,
+                cols,
+                inner,
+                cost: matrix_cost(rows, cols, inner, precision),
+            }
+        })
+        .collect()
+}
+
+/// Deals items of the given costs to `count` shards by the greedy
+/// longest-processing-time rule: items by decreasing cost (equal costs in
+/// their given order), each to the shard with the least cost so far (equal
+/// loads: the lowest shard). Returns the shard (0-based) of each item. The
+/// largest shard costs at most 4/3 of the best possible split (Graham).
+pub fn assign(costs: &[u128], count: usize) -> Vec<usize> {
+    assert!(count >= 1, "at least one shard");
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by_key(|&i| (Reverse(costs[i]), i));
+    let mut loads: BinaryHeap<Reverse<(u128, usize)>> = (0..count.min(costs.len().max(1)))
+        .map(|s| Reverse((0, s)))
+        .collect();
+    let mut shard_of = vec![0; costs.len()];
+    for i in order {
+        let Reverse((load, s)) = loads.pop().expect("at least one shard");
+        shard_of[i] = s;
+        loads.push(Reverse((load.saturating_add(costs[i]), s)));
+    }
+    shard_of
+}
+
+/// The matrices of shard `shard` (in certificate order) and the shard's
+/// share of the estimated cost of the whole model, out of 1.
+pub fn shard_matrices(
+    arch: &Architecture,
+    precision: Precision,
+    shard: ShardSpec,
+) -> (Vec<PlannedMatrix>, f64) {
+    let all = plan(arch, precision);
+    if shard.count == 1 {
+        return (all, 1.0);
+    }
+    let costs: Vec<u128> = all.iter().map(|m| m.cost).collect();
+    let of = assign(&costs, shard.count);
+    let total: u128 = costs.iter().sum();
+    let mine: Vec<PlannedMatrix> = all
+        .into_iter()
+        .zip(of)
+        .filter(|(_, s)| *s + 1 == shard.index)
+        .map(|(m, _)| m)
+        .collect();
+    let share = if total == 0 {
+        0.0
+    } else {
+        mine.iter().map(|m| m.cost).sum::<u128>() as f64 / total as f64
+    };
+    (mine, share)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assignment_is_greedy_by_decreasing_cost_with_fixed_ties() {
+        // 10, 7, 7, 5, 1 to two shards: 10 -> 0 (loads 10, 0), the first 7
+        // -> 1 (10, 7), the second 7 -> 1 (10, 14), 5 -> 0 (15, 14), 1 -> 1.
+        assert_eq!(assign(&[5, 7, 10, 1, 7], 2), vec![0, 1, 0, 1, 1]);
+        // Equal costs go round the shards in order.
+        assert_eq!(assign(&[1, 1, 1, 1], 3), vec![0, 1, 2, 0]);
+        // More shards than items: the later shards stay empty.
+        assert_eq!(assign(&[3, 2], 5), vec![0, 1]);
+        assert_eq!(assign(&[], 4), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn lpt_stays_within_four_thirds_of_the_best_split() {
+        // Brute force over every split of small instances.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200 {
+            let n = 1 + (seed % 8) as usize;
+            let k = 1 + (seed / 8 % 3) as usize;
+            let costs: Vec<u128> = (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed % 50 + 1) as u128
+                })
+                .collect();
+            let of = assign(&costs, k);
+            let mut loads = vec![0u128; k];
+            for (c, s) in costs.iter().zip(&of) {
+                loads[*s] += c;
+            }
+            let lpt = *loads.iter().max().unwrap();
+            let mut best = u128::MAX;
+            for code in 0..k.pow(n as u32) {
+                let mut l = vec![0u128; k];
+                let mut c = code;
+                for x in &costs {
+                    l[c % k] += x;
+                    c /= k;
+                }
+                best = best.min(*l.iter().max().unwrap());
+            }
+            assert!(3 * lpt <= 4 * best, "{costs:?} in {k}: {lpt} vs {best}");
+        }
+    }
+
+    fn arch(
+        layout: &str,
+        layers: usize,
+        hidden: usize,
+        heads: usize,
+        kv: usize,
+        ff: usize,
+    ) -> Architecture {
+        Architecture {
+            family: layout.to_lowercase(),
+            spec: crate::arch::FAMILIES
+                .iter()
+                .find(|f| f.layout == layout)
+                .expect("a layout of the table"),
+            prefix: String::new(),
+            layers,
+            hidden,
+            heads,
+            kv_heads: kv,
+            head_dim: hidden / heads,
+            intermediate: ff,
+            activation: None,
+        }
+    }
+
+    /// The largest shard's estimated cost over the ideal `total / count`.
+    fn makespan_ratio(a: &Architecture, count: usize) -> f64 {
+        let costs: Vec<u128> = plan(a, Precision::F64).iter().map(|m| m.cost).collect();
+        let mut loads = vec![0u128; count];
+        for (c, s) in costs.iter().zip(assign(&costs, count)) {
+            loads[s] += c;
+        }
+        let total: u128 = costs.iter().sum();
+        *loads.iter().max().unwrap() as f64 * count as f64 / total as f64
+    }
+
+    #[test]
+    fn shards_of_llm_shapes_are_balanced_by_cost() {
+        let llama7b = arch("Llama", 32, 4096, 32, 32, 11008);
+        let llama70b = arch("Llama", 80, 8192, 64, 8, 28672);
+        for (a, n) in [
+            (&llama7b, 3),
+            (&llama7b, 32),
+            (&llama70b, 7),
+            (&llama70b, 32),
+        ] {
+            let r = makespan_ratio(a, n);
+            assert!(r < 1.03, "{} layers in {n} shards: {r}", a.layers);
+        }
+        // MiniLM in 7 shards: 12 feed-forward matrices cannot be split
+        // evenly by 7; the shards with one of them are filled up with heads,
+        // so the shards hold very different numbers of matrices for about
+        // the same cost.
+        let minilm = arch("Bert", 6, 384, 12, 12, 1536);
+        let r = makespan_ratio(&minilm, 7);
+        assert!(r < 1.1, "{r}");
+        let costs: Vec<u128> = plan(&minilm, Precision::F64)
+            .iter()
+            .map(|m| m.cost)
+            .collect();
+        let mut counts = [0usize; 7];
+        for s in assign(&costs, 7) {
+            counts[s] += 1;
+        }
+        assert_eq!(counts.iter().sum::<usize>(), 156);
+        assert!(
+            counts.iter().max().unwrap() > &(3 * counts.iter().min().unwrap()),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn plan_shapes_are_the_recipe_shapes() {
+        let a = arch("Llama", 2, 64, 4, 2, 96);
+        let p = plan(&a, Precision::F64);
+        assert_eq!(p.len(), 2 * (2 * 4 + 2));
+        let m_in = p.iter().find(|m| m.id.kind == MatrixType::MIn).unwrap();
+        assert_eq!((m_in.rows, m_in.cols, m_in.inner), (64, 192, None));
+        let m_out = p.iter().find(|m| m.id.kind == MatrixType::MOut).unwrap();
+        assert_eq!((m_out.rows, m_out.cols), (96, 64));
+        let qk = &p[0];
+        assert_eq!((qk.rows, qk.cols, qk.inner), (64, 64, Some(16)));
+    }
+
+    #[test]
+    fn factored_matrices_cost_less_than_dense_ones_of_the_same_shape() {
+        let f = matrix_cost(384, 384, Some(32), Precision::F64);
+        let d = matrix_cost(384, 384, None, Precision::F64);
+        assert!(f * 10 < d);
+        // Another precision certifies the product densely.
+        assert!(matrix_cost(384, 384, Some(32), Precision::Extended) > d);
+        // An inner dimension as large as the matrix is a dense matrix.
+        assert_eq!(
+            matrix_cost(8, 8, Some(8), Precision::F64),
+            matrix_cost(8, 8, None, Precision::F64)
+        );
+    }
+}
