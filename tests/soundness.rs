@@ -903,3 +903,175 @@ fn kato_temple_at_a_zero_singular_value_keeps_zero_inside() {
         assert_contains_all(&sv.enclosures(), &sorted_abs(&d), "zero singular value");
     }
 }
+
+// ---- The exact-Gram route (proofs/exact-gram.md L23, proofs/gram-eigen.md L24) ----
+
+/// The exact-Gram route alone on `a`: `None` when `a` is zero or its Gram
+/// matrix is not proved exact (the route does not apply).
+fn gram_route(
+    a: &DenseMatrix,
+) -> Option<Result<Vec<specbound::linalg::CertifiedValue>, specbound::enclosure::Inconclusive>> {
+    use specbound::linalg::{dense, gram};
+    let prep = dense::prepare(a.rows, a.cols, &a.data)?;
+    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq)?;
+    e.exact
+        .then(|| gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq))
+}
+
+/// A matrix of float16 values (every entry `M 2^(e-10)`, `|M| < 2^11`,
+/// `-14 <= e <= -3`, zeros and subnormals included): `rows x cols`.
+fn f16_grid(rows: usize, cols: usize, rng: &mut Rng) -> DenseMatrix {
+    let data = (0..rows * cols)
+        .map(|_| match rng.below(16) {
+            0 => 0.0,
+            1 => rng.sign() * rng.below(1 << 10) as f64 * 2f64.powi(-24), // subnormal
+            _ => {
+                let e = -14 + rng.below(12) as i32;
+                rng.sign() * (1024 + rng.below(1024)) as f64 * 2f64.powi(e - 10)
+            }
+        })
+        .collect();
+    DenseMatrix { rows, cols, data }
+}
+
+#[test]
+fn exact_gram_test_passes_only_where_every_evaluation_is_exact() {
+    // Float16 grids: the test of L23 holds, and the symmetric product equals
+    // the exact Gram matrix, computed in integers (entries are multiples of
+    // 2^-24, so 2^48 (A^T A)_ij is an integer far below 2^127).
+    use specbound::linalg::gram::{gram, gram_is_exact};
+    for (m, n, seed) in [
+        (300usize, 70usize, 1u64),
+        (1031, 129, 2),
+        (64, 64, 3),
+        (9, 1, 4),
+    ] {
+        let a = f16_grid(m, n, &mut Rng(seed));
+        let am = faer::Mat::from_fn(m, n, |i, j| a.get(i, j));
+        assert!(gram_is_exact(am.as_ref()), "{m}x{n}: test should pass");
+        for par in [faer::Par::Seq, faer::Par::rayon(2)] {
+            let g = gram(am.as_ref(), par);
+            for i in 0..n {
+                for j in 0..n {
+                    let exact: i128 = (0..m)
+                        .map(|k| {
+                            let x = (a.get(k, i) * 2f64.powi(24)) as i128;
+                            let y = (a.get(k, j) * 2f64.powi(24)) as i128;
+                            x * y
+                        })
+                        .sum();
+                    let got = g[(i, j)] * 2f64.powi(48);
+                    assert!(
+                        got.fract() == 0.0 && got as i128 == exact,
+                        "{m}x{n} ({i},{j})"
+                    );
+                }
+            }
+        }
+    }
+    // Where the test fails, rounding does happen: (A^T A)_12 = 1 - 2^-54 is
+    // not a float, so no evaluation returns it.
+    let e = 2f64.powi(-27);
+    let am = faer::mat![[1.0, 1.0], [e, -e]];
+    assert!(!gram_is_exact(am.as_ref()));
+    assert_eq!(gram(am.as_ref(), faer::Par::Seq)[(0, 1)], 1.0);
+    // A long column on the float16 grid whose squared norm exceeds 2^(53-48).
+    let col = faer::Mat::from_fn(4096, 1, |i, _| if i == 0 { 2f64.powi(-24) } else { 0.125 });
+    // q = -24, S = 4095/64 + 2^-48 > 2^(53-48) = 32.
+    assert!(!gram_is_exact(col.as_ref()));
+}
+
+static GRAM_TALLY: Tally = Tally::new();
+
+#[test]
+fn prop_exact_gram_route_contains_exact_singular_values() {
+    // D Q with integer d (distinct, repeated, zeros, signs) and dyadic
+    // orthogonal Q: the Gram matrix is exact, and the singular values |d_i|
+    // (padded with zeros) must lie in the route's enclosures, index by index.
+    fn prop(seed: u64, m: u8, extra: u8, kind: u8, t: bool) -> TestResult {
+        let m = (m % 24) as usize + 1;
+        let n = m + (extra % 24) as usize;
+        let mut rng = Rng(seed | 1);
+        let d: Vec<f64> = match kind % 4 {
+            0 => (0..m).map(|i| (i + 1) as f64).collect(),
+            1 => (0..m).map(|i| (1 + i % 3) as f64).collect(),
+            2 => (0..m)
+                .map(|i| if i % 2 == 0 { 0.0 } else { (i + 1) as f64 })
+                .collect(),
+            _ => (0..m)
+                .map(|_| rng.sign() * rng.below(1 << 10) as f64)
+                .collect(),
+        };
+        let a = scaled_rows(&d, n, t, &mut rng);
+        match gram_route(&a) {
+            None if d.iter().all(|&x| x == 0.0) => TestResult::discard(),
+            None => panic!("kind {kind} {m}x{n}: the Gram matrix of D Q must be exact"),
+            Some(Ok(values)) => {
+                let encs: Vec<Enclosure> = values.iter().map(|v| v.enclosure).collect();
+                assert_contains_all(&encs, &sorted_abs(&d), &format!("gram kind {kind} {m}x{n}"));
+                GRAM_TALLY.record(true);
+                TestResult::passed()
+            }
+            Some(Err(_)) => {
+                GRAM_TALLY.record(false);
+                TestResult::discard()
+            }
+        }
+    }
+    QuickCheck::new()
+        .tests(cases(300))
+        .max_tests(cases(300) * 10)
+        .quickcheck(prop as fn(u64, u8, u8, u8, bool) -> TestResult);
+    GRAM_TALLY.assert_decided(MIN_DECIDED_PERCENT, "exact-Gram route");
+}
+
+#[test]
+fn exact_gram_route_on_lauchli_contains_sqrt_n_plus_eps2_and_eps() {
+    // [1^T; eps I] with eps = 2^-j: q = -j and S = 1 + eps^2 < 2^(53-2j) for
+    // j <= 26, so the route applies; eps^2 is far below the eigenvalue
+    // radius for large j (the Gram route squares the dynamic range), and the
+    // enclosure of eps must still contain it.
+    for (n, j) in [(2usize, 1i32), (5, 10), (16, 20), (40, 26), (7, 3)] {
+        let eps = 2f64.powi(-j);
+        let mut data = vec![0.0; (n + 1) * n];
+        for c in 0..n {
+            data[c] = 1.0;
+            data[(c + 1) * n + c] = eps;
+        }
+        let a = DenseMatrix {
+            rows: n + 1,
+            cols: n,
+            data,
+        };
+        let values = gram_route(&a)
+            .expect("the Gram matrix is exact")
+            .unwrap_or_else(|e| panic!("n {n} j {j}: {e}"));
+        let q = Rational::from(n) + Rational::from_f64(eps).unwrap().square();
+        assert_contains_sqrt(&values[0].enclosure, &q, "Lauchli sigma_1 (Gram)");
+        for v in &values[1..] {
+            assert!(
+                v.enclosure.contains(eps),
+                "n {n} j {j}: eps not in {:?}",
+                v.enclosure
+            );
+        }
+    }
+}
+
+#[test]
+fn f64_stage_takes_the_exact_gram_route_on_float16_weights_and_contains_exact_values() {
+    // Through the public entry point: a well-conditioned D Q on a float16-like
+    // grid is certified by the exact-Gram route (method gram-eigen) and the
+    // enclosures contain the exact values.
+    let mut rng = Rng(99);
+    let d: Vec<f64> = (0..40).map(|i| (64 + i) as f64).collect();
+    let a = scaled_rows(&d, 200, true, &mut rng);
+    let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
+    assert!(
+        sv.values
+            .iter()
+            .all(|v| v.method == specbound::linalg::Method::GramEigen),
+        "route not taken"
+    );
+    assert_contains_all(&sv.enclosures(), &sorted_abs(&d), "f64 stage, Gram route");
+}

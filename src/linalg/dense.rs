@@ -37,7 +37,7 @@ pub fn exponent_of(x: f64) -> i32 {
 
 /// Exponent of the lowest set bit of a finite nonzero `x`: `x` is an odd
 /// integer times `2^lowest_bit(x)`, and `-1074 <= lowest_bit(x) <= 971`.
-fn lowest_bit(x: f64) -> i32 {
+pub(crate) fn lowest_bit(x: f64) -> i32 {
     let bits = x.to_bits() & 0x7fff_ffff_ffff_ffff;
     let biased = (bits >> 52) as i32;
     let frac = bits & ((1u64 << 52) - 1);
@@ -207,33 +207,29 @@ pub const GRAM_MAX_KAPPA: f64 = 100.0;
 /// estimated condition number exceeds [`GRAM_MAX_KAPPA`] (its residuals would
 /// be too large to be useful), so the caller uses [`approx_thin_svd`].
 pub fn approx_thin_svd_gram(a: MatRef<'_, f64>, par: Par) -> Option<ApproxSvd> {
-    let (m, n) = (a.nrows(), a.ncols());
-    let mut g = Mat::<f64>::zeros(n, n);
-    faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
-    let eig = g.self_adjoint_eigen(faer::Side::Lower).ok()?;
-    let lam: Vec<f64> = eig.S().column_vector().iter().copied().collect();
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&i, &j| {
-        lam[j]
-            .partial_cmp(&lam[i])
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    let s: Vec<f64> = order.iter().map(|&i| lam[i].max(0.0).sqrt()).collect();
-    let (top, bottom) = (s[0], s[n - 1]);
-    if !(top > 0.0) || !(bottom * GRAM_MAX_KAPPA >= top) {
+    let e = super::gram::gram_eigen(a, par)?;
+    approx_thin_svd_from_gram(a, &e, par)
+}
+
+/// [`approx_thin_svd_gram`] from an eigendecomposition of the Gram matrix
+/// already computed (no guarantee).
+pub fn approx_thin_svd_from_gram(
+    a: MatRef<'_, f64>,
+    e: &super::gram::GramEigen,
+    par: Par,
+) -> Option<ApproxSvd> {
+    let s: Vec<f64> = e.lam.iter().map(|&l| l.sqrt()).collect();
+    let (top, bottom) = (s[0], s[s.len() - 1]);
+    if !(top > 0.0) || !(bottom * GRAM_MAX_KAPPA >= top) || s.iter().any(|x| !x.is_finite()) {
         return None;
     }
-    let v = Mat::from_fn(n, n, |i, j| eig.U()[(i, order[j])]);
+    let v = e.v.clone();
     let (av, depth) = chunked_product(a, v.as_ref(), par);
     let mut u = av.clone();
     for (j, &sj) in s.iter().enumerate() {
         let inv = 1.0 / sj;
         u.col_as_slice_mut(j).iter_mut().for_each(|x| *x *= inv);
     }
-    if s.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    let _ = m;
     Some(ApproxSvd {
         u,
         s,

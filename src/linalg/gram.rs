@@ -1,0 +1,236 @@
+//! The exact-Gram route: singular values of `A` (`m >= n`) as square roots
+//! of the certified eigenvalues of `G = A^T A`, for matrices whose Gram
+//! matrix a floating-point GEMM computes **exactly**.
+//!
+//! Weights stored in float16 (and other matrices whose entries share a
+//! fine common grid and whose columns are not too long) have this property:
+//! every entry is an integer multiple of `2^q`, so every product and every
+//! partial sum of `A^T A` is an integer multiple of `2^(2q)`, and when no
+//! column's squared norm reaches `2^(53 + 2q)` all of them are representable
+//! and every rounding is exact, in any order (`proofs/exact-gram.md`, L23).
+//! Then `G` is known exactly after one (symmetric) GEMM, and the symmetric
+//! residual theorem with cluster counting (`proofs/gram-eigen.md`, L24)
+//! certifies all its eigenvalues from one `n x n x n` product `G V`, instead
+//! of the two `m x n x n` products `A V` and `A^T U` of the direct route.
+//! The relative radius of `sigma_i` grows like `(sigma_1 / sigma_i)^2`
+//! (the Gram matrix squares the condition number), so the caller keeps this
+//! route only where it meets the target and otherwise continues with the
+//! residual theorem on `A` itself, reusing the eigenvectors computed here
+//! as the approximation.
+
+use faer::linalg::matmul::triangular::{self, BlockStructure};
+use faer::{Accum, Mat, MatRef, Par};
+
+use super::cluster::Group;
+use super::dense::{self, pair_bounds_and_merge, product_col_err, residual_col_bounds};
+use super::rounding as r;
+use super::{CertifiedValue, Method};
+use crate::enclosure::{Enclosure, Inconclusive};
+
+/// The test of L23 (`proofs/exact-gram.md`): every evaluation of `A^T A`
+/// in the GEMM model (any order, FMA allowed) returns the exact product.
+///
+/// With `2^q` the largest power of two dividing every nonzero entry, it
+/// holds when `2q >= -1074` and an upper bound of the largest squared
+/// column norm is `< 2^(53 + 2q)`. A `false` means only "not proved exact".
+pub fn gram_is_exact(a: MatRef<'_, f64>) -> bool {
+    let (m, n) = (a.nrows(), a.ncols());
+    let mut q = i32::MAX;
+    let mut s_max = 0.0f64;
+    let mut col = Vec::with_capacity(m);
+    for j in 0..n {
+        col.clear();
+        col.extend(a.col(j).iter().copied());
+        for &x in &col {
+            if x != 0.0 {
+                q = q.min(dense::lowest_bit(x));
+            }
+        }
+        let s = r::nonneg_sum_ru(r::sum_sq(&col), m);
+        if !s.is_finite() {
+            return false;
+        }
+        s_max = s_max.max(s);
+    }
+    if q == i32::MAX {
+        return true; // a zero matrix: every product and sum is an exact 0
+    }
+    let e = 53 + 2 * q;
+    if 2 * q < -1074 {
+        return false;
+    }
+    // 2^e is representable for -1021 <= e <= 1023; above, s_max (finite) is smaller.
+    e > 1023 || s_max < r::scale_pow2_rn(1.0, e)
+}
+
+/// `A^T A` by faer's symmetric (lower-triangle) product, mirrored to a full
+/// matrix. Exact when [`gram_is_exact`] holds (L23); otherwise a rounded
+/// approximation, used only where no guarantee is needed.
+pub fn gram(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
+    let n = a.ncols();
+    let mut g = Mat::<f64>::zeros(n, n);
+    triangular::matmul(
+        g.as_mut(),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        a,
+        BlockStructure::Rectangular,
+        1.0,
+        par,
+    );
+    // Mirror in tiles (a copy of the same numbers: exact).
+    const T: usize = 64;
+    for jb in (0..n).step_by(T) {
+        for ib in (0..jb + T).step_by(T) {
+            for j in jb..(jb + T).min(n) {
+                for i in ib..(ib + T).min(j) {
+                    g[(i, j)] = g[(j, i)];
+                }
+            }
+        }
+    }
+    g
+}
+
+/// An approximate eigendecomposition of a Gram matrix (no guarantee):
+/// eigenvalues clipped at 0 and sorted in decreasing order, with their
+/// eigenvectors as columns.
+pub struct GramEigen {
+    /// The Gram matrix the decomposition is of.
+    pub g: Mat<f64>,
+    /// Whether `g` is exactly `A^T A` ([`gram_is_exact`]).
+    pub exact: bool,
+    /// Approximate eigenvalues, `>= 0`, decreasing.
+    pub lam: Vec<f64>,
+    /// Approximate eigenvectors (columns), in the order of `lam`.
+    pub v: Mat<f64>,
+}
+
+/// `G = A^T A` (exact when [`gram_is_exact`] holds) and an approximate
+/// eigendecomposition of it by faer (no guarantee); `None` if the
+/// eigensolver fails or returns non-finite values.
+///
+/// An exact Gram matrix is formed by the symmetric product and decomposed
+/// with the parallelism `par`. Otherwise (the Gram matrix is then only an
+/// approximation for [`super::dense::approx_thin_svd_from_gram`]) the full
+/// product and faer's default eigensolver call are used, as before the
+/// exact route existed, so that certificates of such matrices keep their
+/// exact widths.
+pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
+    let exact = gram_is_exact(a);
+    let n = a.ncols();
+    let (g, raw, vecs) = if exact {
+        let g = gram(a, par);
+        let mut vecs = Mat::<f64>::zeros(n, n);
+        let mut vals = faer::diag::Diag::<f64>::zeros(n);
+        let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
+            n,
+            faer::linalg::evd::ComputeEigenvectors::Yes,
+            par,
+            Default::default(),
+        );
+        let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
+        faer::linalg::evd::self_adjoint_evd(
+            g.as_ref(),
+            vals.as_mut(),
+            Some(vecs.as_mut()),
+            par,
+            faer::dyn_stack::MemStack::new(&mut mem),
+            Default::default(),
+        )
+        .ok()?;
+        let raw: Vec<f64> = vals.column_vector().iter().copied().collect();
+        (g, raw, vecs)
+    } else {
+        let mut g = Mat::<f64>::zeros(n, n);
+        faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
+        let eig = g.self_adjoint_eigen(faer::Side::Lower).ok()?;
+        let raw: Vec<f64> = eig.S().column_vector().iter().copied().collect();
+        (g, raw, eig.U().to_owned())
+    };
+    if raw.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| {
+        raw[j]
+            .partial_cmp(&raw[i])
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let lam = order.iter().map(|&i| raw[i].max(0.0)).collect();
+    let v = Mat::from_fn(n, n, |i, j| vecs[(i, order[j])]);
+    Some(GramEigen { g, exact, lam, v })
+}
+
+/// Certified, index-matched enclosures of all `n` singular values of `A`
+/// (the `m x n`, `m >= n` matrix whose Gram matrix `e.g` is) scaled by
+/// `2^scale_exp`, from the eigendecomposition `e`, which must have
+/// `e.exact`.
+///
+/// *Guarantee: certified enclosure.* `values[i]` contains `2^-scale_exp`
+/// times the exact i-th largest singular value of `A`:
+/// `G = A^T A` exactly (`proofs/exact-gram.md`, L23); the residual
+/// `G V - V diag(lam)` is bounded with the product error of
+/// `proofs/dot-product-error.md` (L4, blocked form) and
+/// `beta >= || |G| ||_2` (`proofs/collatz-bound.md`, L5); per-pair
+/// intervals are merged into disjoint clusters with exact counts
+/// (`proofs/gram-eigen.md`, L24, with `proofs/near-orthogonal.md`, L8);
+/// `sigma_i = sqrt(lambda_i(G))` index by index (L24), and the square roots
+/// and the unscaling are rounded outward (`proofs/rn-directed-scalar.md`,
+/// L3; `proofs/power-of-two-scaling.md`, L2).
+pub fn certify_from_gram(
+    e: &GramEigen,
+    scale_exp: i32,
+    par: Par,
+) -> Result<Vec<CertifiedValue>, Inconclusive> {
+    if !e.exact {
+        return Err(Inconclusive::new(
+            "the Gram matrix is not exact: the exact-Gram route does not apply",
+        ));
+    }
+    let groups = certify_eigen_groups(e.g.as_ref(), &e.lam, e.v.as_ref(), par)?;
+    let mut out = Vec::with_capacity(e.lam.len());
+    for g in &groups {
+        let size = g.members.len();
+        let lo = r::scale_pow2_rd(r::sqrt_rd(g.lo), -scale_exp).max(0.0);
+        let hi = r::scale_pow2_ru(r::sqrt_ru(g.hi), -scale_exp);
+        let enclosure = Enclosure::new(lo, hi)
+            .ok_or_else(|| Inconclusive::new("singular value bound overflowed"))?;
+        for _ in 0..size {
+            out.push(CertifiedValue {
+                enclosure,
+                method: Method::GramEigen,
+                cluster_size: size,
+                exact: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Disjoint eigenvalue groups of the symmetric positive semidefinite `g`
+/// from all `n` approximate pairs `(lam_j, v_j)`, largest first: each hull
+/// contains exactly `members.len()` eigenvalues (L24, L8, L4, L5).
+pub fn certify_eigen_groups(
+    g: MatRef<'_, f64>,
+    lam: &[f64],
+    v: MatRef<'_, f64>,
+    par: Par,
+) -> Result<Vec<Group<f64>>, Inconclusive> {
+    let n = g.nrows();
+    let beta = dense::abs_norm2_ru(g);
+    if !beta.is_finite() {
+        return Err(Inconclusive::new("|| |G| || bound overflowed"));
+    }
+    let (p, depth) = dense::chunked_product(g, v, par);
+    let bounded = dense::BoundedProduct {
+        computed: p,
+        col_err: product_col_err(depth, n, n, beta, v),
+    };
+    let res = residual_col_bounds(&bounded, v, lam);
+    drop(bounded);
+    let zeros = vec![0.0; n];
+    pair_bounds_and_merge(lam, &res, &zeros, v)
+}
