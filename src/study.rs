@@ -332,6 +332,7 @@ fn reusable(
     let ck = Checkpoint::open(model).map_err(|e| format!("model unreadable: {e}"))?;
     let now: Vec<(String, String)> = ck
         .file_hashes()
+        .map_err(|e| format!("model unreadable: {e}"))?
         .into_iter()
         .map(|h| (h.file, h.sha256))
         .collect();

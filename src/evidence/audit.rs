@@ -1024,6 +1024,11 @@ mod tests {
     fn exit_codes_are_the_commands() {
         let r = |consistent, inconsistent, undecided| AuditReport {
             layout: "generic".into(),
+            rtol: 0.0,
+            atol: 0.0,
+            precision: "f64".into(),
+            within_float32_rounding: 0,
+            within_float64_rounding: 0,
             results: Vec::new(),
             consistent,
             inconsistent,

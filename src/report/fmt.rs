@@ -231,7 +231,13 @@ fn shared(lo: f64, hi: f64) -> String {
         // A zero end reads best on its own: `[0, 3.5e-12]`.
         let p = last_digit(lo, hi);
         let sig = |x: f64| (exp10(x) - p + 1).clamp(1, 17);
-        let one = |x: f64, up: bool| if x == 0.0 { "0".to_string() } else { end(x, up, sig(x)) };
+        let one = |x: f64, up: bool| {
+            if x == 0.0 {
+                "0".to_string()
+            } else {
+                end(x, up, sig(x))
+            }
+        };
         return format!("[{}, {}]", one(lo, false), one(hi, true));
     }
     if lo == hi {

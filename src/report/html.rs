@@ -274,7 +274,12 @@ replaced by round-off values t = u sigma_1 (u = 2^-53), at p = k/{}, until it fa
     let zero: Vec<String> = set
         .models
         .iter()
-        .map(|m| (m, m.cert.matrices.iter().filter(|w| w.scale.hi == 0.0).count()))
+        .map(|m| {
+            (
+                m,
+                m.cert.matrices.iter().filter(|w| w.scale.hi == 0.0).count(),
+            )
+        })
         .filter(|(_, c)| *c > 0)
         .map(|(m, c)| format!("{}: {c}", m.id))
         .collect();
