@@ -197,6 +197,7 @@ impl AuditResult {
                 ClaimVerdict::Inconsistent {
                     distance,
                     relative_error,
+                    ..
                 } => (
                     "inconsistent",
                     distance.into_pyobject(py)?.into_any().unbind(),
