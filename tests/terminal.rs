@@ -162,3 +162,28 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
         "audit options are in the page"
     );
 }
+
+#[test]
+fn study_draws_its_progress_bar_and_model_lines_on_a_terminal_only() {
+    let dir = std::env::temp_dir().join(format!("specbound-terminal-study-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("out");
+    let out_s = out.to_str().expect("utf-8 path");
+    let model = common::root().join("data/all-MiniLM-L6-v2");
+    let model_s = model.to_str().expect("utf-8 path");
+    let (code, _, tty) = run_on_pty(&["study", model_s, "--out", out_s]);
+    assert_eq!(code, Some(0), "{tty}");
+    // The bar counts the model's matrices; the finished model's line is
+    // printed above it.
+    assert!(tty.contains("study ["), "{tty:?}");
+    assert!(tty.contains("/156 matrices"), "{tty:?}");
+    assert!(tty.contains("study: [1/1]"), "{tty:?}");
+    // --quiet: nothing on the terminal (the second run reuses the certificate).
+    let (code, _, tty) = run_on_pty(&["study", model_s, "--out", out_s, "--quiet"]);
+    assert_eq!(code, Some(0), "{tty}");
+    assert!(
+        !tty.contains("matrices") && !tty.contains("study: ["),
+        "{tty:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
