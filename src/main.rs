@@ -670,13 +670,16 @@ fn run(cli: Cli) -> Result<Outcome> {
                     ModelStatus::Certified(secs) => format!("certified in {secs:.2} s"),
                     ModelStatus::Inconclusive(why) => format!("inconclusive: {why}"),
                 };
+                let fmt_iv = |x: &specbound::certificate::CertInterval| {
+                    specbound::report::fmt::interval(x.lo, x.hi, st)
+                };
                 let bounds = d
                     .cert
                     .map(|c| {
                         format!(
                             ": B_ours {}, B_Edel {}",
-                            specbound::report::format::interval(&c.bounds.ours),
-                            specbound::report::format::interval(&c.bounds.edelman)
+                            fmt_iv(&c.bounds.ours),
+                            fmt_iv(&c.bounds.edelman)
                         )
                     })
                     .unwrap_or_default();
