@@ -31,20 +31,13 @@ impl Bar {
     /// drawn only when [`wanted`]. Its length is set by
     /// [`Progress::matrices_total`].
     pub fn matrices(label: &str, quiet: bool) -> Self {
-        if !wanted(quiet) {
-            return Self { pb: None };
-        }
         // Until the number of matrices is known: a spinner while the model
         // is read and its proxy matrices formed.
-        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        pb.set_style(
-            ProgressStyle::with_template("{prefix} {spinner} {elapsed} elapsed: {wide_msg}")
-                .expect("valid template"),
-        );
-        pb.set_prefix(label.to_string());
-        pb.set_message("reading the model and forming its proxy matrices");
-        pb.enable_steady_tick(Duration::from_millis(120));
-        Self { pb: Some(pb) }
+        Self::spinner(
+            label,
+            "reading the model and forming its proxy matrices",
+            quiet,
+        )
     }
 
     /// A spinner for one long computation, with the elapsed time and a
