@@ -249,8 +249,15 @@ def test_ctrl_c_stops_a_run_between_matrices_and_leaves_nothing_running(one_laye
         if len(seen) == 1:
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        specbound.certify(BUNDLE, progress=press_ctrl_c)
+    # Python installs its KeyboardInterrupt handler only when SIGINT is not
+    # ignored at start-up, and a shell ignores SIGINT in the commands it runs
+    # in the background (`.ci/run &`): install it here, whatever was inherited.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            specbound.certify(BUNDLE, progress=press_ctrl_c)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(seen) == 1 and seen[0][0] < seen[0][1]
     # The worker has stopped (certify waits for the matrices under way).
     workers = _worker_threads()
