@@ -1071,6 +1071,17 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A fixed mmap threshold: every allocation of 1 MiB or more (the matrices
+    // and their working sets) is its own mapping and goes back to the system
+    // when freed. glibc's default raises the threshold after each large free,
+    // so that later matrices of up to 32 MiB come from the heap and stay
+    // resident, fragmented, after their layer: peak memory then grows with
+    // the number of layers (docs/certify.md, "Memory"; tests/memory.rs).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes an allocator parameter, before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

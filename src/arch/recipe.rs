@@ -6,6 +6,8 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use super::families::{Orientation, Role};
 use super::{
     clean, invalid, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
@@ -395,9 +397,11 @@ pub fn extract_layer(
             Formula::Dense(blocks) => blocks.iter().for_each(|b| needed[b.tensor] = true),
         }
     }
+    // The tensors are read (converted to f64) in parallel; an error is the
+    // first in tensor order, as a sequential read reports it.
     let mats = plan
         .tensors
-        .iter()
+        .par_iter()
         .zip(&needed)
         .map(|(s, &need)| {
             if !need {
@@ -416,6 +420,8 @@ pub fn extract_layer(
             }
             Ok(Some(m))
         })
+        .collect::<Vec<Result<_, ModelError>>>()
+        .into_iter()
         .collect::<Result<Vec<_>, ModelError>>()?;
     let get = |k: usize| {
         mats[k]
