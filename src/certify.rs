@@ -365,6 +365,12 @@ pub struct RunScope {
     /// again by a rerun with the same arguments, which then skips that
     /// layer ([`layer_part_name`]).
     pub resume_dir: Option<PathBuf>,
+    /// Whether [`Run::results`] keeps every certified matrix's singular
+    /// values with their methods (all `min(m, n)` of them, structural
+    /// zeros included). `false` keeps only the certificate's entries
+    /// ([`Run::spectra`]), so that memory does not grow with the model by
+    /// more than those (docs/certify.md, "Memory").
+    pub keep_results: bool,
 }
 
 impl Default for RunScope {
@@ -372,6 +378,7 @@ impl Default for RunScope {
         Self {
             shard: ShardSpec::WHOLE,
             resume_dir: None,
+            keep_results: true,
         }
     }
 }
@@ -387,8 +394,11 @@ pub struct Run {
     /// now and those read back from the resume directory.
     pub spectra: Vec<SpectrumEntry>,
     /// The matrices certified by this run, with their singular values and
-    /// methods (in certificate order; not those read back).
+    /// methods (in certificate order; not those read back); empty unless
+    /// [`RunScope::keep_results`].
     pub results: Vec<MatrixResult>,
+    /// How many matrices this run certified (not those read back).
+    pub certified: usize,
     /// Layers whose part was read back from the resume directory.
     pub reused_layers: Vec<usize>,
     /// The shard's share of the model's estimated cost, out of 1.
@@ -525,7 +535,8 @@ pub fn certify_run(
         .sum();
     progress.matrices_total(pending);
     let mut spectra = Vec::with_capacity(planned.len());
-    let mut results = Vec::with_capacity(pending);
+    let mut results = Vec::with_capacity(if scope.keep_results { pending } else { 0 });
+    let mut certified = 0;
     let mut reused_layers = Vec::new();
     for (l, ids) in by_layer.iter().enumerate() {
         if ids.is_empty() {
@@ -560,13 +571,17 @@ pub fn certify_run(
             out.commit().map_err(CertifyError::Output)?;
         }
         spectra.extend(entries);
-        results.extend(layer);
+        certified += layer.len();
+        if scope.keep_results {
+            results.extend(layer);
+        }
     }
     Ok(Outcome::Certified(Run {
         header,
         shard: scope.shard,
         spectra,
         results,
+        certified,
         reused_layers,
         cost_share,
     }))

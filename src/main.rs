@@ -827,6 +827,8 @@ fn run(cli: Cli) -> Result<Outcome> {
             let scope = RunScope {
                 shard: shard.unwrap_or(ShardSpec::WHOLE),
                 resume_dir: resume_dir.clone(),
+                // Only the certificate's entries are needed here.
+                keep_results: false,
             };
             let b = bar("certify", cli.quiet);
             let outcome = certify_run(&model, &opts, &scope, &b)?;
@@ -846,8 +848,8 @@ fn run(cli: Cli) -> Result<Outcome> {
                     "specbound: resumed from {}: {} finished layers read back ({} matrices), {} matrices certified now",
                     dir.display(),
                     run.reused_layers.len(),
-                    run.spectra.len() - run.results.len(),
-                    run.results.len()
+                    run.spectra.len() - run.certified,
+                    run.certified
                 );
             }
             let secs = t.elapsed().as_secs_f64();
