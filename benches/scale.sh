@@ -6,7 +6,8 @@
 # matrices (M_in and M_out, the largest proxy matrices). Reports per-layer
 # time, the ratio to numpy and the peak resident memory of specbound
 # (/usr/bin/time's maximum RSS) next to the file size and the f64 size of
-# one layer's matrices.
+# one layer's matrices. Both sides' CPU time (all threads) is printed too:
+# on a shared machine it depends less on other jobs than wall time does.
 #
 #   benches/scale.sh [SHAPE ...]      SHAPE: llama7b (default 1 layer), bert-large (default 4)
 #   LLAMA_LAYERS=2 BERT_LAYERS=24 benches/scale.sh
@@ -38,15 +39,15 @@ for shape in "${SHAPES[@]}"; do
     "$VENV/bin/python" benches/make_checkpoint.py "$shape" "$layers" "$ck"
   fi
   # specbound first, in its own process under /usr/bin/time (peak RSS of that process alone).
-  /usr/bin/time -f "%e %M" -o "$DIR/$shape.time" \
+  /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.time" \
     "$BIN" certify -q --out "$DIR/$shape.cert.json" "$ck" > /dev/null
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$VENV/bin/python" - "$shape" "$ck" "$layers" "$DIR/$shape.time" "$DIR/$shape.cert.json" <<'PY'
 import json, os, struct, sys, time
 import numpy as np
 from threadpoolctl import threadpool_info
 shape, ck, layers, timefile, certfile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-wall, rss_kib = open(timefile).read().split()
-wall, rss_kib = float(wall), int(rss_kib)
+wall, rss_kib, user, sys_ = open(timefile).read().split()
+wall, rss_kib, cpu = float(wall), int(rss_kib), float(user) + float(sys_)
 path = os.path.join(ck, "model.safetensors")
 with open(path, "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
@@ -66,13 +67,13 @@ else:
     m_out = lambda: tensor("encoder.layer.0.output.dense.weight")
 def gram_eigvalsh(load):
     a = load()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     g = a.T @ a if a.shape[0] >= a.shape[1] else a @ a.T
     e = np.linalg.eigvalsh(g)
-    return time.perf_counter() - t, e
-t_in, e_in = gram_eigvalsh(m_in_t)
-t_out, e_out = gram_eigvalsh(m_out)
-t_np = t_in + t_out
+    return time.perf_counter() - t, time.process_time() - c, e
+t_in, c_in, e_in = gram_eigvalsh(m_in_t)
+t_out, c_out, e_out = gram_eigvalsh(m_out)
+t_np, c_np = t_in + t_out, c_in + c_out
 cert = json.load(open(certfile))
 mats = cert["matrices"]
 rel = lambda x: (x["hi"] - x["lo"]) / (x["hi"] + x["lo"])
@@ -84,7 +85,8 @@ print(f"{shape}: {layers} layer(s), {len(mats)} matrices; numpy {[(i['internal_a
 print(f"  specbound certify: {wall:.2f} s = {per_layer:.2f} s per layer; peak RSS {rss_kib / 1024:.0f} MiB "
       f"(file {os.path.getsize(path) / 2**20:.0f} MiB; one layer's matrices in f64 {layer_f64 / 2**20:.0f} MiB; largest proxy matrix in f64 {largest / 2**20:.0f} MiB)")
 print(f"  numpy Gram + eigvalsh of one layer's M_in, M_out: {t_in:.2f} + {t_out:.2f} = {t_np:.2f} s")
-print(f"  ratio specbound per layer / numpy: {per_layer / t_np:.2f}")
+print(f"  ratio specbound per layer / numpy: {per_layer / t_np:.2f} (wall); CPU time (user + sys, all threads) "
+      f"{cpu / layers:.2f} s per layer against {c_np:.2f} s: {cpu / layers / c_np:.2f}; load average {os.getloadavg()[0]:.2f}")
 print(f"  widths: largest sigma_1 relative radius {worst_s1:.2e}; ranks certified {all(m['rank']['lo'] == m['rank']['hi'] for m in mats)}; "
       f"p_opt singletons {all(len(m['p_opt']) == 1 for m in mats)}; sqrt(lambda_max) numpy {np.sqrt(e_in[-1]):.9f} {np.sqrt(e_out[-1]):.9f}")
 PY
