@@ -393,11 +393,9 @@ pub fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Incon
     Ok(dense::prepare(a.rows, a.cols, &a.data))
 }
 
-/// The singular values of the zero `rows x cols` matrix: exact zeros.
-///
-/// *Guarantee: certified enclosure* (every singular value of a zero matrix
-/// is exactly 0; `Method::Structural`).
-pub fn zero_singular_values(rows: usize, cols: usize) -> SingularValues {
+/// The singular values of the zero `rows x cols` matrix: exact zeros (by
+/// definition: `A^T A = 0`), as [`certify_singular_values`] returns them.
+pub(crate) fn zero_singular_values(rows: usize, cols: usize) -> SingularValues {
     zero_matrix(rows, cols)
 }
 
