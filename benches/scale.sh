@@ -25,9 +25,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q numpy threadpoolctl
 fi
 cargo build --release -q --bin specbound
-BIN="${CARGO_TARGET_DIR:-target}/release/specbound"
 DIR=target/scale
 mkdir -p "$DIR"
+# A private copy: a shared target directory's binary may be replaced by another build.
+cp "${CARGO_TARGET_DIR:-target}/release/specbound" "$DIR/specbound"
+BIN="$DIR/specbound"
 for shape in "${SHAPES[@]}"; do
   case "$shape" in
     llama7b) layers="${LLAMA_LAYERS:-1}" ;;
