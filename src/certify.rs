@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use faer::Par;
 use inari::Interval;
-use rayon::prelude::*;
 
 use crate::arch::{
     self, ArchOverrides, Architecture, MatrixId, ModelError, ProxyMatrix, ProxySource,
@@ -173,6 +172,124 @@ pub fn certify_matrix(
     }
 }
 
+/// [`certify_matrix`] on a matrix the caller gives up: a dense matrix's
+/// entry norms are enclosed first, then it is prepared (scaled and oriented
+/// exactly, `linalg::dense::prepare`) and dropped before its singular values
+/// are certified, so that its f64 copy is not alive next to the working set
+/// of the certification (docs/certify.md, "Memory").
+///
+/// *Guarantee: certified enclosure*, as [`certify_matrix`], by the same
+/// lemmas (`linalg::certify_prepared` names those of the singular values;
+/// `proofs/derived-quantities.md`, L15, and `proofs/compensated-sum.md`,
+/// L12, for the summary).
+pub fn certify_matrix_owned(
+    pm: ProxyMatrix,
+    opts: &SvdOptions,
+) -> Result<(SingularValues, SpectralSummary), Inconclusive> {
+    let id = pm.id;
+    let wrap = |e: Inconclusive| Inconclusive::new(format!("{id}: {}", e.reason));
+    match pm.source {
+        ProxySource::Dense(a) => {
+            let (rows, cols) = (a.rows, a.cols);
+            let prep = crate::linalg::prepare_checked(&a).map_err(wrap)?;
+            let frob = crate::spectral::enclose_frobenius_from_entries(&a).map_err(wrap)?;
+            let (n21, n11) = crate::spectral::enclose_entry_norms(&a).map_err(wrap)?;
+            drop(a);
+            let sv = match prep {
+                None => crate::linalg::zero_singular_values(rows, cols),
+                Some(prep) => {
+                    crate::linalg::certify_prepared(&prep, rows, cols, opts).map_err(wrap)?
+                }
+            };
+            let s = crate::spectral::summarize_with(&sv, frob, n21, n11).map_err(wrap)?;
+            Ok((sv, s))
+        }
+        source @ ProxySource::Factored { .. } => {
+            certify_matrix(&ProxyMatrix { source, ..pm }, opts)
+        }
+    }
+}
+
+/// A rough cost of certifying a matrix, for scheduling only (largest
+/// first): `m n^2 + 4 n^3` for a dense `m x n` (`m >= n`) matrix (one Gram
+/// product, one eigensolver), `m n r` for a factored product of rank `r`
+/// (its entry norms form the product).
+fn schedule_cost(pm: &ProxyMatrix) -> f64 {
+    match &pm.source {
+        ProxySource::Dense(a) => {
+            let (m, n) = (a.rows.max(a.cols) as f64, a.rows.min(a.cols) as f64);
+            m * n * n + 4.0 * n * n * n
+        }
+        ProxySource::Factored { b, c } => b.rows as f64 * c.cols as f64 * b.cols as f64,
+    }
+}
+
+/// Certifies a batch of matrices (one layer) on the current rayon pool:
+/// largest first, each thread taking the next matrix when it finishes one
+/// (greedy list scheduling), each matrix certified on one thread with
+/// `opts` (`Par::Seq` there) and dropped when done
+/// ([`certify_matrix_owned`]). Results come back in the order given;
+/// `progress` hears of each matrix as it finishes and is asked before each
+/// one starts: once it says cancelled, no further matrix starts and those
+/// not started come back `None`.
+///
+/// At most one matrix per thread is in flight, so memory is the batch's
+/// matrices plus the working sets of as many matrices as there are threads.
+///
+/// *Guarantee: certified enclosure* of every value it returns, as
+/// [`certify_matrix`] (the lemmas it names).
+pub fn certify_batch(
+    mats: Vec<ProxyMatrix>,
+    opts: &SvdOptions,
+    progress: &dyn Progress,
+) -> Vec<Option<Result<MatrixResult, Inconclusive>>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let n = mats.len();
+    let costs: Vec<f64> = mats.iter().map(schedule_cost).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    // Largest first; ties keep the given order (a stable sort).
+    order.sort_by(|&i, &j| costs[j].total_cmp(&costs[i]));
+    let slots: Vec<Mutex<Option<ProxyMatrix>>> =
+        mats.into_iter().map(|m| Mutex::new(Some(m))).collect();
+    let results: Vec<Mutex<Option<Result<MatrixResult, Inconclusive>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        if progress.cancelled() {
+            break;
+        }
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&i) = order.get(k) else { break };
+        let pm = slots[i]
+            .lock()
+            .expect("no panic while holding the lock")
+            .take()
+            .expect("each matrix is taken once");
+        let (id, rows, cols) = (pm.id, pm.rows, pm.cols);
+        let done = certify_matrix_owned(pm, opts);
+        progress.matrix_done(id);
+        let r = done.map(|(sv, summary)| MatrixResult {
+            id,
+            rows,
+            cols,
+            sv,
+            summary,
+        });
+        *results[i].lock().expect("no panic while holding the lock") = Some(r);
+    };
+    let threads = rayon::current_num_threads().clamp(1, n.max(1));
+    rayon::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|_| work());
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("no panic while holding the lock"))
+        .collect()
+}
+
 /// Runs the whole pipeline on a model directory or file.
 ///
 /// *Guarantee: certified enclosure* for every interval of the certificate
@@ -248,6 +365,12 @@ pub struct RunScope {
     /// again by a rerun with the same arguments, which then skips that
     /// layer ([`layer_part_name`]).
     pub resume_dir: Option<PathBuf>,
+    /// Whether [`Run::results`] keeps every certified matrix's singular
+    /// values with their methods (all `min(m, n)` of them, structural
+    /// zeros included). `false` keeps only the certificate's entries
+    /// ([`Run::spectra`]), so that memory does not grow with the model by
+    /// more than those (docs/certify.md, "Memory").
+    pub keep_results: bool,
 }
 
 impl Default for RunScope {
@@ -255,6 +378,7 @@ impl Default for RunScope {
         Self {
             shard: ShardSpec::WHOLE,
             resume_dir: None,
+            keep_results: true,
         }
     }
 }
@@ -270,8 +394,11 @@ pub struct Run {
     /// now and those read back from the resume directory.
     pub spectra: Vec<SpectrumEntry>,
     /// The matrices certified by this run, with their singular values and
-    /// methods (in certificate order; not those read back).
+    /// methods (in certificate order; not those read back); empty unless
+    /// [`RunScope::keep_results`].
     pub results: Vec<MatrixResult>,
+    /// How many matrices this run certified (not those read back).
+    pub certified: usize,
     /// Layers whose part was read back from the resume directory.
     pub reused_layers: Vec<usize>,
     /// The shard's share of the model's estimated cost, out of 1.
@@ -408,7 +535,8 @@ pub fn certify_run(
         .sum();
     progress.matrices_total(pending);
     let mut spectra = Vec::with_capacity(planned.len());
-    let mut results = Vec::with_capacity(pending);
+    let mut results = Vec::with_capacity(if scope.keep_results { pending } else { 0 });
+    let mut certified = 0;
     let mut reused_layers = Vec::new();
     for (l, ids) in by_layer.iter().enumerate() {
         if ids.is_empty() {
@@ -421,24 +549,9 @@ pub fn certify_run(
         }
         let wanted: std::collections::HashSet<MatrixId> = ids.iter().copied().collect();
         let mats = arch::extract_layer(&ck, &arch, l, &|id| wanted.contains(&id))?;
-        // `None`: skipped because the run was cancelled.
-        let layer: Vec<Option<Result<MatrixResult, Inconclusive>>> = mats
-            .into_par_iter()
-            .map(|pm| {
-                if progress.cancelled() {
-                    return None;
-                }
-                let done = certify_matrix(&pm, &svd_opts);
-                progress.matrix_done(pm.id);
-                Some(done.map(|(sv, summary)| MatrixResult {
-                    id: pm.id,
-                    rows: pm.rows,
-                    cols: pm.cols,
-                    sv,
-                    summary,
-                }))
-            })
-            .collect();
+        // Largest first, each matrix dropped once certified; `None`:
+        // skipped because the run was cancelled.
+        let layer = certify_batch(mats, &svd_opts, progress);
         let Some(layer) = layer.into_iter().collect::<Option<Vec<_>>>() else {
             return Err(CertifyError::Cancelled);
         };
@@ -458,13 +571,17 @@ pub fn certify_run(
             out.commit().map_err(CertifyError::Output)?;
         }
         spectra.extend(entries);
-        results.extend(layer);
+        certified += layer.len();
+        if scope.keep_results {
+            results.extend(layer);
+        }
     }
     Ok(Outcome::Certified(Run {
         header,
         shard: scope.shard,
         spectra,
         results,
+        certified,
         reused_layers,
         cost_share,
     }))

@@ -830,6 +830,8 @@ fn run(cli: Cli) -> Result<Outcome> {
             let scope = RunScope {
                 shard: shard.unwrap_or(ShardSpec::WHOLE),
                 resume_dir: resume_dir.clone(),
+                // Only the certificate's entries are needed here.
+                keep_results: false,
             };
             let b = bar("certify", cli.quiet);
             let outcome = certify_run(&model, &opts, &scope, &b)?;
@@ -849,8 +851,8 @@ fn run(cli: Cli) -> Result<Outcome> {
                     "specbound: resumed from {}: {} finished layers read back ({} matrices), {} matrices certified now",
                     dir.display(),
                     run.reused_layers.len(),
-                    run.spectra.len() - run.results.len(),
-                    run.results.len()
+                    run.spectra.len() - run.certified,
+                    run.certified
                 );
             }
             let secs = t.elapsed().as_secs_f64();
@@ -1073,6 +1075,17 @@ fn main() -> ExitCode {
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    // A fixed mmap threshold: every allocation of 1 MiB or more (the matrices
+    // and their working sets) is its own mapping and goes back to the system
+    // when freed. glibc's default raises the threshold after each large free,
+    // so that later matrices of up to 32 MiB come from the heap and stay
+    // resident, fragmented, after their layer: peak memory then grows with
+    // the number of layers (docs/certify.md, "Memory"; tests/memory.rs).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes an allocator parameter, before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -716,6 +716,60 @@ fn factored_norms_with_factors_scaled_by_2_pow_pm_500_contain_exact_values() {
 }
 
 #[test]
+fn factored_entry_norms_over_several_column_blocks_contain_exact_values() {
+    // The product is formed 256 columns at a time: 600 columns give two
+    // full blocks and a partial one. Integer factors: every entry of B C is
+    // an exact integer, so the oracle is exact.
+    use rug::float::Round;
+    use specbound::spectral::enclose_product_entry_norms;
+    let (m, r, n) = (9usize, 3usize, 600usize);
+    let mut rng = Rng(4242);
+    let mut int = |rows: usize, cols: usize| DenseMatrix {
+        rows,
+        cols,
+        data: (0..rows * cols)
+            .map(|_| rng.below(201) as f64 - 100.0)
+            .collect(),
+    };
+    let (b, c) = (int(m, r), int(r, n));
+    let (fro, n21, n11) = enclose_product_entry_norms(&b, &c).unwrap();
+    let entry = |i: usize, j: usize| -> i64 {
+        (0..r)
+            .map(|k| b.get(i, k) as i64 * c.get(k, j) as i64)
+            .sum()
+    };
+    let col2: Vec<i64> = (0..n)
+        .map(|j| (0..m).map(|i| entry(i, j).pow(2)).sum())
+        .collect();
+    let fro2 = Rational::from(col2.iter().sum::<i64>());
+    assert_contains_sqrt(&fro, &fro2, "Frobenius over blocks");
+    let abs: i64 = (0..m)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| entry(i, j).abs())
+        .sum();
+    assert!(
+        n11.lo() <= abs as f64 && abs as f64 <= n11.hi(),
+        "(1,1)-norm {abs} not in [{}, {}]",
+        n11.lo(),
+        n11.hi()
+    );
+    let (mut olo, mut ohi) = (Float::new(400), Float::new(400));
+    for &c2 in &col2 {
+        let x = Float::with_val(400, c2);
+        let (sl, sh) = (
+            dir_op(x.clone(), Round::Down, Float::sqrt_round),
+            dir_op(x, Round::Up, Float::sqrt_round),
+        );
+        olo = Float::with_val_round(400, &olo + sl, Round::Down).0;
+        ohi = Float::with_val_round(400, &ohi + sh, Round::Up).0;
+    }
+    assert!(
+        Float::with_val(400, n21.lo()) <= olo && ohi <= Float::with_val(400, n21.hi()),
+        "(2,1)-norm over blocks"
+    );
+}
+
+#[test]
 fn schatten_norm_for_p_5000_contains_the_exact_value() {
     // Regression: the norm was null (the scaled terms reached 2^5000).
     // Exact oracle: lo^p <= sum sigma_i^p <= hi^p with rationals.

@@ -6,6 +6,8 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use super::families::{Orientation, Role};
 use super::{
     clean, invalid, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
@@ -342,20 +344,32 @@ fn plan_layer(
 }
 
 /// The blocks side by side (all of the same height).
-fn side_by_side(blocks: Vec<DenseMatrix>) -> DenseMatrix {
-    let mut it = blocks.into_iter();
-    let first = it.next().expect("at least one block");
-    let rest: Vec<DenseMatrix> = it.collect();
-    if rest.is_empty() {
-        return first;
+fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) -> DenseMatrix {
+    if let [one] = blocks {
+        return one.take(get(one.tensor));
     }
-    let rows = first.rows;
-    let cols = first.cols + rest.iter().map(|m| m.cols).sum::<usize>();
-    let mut data = Vec::with_capacity(rows * cols);
-    for i in 0..rows {
-        for m in std::iter::once(&first).chain(&rest) {
-            data.extend_from_slice(&m.data[i * m.cols..(i + 1) * m.cols]);
+    // Straight from the tensors into the result (no copy of each block).
+    let rows = blocks[0].shape().0;
+    let cols: usize = blocks.iter().map(|b| b.shape().1).sum();
+    let mut data = vec![0.0; rows * cols];
+    let mut off = 0;
+    for b in blocks {
+        let m = get(b.tensor);
+        let (br, bc) = b.shape();
+        assert_eq!(br, rows, "blocks side by side have equal row counts");
+        debug_assert!(b.rows.end <= m.rows && b.cols.end <= m.cols);
+        for (ii, i) in b.rows.clone().enumerate() {
+            let src = &m.data[i * m.cols + b.cols.start..i * m.cols + b.cols.end];
+            if b.transpose {
+                // Block entry (jj, ii) is the stored (i, cols.start + jj).
+                for (jj, &x) in src.iter().enumerate() {
+                    data[jj * cols + off + ii] = x;
+                }
+            } else {
+                data[ii * cols + off..ii * cols + off + bc].copy_from_slice(src);
+            }
         }
+        off += bc;
     }
     DenseMatrix { rows, cols, data }
 }
@@ -395,9 +409,11 @@ pub fn extract_layer(
             Formula::Dense(blocks) => blocks.iter().for_each(|b| needed[b.tensor] = true),
         }
     }
-    let mats = plan
+    // The tensors are read (converted to f64) in parallel; an error is the
+    // first in tensor order, as a sequential read reports it.
+    let mut mats = plan
         .tensors
-        .iter()
+        .par_iter()
         .zip(&needed)
         .map(|(s, &need)| {
             if !need {
@@ -416,32 +432,49 @@ pub fn extract_layer(
             }
             Ok(Some(m))
         })
-        .collect::<Result<Vec<_>, ModelError>>()?;
-    let get = |k: usize| {
-        mats[k]
-            .as_ref()
-            .expect("read above: a selected recipe uses it")
-    };
-    Ok(recipes
+        .collect::<Vec<Result<_, ModelError>>>()
         .into_iter()
-        .map(|r| {
-            let source = match r.formula {
-                Formula::Factored(b, c) => ProxySource::Factored {
-                    b: b.take(get(b.tensor)),
-                    c: c.take(get(c.tensor)),
-                },
-                Formula::Dense(blocks) => ProxySource::Dense(side_by_side(
-                    blocks.iter().map(|b| b.take(get(b.tensor))).collect(),
-                )),
-            };
-            ProxyMatrix {
-                id: r.id,
-                rows: r.rows,
-                cols: r.cols,
-                source,
+        .collect::<Result<Vec<_>, ModelError>>()?;
+    // Each tensor is freed after the last matrix formed from it, so that
+    // the layer's tensors and its matrices are not all alive at once
+    // (docs/certify.md, "Memory").
+    let mut last_use = vec![0usize; plan.tensors.len()];
+    for (i, r) in recipes.iter().enumerate() {
+        match &r.formula {
+            Formula::Factored(b, c) => {
+                last_use[b.tensor] = i;
+                last_use[c.tensor] = i;
             }
-        })
-        .collect())
+            Formula::Dense(blocks) => blocks.iter().for_each(|b| last_use[b.tensor] = i),
+        }
+    }
+    let mut out = Vec::with_capacity(recipes.len());
+    for (i, r) in recipes.into_iter().enumerate() {
+        let get = |k: usize| {
+            mats[k]
+                .as_ref()
+                .expect("read above and kept until its last use")
+        };
+        let source = match &r.formula {
+            Formula::Factored(b, c) => ProxySource::Factored {
+                b: b.take(get(b.tensor)),
+                c: c.take(get(c.tensor)),
+            },
+            Formula::Dense(blocks) => ProxySource::Dense(side_by_side(blocks, &get)),
+        };
+        for (t, m) in mats.iter_mut().enumerate() {
+            if needed[t] && last_use[t] == i {
+                *m = None;
+            }
+        }
+        out.push(ProxyMatrix {
+            id: r.id,
+            rows: r.rows,
+            cols: r.cols,
+            source,
+        });
+    }
+    Ok(out)
 }
 
 /// One proxy matrix as `inspect` describes it, without reading its values.

@@ -34,16 +34,39 @@ impl Source {
             Source::Torch(f) => f.path(),
         }
     }
-    /// Lower-case hex SHA-256 of the whole file.
+    /// Lower-case hex SHA-256 of the whole file. A mapped file is hashed in
+    /// chunks whose pages are released after use
+    /// ([`super::release_pages`]), so that hashing a model does not leave
+    /// all of it resident in this process.
     fn sha256(&self) -> Result<String, ReadError> {
+        const CHUNK: usize = 64 << 20;
         let bytes = match self {
             Source::St(f) => f.bytes(),
             Source::Gguf(f) => f.bytes(),
             Source::Torch(f) => return f.sha256(),
         };
         let mut h = Sha256::new();
-        h.update(bytes);
+        for (k, chunk) in bytes.chunks(CHUNK).enumerate() {
+            h.update(chunk);
+            self.release_bytes(k * CHUNK, chunk.len());
+        }
         Ok(format!("{:x}", h.finalize()))
+    }
+    /// Releases the mapped pages of a tensor (a no-op for a PyTorch file,
+    /// which is read, not mapped).
+    fn release(&self, name: &str) {
+        match self {
+            Source::St(f) => f.release(name),
+            Source::Gguf(f) => f.release(name),
+            Source::Torch(_) => {}
+        }
+    }
+    fn release_bytes(&self, start: usize, len: usize) {
+        match self {
+            Source::St(f) => super::release_pages(f.bytes_map(), start, len),
+            Source::Gguf(f) => super::release_pages(f.bytes_map(), start, len),
+            Source::Torch(_) => {}
+        }
     }
     fn names(&self) -> Vec<String> {
         match self {
@@ -510,9 +533,18 @@ impl Checkpoint {
     }
 
     /// Reads a 2-D tensor (exact conversion to f64, finiteness checked).
+    ///
+    /// The tensor's pages of a mapped file are released from this process's
+    /// resident memory once it is converted (the bytes stay in the kernel's
+    /// page cache), so that resident memory follows the tensors in use, not
+    /// the size of the files (docs/certify.md, "Memory").
     pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         match self.index.get(name) {
-            Some(&i) => self.files[i].read(name),
+            Some(&i) => {
+                let r = self.files[i].read(name);
+                self.files[i].release(name);
+                r
+            }
             None => Err(ReadError::MissingTensor {
                 path: self.file_of(name),
                 tensor: name.to_string(),

@@ -390,6 +390,19 @@ impl GgufFile {
         &self.mmap
     }
 
+    /// The file mapping (for [`super::release_pages`]).
+    pub(crate) fn bytes_map(&self) -> &Mmap {
+        &self.mmap
+    }
+
+    /// Releases the file pages of a tensor from resident memory
+    /// ([`super::release_pages`]); a no-op for an unknown name.
+    pub fn release(&self, name: &str) {
+        if let Some(t) = self.tensors.get(name) {
+            super::release_pages(&self.mmap, t.start, t.len);
+        }
+    }
+
     /// An integer metadata value.
     pub fn meta_int(&self, key: &str) -> Option<i128> {
         match self.meta.get(key) {

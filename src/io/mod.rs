@@ -503,6 +503,26 @@ pub fn read_gguf(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Read
     f.read(&name)
 }
 
+/// Drops the pages `start..start + len` of a read-only file mapping from
+/// this process's resident memory: the bytes stay in the kernel's page
+/// cache and a later access reads them again, unchanged. Called once a
+/// tensor has been converted (and while hashing), so that resident memory
+/// follows the tensors in use rather than the size of the files.
+pub(crate) fn release_pages(map: &memmap2::Mmap, start: usize, len: usize) {
+    if len == 0 || start >= map.len() {
+        return;
+    }
+    let len = len.min(map.len() - start);
+    #[cfg(unix)]
+    // SAFETY: `map` is a read-only shared mapping of a file (memmap2's
+    // `Mmap`): MADV_DONTNEED only removes this process's page-table entries,
+    // and the next access faults the same file bytes in again; no data is
+    // lost or changed. Failure only means that the pages stay resident.
+    unsafe {
+        let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len);
+    }
+}
+
 /// Returns the position and value of the first non-finite entry (row-major).
 pub(crate) fn check_finite(
     path: &Path,

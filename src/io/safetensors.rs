@@ -94,6 +94,20 @@ impl SafetensorsFile {
         decode_tensor(&self.path, name, info, bytes)
     }
 
+    /// The file mapping (for [`super::release_pages`]).
+    pub(crate) fn bytes_map(&self) -> &Mmap {
+        &self.mmap
+    }
+
+    /// Releases the file pages of a tensor from resident memory
+    /// ([`super::release_pages`]); a no-op for an unknown name.
+    pub fn release(&self, name: &str) {
+        if let Some(info) = self.meta.info(name) {
+            let (b, e) = info.data_offsets;
+            super::release_pages(&self.mmap, self.data_start + b, e - b);
+        }
+    }
+
     /// All 2-D tensors of a supported dtype, in natural name order.
     fn two_d_candidates(&self) -> Vec<String> {
         self.names

@@ -373,15 +373,51 @@ pub fn certify_singular_values(
     a: &DenseMatrix,
     opts: &SvdOptions,
 ) -> Result<SingularValues, Inconclusive> {
+    match prepare_checked(a)? {
+        None => Ok(zero_matrix(a.rows, a.cols)),
+        Some(prep) => certify_prepared(&prep, a.rows, a.cols, opts),
+    }
+}
+
+/// Prepares a matrix for [`certify_prepared`]: rejects non-finite entries
+/// and empty dimensions (inconclusive, as [`certify_singular_values`]), and
+/// returns `None` for a zero matrix, whose values are exact zeros
+/// ([`zero_singular_values`]).
+pub fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
     if a.data.iter().any(|x| !x.is_finite()) {
         return Err(Inconclusive::new("matrix has non-finite entries"));
     }
     if a.rows == 0 || a.cols == 0 {
         return Err(Inconclusive::new("matrix has a zero-sized dimension"));
     }
-    let Some(prep) = dense::prepare(a.rows, a.cols, &a.data) else {
-        return Ok(zero_matrix(a.rows, a.cols));
-    };
+    Ok(dense::prepare(a.rows, a.cols, &a.data))
+}
+
+/// The singular values of the zero `rows x cols` matrix: exact zeros (by
+/// definition: `A^T A = 0`), as [`certify_singular_values`] returns them.
+pub(crate) fn zero_singular_values(rows: usize, cols: usize) -> SingularValues {
+    zero_matrix(rows, cols)
+}
+
+/// [`certify_singular_values`] of the `rows x cols` matrix `A` from its
+/// preparation `prep` (`dense::prepare`: `2^k A` or `2^k A^T`, exactly, L2),
+/// so that a caller may drop `A` itself before the certification allocates
+/// its working set.
+///
+/// *Guarantee: certified enclosure*, as [`certify_singular_values`], by the
+/// same lemmas: `proofs/residual-single-pair.md` (L6),
+/// `proofs/residual-cluster.md` (L7), `proofs/near-orthogonal.md` (L8),
+/// `proofs/dot-product-error.md` (L4), `proofs/collatz-bound.md` (L5),
+/// `proofs/power-of-two-scaling.md` (L2), `proofs/exact-gram.md` (L23),
+/// `proofs/gram-eigen.md` (L24), `proofs/ozaki-exact-product.md` (L11),
+/// `proofs/compensated-sum.md` (L12), `proofs/mpfr-directed.md` (L13) and
+/// `proofs/sorting-lemma.md` (L10).
+pub fn certify_prepared(
+    prep: &dense::Prepared,
+    rows: usize,
+    cols: usize,
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
     // The direct thin SVD is computed lazily: the f64 stage first tries the
     // faster Gram-based approximation on well-conditioned matrices.
     let direct_svd: std::cell::OnceCell<Result<dense::ApproxSvd, Inconclusive>> =
@@ -395,8 +431,8 @@ pub fn certify_singular_values(
     let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
         let groups = dense::certify_pairs(prep.a.as_ref(), svd, opts.par)?;
         Ok(SingularValues {
-            rows: a.rows,
-            cols: a.cols,
+            rows,
+            cols,
             values: values_from_groups(&groups, prep.scale_exp, Method::F64Residual)?,
             structural_zeros: 0,
             notes: Vec::new(),
@@ -417,8 +453,8 @@ pub fn certify_singular_values(
             if eig.exact {
                 if let Ok(values) = gram::certify_from_gram(&eig, prep.scale_exp, opts.par) {
                     let r = SingularValues {
-                        rows: a.rows,
-                        cols: a.cols,
+                        rows,
+                        cols,
                         values,
                         structural_zeros: 0,
                         notes: Vec::new(),
@@ -451,8 +487,8 @@ pub fn certify_singular_values(
     let extended_result = || -> Result<SingularValues, Inconclusive> {
         let groups = extended::certify_pairs(prep.a.as_ref(), direct()?, opts.par)?;
         Ok(SingularValues {
-            rows: a.rows,
-            cols: a.cols,
+            rows,
+            cols,
             values: values_from_groups(&groups, prep.scale_exp, Method::ExtendedResidual)?,
             structural_zeros: 0,
             notes: Vec::new(),
@@ -461,8 +497,8 @@ pub fn certify_singular_values(
     let mpfr_result = |bits: u32| -> Result<SingularValues, Inconclusive> {
         let values = mpfr::certify(prep.a.as_ref(), prep.scale_exp, bits)?;
         Ok(SingularValues {
-            rows: a.rows,
-            cols: a.cols,
+            rows,
+            cols,
             values,
             structural_zeros: 0,
             notes: Vec::new(),

@@ -340,15 +340,11 @@ pub fn enclose_product_entry_norms(
     let (kb, kc) = (entry_scale(b), entry_scale(c));
     let bm = Mat::from_fn(m, rr, |i, j| r::scale_pow2_rn(b.get(i, j), kb));
     let cm = Mat::from_fn(rr, n, |i, j| r::scale_pow2_rn(c.get(i, j), kc));
-    let mut y = Mat::<f64>::zeros(m, n);
-    faer::linalg::matmul::matmul(
-        &mut y,
-        Accum::Replace,
-        bm.as_ref(),
-        cm.as_ref(),
-        1.0,
-        Par::Seq,
-    );
+    // Y is formed a block of columns at a time (each entry is the same
+    // length-r dot product, in whatever order the GEMM takes it: L4 covers
+    // any order), so that the m x n product never lives in memory whole.
+    const BLOCK: usize = 256;
+    let mut y = Mat::<f64>::zeros(m, BLOCK.min(n));
     // w = upper bound of 1^T |B'| (column sums of |B'|), an r-vector.
     let w: Vec<f64> = (0..rr)
         .map(|k| r::nonneg_sum_ru((0..m).fold(0.0, |acc, i| acc + bm[(i, k)].abs()), m))
@@ -359,9 +355,21 @@ pub fn enclose_product_entry_norms(
     let (mut a_lo, mut a_hi) = (Sum2::new(), Sum2::new());
     let (mut n21_lo, mut n21_hi) = (Sum2::new(), Sum2::new());
     for j in 0..n {
+        let jj = j % BLOCK;
+        if jj == 0 {
+            let width = BLOCK.min(n - j);
+            faer::linalg::matmul::matmul(
+                y.as_mut().subcols_mut(0, width),
+                Accum::Replace,
+                bm.as_ref(),
+                cm.as_ref().subcols(j, width),
+                1.0,
+                Par::Seq,
+            );
+        }
         let dot = (0..rr).fold(0.0, |acc, k| w[k].mul_add(cm[(k, j)].abs(), acc));
         let e = r::add_ru(r::mul_ru(gam, r::nonneg_sum_ru(dot, rr)), under);
-        let col = y.col_as_slice(j);
+        let col = y.col_as_slice(jj);
         let s2 = r::sum_sq(col);
         let s1 = col.iter().fold(0.0, |acc, x| acc + x.abs());
         let norm_lo = r::sub_rd(r::sqrt_rd(r::nonneg_sum_rd(s2, m)), e).max(0.0);
