@@ -218,21 +218,27 @@ fn every_family_certifies_without_error_in_f64() {
     }
 }
 
+/// The Lauchli matrix `[1^T; eps I]`, `(n+1) x n`: singular values
+/// `sqrt(n + eps^2)` once and `eps` (n - 1 times).
+fn lauchli(n: usize, eps: f64) -> DenseMatrix {
+    let mut data = vec![0.0; (n + 1) * n];
+    for c in 0..n {
+        data[c] = 1.0;
+        data[(c + 1) * n + c] = eps;
+    }
+    DenseMatrix {
+        rows: n + 1,
+        cols: n,
+        data,
+    }
+}
+
 #[test]
 fn lauchli_matrix_contains_sqrt_n_plus_eps2_and_eps() {
     // L = [1^T; eps I], (n+1) x n: sigma = sqrt(n + eps^2) once, eps (n-1 times).
     for (n, j) in [(2usize, 1i32), (5, 10), (16, 30), (40, 27), (9, 600)] {
         let eps = 2f64.powi(-j);
-        let mut data = vec![0.0; (n + 1) * n];
-        for c in 0..n {
-            data[c] = 1.0;
-            data[(c + 1) * n + c] = eps;
-        }
-        let a = DenseMatrix {
-            rows: n + 1,
-            cols: n,
-            data,
-        };
+        let a = lauchli(n, eps);
         for p in [Precision::F64, Precision::Extended, Precision::Mpfr(200)] {
             let sv = certify_singular_values(&a, &opts(p)).unwrap();
             let e = sv.enclosures();
@@ -1087,16 +1093,7 @@ fn exact_gram_route_on_lauchli_contains_sqrt_n_plus_eps2_and_eps() {
     // enclosure of eps must still contain it.
     for (n, j) in [(2usize, 1i32), (5, 10), (16, 20), (40, 26), (7, 3)] {
         let eps = 2f64.powi(-j);
-        let mut data = vec![0.0; (n + 1) * n];
-        for c in 0..n {
-            data[c] = 1.0;
-            data[(c + 1) * n + c] = eps;
-        }
-        let a = DenseMatrix {
-            rows: n + 1,
-            cols: n,
-            data,
-        };
+        let a = lauchli(n, eps);
         let values = gram_route(&a)
             .expect("the Gram matrix is exact")
             .unwrap_or_else(|e| panic!("n {n} j {j}: {e}"));
