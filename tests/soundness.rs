@@ -1126,3 +1126,43 @@ fn f64_stage_takes_the_exact_gram_route_on_float16_weights_and_contains_exact_va
     );
     assert_contains_all(&sv.enclosures(), &sorted_abs(&d), "f64 stage, Gram route");
 }
+
+#[test]
+fn both_eigensolvers_of_the_exact_gram_route_contain_exact_singular_values() {
+    // The approximation comes from symeig (tridiagonal QL + inverse
+    // iteration) first, and from faer's eigensolver when that falls short:
+    // the certification must hold with either, on the same exact Gram matrix.
+    use specbound::linalg::{dense, gram};
+    let mut rng = Rng(7);
+    let d: Vec<f64> = (0..48).map(|i| (2 * i + 1) as f64).collect();
+    let a = scaled_rows(&d, 60, false, &mut rng);
+    let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
+    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+    assert!(e.exact);
+    assert_eq!(e.solver, gram::EigenSolver::Tridiagonal);
+    let mine = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
+    let f = e.with_faer(faer::Par::Seq).unwrap();
+    assert_eq!(f.solver, gram::EigenSolver::Faer);
+    let theirs = gram::certify_from_gram(&f, prep.scale_exp, faer::Par::Seq).unwrap();
+    for (values, who) in [(mine, "symeig"), (theirs, "faer")] {
+        let encs: Vec<Enclosure> = values.iter().map(|v| v.enclosure).collect();
+        assert_contains_all(&encs, &sorted_abs(&d), who);
+    }
+}
+
+#[test]
+fn a_cluster_too_large_for_inverse_iteration_falls_back_to_faer_and_stays_contained() {
+    // 520 equal singular values: one cluster larger than symeig orthogonalises
+    // (MAX_CLUSTER = 512), so gram_eigen hands the matrix to faer; the
+    // certified values (public entry point, f64 stage) must all contain 3.
+    use specbound::linalg::{dense, gram};
+    let mut rng = Rng(11);
+    let d = vec![3.0; 520];
+    let a = scaled_rows(&d, 530, true, &mut rng);
+    let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
+    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+    assert!(e.exact);
+    assert_eq!(e.solver, gram::EigenSolver::Faer);
+    let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
+    assert_contains_all(&sv.enclosures(), &sorted_abs(&d), "cluster of 520");
+}

@@ -76,11 +76,7 @@ impl Block {
             }
         } else {
             let mut data = vec![0.0; r * c];
-            for (ii, i) in self.rows.clone().enumerate() {
-                for (jj, &x) in row(i).iter().enumerate() {
-                    data[jj * r + ii] = x;
-                }
-            }
+            transpose_block(m, &self.rows, &self.cols, &mut data, r, 0);
             DenseMatrix {
                 rows: c,
                 cols: r,
@@ -344,6 +340,35 @@ fn plan_layer(
 }
 
 /// The blocks side by side (all of the same height).
+/// Writes the transpose of `m[rows, cols]` into `dst`: stored entry
+/// `(rows.start + ii, cols.start + jj)` goes to `dst[jj * stride + off + ii]`.
+/// In square tiles, so that neither side is walked with a large stride
+/// entry by entry (a plain loop spends most of its time in cache and TLB
+/// misses on LLM-sized tensors). Every entry is moved, none computed.
+fn transpose_block(
+    m: &DenseMatrix,
+    rows: &Range<usize>,
+    cols: &Range<usize>,
+    dst: &mut [f64],
+    stride: usize,
+    off: usize,
+) {
+    const TILE: usize = 64;
+    for i0 in rows.clone().step_by(TILE) {
+        let i1 = (i0 + TILE).min(rows.end);
+        for j0 in cols.clone().step_by(TILE) {
+            let j1 = (j0 + TILE).min(cols.end);
+            for i in i0..i1 {
+                let ii = i - rows.start;
+                let src = &m.data[i * m.cols + j0..i * m.cols + j1];
+                for (j, &x) in (j0..j1).zip(src) {
+                    dst[(j - cols.start) * stride + off + ii] = x;
+                }
+            }
+        }
+    }
+}
+
 fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) -> DenseMatrix {
     if let [one] = blocks {
         return one.take(get(one.tensor));
@@ -358,14 +383,11 @@ fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) ->
         let (br, bc) = b.shape();
         assert_eq!(br, rows, "blocks side by side have equal row counts");
         debug_assert!(b.rows.end <= m.rows && b.cols.end <= m.cols);
-        for (ii, i) in b.rows.clone().enumerate() {
-            let src = &m.data[i * m.cols + b.cols.start..i * m.cols + b.cols.end];
-            if b.transpose {
-                // Block entry (jj, ii) is the stored (i, cols.start + jj).
-                for (jj, &x) in src.iter().enumerate() {
-                    data[jj * cols + off + ii] = x;
-                }
-            } else {
+        if b.transpose {
+            transpose_block(m, &b.rows, &b.cols, &mut data, cols, off);
+        } else {
+            for (ii, i) in b.rows.clone().enumerate() {
+                let src = &m.data[i * m.cols + b.cols.start..i * m.cols + b.cols.end];
                 data[ii * cols + off..ii * cols + off + bc].copy_from_slice(src);
             }
         }
@@ -448,31 +470,44 @@ pub fn extract_layer(
             Formula::Dense(blocks) => blocks.iter().for_each(|b| last_use[b.tensor] = i),
         }
     }
+    // Consecutive recipes of one kind (the factored heads, then the dense
+    // feed-forward matrices) are formed in parallel; the tensors whose last
+    // use falls in a group are freed after it.
     let mut out = Vec::with_capacity(recipes.len());
-    for (i, r) in recipes.into_iter().enumerate() {
+    let mut start = 0;
+    while start < recipes.len() {
+        let factored = |r: &Recipe| matches!(r.formula, Formula::Factored(..));
+        let kind = factored(&recipes[start]);
+        let end = (start..recipes.len())
+            .find(|&i| factored(&recipes[i]) != kind)
+            .unwrap_or(recipes.len());
         let get = |k: usize| {
             mats[k]
                 .as_ref()
                 .expect("read above and kept until its last use")
         };
-        let source = match &r.formula {
-            Formula::Factored(b, c) => ProxySource::Factored {
-                b: b.take(get(b.tensor)),
-                c: c.take(get(c.tensor)),
-            },
-            Formula::Dense(blocks) => ProxySource::Dense(side_by_side(blocks, &get)),
-        };
+        let formed: Vec<ProxyMatrix> = recipes[start..end]
+            .par_iter()
+            .map(|r| ProxyMatrix {
+                id: r.id,
+                rows: r.rows,
+                cols: r.cols,
+                source: match &r.formula {
+                    Formula::Factored(b, c) => ProxySource::Factored {
+                        b: b.take(get(b.tensor)),
+                        c: c.take(get(c.tensor)),
+                    },
+                    Formula::Dense(blocks) => ProxySource::Dense(side_by_side(blocks, &get)),
+                },
+            })
+            .collect();
+        out.extend(formed);
         for (t, m) in mats.iter_mut().enumerate() {
-            if needed[t] && last_use[t] == i {
+            if needed[t] && (start..end).contains(&last_use[t]) {
                 *m = None;
             }
         }
-        out.push(ProxyMatrix {
-            id: r.id,
-            rows: r.rows,
-            cols: r.cols,
-            source,
-        });
+        start = end;
     }
     Ok(out)
 }

@@ -94,6 +94,17 @@ pub fn gram(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     g
 }
 
+/// Which eigensolver produced a [`GramEigen`] (approximations both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EigenSolver {
+    /// [`super::symeig`]: blocked tridiagonalization, QL and inverse
+    /// iteration; tried first on exact Gram matrices (the faster one).
+    Tridiagonal,
+    /// faer's `self_adjoint_evd` (divide and conquer): orthogonal vectors
+    /// to working precision; the fallback.
+    Faer,
+}
+
 /// An approximate eigendecomposition of a Gram matrix (no guarantee):
 /// eigenvalues clipped at 0 and sorted in decreasing order, with their
 /// eigenvectors as columns.
@@ -106,14 +117,18 @@ pub struct GramEigen {
     pub lam: Vec<f64>,
     /// Approximate eigenvectors (columns), in the order of `lam`.
     pub v: Mat<f64>,
+    /// The eigensolver that computed `lam` and `v`.
+    pub solver: EigenSolver,
 }
 
 /// `G = A^T A` (exact when [`gram_is_exact`] holds) and an approximate
-/// eigendecomposition of it by faer (no guarantee); `None` if the
-/// eigensolver fails or returns non-finite values.
+/// eigendecomposition of it (no guarantee); `None` if the eigensolvers
+/// fail or return non-finite values.
 ///
 /// An exact Gram matrix is formed by the symmetric product and decomposed
-/// with the parallelism `par`. Otherwise (the Gram matrix is then only an
+/// by [`super::symeig`] with the parallelism `par` (faer's eigensolver if
+/// that fails; [`GramEigen::with_faer`] redoes it with faer when its
+/// certification falls short). Otherwise (the Gram matrix is then only an
 /// approximation for [`super::dense::approx_thin_svd_from_gram`]) the full
 /// product and faer's default eigensolver call are used, as before the
 /// exact route existed, so that certificates of such matrices keep their
@@ -121,35 +136,68 @@ pub struct GramEigen {
 pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
     let exact = gram_is_exact(a);
     let n = a.ncols();
-    let (g, raw, vecs) = if exact {
+    if exact {
         let g = gram(a, par);
-        let mut vecs = Mat::<f64>::zeros(n, n);
-        let mut vals = faer::diag::Diag::<f64>::zeros(n);
-        let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
-            n,
-            faer::linalg::evd::ComputeEigenvectors::Yes,
-            par,
-            Default::default(),
-        );
-        let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
-        faer::linalg::evd::self_adjoint_evd(
-            g.as_ref(),
-            vals.as_mut(),
-            Some(vecs.as_mut()),
-            par,
-            faer::dyn_stack::MemStack::new(&mut mem),
-            Default::default(),
-        )
-        .ok()?;
-        let raw: Vec<f64> = vals.column_vector().iter().copied().collect();
-        (g, raw, vecs)
-    } else {
-        let mut g = Mat::<f64>::zeros(n, n);
-        faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
-        let eig = g.self_adjoint_eigen(faer::Side::Lower).ok()?;
-        let raw: Vec<f64> = eig.S().column_vector().iter().copied().collect();
-        (g, raw, eig.U().to_owned())
-    };
+        if let Some((raw, vecs)) = super::symeig::approx_symmetric_eigen(g.as_ref(), par) {
+            if let Some(e) = sorted(g, true, raw, vecs, EigenSolver::Tridiagonal) {
+                return Some(e);
+            }
+        }
+        // Rare: recompute the (exact, deterministic) product rather than
+        // keep a copy of it alive through the first attempt.
+        return faer_eigen(gram(a, par), true, par);
+    }
+    let mut g = Mat::<f64>::zeros(n, n);
+    faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
+    let eig = g.self_adjoint_eigen(faer::Side::Lower).ok()?;
+    let raw: Vec<f64> = eig.S().column_vector().iter().copied().collect();
+    let vecs = eig.U().to_owned();
+    sorted(g, false, raw, vecs, EigenSolver::Faer)
+}
+
+impl GramEigen {
+    /// The same Gram matrix decomposed again by faer's eigensolver (the
+    /// fallback when the vectors of [`EigenSolver::Tridiagonal`] do not
+    /// certify to the target).
+    pub fn with_faer(self, par: Par) -> Option<GramEigen> {
+        faer_eigen(self.g, self.exact, par)
+    }
+}
+
+/// faer's `self_adjoint_evd` of `g` with parallelism `par`.
+fn faer_eigen(g: Mat<f64>, exact: bool, par: Par) -> Option<GramEigen> {
+    let n = g.nrows();
+    let mut vecs = Mat::<f64>::zeros(n, n);
+    let mut vals = faer::diag::Diag::<f64>::zeros(n);
+    let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
+        n,
+        faer::linalg::evd::ComputeEigenvectors::Yes,
+        par,
+        Default::default(),
+    );
+    let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
+    faer::linalg::evd::self_adjoint_evd(
+        g.as_ref(),
+        vals.as_mut(),
+        Some(vecs.as_mut()),
+        par,
+        faer::dyn_stack::MemStack::new(&mut mem),
+        Default::default(),
+    )
+    .ok()?;
+    let raw: Vec<f64> = vals.column_vector().iter().copied().collect();
+    sorted(g, exact, raw, vecs, EigenSolver::Faer)
+}
+
+/// Pairs sorted by decreasing eigenvalue, eigenvalues clipped at 0.
+fn sorted(
+    g: Mat<f64>,
+    exact: bool,
+    raw: Vec<f64>,
+    vecs: Mat<f64>,
+    solver: EigenSolver,
+) -> Option<GramEigen> {
+    let n = raw.len();
     if raw.iter().any(|x| !x.is_finite()) {
         return None;
     }
@@ -161,7 +209,13 @@ pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
     });
     let lam = order.iter().map(|&i| raw[i].max(0.0)).collect();
     let v = Mat::from_fn(n, n, |i, j| vecs[(i, order[j])]);
-    Some(GramEigen { g, exact, lam, v })
+    Some(GramEigen {
+        g,
+        exact,
+        lam,
+        v,
+        solver,
+    })
 }
 
 /// Certified, index-matched enclosures of all `n` singular values of `A`

@@ -26,6 +26,7 @@ pub mod factored;
 pub mod gram;
 pub mod mpfr;
 pub mod rounding;
+pub mod symeig;
 
 use faer::Par;
 use serde::Serialize;
@@ -449,9 +450,11 @@ pub fn certify_prepared(
             Some(b) => b.keep_narrower(r),
             None => *best = Some(r),
         };
-        if let Some(eig) = gram::gram_eigen(prep.a.as_ref(), opts.par) {
-            if eig.exact {
-                if let Ok(values) = gram::certify_from_gram(&eig, prep.scale_exp, opts.par) {
+        let mut eig = gram::gram_eigen(prep.a.as_ref(), opts.par);
+        if let Some(mut e) = eig.take_if(|e| e.exact) {
+            // The fast eigensolver first; faer's when its vectors fall short.
+            loop {
+                if let Ok(values) = gram::certify_from_gram(&e, prep.scale_exp, opts.par) {
                     let r = SingularValues {
                         rows,
                         cols,
@@ -464,7 +467,17 @@ pub fn certify_prepared(
                     }
                     keep(&mut best, r);
                 }
+                if e.solver == gram::EigenSolver::Faer {
+                    eig = Some(e);
+                    break;
+                }
+                match e.with_faer(opts.par) {
+                    Some(f) => e = f,
+                    None => break,
+                }
             }
+        }
+        if let Some(eig) = eig {
             let fast = dense::approx_thin_svd_from_gram(prep.a.as_ref(), &eig, opts.par);
             drop(eig);
             if let Some(Ok(r)) = fast.map(|f| f64_with(&f)) {

@@ -1,0 +1,633 @@
+//! An approximate eigendecomposition of a symmetric matrix, **no guarantee**:
+//! blocked Householder tridiagonalization, eigenvalues of the tridiagonal
+//! matrix by the implicit QL algorithm, eigenvectors by inverse iteration,
+//! and the back-transformation with blocked reflectors.
+//!
+//! Why not faer's `self_adjoint_evd`: its tridiagonalization applies a
+//! rank-2 update to the whole trailing matrix at every column (reading and
+//! writing it), and its divide and conquer forms dense eigenvector blocks;
+//! here the trailing matrix is only *read* once per column (one symmetric
+//! matrix-vector product) and updated once per panel by a rank-`2 nb`
+//! product (as LAPACK's `dsytrd`/`dlatrd`), and the eigenvectors of the
+//! tridiagonal matrix cost `O(n)` each. On the exact Gram matrices of
+//! LLM-sized feed-forward weights (`n = 4096`) this halves the eigensolver's
+//! time (`benches/scale.sh`).
+//!
+//! Nothing here needs to be right for a certificate to be right: the result
+//! is only the approximation that `gram::certify_eigen_groups` checks with
+//! its residual bound (`proofs/gram-eigen.md`, L24, which assumes nothing of
+//! the approximate pairs). A poor approximation gives wide hulls, and the
+//! caller then falls back to faer's eigensolver. The vectors are normalised
+//! but only nearly orthogonal: L24 needs no orthogonality for hulls that are
+//! disjoint, and near-orthogonality (L8) only inside merged groups, which
+//! here are made of eigenvalues that inverse iteration orthogonalises
+//! against each other.
+
+use faer::linalg::matmul::triangular::{self, BlockStructure};
+use faer::{Accum, Mat, MatRef, Par};
+
+/// Columns per panel of the tridiagonalization and the back-transformation.
+const NB: usize = 32;
+
+/// Eigenvalues closer than this (relative to `||T||`) are treated as one
+/// cluster by inverse iteration, whose vectors are then orthogonalised
+/// against each other.
+const CLUSTER_GAP: f64 = 1e-9;
+
+/// Largest cluster orthogonalised (larger: give up, the caller falls back).
+const MAX_CLUSTER: usize = 512;
+
+/// A symmetric tridiagonal matrix with the reflectors that produced it.
+struct Tridiagonal {
+    /// Diagonal, `n`.
+    d: Vec<f64>,
+    /// Sub-diagonal, `n - 1`.
+    e: Vec<f64>,
+    /// Panels of reflectors, in order.
+    panels: Vec<Panel>,
+}
+
+/// The reflectors `H_c = I - tau v v^T` of columns `k0..k0 + tau.len()`.
+struct Panel {
+    /// First column of the panel.
+    k0: usize,
+    /// `n - k0 - 1` rows: column `i` is the `v` of column `k0 + i`, with 1
+    /// at row `i` and zeros above.
+    v: Mat<f64>,
+    /// The scalars `tau`.
+    tau: Vec<f64>,
+}
+
+/// `y[i] += sum_k cols[k][i] xk[k]` for every `i`, and the dots
+/// `cols[k] . x` returned: `K` columns of a symmetric matrix-vector product
+/// in one pass over `y` (memory traffic, not arithmetic, is what limits it).
+#[inline(always)]
+fn symv_cols<const K: usize>(
+    cols: [&[f64]; K],
+    x: &[f64],
+    xk: [f64; K],
+    y: &mut [f64],
+) -> [f64; K] {
+    let mut acc = [[0.0f64; 4]; K];
+    let len = y.len();
+    let mut i = 0;
+    while i + 4 <= len {
+        let xc = &x[i..i + 4];
+        let yc = &mut y[i..i + 4];
+        for l in 0..4 {
+            let mut yv = yc[l];
+            for k in 0..K {
+                let a = cols[k][i + l];
+                yv = a.mul_add(xk[k], yv);
+                acc[k][l] = a.mul_add(xc[l], acc[k][l]);
+            }
+            yc[l] = yv;
+        }
+        i += 4;
+    }
+    let mut out = [0.0f64; K];
+    for k in 0..K {
+        out[k] = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
+    }
+    while i < len {
+        let mut yv = y[i];
+        for k in 0..K {
+            let a = cols[k][i];
+            yv = a.mul_add(xk[k], yv);
+            out[k] = a.mul_add(x[i], out[k]);
+        }
+        y[i] = yv;
+        i += 1;
+    }
+    out
+}
+
+/// `y = A x` for the symmetric `A = a[off.., off..]` of which only the
+/// lower triangle is read (one pass over it, four columns at a time).
+fn symv_lower(a: &Mat<f64>, off: usize, x: &[f64], y: &mut [f64]) {
+    let p = a.nrows() - off;
+    y.iter_mut().for_each(|v| *v = 0.0);
+    let col = |j: usize, from: usize| &a.col_as_slice(off + j)[off + from..];
+    let mut j = 0;
+    while j < p {
+        let kk = (p - j).min(4);
+        // The kk x kk diagonal block (lower part, mirrored).
+        for r in 0..kk {
+            for q in 0..=r {
+                let av = col(j + q, j + r)[0];
+                y[j + r] += av * x[j + q];
+                if r != q {
+                    y[j + q] += av * x[j + r];
+                }
+            }
+        }
+        let st = j + kk;
+        if st < p {
+            let (xt, yt) = (&x[st..], &mut y[st..]);
+            let d: [f64; 4] = if kk == 4 {
+                symv_cols::<4>(
+                    [col(j, st), col(j + 1, st), col(j + 2, st), col(j + 3, st)],
+                    xt,
+                    [x[j], x[j + 1], x[j + 2], x[j + 3]],
+                    yt,
+                )
+            } else {
+                let mut d = [0.0; 4];
+                for q in 0..kk {
+                    d[q] = symv_cols::<1>([col(j + q, st)], xt, [x[j + q]], yt)[0];
+                }
+                d
+            };
+            for q in 0..kk {
+                y[j + q] += d[q];
+            }
+        }
+        j = st;
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut aa = a.chunks_exact(4);
+    let mut bb = b.chunks_exact(4);
+    for (x, y) in (&mut aa).zip(&mut bb) {
+        for l in 0..4 {
+            acc[l] = x[l].mul_add(y[l], acc[l]);
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in aa.remainder().iter().zip(bb.remainder()) {
+        s = x.mul_add(*y, s);
+    }
+    s
+}
+
+fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    for (yv, &xv) in y.iter_mut().zip(x) {
+        *yv = alpha.mul_add(xv, *yv);
+    }
+}
+
+/// Householder tridiagonalization `Q^T G Q = T` of the symmetric `g`
+/// (lower triangle read), blocked as LAPACK's `dsytrd` with `dlatrd`.
+fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
+    let n = a.nrows();
+    let mut d = vec![0.0; n];
+    let mut e = vec![0.0; n.saturating_sub(1)];
+    let mut panels = Vec::new();
+    let mut k0 = 0;
+    let mut w_col = vec![0.0; n];
+    let mut t1 = vec![0.0; NB];
+    let mut t2 = vec![0.0; NB];
+    while k0 + 1 < n {
+        let nb = NB.min(n - 1 - k0);
+        let rows = n - k0;
+        // V and W of the panel, rows k0..n (row r of the matrix is row r - k0).
+        let mut v = Mat::<f64>::zeros(rows, nb);
+        let mut w = Mat::<f64>::zeros(rows, nb);
+        let mut tau = Vec::with_capacity(nb);
+        for i in 0..nb {
+            let c = k0 + i;
+            let o = c - k0; // row of c in V and W
+                            // Column c (rows c..n) receives the panel's earlier updates.
+            for q in 0..i {
+                let (wcq, vcq) = (w[(o, q)], v[(o, q)]);
+                let col = &mut a.col_as_slice_mut(c)[c..];
+                axpy(-wcq, &v.col_as_slice(q)[o..], col);
+                axpy(-vcq, &w.col_as_slice(q)[o..], col);
+            }
+            d[c] = a[(c, c)];
+            // Reflector annihilating rows c+2..n of column c.
+            let col = &mut a.col_as_slice_mut(c)[c + 1..];
+            let alpha = col[0];
+            let xnorm = dot(&col[1..], &col[1..]).sqrt();
+            let (beta, t) = if xnorm == 0.0 {
+                (alpha, 0.0)
+            } else {
+                let beta = -alpha.hypot(xnorm).copysign(alpha);
+                let scale = 1.0 / (alpha - beta);
+                col[1..].iter_mut().for_each(|x| *x *= scale);
+                (beta, (beta - alpha) / beta)
+            };
+            if !beta.is_finite() || !t.is_finite() {
+                return None;
+            }
+            e[c] = beta;
+            col[0] = 1.0;
+            tau.push(t);
+            v.col_as_slice_mut(i)[o + 1..].copy_from_slice(col);
+            if t == 0.0 {
+                continue; // W column stays 0: the reflector is the identity
+            }
+            // w = tau (A22 v - V (W^T v) - W (V^T v)), A22 = rows/cols c+1..n.
+            let vc = &v.col_as_slice(i)[o + 1..];
+            let wc = &mut w_col[..n - c - 1];
+            symv_lower(&a, c + 1, vc, wc);
+            for q in 0..i {
+                t1[q] = dot(&w.col_as_slice(q)[o + 1..], vc);
+                t2[q] = dot(&v.col_as_slice(q)[o + 1..], vc);
+            }
+            for q in 0..i {
+                axpy(-t1[q], &v.col_as_slice(q)[o + 1..], wc);
+                axpy(-t2[q], &w.col_as_slice(q)[o + 1..], wc);
+            }
+            wc.iter_mut().for_each(|x| *x *= t);
+            let alpha2 = -0.5 * t * dot(wc, vc);
+            axpy(alpha2, vc, wc);
+            w.col_as_slice_mut(i)[o + 1..].copy_from_slice(wc);
+        }
+        // Trailing update of the lower triangle: A22 -= V W^T + W V^T.
+        let k1 = k0 + nb;
+        let p = n - k1;
+        if p > 0 {
+            let vs = v.as_ref().subrows(nb, p);
+            let ws = w.as_ref().subrows(nb, p);
+            for (l, r) in [(vs, ws), (ws, vs)] {
+                triangular::matmul(
+                    a.as_mut().submatrix_mut(k1, k1, p, p),
+                    BlockStructure::TriangularLower,
+                    Accum::Add,
+                    l,
+                    BlockStructure::Rectangular,
+                    r.transpose(),
+                    BlockStructure::Rectangular,
+                    -1.0,
+                    par,
+                );
+            }
+        }
+        panels.push(Panel {
+            k0,
+            v: v.as_ref().subrows(1, rows - 1).to_owned(),
+            tau,
+        });
+        k0 = k1;
+    }
+    d[n - 1] = a[(n - 1, n - 1)];
+    if d.iter().chain(e.iter()).any(|x| !x.is_finite()) {
+        return None;
+    }
+    Some(Tridiagonal { d, e, panels })
+}
+
+/// Eigenvalues of the symmetric tridiagonal matrix (diagonal `d`,
+/// sub-diagonal `e`) by the implicit QL algorithm with Wilkinson shifts,
+/// in increasing order; `None` if it does not converge.
+fn tridiagonal_eigenvalues(d: &[f64], e: &[f64]) -> Option<Vec<f64>> {
+    let n = d.len();
+    let mut d = d.to_vec();
+    let mut e: Vec<f64> = e.iter().copied().chain(std::iter::once(0.0)).collect();
+    for l in 0..n {
+        let mut iter = 0;
+        loop {
+            let mut m = l;
+            while m + 1 < n {
+                let dd = d[m].abs() + d[m + 1].abs();
+                if e[m].abs() <= f64::EPSILON * dd {
+                    break;
+                }
+                m += 1;
+            }
+            if m == l {
+                break;
+            }
+            iter += 1;
+            if iter > 60 {
+                return None;
+            }
+            let mut g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+            let mut r = g.hypot(1.0);
+            g = d[m] - d[l] + e[l] / (g + r.copysign(g));
+            let (mut s, mut c, mut p) = (1.0f64, 1.0f64, 0.0f64);
+            let mut i = m;
+            let mut underflow = false;
+            while i > l {
+                i -= 1;
+                let f = s * e[i];
+                let b = c * e[i];
+                r = f.hypot(g);
+                e[i + 1] = r;
+                if r == 0.0 {
+                    d[i + 1] -= p;
+                    e[m] = 0.0;
+                    underflow = true;
+                    break;
+                }
+                s = f / r;
+                c = g / r;
+                g = d[i + 1] - p;
+                r = (d[i] - g) * s + 2.0 * c * b;
+                p = s * r;
+                d[i + 1] = g + p;
+                g = c * r - b;
+            }
+            if underflow {
+                continue;
+            }
+            d[l] -= p;
+            e[l] = g;
+            e[m] = 0.0;
+        }
+    }
+    if d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    d.sort_by(f64::total_cmp);
+    Some(d)
+}
+
+/// An eigenvector of the tridiagonal matrix for the eigenvalue `lam` by
+/// inverse iteration (Gaussian elimination with partial pivoting of
+/// `T - lam I`, three solves from a fixed pseudo-random start), normalised,
+/// and orthogonalised against `others` (vectors of nearby eigenvalues).
+fn inverse_iteration(
+    d: &[f64],
+    e: &[f64],
+    lam: f64,
+    tnorm: f64,
+    seed: u64,
+    others: &[Vec<f64>],
+) -> Option<Vec<f64>> {
+    let n = d.len();
+    let tiny = f64::EPSILON * tnorm.max(f64::MIN_POSITIVE);
+    // LU with partial pivoting: U has diagonal u0, super-diagonals u1, u2.
+    let mut u0: Vec<f64> = d.iter().map(|&x| x - lam).collect();
+    let mut u1: Vec<f64> = e.to_vec();
+    let mut u2 = vec![0.0; n.saturating_sub(2)];
+    let mut mult = vec![0.0; n.saturating_sub(1)];
+    let mut swap = vec![false; n.saturating_sub(1)];
+    for i in 0..n.saturating_sub(1) {
+        let sub = e[i];
+        if u0[i].abs() >= sub.abs() {
+            if u0[i] == 0.0 {
+                u0[i] = tiny;
+            }
+            let m = sub / u0[i];
+            mult[i] = m;
+            u0[i + 1] -= m * u1[i];
+        } else {
+            let m = u0[i] / sub;
+            mult[i] = m;
+            swap[i] = true;
+            let old_u1 = u1[i];
+            u0[i] = sub;
+            let t = u0[i + 1];
+            u1[i] = t;
+            if i + 2 < n {
+                u2[i] = u1[i + 1];
+                u1[i + 1] = -m * u2[i];
+            }
+            u0[i + 1] = old_u1 - m * t;
+        }
+    }
+    if u0[n - 1] == 0.0 {
+        u0[n - 1] = tiny;
+    }
+    for x in u0.iter_mut() {
+        if *x == 0.0 {
+            *x = tiny;
+        }
+    }
+    let back = |b: &mut [f64]| {
+        for i in (0..n).rev() {
+            let mut s = b[i];
+            if i + 1 < n {
+                s -= u1[i] * b[i + 1];
+            }
+            if i + 2 < n {
+                s -= u2[i] * b[i + 2];
+            }
+            b[i] = s / u0[i];
+        }
+    };
+    let normalise = |x: &mut [f64]| -> bool {
+        let m = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if !(m > 0.0) || !m.is_finite() {
+            return false;
+        }
+        x.iter_mut().for_each(|v| *v /= m);
+        let nrm = dot(x, x).sqrt();
+        x.iter_mut().for_each(|v| *v /= nrm);
+        true
+    };
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut x: Vec<f64> = (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect();
+    for it in 0..3 {
+        if it > 0 {
+            for i in 0..n - 1 {
+                if swap[i] {
+                    x.swap(i, i + 1);
+                }
+                x[i + 1] -= mult[i] * x[i];
+            }
+        }
+        back(&mut x);
+        for o in others {
+            let c = dot(o, &x);
+            axpy(-c, o, &mut x);
+        }
+        if !normalise(&mut x) {
+            return None;
+        }
+    }
+    Some(x)
+}
+
+/// Reflectors per block of the back-transformation: wider blocks than the
+/// tridiagonalization's panels, so that `Z` is read and written fewer times.
+const BT_PANELS: usize = 4;
+
+/// `Z <- Q Z` for the `Q = H_0 H_1 ... H_{n-2}` of the tridiagonalization,
+/// [`BT_PANELS`] panels at a time in compact WY form `I - V T V^T`.
+fn back_transform(t: &Tridiagonal, z: &mut Mat<f64>, par: Par) {
+    let cols = z.ncols();
+    let groups: Vec<&[Panel]> = t.panels.chunks(BT_PANELS).collect();
+    for group in groups.into_iter().rev() {
+        let k0 = group[0].k0;
+        let rows = group[0].v.nrows(); // n - k0 - 1
+        let nb: usize = group.iter().map(|p| p.tau.len()).sum();
+        // V of the group: panel (k, v) occupies rows k - k0 onwards.
+        let mut v = Mat::<f64>::zeros(rows, nb);
+        let mut tau = Vec::with_capacity(nb);
+        let mut c0 = 0;
+        for p in group {
+            let off = p.k0 - k0;
+            for q in 0..p.tau.len() {
+                v.col_as_slice_mut(c0 + q)[off..].copy_from_slice(p.v.col_as_slice(q));
+            }
+            tau.extend_from_slice(&p.tau);
+            c0 += p.tau.len();
+        }
+        // T upper triangular (LAPACK dlarft, forward, column-wise).
+        let mut tm = Mat::<f64>::zeros(nb, nb);
+        for (i, &ti) in tau.iter().enumerate() {
+            tm[(i, i)] = ti;
+            if ti == 0.0 {
+                continue;
+            }
+            let vi = v.col_as_slice(i);
+            let s: Vec<f64> = (0..i)
+                .map(|q| -ti * dot(&v.col_as_slice(q)[i..], &vi[i..]))
+                .collect();
+            for q in 0..i {
+                tm[(q, i)] = (q..i).map(|k| tm[(q, k)] * s[k]).sum();
+            }
+        }
+        let mut zs = z.as_mut().subrows_mut(k0 + 1, rows);
+        let mut vtz = Mat::<f64>::zeros(nb, cols);
+        faer::linalg::matmul::matmul(
+            &mut vtz,
+            Accum::Replace,
+            v.transpose(),
+            zs.as_ref(),
+            1.0,
+            par,
+        );
+        let mut tvtz = Mat::<f64>::zeros(nb, cols);
+        faer::linalg::matmul::matmul(
+            &mut tvtz,
+            Accum::Replace,
+            tm.as_ref(),
+            vtz.as_ref(),
+            1.0,
+            par,
+        );
+        faer::linalg::matmul::matmul(
+            zs.as_mut(),
+            Accum::Add,
+            v.as_ref(),
+            tvtz.as_ref(),
+            -1.0,
+            par,
+        );
+    }
+}
+
+/// An approximate eigendecomposition `G ~ V diag(lam) V^T` of the symmetric
+/// `g` (lower triangle read), eigenvalues in increasing order with their
+/// eigenvectors as columns. **No guarantee**; `None` where a step did not
+/// converge, produced non-finite numbers or met a cluster of more than
+/// `MAX_CLUSTER` eigenvalues.
+pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>, Mat<f64>)> {
+    let n = g.nrows();
+    if n == 0 || g.ncols() != n {
+        return None;
+    }
+    if n == 1 {
+        return Some((vec![g[(0, 0)]], Mat::identity(1, 1)));
+    }
+    let t = tridiagonalize(g.to_owned(), par)?;
+    let lam = tridiagonal_eigenvalues(&t.d, &t.e)?;
+    let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut z = Mat::<f64>::zeros(n, n);
+    let mut cluster: Vec<Vec<f64>> = Vec::new();
+    for (j, &l) in lam.iter().enumerate() {
+        if j > 0 && (l - lam[j - 1]).abs() > CLUSTER_GAP * tnorm {
+            cluster.clear();
+        }
+        if cluster.len() >= MAX_CLUSTER {
+            return None;
+        }
+        let x = inverse_iteration(&t.d, &t.e, l, tnorm, j as u64 + 1, &cluster)?;
+        z.col_as_slice_mut(j).copy_from_slice(&x);
+        cluster.push(x);
+    }
+    back_transform(&t, &mut z, par);
+    if z.as_ref().norm_max().is_finite() {
+        Some((lam, z))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_symmetric(n: usize, seed: u64) -> Mat<f64> {
+        let mut s = seed | 1;
+        let mut u = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let a = Mat::<f64>::from_fn(n, n, |_, _| u());
+        Mat::from_fn(n, n, |i, j| a[(i, j)] + a[(j, i)])
+    }
+
+    /// Residual `max_j ||G v_j - lam_j v_j||` and orthogonality defect
+    /// `max |V^T V - I|` (approximation quality only: soundness does not
+    /// depend on them).
+    fn quality(g: &Mat<f64>, lam: &[f64], v: &Mat<f64>) -> (f64, f64) {
+        let gv = g * v;
+        let mut res = 0.0f64;
+        for j in 0..lam.len() {
+            let r: f64 = (0..g.nrows())
+                .map(|i| (gv[(i, j)] - lam[j] * v[(i, j)]).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            res = res.max(r);
+        }
+        let vtv = v.transpose() * v;
+        let mut orth = 0.0f64;
+        for i in 0..lam.len() {
+            for j in 0..lam.len() {
+                let want = if i == j { 1.0 } else { 0.0 };
+                orth = orth.max((vtv[(i, j)] - want).abs());
+            }
+        }
+        (res, orth)
+    }
+
+    #[test]
+    fn small_residuals_on_random_symmetric_matrices_of_several_sizes() {
+        // Sizes around the panel width, and one with several panels.
+        for (n, seed) in [(2, 1), (3, 2), (31, 3), (32, 4), (33, 5), (64, 6), (150, 7)] {
+            let g = random_symmetric(n, seed);
+            let (lam, v) = approx_symmetric_eigen(g.as_ref(), Par::Seq).expect("converges");
+            let norm = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let (res, orth) = quality(&g, &lam, &v);
+            assert!(res <= 1e-12 * norm, "n = {n}: residual {res:e}");
+            assert!(orth <= 1e-9, "n = {n}: orthogonality defect {orth:e}");
+            assert!(lam.windows(2).all(|w| w[0] <= w[1]));
+        }
+    }
+
+    #[test]
+    fn repeated_eigenvalues_get_orthogonal_vectors() {
+        // diag(1, 1, 1, 2, 2, 3) rotated by a Householder reflector: exact
+        // multiplicities 3 and 2.
+        let n = 6;
+        let diag = [1.0, 1.0, 1.0, 2.0, 2.0, 3.0];
+        let u: Vec<f64> = (0..n).map(|i| (i as f64 + 1.0).sqrt()).collect();
+        let uu: f64 = u.iter().map(|x| x * x).sum();
+        let h = Mat::<f64>::from_fn(n, n, |i, j| {
+            (if i == j { 1.0 } else { 0.0 }) - 2.0 * u[i] * u[j] / uu
+        });
+        let dm = Mat::<f64>::from_fn(n, n, |i, j| if i == j { diag[i] } else { 0.0 });
+        let g = &h * &dm * &h;
+        let (lam, v) = approx_symmetric_eigen(g.as_ref(), Par::Seq).expect("converges");
+        let (res, orth) = quality(&g, &lam, &v);
+        assert!(res <= 1e-13, "residual {res:e}");
+        assert!(orth <= 1e-12, "orthogonality defect {orth:e}");
+    }
+
+    #[test]
+    fn tridiagonal_eigenvalues_of_the_second_difference_matrix() {
+        // Eigenvalues 2 - 2 cos(k pi / (n + 1)), k = 1..n (approximation check).
+        let n = 50;
+        let lam = tridiagonal_eigenvalues(&vec![2.0; n], &vec![-1.0; n - 1]).unwrap();
+        for (k, l) in lam.iter().enumerate() {
+            let want = 2.0 - 2.0 * ((k + 1) as f64 * std::f64::consts::PI / (n + 1) as f64).cos();
+            assert!((l - want).abs() <= 1e-14 * 4.0, "k = {k}: {l} vs {want}");
+        }
+    }
+}
