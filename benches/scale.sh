@@ -11,6 +11,11 @@
 #
 #   benches/scale.sh [SHAPE ...]      SHAPE: llama7b (default 1 layer), bert-large (default 4)
 #   LLAMA_LAYERS=2 BERT_LAYERS=24 benches/scale.sh
+#   BEFORE=/path/to/older/specbound benches/scale.sh llama7b
+#
+# With BEFORE, that binary certifies the same checkpoint too, in the same run
+# (after this build's run, before numpy), and its time and the speedup are
+# printed: a before/after comparison that the machine's load affects alike.
 #
 # numpy is installed into target/bench-venv on first use (needs PyPI).
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for the numpy side only (they
@@ -43,6 +48,11 @@ for shape in "${SHAPES[@]}"; do
   # specbound first, in its own process under /usr/bin/time (peak RSS of that process alone).
   /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.time" \
     "$BIN" certify -q --out "$DIR/$shape.cert.json" "$ck" > /dev/null
+  rm -f "$DIR/$shape.before.time"
+  if [ -n "${BEFORE:-}" ]; then
+    /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.before.time" \
+      "$BEFORE" certify -q --out "$DIR/$shape.before.cert.json" "$ck" > /dev/null
+  fi
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$VENV/bin/python" - "$shape" "$ck" "$layers" "$DIR/$shape.time" "$DIR/$shape.cert.json" <<'PY'
 import json, os, struct, sys, time
 import numpy as np
@@ -89,6 +99,16 @@ print(f"  specbound certify: {wall:.2f} s = {per_layer:.2f} s per layer; peak RS
 print(f"  numpy Gram + eigvalsh of one layer's M_in, M_out: {t_in:.2f} + {t_out:.2f} = {t_np:.2f} s")
 print(f"  ratio specbound per layer / numpy: {per_layer / t_np:.2f} (wall); CPU time (user + sys, all threads) "
       f"{cpu / layers:.2f} s per layer against {c_np:.2f} s: {cpu / layers / c_np:.2f}; load average {os.getloadavg()[0]:.2f}")
+before = timefile.replace(".time", ".before.time")
+if os.path.exists(before):
+    bw, brss, bu, bs = open(before).read().split()
+    bw, bcpu = float(bw), float(bu) + float(bs)
+    bb = json.load(open(certfile.replace(".cert.json", ".before.cert.json")))["bounds"]
+    # Two certified enclosures of one exact value must intersect.
+    meet = all(max(bb[k]["lo"], cert["bounds"][k]["lo"]) <= min(bb[k]["hi"], cert["bounds"][k]["hi"]) for k in bb)
+    print(f"  before (BEFORE binary): {bw / layers:.2f} s per layer ({bcpu / layers:.2f} s CPU), peak RSS {int(brss) / 1024:.0f} MiB, "
+          f"ratio to numpy {bw / layers / t_np:.2f}; speedup {bw / wall:.2f}x; bound enclosures intersect: {meet}, "
+          f"identical: {bb == cert['bounds']}")
 print(f"  widths: largest sigma_1 relative radius {worst_s1:.2e}; ranks certified {all(m['rank']['lo'] == m['rank']['hi'] for m in mats)}; "
       f"p_opt singletons {all(len(m['p_opt']) == 1 for m in mats)}; sqrt(lambda_max) numpy {np.sqrt(e_in[-1]):.9f} {np.sqrt(e_out[-1]):.9f}")
 PY
