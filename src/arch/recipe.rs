@@ -339,7 +339,6 @@ fn plan_layer(
     Ok(LayerPlan { tensors, recipes })
 }
 
-/// The blocks side by side (all of the same height).
 /// Writes the transpose of `m[rows, cols]` into `dst`: stored entry
 /// `(rows.start + ii, cols.start + jj)` goes to `dst[jj * stride + off + ii]`.
 /// In square tiles, so that neither side is walked with a large stride
@@ -369,6 +368,7 @@ fn transpose_block(
     }
 }
 
+/// The blocks side by side (all of the same height).
 fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) -> DenseMatrix {
     if let [one] = blocks {
         return one.take(get(one.tensor));

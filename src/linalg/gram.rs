@@ -138,14 +138,10 @@ pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
     let n = a.ncols();
     if exact {
         let g = gram(a, par);
-        if let Some((raw, vecs)) = super::symeig::approx_symmetric_eigen(g.as_ref(), par) {
-            if let Some(e) = sorted(g, true, raw, vecs, EigenSolver::Tridiagonal) {
-                return Some(e);
-            }
-        }
-        // Rare: recompute the (exact, deterministic) product rather than
-        // keep a copy of it alive through the first attempt.
-        return faer_eigen(gram(a, par), true, par);
+        return match super::symeig::approx_symmetric_eigen(g.as_ref(), par) {
+            Some((raw, vecs)) => sorted(g, true, raw, vecs, EigenSolver::Tridiagonal),
+            None => faer_eigen(g, true, par),
+        };
     }
     let mut g = Mat::<f64>::zeros(n, n);
     faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);

@@ -124,6 +124,22 @@ pub fn sum_sq(x: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
+/// Round-to-nearest `sum |x_i|` in four lanes (bounded by L3 b, which
+/// holds for any summation order).
+pub fn sum_abs(x: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut chunks = x.chunks_exact(4);
+    for c in &mut chunks {
+        for l in 0..4 {
+            acc[l] += c[l].abs();
+        }
+    }
+    for &v in chunks.remainder() {
+        acc[0] += v.abs();
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
 /// Upper bound of the Euclidean norm of `x` (exact entries).
 pub fn norm2_ru(x: &[f64]) -> f64 {
     sqrt_ru(nonneg_sum_ru(sum_sq(x), x.len()))

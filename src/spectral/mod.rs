@@ -371,20 +371,7 @@ pub fn enclose_product_entry_norms(
         let e = r::add_ru(r::mul_ru(gam, r::nonneg_sum_ru(dot, rr)), under);
         let col = y.col_as_slice(jj);
         let s2 = r::sum_sq(col);
-        // Four lanes: the bound of L3 b holds for any summation order.
-        let mut lanes = [0.0f64; 4];
-        let mut quads = col.chunks_exact(4);
-        for q in &mut quads {
-            for l in 0..4 {
-                lanes[l] += q[l].abs();
-            }
-        }
-        let s1 = quads
-            .remainder()
-            .iter()
-            .fold((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), |acc, x| {
-                acc + x.abs()
-            });
+        let s1 = r::sum_abs(col);
         let norm_lo = r::sub_rd(r::sqrt_rd(r::nonneg_sum_rd(s2, m)), e).max(0.0);
         let norm_hi = r::add_ru(r::sqrt_ru(r::nonneg_sum_ru(s2, m)), e);
         let abs_lo = r::sub_rd(r::nonneg_sum_rd(s1, m), e).max(0.0);
