@@ -1,7 +1,7 @@
 //! Criterion bench behind the shard cost model (`src/shard.rs`): the time
 //! to certify one matrix of each kind of the bundled MiniLM's layer 0 (f64,
 //! one thread, as `certify` runs each matrix), to compare with
-//! `shard::matrix_cost`.
+//! `linalg::cost::matrix_cost`.
 //!
 //! `cargo bench --bench shard_cost` (about a minute on 2 cores).
 

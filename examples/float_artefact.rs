@@ -15,8 +15,9 @@ mod authors_float;
 
 use specbound::arch::{MatrixId, MatrixType};
 use specbound::certificate::GridPoint;
-use specbound::certify::{certify_model, CertifyOptions, Outcome};
+use specbound::certify::{certify_run, CertifyOptions, Outcome, Run, RunScope};
 use specbound::io::checkpoint::Checkpoint;
+use specbound::progress::NoProgress;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,8 +26,14 @@ fn main() {
         std::process::exit(2);
     };
     let model = std::path::Path::new(model);
-    let cert = match certify_model(model, &CertifyOptions::default()) {
-        Ok(Outcome::Certified(c)) => c,
+    let run = certify_run(
+        model,
+        &CertifyOptions::default(),
+        &RunScope::default(),
+        &NoProgress,
+    );
+    let cert = match run.map(|o| o.and_then(Run::into_certificate)) {
+        Ok(Outcome::Certified((c, _))) => c,
         Ok(Outcome::Inconclusive(i)) => panic!("inconclusive: {}", i.reason),
         Err(e) => panic!("{e}"),
     };

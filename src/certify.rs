@@ -18,13 +18,14 @@ use crate::certificate::{
 };
 use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
 use crate::io::checkpoint::{Checkpoint, FileHash};
+use crate::io::output::{OutputError, Outputs};
 use crate::linalg::factored::certify_factored;
 use crate::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
-use crate::report::output::{OutputError, Outputs};
+use crate::progress::Progress;
 use crate::shard;
 use crate::spectral::{summarize, summarize_factored, SpectralSummary};
 
-/// Options of [`certify_model`].
+/// Options of [`certify_run`].
 #[derive(Clone, Debug)]
 pub struct CertifyOptions {
     /// Method for the singular values (default f64: enough for the targets).
@@ -110,6 +111,17 @@ impl<T> Outcome<T> {
         match self {
             Outcome::Certified(t) => Ok(t),
             Outcome::Inconclusive(i) => Err(i),
+        }
+    }
+
+    /// The next step on a certified value (inconclusive stays so).
+    pub fn and_then<U>(self, f: impl FnOnce(T) -> Result<U, Inconclusive>) -> Outcome<U> {
+        match self {
+            Outcome::Certified(t) => match f(t) {
+                Ok(u) => Outcome::Certified(u),
+                Err(i) => Outcome::Inconclusive(i),
+            },
+            Outcome::Inconclusive(i) => Outcome::Inconclusive(i),
         }
     }
 }
@@ -210,18 +222,14 @@ pub fn certify_matrix_owned(
     }
 }
 
-/// A rough cost of certifying a matrix, for scheduling only (largest
-/// first): `m n^2 + 4 n^3` for a dense `m x n` (`m >= n`) matrix (one Gram
-/// product, one eigensolver), `m n r` for a factored product of rank `r`
-/// (its entry norms form the product).
-fn schedule_cost(pm: &ProxyMatrix) -> f64 {
-    match &pm.source {
-        ProxySource::Dense(a) => {
-            let (m, n) = (a.rows.max(a.cols) as f64, a.rows.min(a.cols) as f64);
-            m * n * n + 4.0 * n * n * n
-        }
-        ProxySource::Factored { b, c } => b.rows as f64 * c.cols as f64 * b.cols as f64,
-    }
+/// The estimated cost of certifying a matrix ([`crate::linalg::cost`]),
+/// for scheduling only (largest first).
+fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
+    let inner = match &pm.source {
+        ProxySource::Dense(_) => None,
+        ProxySource::Factored { b, .. } => Some(b.cols),
+    };
+    crate::linalg::cost::matrix_cost(pm.rows, pm.cols, inner, precision)
 }
 
 /// Certifies a batch of matrices (one layer) on the current rayon pool:
@@ -246,10 +254,13 @@ pub fn certify_batch(
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let n = mats.len();
-    let costs: Vec<f64> = mats.iter().map(schedule_cost).collect();
+    let costs: Vec<u128> = mats
+        .iter()
+        .map(|m| schedule_cost(m, opts.precision))
+        .collect();
     let mut order: Vec<usize> = (0..n).collect();
     // Largest first; ties keep the given order (a stable sort).
-    order.sort_by(|&i, &j| costs[j].total_cmp(&costs[i]));
+    order.sort_by(|&i, &j| costs[j].cmp(&costs[i]));
     let slots: Vec<Mutex<Option<ProxyMatrix>>> =
         mats.into_iter().map(|m| Mutex::new(Some(m))).collect();
     let results: Vec<Mutex<Option<Result<MatrixResult, Inconclusive>>>> =
@@ -288,71 +299,6 @@ pub fn certify_batch(
         .into_iter()
         .map(|r| r.into_inner().expect("no panic while holding the lock"))
         .collect()
-}
-
-/// Runs the whole pipeline on a model directory or file.
-///
-/// *Guarantee: certified enclosure* for every interval of the certificate
-/// (see `docs/certify.md` for which paper quantity each one is); `Err` only
-/// for bad input, [`Outcome::Inconclusive`] when something could not be
-/// certified.
-pub fn certify_model(
-    path: &Path,
-    opts: &CertifyOptions,
-) -> Result<Outcome<Certificate>, CertifyError> {
-    Ok(match certify_model_with_spectra(path, opts)? {
-        Outcome::Certified((c, _)) => Outcome::Certified(c),
-        Outcome::Inconclusive(i) => Outcome::Inconclusive(i),
-    })
-}
-
-/// Hooks a long run calls as it goes (a progress bar on a terminal, a log,
-/// nothing). Called from several threads at once.
-pub trait Progress: Sync {
-    /// The run will certify `n` matrices.
-    fn matrices_total(&self, _n: usize) {}
-    /// One matrix is finished (certified or not).
-    fn matrix_done(&self, _id: MatrixId) {}
-    /// What the run is doing now (a stage, a tensor), for display.
-    fn message(&self, _text: &str) {}
-    /// Whether to stop: asked before each matrix is started; once it says
-    /// `true`, no further matrix is started, those under way finish, and the
-    /// run ends with [`CertifyError::Cancelled`] (an interrupt in the Python
-    /// module). Never stops a matrix half-way.
-    fn cancelled(&self) -> bool {
-        false
-    }
-}
-
-/// A [`Progress`] that reports nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {}
-
-/// [`certify_model`], also returning the certified singular values of every
-/// matrix with their methods (in certificate order), for callers that need
-/// more than the certificate keeps (the audit's Schatten claims).
-pub fn certify_model_with_spectra(
-    path: &Path,
-    opts: &CertifyOptions,
-) -> Result<Outcome<(Certificate, Vec<MatrixResult>)>, CertifyError> {
-    certify_model_with_progress(path, opts, &NoProgress)
-}
-
-/// [`certify_model_with_spectra`], calling `progress` as matrices finish.
-pub fn certify_model_with_progress(
-    path: &Path,
-    opts: &CertifyOptions,
-    progress: &dyn Progress,
-) -> Result<Outcome<(Certificate, Vec<MatrixResult>)>, CertifyError> {
-    let run = match certify_run(path, opts, &RunScope::default(), progress)? {
-        Outcome::Certified(r) => r,
-        Outcome::Inconclusive(i) => return Ok(Outcome::Inconclusive(i)),
-    };
-    Ok(match run.certificate() {
-        Ok(c) => Outcome::Certified((c, run.results)),
-        Err(inc) => Outcome::Inconclusive(inc),
-    })
 }
 
 /// Which matrices a run certifies, and where it keeps finished layers.
@@ -411,6 +357,14 @@ impl Run {
         assemble(&self.header, &self.spectra)
     }
 
+    /// The certificate of a run of the whole model ([`assemble`]) with
+    /// the singular values of every matrix this run certified
+    /// ([`Run::results`]; empty unless [`RunScope::keep_results`]).
+    pub fn into_certificate(self) -> Result<(Certificate, Vec<MatrixResult>), Inconclusive> {
+        let cert = assemble(&self.header, &self.spectra)?;
+        Ok((cert, self.results))
+    }
+
     /// The part of a (shard's) run, with its digest.
     pub fn into_part(self) -> Part {
         Part::new(self.header, self.shard, self.spectra)
@@ -463,8 +417,11 @@ pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
 /// by this program for this model, these parameters and this shard), and
 /// each layer certified is written there before the next one starts.
 ///
-/// *Guarantee: certified enclosure* for every interval of every entry, as
-/// [`certify_model`]; `Err` for bad input (including a part in the resume
+/// The one entry point of certifying a model (the `certify` command, the
+/// study, audits of a model and the Python module all come here).
+///
+/// *Guarantee: certified enclosure* for every interval of every entry (see
+/// `docs/certify.md` for which paper quantity each one is); `Err` for bad input (including a part in the resume
 /// directory from other arguments, another model or another version),
 /// [`Outcome::Inconclusive`] at the first matrix (in certificate order)
 /// that could not be certified.
@@ -846,6 +803,7 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::NoProgress;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts the hooks; cancels once `stop_after` matrices are done.
@@ -879,8 +837,14 @@ mod tests {
             done: AtomicUsize::new(0),
             stop_after: usize::MAX,
         };
-        let out = certify_model_with_progress(&bundled(), &CertifyOptions::default(), &c).unwrap();
-        let (cert, _) = out.into_result().unwrap();
+        let out = certify_run(
+            &bundled(),
+            &CertifyOptions::default(),
+            &RunScope::default(),
+            &c,
+        )
+        .unwrap();
+        let (cert, _) = out.and_then(Run::into_certificate).into_result().unwrap();
         assert_eq!(c.total.load(Ordering::SeqCst), cert.matrices.len());
         assert_eq!(c.done.load(Ordering::SeqCst), cert.matrices.len());
     }
@@ -892,8 +856,13 @@ mod tests {
             done: AtomicUsize::new(0),
             stop_after: 1,
         };
-        let e = certify_model_with_progress(&bundled(), &CertifyOptions::default(), &c)
-            .expect_err("cancelled after the first matrix");
+        let e = certify_run(
+            &bundled(),
+            &CertifyOptions::default(),
+            &RunScope::default(),
+            &c,
+        )
+        .expect_err("cancelled after the first matrix");
         assert!(matches!(e, CertifyError::Cancelled), "{e}");
         assert_eq!(e.to_string(), "cancelled before every matrix was certified");
         // Only the matrices already under way when the first one finished

@@ -33,6 +33,7 @@ pub mod linalg;
 pub mod matrix;
 
 pub mod merge;
+pub mod progress;
 pub mod report;
 pub mod shard;
 pub mod spectral;

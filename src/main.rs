@@ -281,8 +281,8 @@ fn model_arg(
 }
 
 /// The progress bar of a command (drawn only on a terminal, never with --quiet).
-fn bar(label: &str, quiet: bool) -> specbound::report::progress::Bar {
-    specbound::report::progress::Bar::matrices(label, quiet)
+fn bar(label: &str, quiet: bool) -> specbound::progress::Bar {
+    specbound::progress::Bar::matrices(label, quiet)
 }
 
 /// The matrix of an `svd` or spectrum-audit input: a matrix file, or a
@@ -751,7 +751,7 @@ fn run(cli: Cli) -> Result<Outcome> {
         } => {
             let layers =
                 specbound::study::parse_layers(&spectrum_layers).map_err(anyhow::Error::msg)?;
-            let mut planned = specbound::report::output::Outputs::new();
+            let mut planned = specbound::io::output::Outputs::new();
             planned.stage(&out, Vec::new());
             planned.check()?;
             let (_, figs, page) = specbound::study::report_from_certificates(
@@ -761,7 +761,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                 layers,
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let mut o = specbound::report::output::Outputs::new();
+            let mut o = specbound::io::output::Outputs::new();
             o.stage(&out, page.into_bytes());
             o.commit()?;
             for f in &figs {
@@ -815,7 +815,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                 bail!("--csv needs the bounds, which a shard does not have: pass --csv to merge");
             }
             // Refuse a bad output target before the computation, not after.
-            let mut planned = specbound::report::output::Outputs::new();
+            let mut planned = specbound::io::output::Outputs::new();
             if let Some(dir) = &csv {
                 planned.create_dir(dir);
                 for name in specbound::report::csv::TABLE_NAMES {
@@ -865,7 +865,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                 let part = run.into_part();
                 let doc = part.to_json_pretty();
                 if let Some(p) = &out {
-                    specbound::report::output::Outputs::new()
+                    specbound::io::output::Outputs::new()
                         .stage(p, doc.as_bytes())
                         .commit()?;
                 }
@@ -896,7 +896,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             };
             let doc = cert.to_json_pretty();
             // Everything is computed, then staged; nothing is written unless all of it can be.
-            let mut outputs = specbound::report::output::Outputs::new();
+            let mut outputs = specbound::io::output::Outputs::new();
             if let Some(dir) = &csv {
                 let id = model_id.clone().unwrap_or_else(|| {
                     std::fs::canonicalize(&model)
@@ -928,7 +928,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             json,
             model_id,
         } => {
-            let mut planned = specbound::report::output::Outputs::new();
+            let mut planned = specbound::io::output::Outputs::new();
             if let Some(dir) = &csv {
                 planned.create_dir(dir);
                 for name in specbound::report::csv::TABLE_NAMES {
@@ -951,7 +951,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             };
             let secs = t.elapsed().as_secs_f64();
             let doc = cert.to_json_pretty();
-            let mut outputs = specbound::report::output::Outputs::new();
+            let mut outputs = specbound::io::output::Outputs::new();
             if let Some(dir) = &csv {
                 let id = model_id.clone().unwrap_or_else(|| {
                     let p = std::path::Path::new(&cert.model.path);
@@ -1023,7 +1023,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             };
             let a = &loaded.matrix;
             let spin = if svd_is_large(a.rows, a.cols, prec) {
-                specbound::report::progress::Bar::spinner(
+                specbound::progress::Bar::spinner(
                     "svd",
                     &format!(
                         "certifying all singular values of {} x {} ({precision})",
@@ -1032,7 +1032,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                     cli.quiet,
                 )
             } else {
-                specbound::report::progress::Bar::hidden()
+                specbound::progress::Bar::hidden()
             };
             let sv = certify_singular_values(a, &opts);
             spin.finish();
@@ -1269,7 +1269,7 @@ fn audit_spectrum(
     let (_, loaded) = load_matrix(input, tensor, revision)?;
     let a = &loaded.matrix;
     let spin = if svd_is_large(a.rows, a.cols, prec) {
-        specbound::report::progress::Bar::spinner(
+        specbound::progress::Bar::spinner(
             "audit",
             &format!(
                 "certifying the singular values of {} x {} ({prec})",
@@ -1278,7 +1278,7 @@ fn audit_spectrum(
             quiet,
         )
     } else {
-        specbound::report::progress::Bar::hidden()
+        specbound::progress::Bar::hidden()
     };
     let opts = SvdOptions {
         precision: prec,

@@ -13,6 +13,7 @@ use std::collections::BinaryHeap;
 
 use crate::arch::{Architecture, MatrixId, MatrixType};
 use crate::certificate::{expected_ids, ShardSpec};
+use crate::linalg::cost::matrix_cost;
 use crate::linalg::Precision;
 
 /// One proxy matrix of a model with its estimated cost.
@@ -27,49 +28,8 @@ pub struct PlannedMatrix {
     /// The inner dimension of a matrix kept as a product of two thin
     /// factors (`QK`, `V_tilde`: the head dimension); `None` when dense.
     pub inner: Option<usize>,
-    /// Estimated cost ([`matrix_cost`]).
+    /// Estimated cost ([`crate::linalg::cost::matrix_cost`]).
     pub cost: u128,
-}
-
-/// How many times more a multiply-add of the thin-factor route costs than
-/// one of the dense route (small, memory-bound operations against large
-/// matrix products). `cargo bench --bench shard_cost` measured 2.5 to 3.4 ms
-/// for a 384 x 384 product of rank 32 and 121 to 154 ms for the dense
-/// 384 x 1536 and 1536 x 384 matrices of MiniLM (about 47 times as long),
-/// whose multiply-add counts below differ 176 times; the weight 4 brings
-/// the estimate to 44 times.
-pub const FACTORED_WEIGHT: u128 = 4;
-
-/// Estimated cost of certifying one matrix, in multiply-adds of the dense
-/// route (leading terms, for comparing matrices, not for predicting seconds).
-///
-/// With `p = max(rows, cols)` and `q = min(rows, cols)`:
-/// * dense: `6 p q^2 + 8 q^3` for the singular values (an approximate thin
-///   SVD, then the residual products `A V` and `A^T U` and the Gram defects
-///   of the certification) and `4 p q` for the norms from the entries;
-/// * a product of thin factors of inner dimension `r < q`, certified in
-///   binary64 through the factors: [`FACTORED_WEIGHT`] times
-///   `6 (rows + cols) r^2 + 8 r^3` for the singular values plus
-///   `rows cols (r + 4)` for the norms, whose entries are formed from the
-///   factors;
-/// * a thin product under another precision (certified densely, after
-///   forming the product): the dense cost plus `rows cols r`.
-pub fn matrix_cost(rows: usize, cols: usize, inner: Option<usize>, precision: Precision) -> u128 {
-    let (p, q) = (rows.max(cols) as u128, rows.min(cols) as u128);
-    let entries = rows as u128 * cols as u128;
-    let dense = 6 * p * q * q + 8 * q * q * q + 4 * entries;
-    match inner {
-        Some(r) if (r as u128) < q => {
-            let r = r as u128;
-            if precision == Precision::F64 {
-                let sv = 6 * (rows as u128 + cols as u128) * r * r + 8 * r * r * r;
-                FACTORED_WEIGHT * (sv + entries * (r + 4))
-            } else {
-                dense + entries * r
-            }
-        }
-        _ => dense,
-    }
 }
 
 /// Every proxy matrix of the model, in certificate order, with its shape

@@ -24,12 +24,11 @@ use std::time::Instant;
 use crate::arch::{self, Architecture};
 use crate::bounds::default_grid_m;
 use crate::certificate::{Certificate, CertificateError};
-use crate::certify::{
-    certify_model_with_progress, CertifyError, CertifyOptions, Outcome, Progress,
-};
+use crate::certify::{certify_run, CertifyError, CertifyOptions, Outcome, Run, RunScope};
 use crate::io::checkpoint::Checkpoint;
+use crate::io::output::{OutputError, Outputs};
+use crate::progress::Progress;
 use crate::report::figures::{self, Figure};
-use crate::report::output::{OutputError, Outputs};
 use crate::report::set::{ModelCert, StudySet};
 use crate::report::{html, tables};
 
@@ -412,7 +411,9 @@ pub fn run_study(
             ModelStatus::Reused
         } else {
             let t = Instant::now();
-            match certify_model_with_progress(&m.path, &opts.certify, progress)? {
+            match certify_run(&m.path, &opts.certify, &RunScope::default(), progress)?
+                .and_then(Run::into_certificate)
+            {
                 Outcome::Certified((c, results)) => {
                     drop(results);
                     let secs = t.elapsed().as_secs_f64();

@@ -215,7 +215,7 @@ fn gram_route_is_as_tight_as_the_direct_svd_up_to_kappa_100() {
     // the direct thin SVD's up to condition number 100, and falls behind
     // beyond (printed with --nocapture).
     use faer::{Mat, Par};
-    use specbound::linalg::{cluster::index_matched, dense};
+    use specbound::linalg::{cluster::index_matched, dense, gram};
     let n = 256;
     let mut rng = Rng(12345);
     let mut next = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
@@ -237,12 +237,12 @@ fn gram_route_is_as_tight_as_the_direct_svd_up_to_kappa_100() {
                 .fold(0.0f64, f64::max)
         };
         let direct = widest(&dense::approx_thin_svd(a.as_ref()).unwrap());
-        let gram = dense::approx_thin_svd_gram(a.as_ref(), Par::Seq).map(|g| widest(&g));
+        let gram = gram::approx_thin_svd_gram(a.as_ref(), Par::Seq).map(|g| widest(&g));
         eprintln!(
             "kappa {kappa:>6}: direct {direct:.2e}, gram {}",
             gram.map_or("skipped".to_string(), |g| format!("{g:.2e}"))
         );
-        if kappa <= dense::GRAM_MAX_KAPPA {
+        if kappa <= gram::GRAM_MAX_KAPPA {
             let gram = gram.expect("the Gram route is used up to GRAM_MAX_KAPPA");
             assert!(
                 gram <= 1.25 * direct,

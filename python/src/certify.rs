@@ -10,9 +10,9 @@ use pyo3::types::{PyBool, PyDict};
 use specbound::arch::ArchOverrides;
 use specbound::certificate::Certificate as Cert;
 use specbound::certify::{certify_model_with_progress, CertifyError, CertifyOptions, Outcome};
+use specbound::io::output::Outputs;
 use specbound::linalg::Precision;
 use specbound::report::csv::{tables, TABLE_NAMES};
-use specbound::report::output::Outputs;
 
 use crate::interval::Interval;
 use crate::{

@@ -28,7 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyString};
 
 use specbound::arch::MatrixId;
-use specbound::certify::Progress;
+use specbound::progress::Progress;
 
 /// How often the waiting thread checks for signals and reports progress.
 const POLL: Duration = Duration::from_millis(50);

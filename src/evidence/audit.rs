@@ -29,9 +29,8 @@ use serde::Serialize;
 use super::EvidenceError;
 use crate::arch::{MatrixId, MatrixType};
 use crate::certificate::{CertInterval, Certificate, GridPoint};
-use crate::certify::{
-    certify_model_with_progress, CertifyOptions, MatrixResult, Outcome, Progress,
-};
+use crate::certify::{certify_run, CertifyOptions, MatrixResult, Outcome, Run, RunScope};
+use crate::progress::Progress;
 
 /// A model's certificate with the certified spectra behind it.
 struct Certified {
@@ -661,8 +660,9 @@ fn ensure_cert<'a>(
             precision: opts.precision,
             ..CertifyOptions::default()
         };
-        let (cert, results) = match certify_model_with_progress(model, &copts, progress)
+        let (cert, results) = match certify_run(model, &copts, &RunScope::default(), progress)
             .map_err(|e| EvidenceError::Model(e.to_string()))?
+            .and_then(Run::into_certificate)
         {
             Outcome::Certified(x) => x,
             Outcome::Inconclusive(i) => {
@@ -684,7 +684,7 @@ pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> 
         model,
         claims,
         &AuditOptions::default(),
-        &crate::certify::NoProgress,
+        &crate::progress::NoProgress,
     )
 }
 

@@ -624,14 +624,14 @@ fn check_matrix(
 /// (see the module documentation): hashes, architecture, then every
 /// spectral quantity recomputed, refined where needed.
 pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, EvidenceError> {
-    verify_with_model_progress(c, model, &crate::certify::NoProgress)
+    verify_with_model_progress(c, model, &crate::progress::NoProgress)
 }
 
 /// [`verify_with_model`], calling `progress` as each matrix is checked.
 pub fn verify_with_model_progress(
     c: &Certificate,
     model: &Path,
-    progress: &dyn crate::certify::Progress,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<Verdict, EvidenceError> {
     let ckpt = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
     let hashes = ckpt

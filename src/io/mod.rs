@@ -17,6 +17,7 @@ pub mod gguf;
 pub mod hub;
 pub mod limits;
 pub mod npy;
+pub mod output;
 pub mod pickle_scan;
 pub mod pytorch;
 pub mod safetensors;

@@ -196,48 +196,6 @@ pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
     })
 }
 
-/// Largest estimated condition number for which [`approx_thin_svd_gram`] is
-/// used: its residuals grow like `u kappa sigma_1`, so beyond this the
-/// direct thin SVD gives tighter enclosures.
-pub const GRAM_MAX_KAPPA: f64 = 100.0;
-
-/// Fast approximate thin SVD through the Gram matrix (no guarantee):
-/// eigenvectors `V` of `fl(A^T A)`, `s_j = sqrt(lambda_j)`, `U = A V S^-1`.
-/// About twice as fast as the direct thin SVD; returns `None` when the
-/// estimated condition number exceeds [`GRAM_MAX_KAPPA`] (its residuals would
-/// be too large to be useful), so the caller uses [`approx_thin_svd`].
-pub fn approx_thin_svd_gram(a: MatRef<'_, f64>, par: Par) -> Option<ApproxSvd> {
-    let e = super::gram::gram_eigen(a, par)?;
-    approx_thin_svd_from_gram(a, &e, par)
-}
-
-/// [`approx_thin_svd_gram`] from an eigendecomposition of the Gram matrix
-/// already computed (no guarantee).
-pub fn approx_thin_svd_from_gram(
-    a: MatRef<'_, f64>,
-    e: &super::gram::GramEigen,
-    par: Par,
-) -> Option<ApproxSvd> {
-    let s: Vec<f64> = e.lam.iter().map(|&l| l.sqrt()).collect();
-    let (top, bottom) = (s[0], s[s.len() - 1]);
-    if !(top > 0.0) || !(bottom * GRAM_MAX_KAPPA >= top) || s.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    let v = e.v.clone();
-    let (av, depth) = chunked_product(a, v.as_ref(), par);
-    let mut u = av.clone();
-    for (j, &sj) in s.iter().enumerate() {
-        let inv = 1.0 / sj;
-        u.col_as_slice_mut(j).iter_mut().for_each(|x| *x *= inv);
-    }
-    Some(ApproxSvd {
-        u,
-        s,
-        v,
-        av: Some((av, depth)),
-    })
-}
-
 /// A computed product with per-column bounds of its rounding error:
 /// `||(computed - exact) e_j||_2 <= col_err[j]`.
 pub struct BoundedProduct {

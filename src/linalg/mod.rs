@@ -19,6 +19,7 @@
 //!   product ([`factored`]).
 
 pub mod cluster;
+pub mod cost;
 pub mod dense;
 pub mod eft;
 pub mod extended;
@@ -478,7 +479,7 @@ pub fn certify_prepared(
             }
         }
         if let Some(eig) = eig {
-            let fast = dense::approx_thin_svd_from_gram(prep.a.as_ref(), &eig, opts.par);
+            let fast = gram::approx_thin_svd_from_gram(prep.a.as_ref(), &eig, opts.par);
             drop(eig);
             if let Some(Ok(r)) = fast.map(|f| f64_with(&f)) {
                 keep(&mut best, r);

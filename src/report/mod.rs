@@ -19,8 +19,6 @@ pub mod figures;
 pub mod fmt;
 pub mod format;
 pub mod html;
-pub mod output;
-pub mod progress;
 pub mod set;
 pub mod tables;
 mod text;

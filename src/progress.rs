@@ -1,9 +1,13 @@
-//! Progress on stderr for long runs: a bar with the matrices done, the
+//! Progress of long runs: the [`Progress`] hooks every pipeline reports
+//! through (certify, verify --model, audit, study), and [`Bar`], which draws
+//! them on stderr.
+//!
+//! [`Bar`]: progress on stderr for long runs: a bar with the matrices done, the
 //! total, the elapsed time and an estimate of the time left, drawn only
 //! when stderr is a terminal (never into a file or a pipe, so logs and
 //! scripts see nothing), and cleared when the run ends.
 //!
-//! [`Bar`] implements [`crate::certify::Progress`], so any pipeline that
+//! [`Bar`] implements [`Progress`], so any pipeline that
 //! reports through that trait (`certify`, `verify --model`, `audit`) can
 //! drive it; [`Bar::spinner`] is for a single long computation (`svd` of a
 //! large matrix), showing what runs and for how long.
@@ -14,7 +18,29 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::arch::MatrixId;
-use crate::certify::Progress;
+
+/// Hooks a long run calls as it goes (a progress bar on a terminal, a log,
+/// nothing). Called from several threads at once.
+pub trait Progress: Sync {
+    /// The run will certify `n` matrices.
+    fn matrices_total(&self, _n: usize) {}
+    /// One matrix is finished (certified or not).
+    fn matrix_done(&self, _id: MatrixId) {}
+    /// What the run is doing now (a stage, a tensor), for display.
+    fn message(&self, _text: &str) {}
+    /// Whether to stop: asked before each matrix is started; once it says
+    /// `true`, no further matrix is started, those under way finish, and the
+    /// run ends with `CertifyError::Cancelled` (an interrupt in the Python
+    /// module). Never stops a matrix half-way.
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// A [`Progress`] that reports nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
 
 /// A progress bar on stderr, or nothing (quiet, or stderr not a terminal).
 pub struct Bar {
