@@ -16,7 +16,7 @@ fn main() {
         std::process::exit(2);
     };
     let dir = std::path::PathBuf::from(dir);
-    let bundle = match specbound::bundle::locate() {
+    let bundle = match specbound::io::bundle::locate() {
         Ok(b) => b,
         Err(e) => {
             eprintln!("study_family: {e}");

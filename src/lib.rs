@@ -11,7 +11,14 @@
 //! - [`linalg`]: certified linear algebra (approximate SVD, then certification);
 //! - [`spectral`]: derived quantities (norms, Schatten, rank);
 //! - [`report`]: JSON and table output, the study's figures and HTML page;
-//! - [`study`]: many checkpoints to certificates, tables, figures and a report.
+//! - [`study`]: many checkpoints to certificates, tables, figures and a report;
+//! - [`cmd`]: one module per command, the only layer the two fronts (the
+//!   binary and the Python module) call.
+//!
+//! Layering is one-way, pinned by `tests/layering.rs`: io -> arch -> linalg
+//! -> spectral -> bounds -> certificate -> certify -> report -> evidence ->
+//! study -> cmd -> fronts; a module imports only modules at or below its own
+//! level.
 //!
 //! Soundness arguments live in `proofs/` (one file per lemma); every
 //! function that returns an enclosure names its lemma.
@@ -22,9 +29,9 @@
 
 pub mod arch;
 pub mod bounds;
-pub mod bundle;
 pub mod certificate;
 pub mod certify;
+pub mod cmd;
 pub mod enclosure;
 pub mod evidence;
 

@@ -28,6 +28,9 @@ pub trait Progress: Sync {
     fn matrix_done(&self, _id: MatrixId) {}
     /// What the run is doing now (a stage, a tensor), for display.
     fn message(&self, _text: &str) {}
+    /// A finished unit of a long run (one model of a study), said as a
+    /// line above the bar; nothing by default (quiet, Python).
+    fn line(&self, _text: &str) {}
     /// Whether to stop: asked before each matrix is started; once it says
     /// `true`, no further matrix is started, those under way finish, and the
     /// run ends with `CertifyError::Cancelled` (an interrupt in the Python
@@ -45,6 +48,7 @@ impl Progress for NoProgress {}
 /// A progress bar on stderr, or nothing (quiet, or stderr not a terminal).
 pub struct Bar {
     pb: Option<ProgressBar>,
+    quiet: bool,
 }
 
 /// Whether a bar would be drawn: not `quiet`, and stderr is a terminal.
@@ -70,7 +74,7 @@ impl Bar {
     /// message saying what runs; drawn only when [`wanted`].
     pub fn spinner(label: &str, message: &str, quiet: bool) -> Self {
         if !wanted(quiet) {
-            return Self { pb: None };
+            return Self { pb: None, quiet };
         }
         let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         pb.set_style(
@@ -80,12 +84,18 @@ impl Bar {
         pb.set_prefix(label.to_string());
         pb.set_message(message.to_string());
         pb.enable_steady_tick(Duration::from_millis(120));
-        Self { pb: Some(pb) }
+        Self {
+            pb: Some(pb),
+            quiet,
+        }
     }
 
     /// A bar that draws nothing.
     pub fn hidden() -> Self {
-        Self { pb: None }
+        Self {
+            pb: None,
+            quiet: true,
+        }
     }
 
     /// Whether this bar draws.
@@ -141,6 +151,11 @@ impl Progress for Bar {
     fn message(&self, text: &str) {
         if let Some(pb) = &self.pb {
             pb.set_message(text.to_string());
+        }
+    }
+    fn line(&self, text: &str) {
+        if !self.quiet {
+            self.println(text);
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::bounds::default_grid_m;
 use crate::certificate::{Certificate, CertificateError};
 use crate::certify::{certify_run, CertifyError, CertifyOptions, Outcome, Run, RunScope};
 use crate::io::checkpoint::Checkpoint;
+use crate::io::model_ref::ResolvedModel;
 use crate::io::output::{OutputError, Outputs};
 use crate::progress::Progress;
 use crate::report::figures::{self, Figure};
@@ -130,19 +131,18 @@ pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
             continue;
         }
         let p = PathBuf::from(t);
-        out.push(if p.is_relative() { base.join(p) } else { p });
+        // A relative path is the file's neighbour; an `org/name` that is
+        // no such neighbour stays as written, a Hugging Face id.
+        let near = base.join(&p);
+        out.push(if p.is_absolute() {
+            p
+        } else if std::fs::symlink_metadata(&near).is_err() && crate::io::hub::looks_like_id(t) {
+            p
+        } else {
+            near
+        });
     }
     Ok(out)
-}
-
-/// The default id of a model: the name of the directory or file (after
-/// resolving `.`, `..` and links), as `certify --model-id` defaults to it.
-pub fn default_id(path: &Path) -> String {
-    std::fs::canonicalize(path)
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
-        .or_else(|| path.file_name().map(|n| n.to_string_lossy().to_string()))
-        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// Checks that `id` can name a file and a CSV field as it is: 1 to 128
@@ -164,9 +164,12 @@ pub fn check_id(id: &str) -> Result<(), String> {
 }
 
 /// Pairs models with ids: `ids` in order when given (as many as models),
-/// else each model's [`default_id`]. Every id must pass [`check_id`] and be
-/// distinct.
-pub fn assign_ids(paths: Vec<PathBuf>, ids: &[String]) -> Result<Vec<StudyModel>, StudyError> {
+/// else each model's default id ([`ResolvedModel::default_id`]). Every id
+/// must pass [`check_id`] and be distinct.
+pub fn assign_ids(
+    paths: Vec<ResolvedModel>,
+    ids: &[String],
+) -> Result<Vec<StudyModel>, StudyError> {
     if paths.is_empty() {
         return Err(StudyError::Usage(
             "no model given: pass MODEL arguments or --models FILE".into(),
@@ -182,9 +185,9 @@ pub fn assign_ids(paths: Vec<PathBuf>, ids: &[String]) -> Result<Vec<StudyModel>
     let models: Vec<StudyModel> = paths
         .into_iter()
         .enumerate()
-        .map(|(i, path)| StudyModel {
-            id: ids.get(i).cloned().unwrap_or_else(|| default_id(&path)),
-            path,
+        .map(|(i, r)| StudyModel {
+            id: ids.get(i).cloned().unwrap_or_else(|| r.default_id()),
+            path: r.path,
         })
         .collect();
     for (i, m) in models.iter().enumerate() {

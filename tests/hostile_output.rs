@@ -391,7 +391,7 @@ fn hostile_output_targets() {
             .arg(bin)
             .args(c.args)
             .current_dir(&d)
-            .env_remove(specbound::bundle::ENV)
+            .env_remove(specbound::io::bundle::ENV)
             .stdin(Stdio::null());
         if c.unprivileged && is_root() {
             cmd.uid(65534).gid(65534);
@@ -450,7 +450,9 @@ fn hostile_output_targets() {
 /// present here) at the path it was built from; a wrong variable is an error.
 #[test]
 fn installed_binary_finds_the_bundle_or_says_where_it_looked() {
-    let bundle = common::root().join("data").join(specbound::bundle::NAME);
+    let bundle = common::root()
+        .join("data")
+        .join(specbound::io::bundle::NAME);
     let d = case_dir("installed");
     // PREFIX/bin/specbound with the bundle in PREFIX/share/specbound.
     std::fs::create_dir_all(d.join("prefix/bin")).unwrap();
@@ -463,7 +465,7 @@ fn installed_binary_finds_the_bundle_or_says_where_it_looked() {
     symlink(
         &bundle,
         d.join("prefix/share/specbound")
-            .join(specbound::bundle::NAME),
+            .join(specbound::io::bundle::NAME),
     )
     .unwrap();
     let work = d.join("elsewhere");
@@ -472,7 +474,7 @@ fn installed_binary_finds_the_bundle_or_says_where_it_looked() {
     let built = PathBuf::from(env!("CARGO_BIN_EXE_specbound"));
     let share = d
         .join("prefix/share/specbound")
-        .join(specbound::bundle::NAME);
+        .join(specbound::io::bundle::NAME);
     let missing = d.join("no-such-bundle");
     // (binary, SPECBOUND_BUNDLE, expected exit, substring of the first
     // stdout line (the model path) or of the error)
@@ -499,8 +501,8 @@ fn installed_binary_finds_the_bundle_or_says_where_it_looked() {
         let mut cmd = Command::new(exe);
         cmd.arg("certify").current_dir(&work);
         match var {
-            Some(v) => cmd.env(specbound::bundle::ENV, v),
-            None => cmd.env_remove(specbound::bundle::ENV),
+            Some(v) => cmd.env(specbound::io::bundle::ENV, v),
+            None => cmd.env_remove(specbound::io::bundle::ENV),
         };
         let out = cmd.output().unwrap();
         let text = if code == 0 {

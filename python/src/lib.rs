@@ -67,7 +67,7 @@ pub(crate) fn error(e: &(dyn std::error::Error + 'static), paths: &[&Path]) -> P
     let missing = paths.iter().any(|p| {
         matches!(std::fs::symlink_metadata(p), Err(err) if err.kind() == std::io::ErrorKind::NotFound)
     });
-    if missing || e.is::<specbound::bundle::BundleError>() {
+    if missing || e.is::<specbound::io::bundle::BundleError>() {
         PyFileNotFoundError::new_err(msg)
     } else {
         PyValueError::new_err(msg)
@@ -89,7 +89,7 @@ pub(crate) fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> 
 /// finds it), anything else a path. A Hugging Face id resolver goes here.
 pub(crate) fn model_path(model: Option<&Bound<'_, PyAny>>) -> PyResult<PathBuf> {
     match model {
-        None => specbound::bundle::locate().map_err(|e| error(&e, &[])),
+        None => specbound::io::bundle::locate().map_err(|e| error(&e, &[])),
         Some(m) => path_arg(m, "model"),
     }
 }

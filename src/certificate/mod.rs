@@ -13,6 +13,113 @@
 //! (finite `lo <= hi`, counts and grid consistent, every matrix present
 //! exactly once).
 
+/// Declares a struct whose first fields are the fifteen spectral keys of a
+/// matrix entry (declared here once: [`SpectrumEntry`] has only them,
+/// [`MatrixEntry`] adds the proxies after them, so both serialise the same
+/// keys in the same order), with `id()`, `spectral_fields()` (what
+/// validation reads) and `spectrum()`.
+macro_rules! with_spectrum_fields {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)* }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+        /// Layer from 0.
+        pub layer: usize,
+        /// Head of a per-head matrix; written `-1` for layer matrices.
+        #[serde(with = "read::head_column")]
+        pub head: Option<usize>,
+        /// Family.
+        #[serde(rename = "type")]
+        pub kind: MatrixType,
+        /// Rows.
+        pub rows: usize,
+        /// Columns.
+        pub cols: usize,
+        /// Encloses sigma_1.
+        pub spectral_norm: CertInterval,
+        /// Encloses the Frobenius norm.
+        pub frobenius_norm: CertInterval,
+        /// Encloses the nuclear norm.
+        pub nuclear_norm: CertInterval,
+        /// Encloses the (2,1)-norm (sum of column 2-norms).
+        pub norm_21: CertInterval,
+        /// Encloses the (1,1)-norm.
+        pub norm_11: CertInterval,
+        /// Encloses the stable rank; `None` when sigma_1 > 0 was not certified.
+        pub stable_rank: Option<CertInterval>,
+        /// Bounds of the exact rank.
+        pub rank: RankBounds,
+        /// Nonzero part of the spectrum, largest first, index-matched.
+        #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_DIM }>")]
+        pub singular_values: Vec<CertInterval>,
+        /// How many further singular values are exactly zero.
+        pub structural_zeros: usize,
+        /// Methods that certified the values, and notes on stages that failed.
+        #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
+        pub method: Vec<String>,
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// Which matrix this is.
+            pub fn id(&self) -> $crate::arch::MatrixId {
+                $crate::arch::MatrixId {
+                    layer: self.layer,
+                    head: self.head,
+                    kind: self.kind,
+                }
+            }
+
+            /// The certified spectral quantities alone: what a part holds of
+            /// this matrix (the proxies are computed from them).
+            pub fn spectrum(&self) -> $crate::certificate::SpectrumEntry {
+                $crate::certificate::SpectrumEntry {
+                    layer: self.layer,
+                    head: self.head,
+                    kind: self.kind,
+                    rows: self.rows,
+                    cols: self.cols,
+                    spectral_norm: self.spectral_norm,
+                    frobenius_norm: self.frobenius_norm,
+                    nuclear_norm: self.nuclear_norm,
+                    norm_21: self.norm_21,
+                    norm_11: self.norm_11,
+                    stable_rank: self.stable_rank,
+                    rank: self.rank,
+                    singular_values: self.singular_values.clone(),
+                    structural_zeros: self.structural_zeros,
+                    method: self.method.clone(),
+                }
+            }
+
+            /// This entry's spectral keys, as validation reads them.
+            #[allow(dead_code)]
+            pub(crate) fn spectral_fields(&self) -> read::SpectralFields<'_> {
+                read::SpectralFields {
+                    kind: self.kind,
+                    head: self.head,
+                    rows: self.rows,
+                    cols: self.cols,
+                    norms: [
+                        ("spectral_norm", &self.spectral_norm),
+                        ("frobenius_norm", &self.frobenius_norm),
+                        ("nuclear_norm", &self.nuclear_norm),
+                        ("norm_21", &self.norm_21),
+                        ("norm_11", &self.norm_11),
+                    ],
+                    stable_rank: self.stable_rank.as_ref(),
+                    singular_values: &self.singular_values,
+                    structural_zeros: self.structural_zeros,
+                    rank: self.rank,
+                }
+            }
+        }
+    };
+}
+pub(crate) use with_spectrum_fields;
+
 mod part;
 mod quantity;
 mod read;
@@ -246,74 +353,33 @@ pub struct Contribution {
     pub value: CertInterval,
 }
 
-/// Everything certified about one proxy matrix.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatrixEntry {
-    /// Layer from 0.
-    pub layer: usize,
-    /// Head of a per-head matrix; written `-1` for layer matrices, as in the
-    /// authors' tables.
-    #[serde(with = "read::head_column")]
-    pub head: Option<usize>,
-    /// Family.
-    #[serde(rename = "type")]
-    pub kind: MatrixType,
-    /// Rows.
-    pub rows: usize,
-    /// Columns.
-    pub cols: usize,
-    /// Encloses sigma_1.
-    pub spectral_norm: CertInterval,
-    /// Encloses the Frobenius norm.
-    pub frobenius_norm: CertInterval,
-    /// Encloses the nuclear norm.
-    pub nuclear_norm: CertInterval,
-    /// Encloses the (2,1)-norm (sum of column 2-norms).
-    pub norm_21: CertInterval,
-    /// Encloses the (1,1)-norm.
-    pub norm_11: CertInterval,
-    /// Encloses the stable rank; `None` when sigma_1 > 0 was not certified.
-    pub stable_rank: Option<CertInterval>,
-    /// Bounds of the exact rank.
-    pub rank: RankBounds,
-    /// Nonzero part of the spectrum, largest first, index-matched.
-    #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_DIM }>")]
-    pub singular_values: Vec<CertInterval>,
-    /// How many further singular values are exactly zero.
-    pub structural_zeros: usize,
-    /// Methods that certified the values, and notes on stages that failed.
-    #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
-    pub method: Vec<String>,
-    /// Encloses `alpha^(l)` of the matrix's layer.
-    pub alpha: CertInterval,
-    /// Encloses `gamma(W)`.
-    pub gamma: CertInterval,
-    /// Encloses `gamma alpha L`.
-    pub scale: CertInterval,
-    /// `c(W, p)` at every grid point, in grid order.
-    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
-    pub contributions: Vec<Contribution>,
-    /// Approximate values of `p_opt_fraction`.
-    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
-    pub p_opt: Vec<f64>,
-    /// Every grid point the enclosures allow as a minimiser of `c(W, .)`.
-    #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
-    pub p_opt_fraction: Vec<GridPoint>,
-    /// Encloses `min_p c(W, p)`.
-    pub min_contribution: CertInterval,
+with_spectrum_fields! {
+    /// Everything certified about one proxy matrix: the spectral keys of
+    /// [`SpectrumEntry`], then the proxies computed from them.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct MatrixEntry {
+        /// Encloses `alpha^(l)` of the matrix's layer.
+        pub alpha: CertInterval,
+        /// Encloses `gamma(W)`.
+        pub gamma: CertInterval,
+        /// Encloses `gamma alpha L`.
+        pub scale: CertInterval,
+        /// `c(W, p)` at every grid point, in grid order.
+        #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+        pub contributions: Vec<Contribution>,
+        /// Approximate values of `p_opt_fraction`.
+        #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+        pub p_opt: Vec<f64>,
+        /// Every grid point the enclosures allow as a minimiser of `c(W, .)`.
+        #[serde(deserialize_with = "read::vec_max::<_, _, { 2 * read::MAX_GRID_M + 1 }>")]
+        pub p_opt_fraction: Vec<GridPoint>,
+        /// Encloses `min_p c(W, p)`.
+        pub min_contribution: CertInterval,
+    }
 }
 
 impl MatrixEntry {
-    /// Which matrix this is.
-    pub fn id(&self) -> MatrixId {
-        MatrixId {
-            layer: self.layer,
-            head: self.head,
-            kind: self.kind,
-        }
-    }
-
     /// `min(rows, cols)`: the number of singular values.
     pub fn min_dim(&self) -> usize {
         self.rows.min(self.cols)
@@ -327,48 +393,6 @@ impl MatrixEntry {
             Some(CertInterval::point(0.0))
         } else {
             None
-        }
-    }
-
-    /// The certified spectral quantities alone: what a part holds of this
-    /// matrix (the proxies are computed from them).
-    pub fn spectrum(&self) -> SpectrumEntry {
-        SpectrumEntry {
-            layer: self.layer,
-            head: self.head,
-            kind: self.kind,
-            rows: self.rows,
-            cols: self.cols,
-            spectral_norm: self.spectral_norm,
-            frobenius_norm: self.frobenius_norm,
-            nuclear_norm: self.nuclear_norm,
-            norm_21: self.norm_21,
-            norm_11: self.norm_11,
-            stable_rank: self.stable_rank,
-            rank: self.rank,
-            singular_values: self.singular_values.clone(),
-            structural_zeros: self.structural_zeros,
-            method: self.method.clone(),
-        }
-    }
-
-    pub(crate) fn spectral_fields(&self) -> read::SpectralFields<'_> {
-        read::SpectralFields {
-            kind: self.kind,
-            head: self.head,
-            rows: self.rows,
-            cols: self.cols,
-            norms: [
-                ("spectral_norm", &self.spectral_norm),
-                ("frobenius_norm", &self.frobenius_norm),
-                ("nuclear_norm", &self.nuclear_norm),
-                ("norm_21", &self.norm_21),
-                ("norm_11", &self.norm_11),
-            ],
-            stable_rank: self.stable_rank.as_ref(),
-            singular_values: &self.singular_values,
-            structural_zeros: self.structural_zeros,
-            rank: self.rank,
         }
     }
 

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::read::{self, CertificateError};
 use super::{CertInterval, ModelInfo, Parameters, RankBounds, Tool};
-use crate::arch::{MatrixId, MatrixType};
+use crate::arch::MatrixType;
 
 /// Part format name.
 pub const PART_FORMAT: &str = "specbound-part";
@@ -86,77 +86,13 @@ impl std::str::FromStr for ShardSpec {
     }
 }
 
-/// What certification proves about one proxy matrix, before the proxies:
-/// the first fifteen keys of a certificate's matrix entry, with the same
-/// meaning.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpectrumEntry {
-    /// Layer from 0.
-    pub layer: usize,
-    /// Head of a per-head matrix; written `-1` for layer matrices.
-    #[serde(with = "read::head_column")]
-    pub head: Option<usize>,
-    /// Family.
-    #[serde(rename = "type")]
-    pub kind: MatrixType,
-    /// Rows.
-    pub rows: usize,
-    /// Columns.
-    pub cols: usize,
-    /// Encloses sigma_1.
-    pub spectral_norm: CertInterval,
-    /// Encloses the Frobenius norm.
-    pub frobenius_norm: CertInterval,
-    /// Encloses the nuclear norm.
-    pub nuclear_norm: CertInterval,
-    /// Encloses the (2,1)-norm (sum of column 2-norms).
-    pub norm_21: CertInterval,
-    /// Encloses the (1,1)-norm.
-    pub norm_11: CertInterval,
-    /// Encloses the stable rank; `None` when sigma_1 > 0 was not certified.
-    pub stable_rank: Option<CertInterval>,
-    /// Bounds of the exact rank.
-    pub rank: RankBounds,
-    /// Nonzero part of the spectrum, largest first, index-matched.
-    #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_DIM }>")]
-    pub singular_values: Vec<CertInterval>,
-    /// How many further singular values are exactly zero.
-    pub structural_zeros: usize,
-    /// Methods that certified the values, and notes on stages that failed.
-    #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
-    pub method: Vec<String>,
-}
-
-impl SpectrumEntry {
-    /// Which matrix this is.
-    pub fn id(&self) -> MatrixId {
-        MatrixId {
-            layer: self.layer,
-            head: self.head,
-            kind: self.kind,
-        }
-    }
-
-    fn spectral_fields(&self) -> read::SpectralFields<'_> {
-        read::SpectralFields {
-            kind: self.kind,
-            head: self.head,
-            rows: self.rows,
-            cols: self.cols,
-            norms: [
-                ("spectral_norm", &self.spectral_norm),
-                ("frobenius_norm", &self.frobenius_norm),
-                ("nuclear_norm", &self.nuclear_norm),
-                ("norm_21", &self.norm_21),
-                ("norm_11", &self.norm_11),
-            ],
-            stable_rank: self.stable_rank.as_ref(),
-            singular_values: &self.singular_values,
-            structural_zeros: self.structural_zeros,
-            rank: self.rank,
-        }
-    }
+super::with_spectrum_fields! {
+    /// What certification proves about one proxy matrix, before the proxies:
+    /// the first fifteen keys of a certificate's matrix entry, with the same
+    /// meaning.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SpectrumEntry {}
 }
 
 /// How a certificate or part was made: the program, the model, the
@@ -287,7 +223,7 @@ pub struct Part {
     /// Where the proxies go beyond the paper's setting.
     #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
     pub extensions: Vec<String>,
-    /// The matrices certified, in certificate order ([`MatrixId`]); may be
+    /// The matrices certified, in certificate order ([`crate::arch::MatrixId`]); may be
     /// empty (a shard of more shards than matrices).
     #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_MATRICES }>")]
     pub matrices: Vec<SpectrumEntry>,

@@ -73,21 +73,25 @@ pub fn cache_dir() -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|h| h.join(".cache/huggingface/hub")))
 }
 
-/// Whether `s` has the form of a Hugging Face model id: `name` or
-/// `org/name`, each part of letters, digits, `-`, `_`, `.`, not starting
-/// with `.` or `-`, without `..`.
+/// Whether `s` has the form of a Hugging Face model id `org/name`: two
+/// parts of letters, digits, `-`, `_`, `.`, each not starting or ending
+/// with `.` or `-`, without `..` or `--` (the Hub refuses those, and the
+/// cache writes `/` as `--`, so `org--tiny` would name `org/tiny`'s
+/// entry). A bare `name` is never looked up: it is a path (a mistyped
+/// `missing.npy` is a missing file, not a model to download).
 pub fn looks_like_id(s: &str) -> bool {
     let part = |p: &str| {
         !p.is_empty()
             && p.len() <= 96
             && !p.starts_with(['.', '-'])
+            && !p.ends_with(['.', '-'])
             && !p.contains("..")
+            && !p.contains("--")
             && p.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     let mut it = s.split('/');
     match (it.next(), it.next(), it.next()) {
-        (Some(a), None, None) => part(a),
         (Some(a), Some(b), None) => part(a) && part(b),
         _ => false,
     }
@@ -247,11 +251,7 @@ mod tests {
 
     #[test]
     fn ids_and_revisions() {
-        for ok in [
-            "bert-base-uncased",
-            "google/bert_uncased_L-2_H-128_A-2",
-            "a.b/c-d_e.1",
-        ] {
+        for ok in ["google/bert_uncased_L-2_H-128_A-2", "a.b/c-d_e.1"] {
             assert!(looks_like_id(ok), "{ok}");
         }
         for bad in [
@@ -264,6 +264,13 @@ mod tests {
             "a b/c",
             "-x/y",
             "x/",
+            // Regression (hub ids with `--` resolved to another repository's
+            // cache entry): `org--tiny` is the cache's spelling of `org/tiny`.
+            "org--tiny/x",
+            "org/ti--ny",
+            // A bare name is a path, never a Hub id.
+            "bert-base-uncased",
+            "missing.npy",
         ] {
             assert!(!looks_like_id(bad), "{bad}");
         }

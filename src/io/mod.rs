@@ -12,10 +12,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod bundle;
 pub mod checkpoint;
 pub mod gguf;
 pub mod hub;
 pub mod limits;
+pub mod model_ref;
 pub mod npy;
 pub mod output;
 pub mod pickle_scan;

@@ -17,7 +17,7 @@
 
 use crate::certificate::{CertInterval, Certificate, GridPoint, MatrixEntry};
 
-use super::format;
+use super::fmt;
 
 /// The note on per-head round-off values (docs, report).
 pub const ROUNDOFF_NOTE: &str = "The authors compute per-head singular values from the dense N x N \
@@ -177,8 +177,8 @@ fn t_text(t: f64, curve: &FloatCurve) -> String {
     format!(
         "(as much as {} values of {} each, {} sigma_1)",
         curve.zeros(),
-        format::approx(t),
-        format::approx(t / curve.sigma1())
+        fmt::approx(t),
+        fmt::approx(t / curve.sigma1())
     )
 }
 
@@ -211,9 +211,9 @@ pub fn explain_contribution(
             curve.zeros(),
             w.singular_values.len(),
             t_text(t, &curve),
-            format::approx(curve.roundoff_ceiling()),
-            format::approx(curve.rank_tolerance()),
-            format::interval(&exact),
+            fmt::approx(curve.roundoff_ceiling()),
+            fmt::approx(curve.rank_tolerance()),
+            fmt::cert_interval(&exact),
             pct(claim, &exact)
         )
     })
@@ -247,8 +247,8 @@ pub fn explain_min_contribution(w: &MatrixEntry, n: usize, m: usize, claim: f64)
          Certified exact value {}; the claim is {}% above it.",
         curve.zeros(),
         t_text(hi, &curve),
-        format::approx(top),
-        format::interval(&exact),
+        fmt::approx(top),
+        fmt::cert_interval(&exact),
         pct(claim, &exact)
     ))
 }
@@ -273,9 +273,9 @@ pub fn explain_p_opt(w: &MatrixEntry, n: usize, m: usize, claim_k: usize) -> Opt
          (a float64 SVD of the dense product leaves at most {}) the float64 argmin is {claim_k}/{m}: round-off \
          raises c(W, p) at small p > 0 but not at p = 0, so p_opt leans towards 0. Certified argmin set: {{{}}}.",
         curve.zeros(),
-        format::approx(*tmin),
-        format::approx(*tmax),
-        format::approx(top),
+        fmt::approx(*tmin),
+        fmt::approx(*tmax),
+        fmt::approx(top),
         set.join(", ")
     ))
 }
@@ -305,8 +305,8 @@ pub fn explain_bound_ours(cert: &Certificate, claim: f64) -> Option<String> {
             "float artefact: round-off values in place of the exact zeros of the per-head products (each of the \
              size a float64 SVD of the dense product leaves) can raise B_ours from the certified exact value {} up \
              to {}; the claim is {}% above the exact value.",
-            format::interval(&exact),
-            format::approx(top),
+            fmt::cert_interval(&exact),
+            fmt::approx(top),
             pct(claim, &exact)
         )
     })

@@ -17,7 +17,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::format::approx;
+use super::fmt::approx;
 use super::set::{ratio, scaling, Axis, Bound, StudySet};
 use crate::arch::MatrixType;
 use crate::certificate::CertInterval;

@@ -1,8 +1,10 @@
-//! Decimals for people: every interval printed in text is rounded
+//! Decimals for people, the one place numbers become text (terminal, the
+//! HTML report, figure captions): every interval is rounded
 //! *outward*, so the printed decimals, read as exact decimal numbers,
 //! enclose the binary64 interval (and so the exact value it encloses).
 //! JSON and CSV keep the binary64 ends exactly (shortest round-trip
-//! decimals); this module is for text only.
+//! decimals); this module is for text only. [`approx`] is the one
+//! exception, for axis labels and prose, and claims no enclosure.
 //!
 //! Three forms ([`Style`]):
 //!
@@ -341,6 +343,50 @@ pub fn read_back(s: &str) -> Option<(Rational, Rational)> {
     }
     let v = parse_decimal(s)?;
     Some((v.clone(), v))
+}
+
+/// An approximate number for axis labels and prose (`1.23e4`, `0.5`): 4
+/// significant digits, no claim of enclosure.
+pub fn approx(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let a = x.abs();
+    if (1e-3..1e5).contains(&a) {
+        let s = format!("{x:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    } else {
+        let s = format!("{x:.3e}");
+        tidy(&s)
+    }
+}
+
+/// MPFR writes `1.2345e3` or `-1.2345e-7`; drop trailing zeros of the
+/// mantissa and a `+`/leading-zero-free exponent (`e0` removed).
+fn tidy(s: &str) -> String {
+    let (mant, exp) = match s.find('e') {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let mant = if mant.contains('.') {
+        mant.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        mant
+    };
+    match exp.map(|e| e.trim_start_matches('+')) {
+        Some(e) if e.parse::<i32>().ok() != Some(0) => format!("{mant}e{e}"),
+        _ => mant.to_string(),
+    }
+}
+
+/// A certified interval of a certificate in the default text form
+/// ([`Style::Shared`], as the command line prints it): see [`interval`].
+///
+/// *Guarantee:* the printed decimals enclose `[x.lo, x.hi]`
+/// (`proofs/outward-decimal.md`, L21).
+pub fn cert_interval(x: &crate::certificate::CertInterval) -> String {
+    interval(x.lo, x.hi, Style::Shared)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::fidelity::{self, ROUNDOFF_NOTE, SCALE_FLOOR_NOTE};
 use super::figures::Figure;
-use super::format::{approx, interval};
+use super::fmt::{approx, cert_interval as interval};
 use super::set::{p_opt_counts, scaling, widest, StudySet};
 use crate::certificate::GridPoint;
 

@@ -17,7 +17,6 @@ pub mod csv;
 pub mod fidelity;
 pub mod figures;
 pub mod fmt;
-pub mod format;
 pub mod html;
 pub mod set;
 pub mod tables;
@@ -31,26 +30,8 @@ use crate::enclosure::Enclosure;
 use crate::linalg::{CertifiedValue, SingularValues};
 use crate::spectral::{SchattenEnclosure, SpectralSummary};
 
-/// An error and its causes on one line, each cause once, as the command
-/// line prints it after `specbound: error: `. Library errors say their cause
-/// in their own message (and keep it as `source()` for programs), so a cause
-/// is appended only when the line does not already say it.
-pub fn error_line(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        cause = c.source();
-    }
-    line
-}
-
 /// JSON form of one certified singular value.
-#[derive(Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ValueJson {
     /// Lower bound.
     pub lo: f64,
@@ -82,7 +63,7 @@ impl From<&CertifiedValue> for ValueJson {
 }
 
 /// JSON form of one Schatten quantity.
-#[derive(Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct SchattenJson {
     /// The exponent: the exact decimal given, as a JSON number of the same
     /// value (`1e-400` is written `1e-400`, never as the binary64 `0.0`).
@@ -110,7 +91,7 @@ impl From<&SchattenEnclosure> for SchattenJson {
 }
 
 /// The complete result of `specbound svd`.
-#[derive(Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct SvdReport {
     /// Input file.
     pub input: String,
@@ -267,41 +248,5 @@ impl SvdReport {
             );
         }
         s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::error_line;
-    use std::fmt;
-
-    #[derive(Debug)]
-    struct E(&'static str, Option<Box<E>>);
-
-    impl fmt::Display for E {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl std::error::Error for E {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1.as_deref().map(|e| e as _)
-        }
-    }
-
-    #[test]
-    fn error_line_says_each_cause_once() {
-        let inner = E("No such file or directory (os error 2)", None);
-        let said = E(
-            "m.npy: cannot read file: No such file or directory (os error 2)",
-            Some(Box::new(E("No such file or directory (os error 2)", None))),
-        );
-        assert_eq!(error_line(&said), said.0);
-        let unsaid = E("reading the claims", Some(Box::new(inner)));
-        assert_eq!(
-            error_line(&unsaid),
-            "reading the claims: No such file or directory (os error 2)"
-        );
     }
 }

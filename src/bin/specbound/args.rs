@@ -1,0 +1,478 @@
+//! The command line's definition: flags are declared once (shared groups
+//! flattened into the commands), parsed into typed values, and turned into
+//! the command layer's requests (`specbound::cmd`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use specbound::arch::{ArchOverrides, PAPER_L_PHI};
+use specbound::certificate::ShardSpec;
+use specbound::certify::CertifyOptions;
+use specbound::cmd::{self, CertOutputs, CmdError, ModelRef, Style};
+use specbound::linalg::Precision;
+use specbound::spectral::SchattenP;
+
+#[derive(Parser)]
+#[command(
+    name = "specbound",
+    version,
+    about = "Certified spectral quantities of weight matrices"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// No progress bar (it is drawn on stderr only when stderr is a terminal).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// How text output prints intervals, each rounded outward: shared
+    /// (common digits, then the differing tails: 20573.029732297[44, 68]),
+    /// pm (mid ± rad) or bounds ([lo, hi] in full). JSON and CSV are exact.
+    #[arg(long, global = true, default_value = "shared", value_name = "STYLE")]
+    pub intervals: Style,
+}
+
+/// Revision of a Hugging Face id.
+#[derive(Args, Clone)]
+pub struct RevisionArg {
+    /// Revision of a Hugging Face id (branch, tag or commit; default main).
+    #[arg(long)]
+    pub revision: Option<String>,
+}
+
+/// `--json`.
+#[derive(Args, Clone)]
+pub struct JsonArg {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The parameters of a certification.
+#[derive(Args, Clone)]
+pub struct CertifyParams {
+    /// Lipschitz constant L_phi of the activation (exact decimal).
+    #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
+    pub l_phi: String,
+    /// Grid resolution m of P_m = {0, 1/m, ..., 2} (default ceil(L + ln N)).
+    #[arg(long)]
+    pub grid_m: Option<usize>,
+    /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
+    #[arg(long, default_value = "f64")]
+    pub precision: Precision,
+    /// Number of attention heads (needed for a .safetensors file without config.json).
+    #[arg(long)]
+    pub heads: Option<usize>,
+    /// Number of layers (default: from config.json or the tensors).
+    #[arg(long)]
+    pub layers: Option<usize>,
+}
+
+impl CertifyParams {
+    fn options(&self) -> CertifyOptions {
+        CertifyOptions {
+            precision: self.precision,
+            l_phi: self.l_phi.clone(),
+            grid_m: self.grid_m,
+            overrides: ArchOverrides {
+                heads: self.heads,
+                layers: self.layers,
+            },
+        }
+    }
+}
+
+/// Where a certificate and its tables go.
+#[derive(Args, Clone)]
+pub struct OutputArgs {
+    /// Write the certificate (JSON) to this file (a new or regular file), atomically.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write the four CSV tables (the authors' layout) into this directory.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    fn outputs(&self) -> CertOutputs {
+        CertOutputs {
+            out: self.out.clone(),
+            csv: self.csv.clone(),
+        }
+    }
+}
+
+/// The study's figures.
+#[derive(Args, Clone)]
+pub struct FigureArgs {
+    /// Id of the primary model of figures 1 and 5 (default: the largest, L N^2).
+    #[arg(long)]
+    pub primary: Option<String>,
+    /// Layers of the primary model in figure 1 (`0-3`, `0,2,5`).
+    #[arg(long, default_value = "0-3", value_parser = layers)]
+    pub spectrum_layers: Layers,
+}
+
+/// A layer list (`0-3`, `0,2,5`).
+#[derive(Clone, Debug)]
+pub struct Layers(pub Vec<usize>);
+
+fn layers(s: &str) -> Result<Layers, String> {
+    specbound::study::parse_layers(s).map(Layers)
+}
+
+fn schatten(s: &str) -> Result<SchattenP, String> {
+    SchattenP::parse(s)
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Certified enclosures of all singular values and derived norms of one matrix.
+    Svd {
+        /// A 2-D `.npy` file (f2/f4/f8, C or Fortran order), a `.safetensors`, `.gguf` or
+        /// PyTorch (`.bin`, `.pt`, `.pth`) file, or a model directory or Hugging Face id
+        /// (with --tensor).
+        input: PathBuf,
+        /// Tensor name inside a safetensors, GGUF or PyTorch file or a model.
+        #[arg(long)]
+        tensor: Option<String>,
+        #[command(flatten)]
+        revision: RevisionArg,
+        /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
+        #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
+        schatten_p: Vec<SchattenP>,
+        /// auto (default: escalate until --rtol is met) | f64 | extended | mpfr:BITS
+        #[arg(long, default_value = "auto")]
+        precision: Precision,
+        /// Target relative radius for `--precision auto` (sigma_1 and every value >= 1e-6 sigma_1).
+        #[arg(long, default_value_t = 1e-11)]
+        rtol: f64,
+        #[command(flatten)]
+        json: JsonArg,
+    },
+    /// Certify a whole checkpoint: proxy matrices, their spectra, and the bound proxies.
+    Certify {
+        /// A Hugging Face model directory (config.json + model.safetensors or
+        /// pytorch_model.bin, or a sharded index), a single .safetensors, PyTorch (.bin,
+        /// .pt, .pth) or .gguf file, or a Hugging Face id (org/name) in the local cache.
+        /// Default: the bundled all-MiniLM-L6-v2.
+        model: Option<PathBuf>,
+        #[command(flatten)]
+        revision: RevisionArg,
+        #[command(flatten)]
+        outputs: OutputArgs,
+        #[command(flatten)]
+        json: JsonArg,
+        #[command(flatten)]
+        params: CertifyParams,
+        /// The model_id column of observed_bounds.csv (default: the model's directory name).
+        #[arg(long)]
+        model_id: Option<String>,
+        /// Certify only shard K of N (balanced by estimated cost) and write a part, not a
+        /// certificate; `merge` makes the certificate from the N parts.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<ShardSpec>,
+        /// Keep each finished layer's part in DIR; rerun with the same arguments to skip them.
+        #[arg(long, value_name = "DIR")]
+        resume_dir: Option<PathBuf>,
+    },
+    /// Merge the parts of a sharded run (certify --shard K/N) into one certificate.
+    Merge {
+        /// The parts, in any order (every matrix of the model exactly once).
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        #[command(flatten)]
+        outputs: OutputArgs,
+        #[command(flatten)]
+        json: JsonArg,
+        /// The model_id column of observed_bounds.csv (default: the last component of model.path).
+        #[arg(long)]
+        model_id: Option<String>,
+    },
+    /// Certify many checkpoints and write the paper's tables, five figures and an HTML report.
+    Study {
+        /// Models: directories, files or Hugging Face ids, as `certify` takes them.
+        #[arg(value_name = "MODEL")]
+        model: Vec<PathBuf>,
+        /// A file listing models, one per line (`#` comment lines; relative paths are
+        /// taken from the file's directory), after any MODEL arguments.
+        #[arg(long = "models", value_name = "FILE")]
+        models_file: Option<PathBuf>,
+        /// Output directory (created if absent): certificates/, tables/, figures/, report.html.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Model ids, one per model in order (default: each directory or file name).
+        #[arg(long = "model-id", value_name = "ID")]
+        model_id: Vec<String>,
+        #[command(flatten)]
+        figures: FigureArgs,
+        #[command(flatten)]
+        params: CertifyParams,
+    },
+    /// The study's HTML report from existing certificates.
+    Report {
+        /// Certificates (JSON), e.g. a study's DIR/certificates/*.json.
+        #[arg(value_name = "CERT", required = true)]
+        certs: Vec<PathBuf>,
+        /// The HTML file to write (atomically).
+        #[arg(long, value_name = "FILE.html")]
+        out: PathBuf,
+        /// Model ids, one per certificate in order (default: each file's stem).
+        #[arg(long = "model-id", value_name = "ID")]
+        model_id: Vec<String>,
+        #[command(flatten)]
+        figures: FigureArgs,
+    },
+    /// Show the recognised architecture and the proxy matrices, without computing spectra.
+    Inspect {
+        /// A model directory, a .safetensors, PyTorch or .gguf file, or a Hugging Face id.
+        model: PathBuf,
+        #[command(flatten)]
+        revision: RevisionArg,
+        #[command(flatten)]
+        json: JsonArg,
+        /// Number of attention heads (for a file without config.json or metadata).
+        #[arg(long)]
+        heads: Option<usize>,
+        /// L_phi that certify would use (decides the L_phi extension note).
+        #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
+        l_phi: String,
+    },
+    /// Check a certificate: re-derive every aggregate; with --model, also the hashes and every matrix.
+    Verify {
+        /// The certificate (JSON).
+        cert: PathBuf,
+        /// The model directory, file or Hugging Face id the certificate describes.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Revision of a Hugging Face id given to --model (default main).
+        #[arg(long)]
+        revision: Option<String>,
+        #[command(flatten)]
+        json: JsonArg,
+    },
+    /// Check claimed numbers against certified values: a CSV of claims about a model, or
+    /// another tool's singular values (a 1-D .npy) of one matrix.
+    Audit {
+        /// The model (directory, file or Hugging Face id); with a .npy of claimed singular
+        /// values, any `svd` input (with --tensor where it needs one).
+        model: PathBuf,
+        /// The claims: a certify --csv table, a generic claims CSV, a WeightWatcher details
+        /// CSV, or a 1-D .npy of claimed singular values (any float dtype, any order).
+        claims: PathBuf,
+        #[command(flatten)]
+        json: JsonArg,
+        /// Relative tolerance: CSV claims without a tolerance column get at least the window
+        /// c ± (atol + rtol |c|); claimed singular values must meet |c - sigma| <= atol + rtol sigma.
+        #[arg(long, default_value_t = 0.0)]
+        rtol: f64,
+        /// Absolute tolerance (see --rtol).
+        #[arg(long, default_value_t = 0.0)]
+        atol: f64,
+        /// Method for the certified singular values: f64 (default) | extended | auto | mpfr:BITS.
+        #[arg(long, default_value = "f64")]
+        precision: Precision,
+        /// A gap counts as float32 / float64 rounding when it is at most this many unit
+        /// roundoffs (2^-24, 2^-53) of the certified value.
+        #[arg(long, default_value_t = 1.0)]
+        rounding_units: f64,
+        /// Tensor name, for claimed singular values of a tensor of a file or model.
+        #[arg(long)]
+        tensor: Option<String>,
+        #[command(flatten)]
+        revision: RevisionArg,
+    },
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout: `specbound man | man -l -`.
+    Man,
+    /// Compare two certificates quantity by quantity.
+    Diff {
+        /// The old certificate.
+        a: PathBuf,
+        /// The new certificate.
+        b: PathBuf,
+        /// Relative tolerance: exit 1 only for quantities that certainly changed by more.
+        #[arg(long, default_value_t = 0.0)]
+        rtol: f64,
+        #[command(flatten)]
+        json: JsonArg,
+    },
+}
+
+fn model(arg: &std::path::Path, revision: &RevisionArg) -> Result<ModelRef, CmdError> {
+    Ok(ModelRef::parse(Some(arg), revision.revision.as_deref())?)
+}
+
+/// A parsed command line as a command of the command layer.
+pub enum Request {
+    /// `svd`.
+    Svd(cmd::svd::SvdRequest),
+    /// `certify`.
+    Certify(cmd::certify::CertifyRequest),
+    /// `merge`.
+    Merge(cmd::merge::MergeRequest),
+    /// `study`.
+    Study(cmd::study::StudyRequest),
+    /// `report`.
+    Report(cmd::report::ReportRequest),
+    /// `inspect`.
+    Inspect(cmd::inspect::InspectRequest),
+    /// `verify`.
+    Verify(cmd::verify::VerifyRequest),
+    /// `audit`.
+    Audit(cmd::audit::AuditRequest),
+    /// `diff`.
+    Diff(cmd::diff::DiffRequest),
+}
+
+impl Command {
+    /// `--json` of the command, when it has one.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Svd { json, .. }
+            | Command::Certify { json, .. }
+            | Command::Merge { json, .. }
+            | Command::Inspect { json, .. }
+            | Command::Verify { json, .. }
+            | Command::Audit { json, .. }
+            | Command::Diff { json, .. } => json.json,
+            _ => false,
+        }
+    }
+
+    /// The request of a computing command (completions and man are the
+    /// binary's own, answered before).
+    pub fn request(self, style: Style) -> Result<Request, CmdError> {
+        Ok(match self {
+            Command::Completions { .. } | Command::Man => {
+                return Err(CmdError::usage("completions and man compute nothing"))
+            }
+            Command::Svd {
+                input,
+                tensor,
+                revision,
+                schatten_p,
+                precision,
+                rtol,
+                ..
+            } => Request::Svd(cmd::svd::SvdRequest {
+                source: cmd::svd::MatrixSource::Model {
+                    model: model(&input, &revision)?,
+                    tensor,
+                },
+                schatten_p,
+                precision,
+                rtol,
+            }),
+            Command::Certify {
+                model: m,
+                revision,
+                outputs,
+                params,
+                model_id,
+                shard,
+                resume_dir,
+                ..
+            } => Request::Certify(cmd::certify::CertifyRequest {
+                model: ModelRef::parse(m.as_deref(), revision.revision.as_deref())?,
+                options: params.options(),
+                outputs: outputs.outputs(),
+                model_id,
+                shard,
+                resume_dir,
+                keep_results: false,
+            }),
+            Command::Merge {
+                parts,
+                outputs,
+                model_id,
+                ..
+            } => Request::Merge(cmd::merge::MergeRequest {
+                parts,
+                outputs: outputs.outputs(),
+                model_id,
+            }),
+            Command::Study {
+                model: models,
+                models_file,
+                out,
+                model_id,
+                figures,
+                params,
+            } => Request::Study(cmd::study::StudyRequest {
+                models: models
+                    .iter()
+                    .map(|m| ModelRef::parse(Some(m), None))
+                    .collect::<Result<_, _>>()?,
+                models_file,
+                model_ids: model_id,
+                out,
+                certify: params.options(),
+                primary: figures.primary,
+                spectrum_layers: figures.spectrum_layers.0,
+                style,
+            }),
+            Command::Report {
+                certs,
+                out,
+                model_id,
+                figures,
+            } => Request::Report(cmd::report::ReportRequest {
+                certs,
+                out,
+                model_ids: model_id,
+                primary: figures.primary,
+                spectrum_layers: figures.spectrum_layers.0,
+            }),
+            Command::Inspect {
+                model: m,
+                revision,
+                heads,
+                l_phi,
+                ..
+            } => Request::Inspect(cmd::inspect::InspectRequest {
+                model: model(&m, &revision)?,
+                heads,
+                l_phi,
+            }),
+            Command::Verify {
+                cert,
+                model: m,
+                revision,
+                ..
+            } => Request::Verify(cmd::verify::VerifyRequest {
+                cert,
+                model: match m {
+                    Some(m) => Some(model(&m, &RevisionArg { revision })?),
+                    None => None,
+                },
+            }),
+            Command::Audit {
+                model: m,
+                claims,
+                rtol,
+                atol,
+                precision,
+                rounding_units,
+                tensor,
+                revision,
+                ..
+            } => Request::Audit(cmd::audit::AuditRequest {
+                model: model(&m, &revision)?,
+                claims,
+                tensor,
+                rtol,
+                atol,
+                precision,
+                rounding_units,
+            }),
+            Command::Diff { a, b, rtol, .. } => {
+                Request::Diff(cmd::diff::DiffRequest { a, b, rtol })
+            }
+        })
+    }
+}

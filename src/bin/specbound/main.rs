@@ -1,0 +1,156 @@
+//! The `specbound` command line: a thin front over the command layer
+//! (`specbound::cmd`). It parses the arguments (`args`), hands the request
+//! to the command, prints the rendered report and exits with its code.
+//!
+//! Exit codes: 0 = certified / holds / consistent / unchanged; 1 =
+//! inconclusive, a failed check or refuted quantity (verify), an
+//! inconsistent claim (audit) or a certain change (diff), with the reason
+//! printed; 2 = error (bad input or usage); 3 = undecided: audit claims
+//! undecided or verify quantities unconfirmed (none wrong).
+
+mod alloc;
+mod args;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use args::{Cli, Command, Request};
+use specbound::cmd::{self, CmdError, Report, Ui};
+use specbound::progress::{Bar, Progress};
+
+/// Progress on stderr: a bar or spinner on a terminal, nothing with `--quiet`.
+struct Terminal {
+    quiet: bool,
+}
+
+impl Ui for Terminal {
+    fn matrices(&self, label: &str) -> Box<dyn Progress + '_> {
+        Box::new(Bar::matrices(label, self.quiet))
+    }
+    fn spinner(&self, label: &str, message: &str) -> Box<dyn Progress + '_> {
+        Box::new(Bar::spinner(label, message, self.quiet))
+    }
+}
+
+/// Runs a request through its command.
+fn dispatch(req: Request, ui: &dyn Ui) -> Result<Box<dyn Report>, CmdError> {
+    Ok(match req {
+        Request::Svd(r) => Box::new(cmd::svd::run(r, ui)?),
+        Request::Certify(r) => Box::new(cmd::certify::run(&r, ui)?),
+        Request::Merge(r) => Box::new(cmd::merge::run(&r)?),
+        Request::Study(r) => Box::new(cmd::study::run(&r, ui)?),
+        Request::Report(r) => Box::new(cmd::report::run(&r)?),
+        Request::Inspect(r) => Box::new(cmd::inspect::run(&r)?),
+        Request::Verify(r) => Box::new(cmd::verify::run(&r, ui)?),
+        Request::Audit(r) => Box::new(cmd::audit::run(&r, ui)?),
+        Request::Diff(r) => Box::new(cmd::diff::run(&r)?),
+    })
+}
+
+/// The shell completions or the manual page (both about this definition).
+fn about_the_cli(command: &Command) -> std::io::Result<Vec<u8>> {
+    let mut def = Cli::command();
+    let mut out = Vec::new();
+    match command {
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut def, "specbound", &mut out);
+        }
+        _ => {
+            clap_mangen::Man::new(def.clone()).render(&mut out)?;
+            // One page: then, per subcommand, its synopsis and options.
+            for sub in def.get_subcommands() {
+                let name = sub.get_name().to_string();
+                let sub = sub.clone().bin_name(format!("specbound {name}"));
+                out.extend_from_slice(
+                    format!(".SH \"SPECBOUND {}\"\n", name.to_uppercase()).as_bytes(),
+                );
+                let man = clap_mangen::Man::new(sub);
+                man.render_synopsis_section(&mut out)?;
+                man.render_description_section(&mut out)?;
+                man.render_options_section(&mut out)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes stdout; a full disk or closed descriptor is one error line and
+/// exit 2, never a panic (a closed pipe ends the process by SIGPIPE first).
+fn print_out(bytes: &[u8]) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            say(&format!("error: cannot write to standard output: {e}"));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One line on stderr, `specbound: ` first; a failing stderr is ignored
+/// (there is nowhere left to say it).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "specbound: {line}");
+}
+
+/// A usage error as one line: clap's first line (the tip and usage lines follow it).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        return print_out(e.to_string().as_bytes());
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = write!(std::io::stderr().lock(), "{e}");
+        return ExitCode::from(2);
+    }
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    say(&format!(
+        "{} (see --help)",
+        first.trim_start_matches("error: ")
+    ));
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    alloc::init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    if matches!(cli.command, Command::Completions { .. } | Command::Man) {
+        return match about_the_cli(&cli.command) {
+            Ok(bytes) => print_out(&bytes),
+            Err(e) => {
+                say(&format!("error: {e}"));
+                ExitCode::from(2)
+            }
+        };
+    }
+    let (json, style, ui) = (
+        cli.command.json(),
+        cli.intervals,
+        Terminal { quiet: cli.quiet },
+    );
+    let report = match cli.command.request(style).and_then(|r| dispatch(r, &ui)) {
+        Ok(r) => r,
+        Err(e) => {
+            say(&format!("error: {e}"));
+            return ExitCode::from(2);
+        }
+    };
+    let out = cmd::render(&*report, json, style);
+    for line in &out.notices {
+        say(line);
+    }
+    let code = print_out(out.stdout.as_bytes());
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    if let Some(why) = &out.reason {
+        say(why);
+    }
+    ExitCode::from(out.exit.code())
+}

@@ -1,0 +1,410 @@
+//! `specbound audit`: claimed numbers against certified values, either a
+//! CSV of claims about a model or another tool's singular values (a 1-D
+//! `.npy`) of one matrix.
+
+use std::path::{Path, PathBuf};
+
+use super::svd::MatrixSource;
+use super::{check_nonnegative, CmdError, Exit, ModelRef, Report, Style, Ui};
+use crate::evidence::audit::{
+    audit_with, AuditOptions, AuditReport, FormatGap, Rounding, RoundingVerdict, Verdict,
+};
+use crate::evidence::spectrum::{audit_spectrum, Check, SpectrumAudit, SpectrumOptions};
+use crate::linalg::{certify_singular_values, Precision, SvdOptions};
+use crate::report::fmt::interval;
+
+/// What to audit.
+#[derive(Clone, Debug)]
+pub struct AuditRequest {
+    /// The model (or, with claimed singular values, any `svd` input).
+    pub model: ModelRef,
+    /// The claims file.
+    pub claims: PathBuf,
+    /// Tensor of a file or model, for claimed singular values.
+    pub tensor: Option<String>,
+    /// Relative tolerance.
+    pub rtol: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Method of the certified singular values.
+    pub precision: Precision,
+    /// Unit roundoffs within which a gap counts as float32/float64 rounding.
+    pub rounding_units: f64,
+}
+
+/// The report of `audit`.
+#[derive(Debug)]
+pub enum AuditCmdReport {
+    /// A claims CSV about a model.
+    Claims {
+        /// The claims file.
+        claims: PathBuf,
+        /// The audit.
+        report: AuditReport,
+    },
+    /// Claimed singular values of one matrix.
+    Spectrum {
+        /// The claims file.
+        claims: PathBuf,
+        /// The matrix as shown.
+        input: String,
+        /// Its shape.
+        shape: (usize, usize),
+        /// Method of the certified values.
+        precision: Precision,
+        /// Tolerances.
+        rtol: f64,
+        /// Tolerances.
+        atol: f64,
+        /// The audit, or why the matrix could not be certified.
+        audit: Result<SpectrumAudit, String>,
+    },
+}
+
+/// Whether a claims file is a NumPy array (by extension or magic).
+fn is_npy(p: &Path) -> bool {
+    if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
+        return true;
+    }
+    let mut head = [0u8; 6];
+    std::fs::File::open(p)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && head == *b"\x93NUMPY"
+}
+
+/// Runs `audit`.
+pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> {
+    for (name, v) in [
+        ("--rtol", req.rtol),
+        ("--atol", req.atol),
+        ("--rounding-units", req.rounding_units),
+    ] {
+        check_nonnegative(name, v)?;
+    }
+    if is_npy(&req.claims) {
+        return run_spectrum(req, ui);
+    }
+    if req.tensor.is_some() {
+        return Err(CmdError::usage(
+            "--tensor applies to claimed singular values (a .npy), not to a claims CSV",
+        ));
+    }
+    let model = req.model.resolve()?.path;
+    let opts = AuditOptions {
+        rtol: req.rtol,
+        atol: req.atol,
+        precision: req.precision,
+        rounding_units: req.rounding_units,
+    };
+    let report = {
+        let progress = ui.matrices("audit");
+        audit_with(&model, &req.claims, &opts, &*progress)?
+    };
+    Ok(AuditCmdReport::Claims {
+        claims: req.claims.clone(),
+        report,
+    })
+}
+
+/// `audit MATRIX CLAIMED.npy`: claimed singular values against certified ones.
+fn run_spectrum(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> {
+    let claimed = crate::io::npy::read_npy_vector(&req.claims)?;
+    let (input, loaded) = MatrixSource::Model {
+        model: req.model.clone(),
+        tensor: req.tensor.clone(),
+    }
+    .load()?;
+    let a = &loaded.matrix;
+    let opts = SvdOptions {
+        precision: req.precision,
+        ..SvdOptions::default()
+    };
+    let sv = {
+        let _spin = crate::linalg::cost::is_long(a.rows, a.cols, req.precision).then(|| {
+            ui.spinner(
+                "audit",
+                &format!(
+                    "certifying the singular values of {} x {} ({})",
+                    a.rows, a.cols, req.precision
+                ),
+            )
+        });
+        certify_singular_values(a, &opts)
+    };
+    let audit = match sv {
+        Ok(sv) => Ok(audit_spectrum(
+            &claimed.matrix.data,
+            claimed.dtype,
+            &sv,
+            &SpectrumOptions {
+                rtol: req.rtol,
+                atol: req.atol,
+                rounding_units: req.rounding_units,
+            },
+        )
+        .map_err(|e| CmdError::usage(format!("{}: {e}", req.claims.display())))?),
+        Err(inc) => Err(inc.reason),
+    };
+    Ok(AuditCmdReport::Spectrum {
+        claims: req.claims.clone(),
+        input,
+        shape: (a.rows, a.cols),
+        precision: req.precision,
+        rtol: req.rtol,
+        atol: req.atol,
+        audit,
+    })
+}
+
+/// One line on a gap against float32 and float64 rounding.
+fn rounding_text(r: &Rounding) -> String {
+    let one = |name: &str, g: &FormatGap| {
+        let units = match g.units {
+            [Some(a), Some(b)] => interval(a, b, Style::Shared),
+            [Some(a), None] => format!("at least {a:.3}"),
+            _ => "unbounded".into(),
+        };
+        let k = if r.k == 1.0 {
+            String::new()
+        } else {
+            format!("{} ", r.k)
+        };
+        match g.verdict {
+            RoundingVerdict::Within => {
+                format!("within {name} rounding ({units} u_{name}, <= {k}u)")
+            }
+            RoundingVerdict::Beyond => format!("beyond {name} rounding ({units} u_{name})"),
+            RoundingVerdict::Undecided => format!("{name} rounding undecided ({units} u_{name})"),
+        }
+    };
+    if r.float64.verdict == RoundingVerdict::Within {
+        one("f64", &r.float64)
+    } else {
+        format!("{}; {}", one("f32", &r.float32), one("f64", &r.float64))
+    }
+}
+
+/// A claimed value as its own dtype prints it (shortest round trip).
+fn claimed_text(x: f64, dtype: &str) -> String {
+    match dtype {
+        "f32" => format!("{}", x as f32),
+        "f16" => format!("{}", half::f16::from_f64(x)),
+        _ => format!("{x}"),
+    }
+}
+
+fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} ({} layout): {} claims: {} consistent, {} inconsistent ({} within float32 rounding, {} within float64 rounding), {} undecided",
+        claims.display(),
+        rep.layout,
+        rep.results.len(),
+        rep.consistent,
+        rep.inconsistent,
+        rep.within_float32_rounding,
+        rep.within_float64_rounding,
+        rep.undecided
+    );
+    let _ = writeln!(
+        s,
+        "  {:>5}  {:<40} {:<20} {:>24}  {:<50} verdict",
+        "line", "subject", "quantity", "claim", "certified"
+    );
+    for r in &rep.results {
+        let v = match &r.verdict {
+            Verdict::Consistent => "consistent".to_string(),
+            Verdict::Inconsistent {
+                distance,
+                relative_error,
+                rounding,
+            } => {
+                let r = rounding
+                    .as_ref()
+                    .map(|r| format!(": {}", rounding_text(r)))
+                    .unwrap_or_default();
+                format!("INCONSISTENT (off by {distance:.3e}, relative {relative_error:.3e}{r})")
+            }
+            Verdict::Undecided { width } => {
+                format!("undecided (certified interval {width:.3e} wide)")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "  {:>5}  {:<40} {:<20} {:>24}  {:<50} {v}",
+            r.line,
+            r.subject,
+            r.quantity,
+            r.claim,
+            interval(r.certified[0], r.certified[1], st)
+        );
+        if let Some(note) = &r.note {
+            let _ = writeln!(s, "         note: {note}");
+        }
+    }
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spectrum_text(
+    claims: &Path,
+    input: &str,
+    shape: (usize, usize),
+    prec: Precision,
+    rtol: f64,
+    atol: f64,
+    rep: &SpectrumAudit,
+    st: Style,
+) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let max_rel = match rep.max_relative_error {
+        [Some(lo), Some(hi)] => interval(lo, hi, st),
+        [Some(lo), None] => format!("at least {lo:e} (some sigma may be 0)"),
+        _ => "unknown".into(),
+    };
+    let _ = writeln!(
+        s,
+        "{} ({} claimed {} values{}) against the certified singular values of {} ({} x {}, precision {prec}):",
+        claims.display(),
+        rep.claimed,
+        rep.claimed_dtype,
+        if rep.sorted { ", sorted largest first" } else { "" },
+        input,
+        shape.0,
+        shape.1
+    );
+    let _ = writeln!(
+        s,
+        "  certified max relative error {max_rel}; max error {} ulps of {}",
+        interval(rep.max_ulps[0], rep.max_ulps[1], st),
+        rep.claimed_dtype
+    );
+    let _ = writeln!(
+        s,
+        "  verdict against |c - sigma| <= {atol:e} + {rtol:e} sigma: {} pass, {} fail, {} undecided",
+        rep.pass, rep.fail, rep.undecided
+    );
+    let _ = writeln!(
+        s,
+        "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} verdict",
+        "i", "claimed", "certified sigma", "error", "relative error", "ulps"
+    );
+    let n = rep.indices.len();
+    for (k, r) in rep.indices.iter().enumerate() {
+        if n > 40 && (10..n - 10).contains(&k) {
+            if k == 10 {
+                let _ = writeln!(s, "  ... {} more (use --json for all)", n - 20);
+            }
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} {:?}",
+            r.index,
+            claimed_text(r.claimed, &rep.claimed_dtype),
+            interval(r.certified[0], r.certified[1], st),
+            interval(r.abs_error[0], r.abs_error[1], st),
+            r.rel_error
+                .map(|e| interval(e[0], e[1], st))
+                .unwrap_or_else(|| "unbounded".into()),
+            interval(r.ulps[0], r.ulps[1], st),
+            r.verdict
+        );
+    }
+    s
+}
+
+impl Report for AuditCmdReport {
+    fn exit(&self) -> Exit {
+        match self {
+            AuditCmdReport::Claims { report, .. } => Exit::from_code(report.exit_code()),
+            AuditCmdReport::Spectrum { audit, .. } => match audit {
+                Err(_) => Exit::Failed,
+                Ok(a) => match a.verdict {
+                    Check::Pass => Exit::Success,
+                    Check::Fail => Exit::Failed,
+                    Check::Undecided => Exit::Undecided,
+                },
+            },
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        match self {
+            AuditCmdReport::Claims { report: rep, .. } => {
+                if rep.inconsistent > 0 {
+                    Some(format!(
+                        "{} of {} claims are inconsistent",
+                        rep.inconsistent,
+                        rep.results.len()
+                    ))
+                } else if rep.undecided > 0 {
+                    Some(format!(
+                        "{} of {} claims are undecided",
+                        rep.undecided,
+                        rep.results.len()
+                    ))
+                } else {
+                    None
+                }
+            }
+            AuditCmdReport::Spectrum {
+                input,
+                precision,
+                rtol,
+                atol,
+                audit,
+                ..
+            } => match audit {
+                Err(why) => Some(format!("{input}: {why}")),
+                Ok(rep) => match rep.verdict {
+                    Check::Pass => None,
+                    Check::Fail => Some(format!(
+                        "{} of {} claimed singular values fail |c - sigma| <= {atol:e} + {rtol:e} sigma",
+                        rep.fail, rep.claimed
+                    )),
+                    Check::Undecided => Some(format!(
+                        "{} of {} claimed singular values undecided at {precision} (try --precision extended or auto)",
+                        rep.undecided, rep.claimed
+                    )),
+                },
+            },
+        }
+    }
+
+    fn text(&self, style: Style) -> String {
+        match self {
+            AuditCmdReport::Claims { claims, report } => claims_text(claims, report, style),
+            AuditCmdReport::Spectrum {
+                claims,
+                input,
+                shape,
+                precision,
+                rtol,
+                atol,
+                audit,
+            } => match audit {
+                Ok(rep) => {
+                    spectrum_text(claims, input, *shape, *precision, *rtol, *atol, rep, style)
+                }
+                Err(_) => String::new(),
+            },
+        }
+    }
+
+    fn json(&self) -> Option<String> {
+        Some(match self {
+            AuditCmdReport::Claims { report, .. } => {
+                serde_json::to_string_pretty(report).expect("JSON serialises")
+            }
+            AuditCmdReport::Spectrum { audit, .. } => match audit {
+                Ok(rep) => serde_json::to_string_pretty(rep).expect("JSON serialises"),
+                Err(_) => String::new(),
+            },
+        })
+    }
+}

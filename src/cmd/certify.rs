@@ -1,0 +1,241 @@
+//! `specbound certify`: a whole checkpoint's proxy matrices, their
+//! certified spectra, and the bound proxies (or one shard of them).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::{CertOutputs, CmdError, Exit, ModelRef, Report, ResolvedModel, Style, Ui};
+use crate::certificate::{Certificate, ShardSpec};
+use crate::certify::{certify_run, CertifyOptions, MatrixResult, Outcome, RunScope};
+
+/// What to certify and where the results go.
+#[derive(Clone, Debug)]
+pub struct CertifyRequest {
+    /// The model.
+    pub model: ModelRef,
+    /// Precision, L_phi, grid, architecture overrides.
+    pub options: CertifyOptions,
+    /// The certificate and tables to write.
+    pub outputs: CertOutputs,
+    /// The `model_id` column of the tables (default: the model's default id).
+    pub model_id: Option<String>,
+    /// Certify only this shard and make a part, not a certificate.
+    pub shard: Option<ShardSpec>,
+    /// Keep finished layers' parts here and skip them on a rerun.
+    pub resume_dir: Option<PathBuf>,
+    /// Keep every matrix's certified singular values in the report
+    /// ([`CertifyReport::results`]), for callers that want more than the
+    /// certificate holds.
+    pub keep_results: bool,
+}
+
+impl CertifyRequest {
+    /// A request for the whole of `model` with `options`, writing nothing.
+    pub fn new(model: ModelRef, options: CertifyOptions) -> Self {
+        CertifyRequest {
+            model,
+            options,
+            outputs: CertOutputs::default(),
+            model_id: None,
+            shard: None,
+            resume_dir: None,
+            keep_results: false,
+        }
+    }
+}
+
+/// What a certification ended with.
+#[derive(Debug)]
+pub enum Certified {
+    /// The certificate of the whole model.
+    Whole(Box<Certificate>),
+    /// One shard's part (its JSON), with what it covers.
+    Shard {
+        /// The part, as written.
+        doc: String,
+        /// The shard.
+        shard: ShardSpec,
+        /// Matrices in the part.
+        matrices: usize,
+        /// Matrices of the model.
+        total: usize,
+        /// The shard's share of the estimated cost, out of 1.
+        cost_share: f64,
+    },
+    /// Nothing could be certified: why.
+    Inconclusive(String),
+}
+
+/// The report of `certify`.
+#[derive(Debug)]
+pub struct CertifyReport {
+    /// The model as resolved.
+    pub model: ResolvedModel,
+    /// The `model_id` of its tables.
+    pub model_id: String,
+    /// The outcome.
+    pub outcome: Certified,
+    /// Certified singular values of every matrix certified now (only with
+    /// [`CertifyRequest::keep_results`]).
+    pub results: Vec<MatrixResult>,
+    /// Seconds the run took.
+    pub secs: f64,
+    /// Where the outputs went.
+    pub outputs: CertOutputs,
+    /// `(directory, layers, matrices read back, matrices certified now)`
+    /// when a run resumed.
+    pub resumed: Option<(PathBuf, usize, usize, usize)>,
+}
+
+impl CertifyReport {
+    /// The certificate, when the whole model was certified.
+    pub fn certificate(&self) -> Option<&Certificate> {
+        match &self.outcome {
+            Certified::Whole(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `certify`.
+///
+/// *Guarantee: certified enclosure* for every interval of the certificate
+/// or part ([`certify_run`], which names the lemmas).
+pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError> {
+    if req.shard.is_some() && req.outputs.csv.is_some() {
+        return Err(CmdError::usage(
+            "--csv needs the bounds, which a shard does not have: pass --csv to merge",
+        ));
+    }
+    let model = req.model.resolve()?;
+    req.outputs.check()?;
+    let model_id = req.model_id.clone().unwrap_or_else(|| model.default_id());
+    let t = Instant::now();
+    let scope = RunScope {
+        shard: req.shard.unwrap_or(ShardSpec::WHOLE),
+        resume_dir: req.resume_dir.clone(),
+        keep_results: req.keep_results,
+    };
+    let outcome = {
+        let progress = ui.matrices("certify");
+        certify_run(&model.path, &req.options, &scope, &*progress)?
+    };
+    let mut report = CertifyReport {
+        model,
+        model_id,
+        outcome: Certified::Inconclusive(String::new()),
+        results: Vec::new(),
+        secs: 0.0,
+        outputs: req.outputs.clone(),
+        resumed: None,
+    };
+    let run = match outcome {
+        Outcome::Certified(r) => r,
+        Outcome::Inconclusive(why) => {
+            report.outcome = Certified::Inconclusive(why.reason);
+            return Ok(report);
+        }
+    };
+    if let (Some(dir), false) = (&req.resume_dir, run.reused_layers.is_empty()) {
+        report.resumed = Some((
+            dir.clone(),
+            run.reused_layers.len(),
+            run.spectra.len() - run.certified,
+            run.certified,
+        ));
+    }
+    report.secs = t.elapsed().as_secs_f64();
+    if let Some(shard) = req.shard {
+        let (matrices, cost_share, total) = (
+            run.spectra.len(),
+            run.cost_share,
+            run.header.model.layers * (2 * run.header.model.heads + 2),
+        );
+        let doc = run.into_part().to_json_pretty();
+        if let Some(p) = &req.outputs.out {
+            crate::io::output::Outputs::new()
+                .stage(p, doc.as_bytes())
+                .commit()?;
+        }
+        report.outcome = Certified::Shard {
+            doc,
+            shard,
+            matrices,
+            total,
+            cost_share,
+        };
+        return Ok(report);
+    }
+    match run.into_certificate() {
+        Ok((cert, results)) => {
+            let doc = cert.to_json_pretty();
+            req.outputs.write(&cert, &doc, &report.model_id)?;
+            report.results = results;
+            report.outcome = Certified::Whole(Box::new(cert));
+        }
+        Err(why) => report.outcome = Certified::Inconclusive(why.reason),
+    }
+    Ok(report)
+}
+
+impl Report for CertifyReport {
+    fn exit(&self) -> Exit {
+        match self.outcome {
+            Certified::Inconclusive(_) => Exit::Failed,
+            _ => Exit::Success,
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        match &self.outcome {
+            Certified::Inconclusive(why) => Some(format!(
+                "{}: inconclusive: {why}",
+                self.model.path.display()
+            )),
+            _ => None,
+        }
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.resumed
+            .iter()
+            .map(|(dir, layers, back, now)| {
+                format!(
+                    "resumed from {}: {layers} finished layers read back ({back} matrices), {now} matrices certified now",
+                    dir.display()
+                )
+            })
+            .collect()
+    }
+
+    fn text(&self, style: Style) -> String {
+        match &self.outcome {
+            Certified::Whole(cert) => crate::report::summary_text_with(cert, self.secs, style),
+            Certified::Shard {
+                shard,
+                matrices,
+                total,
+                cost_share,
+                ..
+            } => format!(
+                "{}: shard {shard}: {matrices} of {total} proxy matrices ({:.1}% of the estimated cost) certified in {:.2} s{}\n",
+                self.model.path.display(),
+                100.0 * cost_share,
+                self.secs,
+                match &self.outputs.out {
+                    Some(p) => format!(", part written to {}", p.display()),
+                    None => " (use --out FILE to write the part, then merge the parts)".into(),
+                }
+            ),
+            Certified::Inconclusive(_) => String::new(),
+        }
+    }
+
+    fn json(&self) -> Option<String> {
+        Some(match &self.outcome {
+            Certified::Whole(cert) => cert.to_json_pretty(),
+            Certified::Shard { doc, .. } => doc.clone(),
+            Certified::Inconclusive(_) => String::new(),
+        })
+    }
+}

@@ -1,0 +1,62 @@
+//! `specbound diff`: two certificates compared quantity by quantity.
+
+use std::path::PathBuf;
+
+use super::{check_nonnegative, CmdError, Exit, Report, Style};
+use crate::certificate::Certificate;
+use crate::evidence::diff::{diff, DiffReport, HeaderKind};
+
+/// What to compare.
+#[derive(Clone, Debug)]
+pub struct DiffRequest {
+    /// The old certificate.
+    pub a: PathBuf,
+    /// The new certificate.
+    pub b: PathBuf,
+    /// Exit 1 only for quantities that certainly changed by more than this (relative).
+    pub rtol: f64,
+}
+
+/// The report of `diff`.
+#[derive(Debug)]
+pub struct DiffCmdReport {
+    /// The comparison.
+    pub diff: DiffReport,
+}
+
+/// Runs `diff`.
+pub fn run(req: &DiffRequest) -> Result<DiffCmdReport, CmdError> {
+    check_nonnegative("--rtol", req.rtol)?;
+    let ca = Certificate::read(&req.a)?;
+    let cb = Certificate::read(&req.b)?;
+    Ok(DiffCmdReport {
+        diff: diff(&ca, &cb, req.rtol),
+    })
+}
+
+impl Report for DiffCmdReport {
+    fn exit(&self) -> Exit {
+        Exit::from_code(self.diff.exit_code())
+    }
+
+    fn reason(&self) -> Option<String> {
+        let d = &self.diff;
+        d.certainly_changed.then(|| {
+            format!(
+                "certainly changed: {} quantities beyond rtol = {}, {} parameter or architecture differences, {} quantities in one certificate only",
+                d.beyond_rtol,
+                d.rtol,
+                d.header.iter().filter(|h| h.kind != HeaderKind::Model).count(),
+                d.only_in_a + d.only_in_b
+            )
+        })
+    }
+
+    fn text(&self, style: Style) -> String {
+        self.diff.to_text_with(25, style)
+    }
+
+    fn json(&self) -> Option<String> {
+        Some(serde_json::to_string_pretty(&self.diff).expect("JSON serialises"))
+    }
+}

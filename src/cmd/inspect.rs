@@ -1,0 +1,123 @@
+//! `specbound inspect`: the recognised architecture and its proxy
+//! matrices, without computing any spectrum.
+
+use super::{CmdError, Exit, ModelRef, Report, Style};
+use crate::arch::{self, ArchOverrides, Architecture, ProxyDescription, UnmappedTensor};
+
+/// What to inspect.
+#[derive(Clone, Debug)]
+pub struct InspectRequest {
+    /// The model.
+    pub model: ModelRef,
+    /// Heads, for a file without config.json or metadata.
+    pub heads: Option<usize>,
+    /// The L_phi that certify would use (decides the L_phi extension note).
+    pub l_phi: String,
+}
+
+/// The report of `inspect`.
+#[derive(Debug)]
+pub struct InspectReport {
+    /// The model as the user named it.
+    pub shown: String,
+    /// The architecture recognised.
+    pub arch: Architecture,
+    /// Every proxy matrix and what it is formed from.
+    pub matrices: Vec<ProxyDescription>,
+    /// Tensors not used by the proxies: name, shape, dtype.
+    pub unmapped: Vec<UnmappedTensor>,
+    /// Where the certificate goes beyond the paper.
+    pub extensions: Vec<String>,
+}
+
+/// Runs `inspect`.
+pub fn run(req: &InspectRequest) -> Result<InspectReport, CmdError> {
+    let resolved = req.model.resolve()?;
+    let ck = crate::io::checkpoint::Checkpoint::open(&resolved.path)?;
+    let arch = arch::detect(
+        &ck,
+        &ArchOverrides {
+            heads: req.heads,
+            layers: None,
+        },
+    )?;
+    let (matrices, unmapped) = arch::describe(&ck, &arch)?;
+    let extensions = arch.extensions(&req.l_phi);
+    Ok(InspectReport {
+        shown: resolved.shown,
+        arch,
+        matrices,
+        unmapped,
+        extensions,
+    })
+}
+
+impl Report for InspectReport {
+    fn exit(&self) -> Exit {
+        Exit::Success
+    }
+
+    fn text(&self, _style: Style) -> String {
+        use std::fmt::Write;
+        let a = &self.arch;
+        let activation = a.activation.as_ref().map_or_else(
+            || "unknown".to_string(),
+            |x| format!("{} ({})", x.name, x.source),
+        );
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{}: {} ({} layout, prefix '{}'): {} layers, hidden {}, {} heads of {} ({} key/value heads), feed-forward {}, activation {activation}",
+            self.shown, a.family, a.layout(), a.prefix, a.layers, a.hidden, a.heads, a.head_dim, a.kv_heads, a.intermediate
+        );
+        for n in &self.extensions {
+            let _ = writeln!(s, "EXTENSION OF THE PAPER: {n}");
+        }
+        let _ = writeln!(s, "{} proxy matrices:", self.matrices.len());
+        for m in self.matrices.iter().filter(|m| m.head <= 0 || m.layer == 0) {
+            let _ = writeln!(
+                s,
+                "  layer {:>3} head {:>3} {:<8} {:>6} x {:<6} {}",
+                m.layer, m.head, m.kind, m.rows, m.cols, m.formed_from
+            );
+        }
+        let _ = writeln!(s, "  (heads other than 0 shown for layer 0 only)");
+        let _ = writeln!(
+            s,
+            "{} tensors not used by the proxies:",
+            self.unmapped.len()
+        );
+        for (n, sh, d) in self.unmapped.iter().take(40) {
+            let _ = writeln!(s, "  {n} {sh:?} {d}");
+        }
+        if self.unmapped.len() > 40 {
+            let _ = writeln!(
+                s,
+                "  ... and {} more (use --json)",
+                self.unmapped.len() - 40
+            );
+        }
+        s
+    }
+
+    fn json(&self) -> Option<String> {
+        let a = &self.arch;
+        let j = serde_json::json!({
+            "model": self.shown,
+            "architecture": a.family,
+            "layout": a.layout(),
+            "tensor_prefix": a.prefix,
+            "layers": a.layers,
+            "hidden": a.hidden,
+            "heads": a.heads,
+            "kv_heads": a.kv_heads,
+            "head_dim": a.head_dim,
+            "intermediate": a.intermediate,
+            "activation": a.activation.as_ref().map(|x| serde_json::json!({"name": x.name, "source": x.source})),
+            "extensions": self.extensions,
+            "matrices": self.matrices,
+            "unmapped": self.unmapped.iter().map(|(n, s, d)| serde_json::json!({"tensor": n, "shape": s, "dtype": d})).collect::<Vec<_>>(),
+        });
+        Some(serde_json::to_string_pretty(&j).expect("JSON serialises"))
+    }
+}

@@ -1,0 +1,113 @@
+//! `specbound merge`: the parts of a sharded run (`certify --shard K/N`)
+//! into one certificate.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{CertOutputs, CmdError, Exit, Report, Style};
+use crate::certificate::Certificate;
+use crate::certify::Outcome;
+
+/// What to merge.
+#[derive(Clone, Debug)]
+pub struct MergeRequest {
+    /// The parts, in any order.
+    pub parts: Vec<PathBuf>,
+    /// The certificate and tables to write.
+    pub outputs: CertOutputs,
+    /// The `model_id` of the tables (default: the model's default id, from
+    /// the certificate's `model.path`).
+    pub model_id: Option<String>,
+}
+
+/// The report of `merge`.
+#[derive(Debug)]
+pub struct MergeReport {
+    /// Parts merged.
+    pub parts: usize,
+    /// The certificate, or why there is none.
+    pub outcome: Result<Box<Certificate>, String>,
+    /// Seconds.
+    pub secs: f64,
+    /// Where it went.
+    pub outputs: CertOutputs,
+}
+
+/// Runs `merge`.
+///
+/// *Guarantee: certified enclosure* of every interval, as the parts'
+/// (re-derived by [`crate::merge::merge`]).
+pub fn run(req: &MergeRequest) -> Result<MergeReport, CmdError> {
+    req.outputs.check()?;
+    let t = Instant::now();
+    let outcome = match crate::merge::merge_files(&req.parts)? {
+        Outcome::Certified(c) => {
+            let doc = c.to_json_pretty();
+            let id = req.model_id.clone().unwrap_or_else(|| {
+                crate::io::model_ref::default_id_of_path(Path::new(&c.model.path))
+            });
+            req.outputs.write(&c, &doc, &id)?;
+            Ok(Box::new(c))
+        }
+        Outcome::Inconclusive(why) => Err(why.reason),
+    };
+    Ok(MergeReport {
+        parts: req.parts.len(),
+        outcome,
+        secs: t.elapsed().as_secs_f64(),
+        outputs: req.outputs.clone(),
+    })
+}
+
+impl Report for MergeReport {
+    fn exit(&self) -> Exit {
+        if self.outcome.is_ok() {
+            Exit::Success
+        } else {
+            Exit::Failed
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        self.outcome
+            .as_ref()
+            .err()
+            .map(|why| format!("inconclusive: {why}"))
+    }
+
+    fn text(&self, _style: Style) -> String {
+        let Ok(cert) = &self.outcome else {
+            return String::new();
+        };
+        let mut s = format!(
+            "{} parts merged in {:.2} s: {} proxy matrices of {} ({})\n",
+            self.parts,
+            self.secs,
+            cert.matrices.len(),
+            cert.model.path,
+            cert.model.architecture
+        );
+        s.push_str("certified bounds (each interval contains the exact value):\n");
+        s.push_str(&format!(
+            "  B_ours    [{:e}, {:e}]\n",
+            cert.bounds.ours.lo, cert.bounds.ours.hi
+        ));
+        s.push_str(&format!(
+            "  B_Edel    [{:e}, {:e}]\n",
+            cert.bounds.edelman.lo, cert.bounds.edelman.hi
+        ));
+        if self.outputs.out.is_none() {
+            s.push_str(
+                "(use --out FILE or --json for the certificate, --csv DIR for the tables)\n",
+            );
+        }
+        s
+    }
+
+    fn json(&self) -> Option<String> {
+        Some(match &self.outcome {
+            Ok(c) => c.to_json_pretty(),
+            Err(_) => String::new(),
+        })
+    }
+}

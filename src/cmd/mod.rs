@@ -1,0 +1,327 @@
+//! The command layer: one module per command, each taking a typed request
+//! and returning a typed report that knows its exit code and renders
+//! itself as text and as JSON ([`Report`]). Both fronts (the `specbound`
+//! binary and the Python module) call this layer and nothing else above
+//! `certify`; they only turn their arguments into requests and print or
+//! convert the reports.
+//!
+//! Every model argument is a [`ModelRef`], resolved in one place
+//! ([`crate::io::model_ref`]). Progress is drawn through the front's
+//! [`Ui`]; printing choices (`--json`, `--intervals`, `--quiet`) are
+//! parameters of the rendering ([`render`]) or of the [`Ui`], never
+//! branches of a command.
+//!
+//! Exit codes ([`Exit`]): 0 = certified / holds / consistent / unchanged;
+//! 1 = inconclusive, a failed check or refuted quantity (verify), an
+//! inconsistent claim (audit) or a certain change (diff), with the reason;
+//! 2 = error (bad input or usage); 3 = undecided: audit claims undecided
+//! or verify quantities unconfirmed (none wrong).
+
+pub mod audit;
+pub mod certify;
+pub mod diff;
+pub mod inspect;
+pub mod merge;
+pub mod report;
+pub mod study;
+pub mod svd;
+pub mod verify;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use crate::io::model_ref::{ModelRef, ResolvedModel};
+use crate::io::output::{OutputError, Outputs};
+use crate::progress::{NoProgress, Progress};
+pub use crate::report::fmt::Style;
+
+/// How a command ended, as the process exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: certified, holds, consistent, unchanged.
+    Success = 0,
+    /// 1: inconclusive, a failed check, an inconsistent claim, a certain change.
+    Failed = 1,
+    /// 2: bad input or usage.
+    Error = 2,
+    /// 3: undecided (audit) or unconfirmed (verify), nothing wrong.
+    Undecided = 3,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The exit of a library verdict's code (0, 1, 3; anything else is 2).
+    pub fn from_code(code: u8) -> Exit {
+        match code {
+            0 => Exit::Success,
+            1 => Exit::Failed,
+            3 => Exit::Undecided,
+            _ => Exit::Error,
+        }
+    }
+}
+
+/// What every command returns: it knows its exit code and renders itself.
+pub trait Report {
+    /// The exit code.
+    fn exit(&self) -> Exit;
+    /// The one line said on stderr when the exit is not 0 (why).
+    fn reason(&self) -> Option<String> {
+        None
+    }
+    /// Lines said on stderr whatever the exit (notices, e.g. a resumed run).
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The text for stdout, intervals printed in `style` (outward rounded).
+    fn text(&self, style: Style) -> String;
+    /// The JSON for stdout (`--json`); `None` when the command has none
+    /// (then [`Report::text`] is printed).
+    fn json(&self) -> Option<String>;
+}
+
+/// A report rendered for a front: what goes to stdout and stderr, and the
+/// exit code. A front says the notices, then prints stdout, then says the
+/// reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    /// Lines for stderr before stdout (without the `specbound: ` prefix).
+    pub notices: Vec<String>,
+    /// The whole of stdout (each line ending in a newline).
+    pub stdout: String,
+    /// The line for stderr after stdout, when the exit is not 0.
+    pub reason: Option<String>,
+    /// The exit code.
+    pub exit: Exit,
+}
+
+/// Renders `report` as JSON (when `json` and the command has JSON) or as
+/// text in `style`.
+pub fn render(report: &dyn Report, json: bool, style: Style) -> Rendered {
+    let mut stdout = match json.then(|| report.json()).flatten() {
+        Some(j) => j,
+        None => report.text(style),
+    };
+    if !stdout.is_empty() && !stdout.ends_with('\n') {
+        stdout.push('\n');
+    }
+    Rendered {
+        notices: report.notices(),
+        stdout,
+        reason: report.reason(),
+        exit: report.exit(),
+    }
+}
+
+/// How a front shows progress: a command asks it for a progress sink when
+/// a long run starts, and drops the sink when the run ends.
+pub trait Ui: Sync {
+    /// A sink counting matrices (a bar on a terminal), labelled by the command.
+    fn matrices(&self, _label: &str) -> Box<dyn Progress + '_> {
+        Box::new(NoProgress)
+    }
+    /// A sink for one long computation (a spinner saying `message`).
+    fn spinner(&self, _label: &str, _message: &str) -> Box<dyn Progress + '_> {
+        Box::new(NoProgress)
+    }
+}
+
+/// A [`Ui`] that shows nothing.
+pub struct Silent;
+
+impl Ui for Silent {}
+
+/// Why a command could not run: bad input or usage (exit 2). The message
+/// is one line naming the file, tensor or key; the library error it came
+/// from is kept as `source()`.
+#[derive(Debug)]
+pub struct CmdError {
+    line: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl CmdError {
+    /// A usage error (a bad option value, a missing argument).
+    pub fn usage(msg: impl Into<String>) -> Self {
+        CmdError {
+            line: msg.into(),
+            source: None,
+        }
+    }
+
+    /// A library error, its causes on one line ([`error_line`]).
+    pub fn from_error(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        CmdError {
+            line: error_line(&e),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    /// Whether the error says that a named input does not exist (the
+    /// Python module raises `FileNotFoundError` for it).
+    pub fn is_missing_input(&self) -> bool {
+        use crate::io::model_ref::ModelRefError;
+        let Some(s) = &self.source else { return false };
+        if let Some(e) = s.downcast_ref::<ModelRefError>() {
+            return matches!(
+                e,
+                ModelRefError::Missing(_)
+                    | ModelRefError::Bundle(_)
+                    | ModelRefError::Hub(crate::io::hub::HubError::NotCached(_))
+            );
+        }
+        false
+    }
+}
+
+impl fmt::Display for CmdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+impl std::error::Error for CmdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+macro_rules! from_library_errors {
+    ($($t:ty),* $(,)?) => {
+        $(impl From<$t> for CmdError {
+            fn from(e: $t) -> Self {
+                CmdError::from_error(e)
+            }
+        })*
+    };
+}
+
+from_library_errors!(
+    crate::io::model_ref::ModelRefError,
+    crate::io::ReadError,
+    crate::io::output::OutputError,
+    crate::arch::ModelError,
+    crate::certify::CertifyError,
+    crate::certificate::CertificateError,
+    crate::evidence::EvidenceError,
+    crate::merge::MergeError,
+    crate::study::StudyError,
+);
+
+/// An error and its causes on one line, each cause once, as the command
+/// line prints it after `specbound: error: `. Library errors say their cause
+/// in their own message (and keep it as `source()` for programs), so a cause
+/// is appended only when the line does not already say it.
+pub fn error_line(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
+}
+
+/// Checks that a nonnegative tolerance is finite (`--rtol`, `--atol`).
+pub fn check_nonnegative(name: &str, v: f64) -> Result<(), CmdError> {
+    if v >= 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(CmdError::usage(format!(
+            "{name} must be a nonnegative number, got {v}"
+        )))
+    }
+}
+
+/// Where a certificate and its CSV tables go (`certify`, `merge`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CertOutputs {
+    /// The certificate (JSON), written atomically.
+    pub out: Option<PathBuf>,
+    /// A directory for the four CSV tables.
+    pub csv: Option<PathBuf>,
+}
+
+impl CertOutputs {
+    /// Refuses a bad output target before the computation, not after.
+    pub fn check(&self) -> Result<(), OutputError> {
+        let mut planned = Outputs::new();
+        if let Some(dir) = &self.csv {
+            planned.create_dir(dir);
+            for name in crate::report::csv::TABLE_NAMES {
+                planned.stage(dir.join(name), Vec::new());
+            }
+        }
+        if let Some(p) = &self.out {
+            planned.stage(p, Vec::new());
+        }
+        planned.check()
+    }
+
+    /// Writes the tables (model id `model_id`) and the certificate, all or
+    /// none; the certificate last (a new certificate implies new tables).
+    pub fn write(
+        &self,
+        cert: &crate::certificate::Certificate,
+        doc: &str,
+        model_id: &str,
+    ) -> Result<(), OutputError> {
+        let mut outputs = Outputs::new();
+        if let Some(dir) = &self.csv {
+            outputs.create_dir(dir);
+            for (name, text) in crate::report::csv::tables(cert, model_id) {
+                outputs.stage(dir.join(name), text);
+            }
+        }
+        if let Some(p) = &self.out {
+            outputs.stage(p, doc.as_bytes());
+        }
+        outputs.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_line;
+    use std::fmt;
+
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+
+    impl fmt::Display for E {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn error_line_says_each_cause_once() {
+        let inner = E("No such file or directory (os error 2)", None);
+        let said = E(
+            "m.npy: cannot read file: No such file or directory (os error 2)",
+            Some(Box::new(E("No such file or directory (os error 2)", None))),
+        );
+        assert_eq!(error_line(&said), said.0);
+        let unsaid = E("reading the claims", Some(Box::new(inner)));
+        assert_eq!(
+            error_line(&unsaid),
+            "reading the claims: No such file or directory (os error 2)"
+        );
+    }
+}

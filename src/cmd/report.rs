@@ -1,0 +1,80 @@
+//! `specbound report`: the study's HTML report from existing certificates.
+
+use std::path::PathBuf;
+
+use super::{CmdError, Exit, Report, Style};
+use crate::io::output::Outputs;
+
+/// What to draw.
+#[derive(Clone, Debug)]
+pub struct ReportRequest {
+    /// The certificates.
+    pub certs: Vec<PathBuf>,
+    /// The HTML file to write (atomically).
+    pub out: PathBuf,
+    /// Model ids, one per certificate in order (default: each file's stem).
+    pub model_ids: Vec<String>,
+    /// The primary model of figures 1 and 5.
+    pub primary: Option<String>,
+    /// Layers of the primary model in figure 1.
+    pub spectrum_layers: Vec<usize>,
+}
+
+/// The report of `report`.
+#[derive(Debug)]
+pub struct ReportReport {
+    /// The page written.
+    pub out: PathBuf,
+    /// Certificates drawn.
+    pub certs: usize,
+    /// `(figure, why)` of every figure skipped.
+    pub skipped: Vec<(usize, String)>,
+}
+
+/// Runs `report`.
+pub fn run(req: &ReportRequest) -> Result<ReportReport, CmdError> {
+    let mut planned = Outputs::new();
+    planned.stage(&req.out, Vec::new());
+    planned.check()?;
+    let (_, figs, page) = crate::study::report_from_certificates(
+        &req.certs,
+        &req.model_ids,
+        req.primary.as_deref(),
+        req.spectrum_layers.clone(),
+    )
+    .map_err(|e| CmdError::usage(e.to_string()))?;
+    let mut o = Outputs::new();
+    o.stage(&req.out, page.into_bytes());
+    o.commit()?;
+    Ok(ReportReport {
+        out: req.out.clone(),
+        certs: req.certs.len(),
+        skipped: figs
+            .iter()
+            .filter_map(|f| f.svg.as_ref().err().map(|w| (f.number, w.clone())))
+            .collect(),
+    })
+}
+
+impl Report for ReportReport {
+    fn exit(&self) -> Exit {
+        Exit::Success
+    }
+
+    fn text(&self, _style: Style) -> String {
+        let mut s = String::new();
+        for (n, why) in &self.skipped {
+            s.push_str(&format!("figure {n} {why}\n"));
+        }
+        s.push_str(&format!(
+            "{}: {} certificates\n",
+            self.out.display(),
+            self.certs
+        ));
+        s
+    }
+
+    fn json(&self) -> Option<String> {
+        None
+    }
+}

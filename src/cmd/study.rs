@@ -1,0 +1,193 @@
+//! `specbound study`: many checkpoints certified, then the paper's tables,
+//! five figures and an HTML report.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
+use crate::certify::CertifyOptions;
+use crate::study::{self, ModelDone, ModelStatus, StudyModel, StudyOptions, StudyOutcome};
+
+/// What to study.
+#[derive(Clone, Debug)]
+pub struct StudyRequest {
+    /// The models, in order (MODEL arguments, then a `--models` file's lines).
+    pub models: Vec<ModelRef>,
+    /// A file listing further models, one per line.
+    pub models_file: Option<PathBuf>,
+    /// Model ids, one per model in order (default: each model's default id).
+    pub model_ids: Vec<String>,
+    /// The output directory.
+    pub out: PathBuf,
+    /// Options of every certification.
+    pub certify: CertifyOptions,
+    /// The primary model of figures 1 and 5.
+    pub primary: Option<String>,
+    /// Layers of the primary model in figure 1.
+    pub spectrum_layers: Vec<usize>,
+    /// How the per-model progress lines print intervals.
+    pub style: Style,
+}
+
+/// The report of `study`.
+#[derive(Debug)]
+pub struct StudyReport {
+    /// The models and ids.
+    pub models: Vec<StudyModel>,
+    /// What was written.
+    pub outcome: StudyOutcome,
+    /// The output directory.
+    pub out: PathBuf,
+    /// Seconds the study took.
+    pub secs: f64,
+}
+
+/// The models of a request: the MODEL arguments, then the file's lines.
+pub fn model_refs(
+    models: &[ModelRef],
+    file: Option<&std::path::Path>,
+) -> Result<Vec<ModelRef>, CmdError> {
+    let mut all = models.to_vec();
+    if let Some(f) = file {
+        for p in study::read_model_list(f)? {
+            all.push(ModelRef::parse(Some(&p), None)?);
+        }
+    }
+    Ok(all)
+}
+
+/// Runs `study`.
+///
+/// *Guarantee: certified enclosure* of every interval written, as
+/// [`crate::certify::certify_run`] and the tables' ratio enclosures
+/// (`proofs/ratio-enclosure.md`, L20).
+pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
+    let refs = model_refs(&req.models, req.models_file.as_deref())?;
+    let resolved = refs
+        .iter()
+        .map(ModelRef::resolve)
+        .collect::<Result<Vec<_>, _>>()?;
+    let models = study::assign_ids(resolved, &req.model_ids)?;
+    let opts = StudyOptions {
+        certify: req.certify.clone(),
+        primary: req.primary.clone(),
+        spectrum_layers: req.spectrum_layers.clone(),
+    };
+    let t = Instant::now();
+    let st = req.style;
+    let outcome = {
+        // Models and the matrices within each: the bar restarts per model;
+        // one line per finished model is said above it.
+        let progress = ui.matrices("study");
+        let mut line = |d: &ModelDone| {
+            let what = match d.status {
+                ModelStatus::Reused => format!(
+                    "reused {} (model hashes and parameters match)",
+                    d.cert_path.display()
+                ),
+                ModelStatus::Certified(secs) => format!("certified in {secs:.2} s"),
+                ModelStatus::Inconclusive(why) => format!("inconclusive: {why}"),
+            };
+            let fmt_iv =
+                |x: &crate::certificate::CertInterval| crate::report::fmt::interval(x.lo, x.hi, st);
+            let bounds = d
+                .cert
+                .map(|c| {
+                    format!(
+                        ": B_ours {}, B_Edel {}",
+                        fmt_iv(&c.bounds.ours),
+                        fmt_iv(&c.bounds.edelman)
+                    )
+                })
+                .unwrap_or_default();
+            let not = d
+                .not_reused
+                .map(|w| format!(" (existing certificate not reused: {w})"))
+                .unwrap_or_default();
+            progress.line(&format!(
+                "study: [{}/{}] {}: {what}{not}{bounds}",
+                d.index, d.total, d.model.id
+            ));
+        };
+        study::run_study(&models, &opts, &req.out, &*progress, &mut line)?
+    };
+    Ok(StudyReport {
+        models,
+        outcome,
+        out: req.out.clone(),
+        secs: t.elapsed().as_secs_f64(),
+    })
+}
+
+impl Report for StudyReport {
+    fn exit(&self) -> Exit {
+        if self.outcome.inconclusive.is_empty() {
+            Exit::Success
+        } else {
+            Exit::Failed
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        let o = &self.outcome;
+        if o.inconclusive.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = o
+            .inconclusive
+            .iter()
+            .map(|(id, why)| format!("{id}: {why}"))
+            .collect();
+        Some(format!(
+            "{} of {} models inconclusive ({}){}",
+            o.inconclusive.len(),
+            self.models.len(),
+            list.join("; "),
+            if o.report.is_none() {
+                "; nothing to report"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    fn text(&self, _style: Style) -> String {
+        use std::fmt::Write;
+        let o = &self.outcome;
+        let mut s = String::new();
+        for (n, f) in &o.figures {
+            let _ = match f {
+                Ok(p) => writeln!(s, "figure {n}: {}", p.display()),
+                Err(why) => writeln!(s, "figure {n} {why}"),
+            };
+        }
+        for p in &o.removed {
+            let _ = writeln!(
+                s,
+                "removed {} (left by an earlier run; not drawn now)",
+                p.display()
+            );
+        }
+        if let Some(note) = &o.primary_note {
+            let _ = writeln!(s, "note: {note}");
+        }
+        if let Some(r) = &o.report {
+            let n = o.certified + o.reused;
+            let _ = writeln!(
+                s,
+                "{}: {n} model{} ({} certified now, {} reused), tables in {}, in {:.2} s",
+                r.display(),
+                if n == 1 { "" } else { "s" },
+                o.certified,
+                o.reused,
+                self.out.join("tables").display(),
+                self.secs
+            );
+        }
+        s
+    }
+
+    fn json(&self) -> Option<String> {
+        None
+    }
+}

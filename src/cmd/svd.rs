@@ -1,0 +1,196 @@
+//! `specbound svd`: certified enclosures of all singular values of one
+//! matrix, and its norms, rank and Schatten quantities.
+
+use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
+use crate::io::LoadedMatrix;
+use crate::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
+use crate::report::SvdReport;
+use crate::spectral::{enclose_schatten, summarize, SchattenEnclosure, SchattenP, SpectralSummary};
+
+/// Where the matrix comes from.
+#[derive(Clone, Debug)]
+pub enum MatrixSource {
+    /// A matrix file (`.npy`, or one tensor of a safetensors, GGUF or
+    /// PyTorch file), or a tensor of a model directory or Hub id.
+    Model {
+        /// The file, directory or id.
+        model: ModelRef,
+        /// The tensor (needed for a model and for files of several tensors).
+        tensor: Option<String>,
+    },
+    /// A matrix already in memory (the Python module's arrays), with the
+    /// name it is reported under.
+    Matrix {
+        /// The name in messages and the report.
+        name: String,
+        /// The exact matrix.
+        matrix: LoadedMatrix,
+    },
+}
+
+impl MatrixSource {
+    /// The matrix and the name it is shown under. A model directory needs
+    /// a tensor; without one the error lists some of its 2-D tensors.
+    pub fn load(self) -> Result<(String, LoadedMatrix), CmdError> {
+        match self {
+            MatrixSource::Matrix { name, matrix } => Ok((name, matrix)),
+            MatrixSource::Model { model, tensor } => {
+                let shown = match &model {
+                    ModelRef::Path(p) => p.display().to_string(),
+                    ModelRef::Hub { id, .. } => id.clone(),
+                    ModelRef::Bundled => String::new(),
+                };
+                let r = model.resolve()?;
+                if r.path.is_dir() {
+                    let ck = crate::io::checkpoint::Checkpoint::open(&r.path)?;
+                    let Some(t) = tensor else {
+                        let names = ck.two_d_float_tensors();
+                        return Err(CmdError::usage(format!(
+                            "{shown}: a model: pass --tensor NAME ({} 2-D float tensors, e.g. {})",
+                            names.len(),
+                            names.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+                        )));
+                    };
+                    return Ok((shown, ck.read(&t)?));
+                }
+                Ok((shown, crate::io::read_matrix(&r.path, tensor.as_deref())?))
+            }
+        }
+    }
+}
+
+/// One matrix to certify.
+#[derive(Clone, Debug)]
+pub struct SvdRequest {
+    /// The matrix.
+    pub source: MatrixSource,
+    /// Schatten exponents (exact decimals; 0 = rank).
+    pub schatten_p: Vec<SchattenP>,
+    /// The method.
+    pub precision: Precision,
+    /// The target relative radius of `auto`.
+    pub rtol: f64,
+}
+
+/// What was certified of the matrix.
+#[derive(Clone, Debug)]
+pub struct SvdCertified {
+    /// Every singular value.
+    pub sv: SingularValues,
+    /// Norms, stable rank, rank.
+    pub summary: SpectralSummary,
+    /// One per requested exponent.
+    pub schatten: Vec<SchattenEnclosure>,
+    /// The JSON form.
+    pub report: SvdReport,
+}
+
+/// The report of `svd`.
+#[derive(Debug)]
+pub struct SvdCmdReport {
+    /// The input as shown.
+    pub input: String,
+    /// Rows and columns.
+    pub shape: (usize, usize),
+    /// The certified values, or why there are none.
+    pub outcome: Result<Box<SvdCertified>, String>,
+}
+
+/// Runs `svd`.
+///
+/// *Guarantee: certified enclosure* of every value
+/// ([`certify_singular_values`], [`summarize`], [`enclose_schatten`], which
+/// name their lemmas).
+pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
+    if !(req.rtol > 0.0 && req.rtol.is_finite()) {
+        return Err(CmdError::usage(format!(
+            "--rtol must be a positive number, got {}",
+            req.rtol
+        )));
+    }
+    let tensor = match &req.source {
+        MatrixSource::Model { tensor, .. } => tensor.clone(),
+        MatrixSource::Matrix { .. } => None,
+    };
+    let (input, loaded) = req.source.load()?;
+    let a = &loaded.matrix;
+    let opts = SvdOptions {
+        precision: req.precision,
+        rtol: req.rtol,
+        ..SvdOptions::default()
+    };
+    let sv = {
+        let _spin = crate::linalg::cost::is_long(a.rows, a.cols, req.precision).then(|| {
+            ui.spinner(
+                "svd",
+                &format!(
+                    "certifying all singular values of {} x {} ({})",
+                    a.rows, a.cols, req.precision
+                ),
+            )
+        });
+        certify_singular_values(a, &opts)
+    };
+    let shape = (a.rows, a.cols);
+    let outcome = sv
+        .and_then(|sv| {
+            let summary = summarize(a, &sv)?;
+            let schatten: Vec<_> = req
+                .schatten_p
+                .iter()
+                .map(|p| enclose_schatten(&sv, p))
+                .collect();
+            let report = SvdReport::new(
+                input.clone(),
+                tensor,
+                loaded.dtype.to_string().to_lowercase(),
+                req.precision.to_string(),
+                &sv,
+                &summary,
+                &schatten,
+            );
+            Ok(Box::new(SvdCertified {
+                sv,
+                summary,
+                schatten,
+                report,
+            }))
+        })
+        .map_err(|inc| inc.reason);
+    Ok(SvdCmdReport {
+        input,
+        shape,
+        outcome,
+    })
+}
+
+impl Report for SvdCmdReport {
+    fn exit(&self) -> Exit {
+        if self.outcome.is_ok() {
+            Exit::Success
+        } else {
+            Exit::Failed
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        self.outcome
+            .as_ref()
+            .err()
+            .map(|why| format!("{}: {why}", self.input))
+    }
+
+    fn text(&self, style: Style) -> String {
+        match &self.outcome {
+            Ok(c) => c.report.to_table_with(40, style),
+            Err(_) => String::new(),
+        }
+    }
+
+    fn json(&self) -> Option<String> {
+        Some(match &self.outcome {
+            Ok(c) => serde_json::to_string(&c.report).expect("the report serialises"),
+            Err(_) => String::new(),
+        })
+    }
+}

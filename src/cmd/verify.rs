@@ -1,0 +1,117 @@
+//! `specbound verify`: re-derives every aggregate of a certificate; with a
+//! model, also its hashes and every matrix.
+
+use std::path::PathBuf;
+
+use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
+use crate::certificate::Certificate;
+use crate::evidence::verify::{verify_internal, verify_with_model_progress, Verdict};
+
+/// What to verify.
+#[derive(Clone, Debug)]
+pub struct VerifyRequest {
+    /// The certificate (JSON).
+    pub cert: PathBuf,
+    /// The model it describes, to check the hashes and every matrix.
+    pub model: Option<ModelRef>,
+}
+
+/// The report of `verify`.
+#[derive(Debug)]
+pub struct VerifyReport {
+    /// The certificate file.
+    pub cert: PathBuf,
+    /// Whether the weights were checked too.
+    pub with_model: bool,
+    /// The checks.
+    pub verdict: Verdict,
+}
+
+/// Runs `verify`: internal consistency first; the weights only when it holds.
+pub fn run(req: &VerifyRequest, ui: &dyn Ui) -> Result<VerifyReport, CmdError> {
+    let c = Certificate::read(&req.cert)?;
+    let mut v = verify_internal(&c);
+    if v.failure.is_none() {
+        if let Some(m) = &req.model {
+            let m = m.resolve()?.path;
+            let progress = ui.matrices("verify");
+            v = v.merge(verify_with_model_progress(&c, &m, &*progress)?);
+        }
+    }
+    Ok(VerifyReport {
+        cert: req.cert.clone(),
+        with_model: req.model.is_some(),
+        verdict: v,
+    })
+}
+
+impl Report for VerifyReport {
+    fn exit(&self) -> Exit {
+        Exit::from_code(self.verdict.exit_code())
+    }
+
+    fn reason(&self) -> Option<String> {
+        let v = &self.verdict;
+        if let Some(f) = &v.failure {
+            return Some(format!("{}: FAILED: {f}", self.cert.display()));
+        }
+        v.unconfirmed.first().map(|first| {
+            format!(
+                "{}: UNCONFIRMED: {} quantities (first: {first})",
+                self.cert.display(),
+                v.unconfirmed.len()
+            )
+        })
+    }
+
+    fn text(&self, _style: Style) -> String {
+        use std::fmt::Write;
+        let v = &self.verdict;
+        let mut s = String::new();
+        if v.failure.is_some() {
+            return s;
+        }
+        if !v.unconfirmed.is_empty() {
+            let _ = writeln!(
+                s,
+                "{}: {} checks passed; {} quantities could be neither confirmed nor refuted:",
+                self.cert.display(),
+                v.checks,
+                v.unconfirmed.len()
+            );
+            for u in v.unconfirmed.iter().take(50) {
+                let _ = writeln!(s, "  {u}");
+            }
+            if v.unconfirmed.len() > 50 {
+                let _ = writeln!(s, "  ... and {} more", v.unconfirmed.len() - 50);
+            }
+            return s;
+        }
+        let _ = writeln!(
+            s,
+            "{}: certificate holds ({} checks{})",
+            self.cert.display(),
+            v.checks,
+            if self.with_model {
+                ", hashes and weights included: every interval contains the recomputed enclosure"
+            } else {
+                "; internal consistency only, pass --model to check against the weights"
+            }
+        );
+        s
+    }
+
+    fn json(&self) -> Option<String> {
+        let v = &self.verdict;
+        let j = serde_json::json!({
+            "certificate": self.cert.display().to_string(),
+            "with_model": self.with_model,
+            "holds": v.exit_code() == 0,
+            "checks": v.checks,
+            "failure": v.failure,
+            "unconfirmed": v.unconfirmed,
+            "exit_code": v.exit_code(),
+        });
+        Some(serde_json::to_string_pretty(&j).expect("JSON serialises"))
+    }
+}
