@@ -9,15 +9,17 @@ use pyo3::types::{PyBool, PyDict};
 
 use specbound::arch::ArchOverrides;
 use specbound::certificate::Certificate as Cert;
-use specbound::certify::{certify_model_with_progress, CertifyError, CertifyOptions, Outcome};
+use specbound::certify::{CertifyError, CertifyOptions};
+use specbound::cmd::certify::{CertifyRequest, Certified};
+use specbound::cmd::{CertInput, CmdError};
 use specbound::io::output::Outputs;
 use specbound::linalg::Precision;
 use specbound::report::csv::{tables, TABLE_NAMES};
 
 use crate::interval::Interval;
 use crate::{
-    decimal_arg, error, json_to_py, model_path, pandas, path_arg, positive, run_interruptibly,
-    OnInterrupt, Watch,
+    cmd_error, decimal_arg, error, json_to_py, model_ref, pandas, path_arg, positive,
+    run_interruptibly, OnInterrupt, PyUi, Watch,
 };
 
 /// The two certified bounds of a certificate: ``ours`` (B_ours) and
@@ -88,13 +90,34 @@ impl Certificate {
         })
     }
 
-    /// The certificate of a `Certificate` object or of a file (read strictly).
-    pub(crate) fn from_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Cert> {
+    /// A certificate or a certificate file as a command's input: a file is
+    /// read by the command (strictly), a `Certificate` object is handed over.
+    pub(crate) fn cert_input(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<CertInput> {
         if let Ok(c) = obj.cast::<Certificate>() {
-            return Ok(c.get().inner("compare")?.clone());
+            let cert = c.get().inner("compare")?.clone();
+            return Ok(CertInput::Loaded {
+                name: "certificate".into(),
+                cert: Box::new(cert),
+            });
         }
-        let path = path_arg(obj, what)?;
-        read(&path)
+        Ok(CertInput::File(path_arg(obj, what)?))
+    }
+
+    /// A certificate (certified, or inconclusive with the reason) with the
+    /// model_id of its tables.
+    pub(crate) fn new(cert: Result<Cert, String>, model_id: String) -> Self {
+        match cert {
+            Ok(c) => Certificate {
+                cert: Some(c),
+                reason: None,
+                model_id,
+            },
+            Err(why) => Certificate {
+                cert: None,
+                reason: Some(why),
+                model_id,
+            },
+        }
     }
 
     fn table<'py>(&self, py: Python<'py>, name: &str, what: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -155,12 +178,45 @@ fn read(path: &Path) -> PyResult<Cert> {
     Cert::read(path).map_err(|e| error(&e, &[path]))
 }
 
-/// The model_id the command line writes by default: the model directory's name.
-fn default_model_id(model: &Path) -> String {
-    std::fs::canonicalize(model)
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
-        .unwrap_or_else(|| model.display().to_string())
+/// The options of a certification, as the command line's flags give them
+/// (`--l-phi`, `--grid-m`, `--precision`, `--heads`, `--layers`).
+pub(crate) fn certify_options(
+    l_phi: Option<&Bound<'_, PyAny>>,
+    grid_m: Option<i64>,
+    precision: &str,
+    heads: Option<i64>,
+    layers: Option<i64>,
+) -> PyResult<CertifyOptions> {
+    let l_phi = match l_phi {
+        Some(x) => decimal_arg(x, "l_phi")?,
+        None => specbound::arch::PAPER_L_PHI.to_string(),
+    };
+    let precision: Precision = precision.parse().map_err(PyValueError::new_err)?;
+    let grid_m = match grid_m {
+        Some(m) if m < 1 => {
+            return Err(PyValueError::new_err(format!(
+                "grid m must be between 1 and {}, got {m}",
+                specbound::certificate::MAX_GRID_M
+            )))
+        }
+        m => m.map(|m| m as usize),
+    };
+    Ok(CertifyOptions {
+        precision,
+        l_phi,
+        grid_m,
+        overrides: ArchOverrides {
+            heads: positive(heads, "heads")?,
+            layers: positive(layers, "layers")?,
+        },
+    })
+}
+
+/// Whether a command ended because it was cancelled (Ctrl-C).
+pub(crate) fn cancelled(e: &CmdError) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<CertifyError>())
+        .is_some_and(|c| matches!(c, CertifyError::Cancelled))
 }
 
 #[pymethods]
@@ -350,13 +406,18 @@ enum Sink {
 /// their spectra and norms, and evaluates the bounds B_ours and B_Edel (the
 /// command line's ``specbound certify``).
 ///
-/// ``model`` is a Hugging Face model directory (config.json and
-/// safetensors, sharded or not), a ``.safetensors`` or ``.gguf`` file;
-/// ``None`` is the bundled all-MiniLM-L6-v2. ``l_phi`` (the activation's
-/// Lipschitz constant) is read as an exact decimal (str as written, float as
-/// printed); ``grid_m`` overrides the grid resolution; ``precision`` is
-/// ``"f64"``, ``"extended"``, ``"auto"`` or ``"mpfr:BITS"``; ``heads`` and
-/// ``layers`` override the architecture of a file without config.json.
+/// ``model`` is what the command line takes: a Hugging Face model directory
+/// (config.json and safetensors, sharded or not, or pytorch_model.bin), a
+/// ``.safetensors``, PyTorch or ``.gguf`` file, or a Hugging Face id
+/// (``org/name``) in the local cache, at ``revision`` (a branch, tag or
+/// commit; default main), never downloaded; ``None`` is the bundled
+/// all-MiniLM-L6-v2. ``l_phi`` (the activation's Lipschitz constant) is
+/// read as an exact decimal (str as written, float as printed); ``grid_m``
+/// overrides the grid resolution; ``precision`` is ``"f64"``,
+/// ``"extended"``, ``"auto"`` or ``"mpfr:BITS"``; ``heads`` and ``layers``
+/// override the architecture of a file without config.json; ``model_id``
+/// fills the ``model_id`` column of :meth:`Certificate.tables` (default:
+/// the model's directory name, or the name of a Hugging Face id).
 /// ``progress=True`` writes ``done/total matrices`` to ``sys.stderr``; a
 /// callable is called as ``progress(done, total)`` instead.
 ///
@@ -373,8 +434,8 @@ enum Sink {
 /// >>> b.ours.hi < b.edelman.lo
 /// True
 #[pyfunction]
-#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None),
-       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None)")]
+#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None),
+       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn certify(
     py: Python<'_>,
@@ -385,25 +446,10 @@ pub fn certify(
     progress: Option<&Bound<'_, PyAny>>,
     heads: Option<i64>,
     layers: Option<i64>,
+    revision: Option<&str>,
+    model_id: Option<String>,
 ) -> PyResult<Certificate> {
-    let l_phi = match l_phi {
-        Some(x) => decimal_arg(x, "l_phi")?,
-        None => specbound::arch::PAPER_L_PHI.to_string(),
-    };
-    let precision: Precision = precision.parse().map_err(PyValueError::new_err)?;
-    let grid_m = match grid_m {
-        Some(m) if m < 1 => {
-            return Err(PyValueError::new_err(format!(
-                "grid m must be between 1 and {}, got {m}",
-                specbound::certificate::MAX_GRID_M
-            )))
-        }
-        m => m.map(|m| m as usize),
-    };
-    let overrides = ArchOverrides {
-        heads: positive(heads, "heads")?,
-        layers: positive(layers, "layers")?,
-    };
+    let options = certify_options(l_phi, grid_m, precision, heads, layers)?;
     let sink = match progress {
         None => Sink::Off,
         Some(p) if p.is_instance_of::<PyBool>() => {
@@ -421,15 +467,10 @@ pub fn certify(
             )))
         }
     };
-    let path = model_path(model)?;
-    let opts = CertifyOptions {
-        precision,
-        l_phi,
-        grid_m,
-        overrides,
-    };
+    let mut req = CertifyRequest::new(model_ref(model, revision)?, options);
+    req.model_id = model_id;
     let watch = Arc::new(Watch::default());
-    let (job_watch, job_path) = (Arc::clone(&watch), path.clone());
+    let ui = PyUi(Arc::clone(&watch));
     let mut shown = (usize::MAX, usize::MAX);
     let tick_watch = Arc::clone(&watch);
     let tick = move |py: Python<'_>| -> PyResult<()> {
@@ -452,29 +493,29 @@ pub fn certify(
             }
         }
     };
-    let outcome = run_interruptibly(
+    let report = run_interruptibly(
         py,
-        move || certify_model_with_progress(&job_path, &opts, &*job_watch),
+        move || specbound::cmd::certify::run(&req, &ui),
         OnInterrupt::Cancel(watch),
         tick,
     )?;
-    let model_id = default_model_id(&path);
-    match outcome {
-        Ok(Outcome::Certified((cert, _))) => Ok(Certificate {
-            cert: Some(cert),
-            reason: None,
-            model_id,
-        }),
-        Ok(Outcome::Inconclusive(why)) => Ok(Certificate {
-            cert: None,
-            reason: Some(why.reason),
-            model_id,
-        }),
-        Err(CertifyError::Cancelled) => {
-            Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("cancelled"))
+    let report = match report {
+        Ok(r) => r,
+        Err(e) if cancelled(&e) => {
+            return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("cancelled"))
         }
-        Err(e) => Err(error(&e, &[&path])),
-    }
+        Err(e) => return Err(cmd_error(&e, &[])),
+    };
+    let cert = match report.outcome {
+        Certified::Whole(c) => Ok(*c),
+        Certified::Inconclusive(why) => Err(why),
+        Certified::Shard { .. } => {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "internal error in specbound (a bug, please report): a shard's part where the whole model was asked for",
+            ))
+        }
+    };
+    Ok(Certificate::new(cert, report.model_id))
 }
 
 /// Reads a certificate file (JSON) strictly, as ``verify`` and ``diff`` do:

@@ -6,12 +6,24 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
-use specbound::evidence::audit::{audit as audit_model, AuditReport, Verdict as ClaimVerdict};
-use specbound::evidence::diff::{diff as diff_certs, DiffReport};
-use specbound::evidence::verify::{verify_internal, verify_with_model};
+use specbound::cmd::audit::{AuditCmdReport, AuditRequest};
+use specbound::cmd::diff::DiffRequest;
+use specbound::cmd::verify::VerifyRequest;
+use specbound::cmd::{CertInput, Report};
+use specbound::evidence::audit::{AuditReport, Verdict as ClaimVerdict};
+use specbound::evidence::diff::DiffReport;
+use specbound::linalg::Precision;
 
 use crate::certify::Certificate;
-use crate::{error, json_to_py, model_path, pandas, path_arg, run_interruptibly, OnInterrupt};
+use crate::{cmd_error, json_to_py, model_ref, pandas, path_arg, run_command};
+
+/// The file of a certificate input, to tell a missing file.
+fn cert_path(c: &CertInput) -> Vec<&std::path::Path> {
+    match c {
+        CertInput::File(p) => vec![p.as_path()],
+        CertInput::Loaded { .. } => Vec::new(),
+    }
+}
 
 /// The outcome of :func:`verify`, with the command line's verdict and exit
 /// code: ``"holds"`` (0), ``"failed"`` (1: a check failed or a stated
@@ -87,35 +99,30 @@ impl VerifyResult {
 /// >>> specbound.verify(specbound.certify(), model="data/all-MiniLM-L6-v2").holds
 /// True
 #[pyfunction]
-#[pyo3(signature = (path, model = None))]
+#[pyo3(signature = (path, model = None, *, revision = None))]
 pub fn verify(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     model: Option<&Bound<'_, PyAny>>,
+    revision: Option<&str>,
 ) -> PyResult<VerifyResult> {
-    let c = Certificate::from_arg(path, "path")?;
+    let cert = Certificate::cert_input(path, "path")?;
     let model = match model {
-        Some(m) => Some(model_path(Some(m))?),
+        Some(m) => Some(model_ref(Some(m), revision)?),
+        None if revision.is_some() => {
+            return Err(PyValueError::new_err(
+                "revision applies to a Hugging Face id given as model",
+            ))
+        }
         None => None,
     };
-    let with_model = model.is_some();
-    let job_model = model.clone();
-    let result = run_interruptibly(
-        py,
-        move || {
-            let mut v = verify_internal(&c);
-            if v.failure.is_none() {
-                if let Some(m) = &job_model {
-                    v = v.merge(verify_with_model(&c, m)?);
-                }
-            }
-            Ok::<_, specbound::evidence::EvidenceError>(v)
-        },
-        OnInterrupt::Abandon,
-        |_| Ok(()),
-    )?;
-    let paths: Vec<&std::path::Path> = model.iter().map(|p| p.as_path()).collect();
-    let v = result.map_err(|e| error(&e, &paths))?;
+    let req = VerifyRequest { cert, model };
+    let job = req.clone();
+    let report = run_command(py, false, move |ui| {
+        specbound::cmd::verify::run(&job, ui)
+    })?
+    .map_err(|e| cmd_error(&e, &cert_path(&req.cert)))?;
+    let v = report.verdict;
     let exit_code = v.exit_code();
     Ok(VerifyResult {
         verdict: match exit_code {
@@ -128,7 +135,7 @@ pub fn verify(
         checks: v.checks,
         failure: v.failure,
         unconfirmed: v.unconfirmed,
-        with_model,
+        with_model: report.with_model,
     })
 }
 
@@ -274,14 +281,104 @@ impl AuditResult {
     }
 }
 
-/// Checks published numbers against certified values of a model (the
-/// command line's ``specbound audit``).
+/// The outcome of :func:`audit` for claimed singular values (a 1-D
+/// ``.npy``) of one matrix, with the command line's verdict and exit code:
+/// ``"pass"`` (0: every claimed value meets ``|c - sigma| <= atol + rtol
+/// sigma``), ``"fail"`` (1: some value certainly does not), ``"undecided"``
+/// (3: some enclosure too wide to decide, none failing) or
+/// ``"inconclusive"`` (1: the matrix could not be certified; ``reason``
+/// says why).
 ///
-/// ``claims`` is a CSV file: a ``specbound certify --csv`` table (the
-/// authors' layout), a generic claims table, or a WeightWatcher details
-/// table. Runs without the interpreter lock; Ctrl-C returns at once (the
-/// audit under way finishes in the background and is dropped). Bad input
-/// raises ``ValueError`` (or ``FileNotFoundError``).
+/// Example:
+///
+/// >>> import os, tempfile, numpy as np, specbound
+/// >>> d = tempfile.mkdtemp()
+/// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
+/// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 1.0]))
+/// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"))
+/// >>> r.verdict, r.exit_code
+/// ('pass', 0)
+#[pyclass(frozen, module = "specbound")]
+pub struct SpectrumAuditResult {
+    /// "pass", "fail", "undecided" or "inconclusive".
+    #[pyo3(get)]
+    verdict: &'static str,
+    /// The command line's exit code (0, 1 or 3).
+    #[pyo3(get)]
+    exit_code: u8,
+    /// Why the verdict is not "pass" (the command line's last line), else None.
+    #[pyo3(get)]
+    reason: Option<String>,
+    json: Option<String>,
+}
+
+#[pymethods]
+impl SpectrumAuditResult {
+    /// The audit as ``specbound audit --json`` prints it; ``ValueError``
+    /// when the matrix could not be certified.
+    ///
+    /// >>> import json, os, tempfile, numpy as np, specbound
+    /// >>> d = tempfile.mkdtemp()
+    /// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
+    /// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 1.0]))
+    /// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"))
+    /// >>> json.loads(r.to_json())["pass"]
+    /// 2
+    fn to_json(&self) -> PyResult<String> {
+        self.json.clone().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "nothing certified to write: {}",
+                self.reason.as_deref().unwrap_or("")
+            ))
+        })
+    }
+
+    /// The audit as Python objects (``json.loads(to_json())``).
+    ///
+    /// >>> import os, tempfile, numpy as np, specbound
+    /// >>> d = tempfile.mkdtemp()
+    /// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
+    /// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 1.0]))
+    /// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"))
+    /// >>> r.to_dict()["verdict"]
+    /// 'pass'
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.to_json()?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SpectrumAuditResult({}, exit_code={}{})",
+            self.verdict,
+            self.exit_code,
+            self.reason
+                .as_ref()
+                .map(|r| format!(", reason={r:?}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// Checks published numbers against certified values (the command line's
+/// ``specbound audit``).
+///
+/// ``claims`` is a CSV file about the model ``model`` (a path, or a Hugging
+/// Face id in the local cache at ``revision``): a ``specbound certify
+/// --csv`` table (the authors' layout), a generic claims table, or a
+/// WeightWatcher details table; the result is an :class:`AuditResult`. Or
+/// ``claims`` is a 1-D ``.npy`` of another tool's singular values of one
+/// matrix: ``model`` is then anything :func:`svd` takes as a path (a
+/// ``.npy``, a tensor ``tensor`` of a file or model), and the result is a
+/// :class:`SpectrumAuditResult`. ``rtol`` and ``atol`` widen claims
+/// without a tolerance column to ``c ± (atol + rtol |c|)`` (claimed
+/// singular values must meet ``|c - sigma| <= atol + rtol sigma``);
+/// ``precision`` is the method of the certified singular values (``"f64"``,
+/// ``"extended"``, ``"auto"``, ``"mpfr:BITS"``); a gap counts as float32 /
+/// float64 rounding when at most ``rounding_units`` unit roundoffs.
+///
+/// Runs without the interpreter lock; Ctrl-C returns at once (the audit
+/// under way finishes in the background and is dropped). Bad input raises
+/// ``ValueError`` (or ``FileNotFoundError``).
 ///
 /// Example:
 ///
@@ -291,35 +388,66 @@ impl AuditResult {
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
+#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
     claims: &Bound<'_, PyAny>,
-) -> PyResult<AuditResult> {
-    let model = model_path(Some(model))?;
-    let claims = path_arg(claims, "claims")?;
-    let (m, c) = (model.clone(), claims.clone());
-    let report = run_interruptibly(
-        py,
-        move || audit_model(&m, &c),
-        OnInterrupt::Abandon,
-        |_| Ok(()),
-    )?
-    .map_err(|e| error(&e, &[&model, &claims]))?;
-    let exit_code = report.exit_code();
-    Ok(AuditResult {
-        verdict: match exit_code {
-            0 => "consistent",
-            1 => "inconsistent",
-            _ => "undecided",
-        },
-        exit_code,
-        layout: report.layout.clone(),
-        consistent: report.consistent,
-        inconsistent: report.inconsistent,
-        undecided: report.undecided,
-        report,
-    })
+    rtol: f64,
+    atol: f64,
+    precision: &str,
+    rounding_units: f64,
+    tensor: Option<String>,
+    revision: Option<&str>,
+) -> PyResult<Py<PyAny>> {
+    let req = AuditRequest {
+        model: model_ref(Some(model), revision)?,
+        claims: path_arg(claims, "claims")?,
+        tensor,
+        rtol,
+        atol,
+        precision: precision.parse::<Precision>().map_err(PyValueError::new_err)?,
+        rounding_units,
+    };
+    let job = req.clone();
+    let report = run_command(py, false, move |ui| specbound::cmd::audit::run(&job, ui))?
+        .map_err(|e| cmd_error(&e, &[&req.claims]))?;
+    let exit_code = report.exit().code();
+    let reason = report.reason();
+    let json = report.json();
+    match report {
+        AuditCmdReport::Claims { report, .. } => Ok(AuditResult {
+            verdict: match exit_code {
+                0 => "consistent",
+                1 => "inconsistent",
+                _ => "undecided",
+            },
+            exit_code,
+            layout: report.layout.clone(),
+            consistent: report.consistent,
+            inconsistent: report.inconsistent,
+            undecided: report.undecided,
+            report,
+        }
+        .into_pyobject(py)?
+        .into_any()
+        .unbind()),
+        AuditCmdReport::Spectrum { audit, .. } => Ok(SpectrumAuditResult {
+            verdict: match &audit {
+                Err(_) => "inconclusive",
+                Ok(_) if exit_code == 0 => "pass",
+                Ok(_) if exit_code == 1 => "fail",
+                Ok(_) => "undecided",
+            },
+            exit_code,
+            reason,
+            json: audit.is_ok().then_some(json).flatten(),
+        }
+        .into_pyobject(py)?
+        .into_any()
+        .unbind()),
+    }
 }
 
 /// The outcome of :func:`diff`, with the command line's exit code: 1 when
@@ -488,14 +616,20 @@ pub fn diff(
     b: &Bound<'_, PyAny>,
     rtol: f64,
 ) -> PyResult<DiffResult> {
-    if !(rtol >= 0.0 && rtol.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "rtol must be a nonnegative number, got {rtol}"
-        )));
-    }
-    let ca = Certificate::from_arg(a, "a")?;
-    let cb = Certificate::from_arg(b, "b")?;
-    let report = py.detach(move || diff_certs(&ca, &cb, rtol));
+    let req = DiffRequest {
+        a: Certificate::cert_input(a, "a")?,
+        b: Certificate::cert_input(b, "b")?,
+        rtol,
+    };
+    let job = req.clone();
+    let report = py
+        .detach(move || specbound::cmd::diff::run(&job))
+        .map_err(|e| {
+            let mut paths = cert_path(&req.a);
+            paths.extend(cert_path(&req.b));
+            cmd_error(&e, &paths)
+        })?
+        .diff;
     Ok(DiffResult {
         certainly_changed: report.certainly_changed,
         exit_code: report.exit_code(),

@@ -1,12 +1,17 @@
-//! `specbound._specbound`: the Python module, a thin layer over the
-//! `specbound` library beside the command line (`src/main.rs`). Every
-//! number comes from the library; this crate converts arguments and results
-//! and runs the computations off the interpreter lock, interruptibly.
+//! `specbound._specbound`: the Python module, a thin front over the
+//! library's command layer (`specbound::cmd`), beside the command line
+//! (`src/bin/specbound`). Every function turns its Python arguments into a
+//! command's request, runs the command off the interpreter lock,
+//! interruptibly, and converts the command's report; no function has logic
+//! of its own.
 //!
 //! Conventions shared by every function:
+//! - a model argument is what the command line takes: a path, a Hugging
+//!   Face id (`org/name`, looked up offline in the local cache, at
+//!   `revision`), or `None` for the bundled model ([`model_ref`]);
 //! - bad input raises `ValueError` (or `FileNotFoundError` when a named input
 //!   does not exist) with the command line's one-line message
-//!   ([`specbound::report::error_line`]); wrong argument types raise `TypeError`;
+//!   ([`specbound::cmd::CmdError`]); wrong argument types raise `TypeError`;
 //! - a computation that cannot be certified raises nothing: the result says
 //!   `certified = False` and why;
 //! - computations run in a worker thread while the calling thread, without
@@ -14,6 +19,7 @@
 //!   [`POLL`]; see [`run_interruptibly`].
 
 mod certify;
+mod commands;
 mod evidence;
 mod interval;
 mod svd;
@@ -28,6 +34,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyString};
 
 use specbound::arch::MatrixId;
+use specbound::cmd::{CmdError, ModelRef, Ui};
 use specbound::progress::Progress;
 
 /// How often the waiting thread checks for signals and reports progress.
@@ -50,27 +57,48 @@ fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<evidence::VerifyResult>()?;
     m.add_class::<evidence::AuditResult>()?;
     m.add_class::<evidence::DiffResult>()?;
+    m.add_class::<evidence::SpectrumAuditResult>()?;
     m.add_function(wrap_pyfunction!(svd::svd, m)?)?;
     m.add_function(wrap_pyfunction!(certify::certify, m)?)?;
     m.add_function(wrap_pyfunction!(certify::load, m)?)?;
     m.add_function(wrap_pyfunction!(evidence::verify, m)?)?;
     m.add_function(wrap_pyfunction!(evidence::audit, m)?)?;
     m.add_function(wrap_pyfunction!(evidence::diff, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::inspect, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::study, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::merge, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::report, m)?)?;
     Ok(())
 }
 
-/// A library error as a Python exception: `FileNotFoundError` when one of
-/// the named input `paths` does not exist (or the bundled model is not
-/// found), else `ValueError`; the message is the command line's line.
-pub(crate) fn error(e: &(dyn std::error::Error + 'static), paths: &[&Path]) -> PyErr {
-    let msg = specbound::report::error_line(e);
-    let missing = paths.iter().any(|p| {
+/// Whether one of `paths` does not exist.
+fn any_missing(paths: &[&Path]) -> bool {
+    paths.iter().any(|p| {
         matches!(std::fs::symlink_metadata(p), Err(err) if err.kind() == std::io::ErrorKind::NotFound)
-    });
-    if missing || e.is::<specbound::io::bundle::BundleError>() {
+    })
+}
+
+/// A library error as a Python exception: `FileNotFoundError` when one of
+/// the named input `paths` does not exist, else `ValueError`; the message is
+/// the command line's line ([`specbound::cmd::error_line`]).
+pub(crate) fn error(e: &(dyn std::error::Error + 'static), paths: &[&Path]) -> PyErr {
+    let msg = specbound::cmd::error_line(e);
+    if any_missing(paths) {
         PyFileNotFoundError::new_err(msg)
     } else {
         PyValueError::new_err(msg)
+    }
+}
+
+/// A command's error as a Python exception: `FileNotFoundError` when it
+/// says a named input does not exist ([`CmdError::is_missing_input`]) or one
+/// of the named input `paths` does not exist, else `ValueError`; the message
+/// is the command line's line.
+pub(crate) fn cmd_error(e: &CmdError, paths: &[&Path]) -> PyErr {
+    if e.is_missing_input() || any_missing(paths) {
+        PyFileNotFoundError::new_err(e.to_string())
+    } else {
+        PyValueError::new_err(e.to_string())
     }
 }
 
@@ -84,14 +112,85 @@ pub(crate) fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> 
     })
 }
 
-/// The one place where a `model` argument becomes the path the library
-/// reads: `None` is the bundled all-MiniLM-L6-v2 (found as the command line
-/// finds it), anything else a path. A Hugging Face id resolver goes here.
-pub(crate) fn model_path(model: Option<&Bound<'_, PyAny>>) -> PyResult<PathBuf> {
-    match model {
-        None => specbound::io::bundle::locate().map_err(|e| error(&e, &[])),
-        Some(m) => path_arg(m, "model"),
+/// A list of path arguments (any iterable of `str` or `os.PathLike`, not a
+/// single `str`).
+pub(crate) fn paths_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<PathBuf>> {
+    if obj.is_instance_of::<PyString>() || is_pathlike(obj)? {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a list of paths, not a single path"
+        )));
     }
+    obj.try_iter()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} must be a list of paths, got {}",
+                type_name(obj)
+            ))
+        })?
+        .map(|p| path_arg(&p?, what))
+        .collect()
+}
+
+/// A list of strings (model ids), `None` being the empty list.
+pub(crate) fn strings_arg(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Vec<String>> {
+    let Some(obj) = obj else {
+        return Ok(Vec::new());
+    };
+    if obj.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a list of str, not a single str"
+        )));
+    }
+    obj.try_iter()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} must be a list of str, got {}",
+                type_name(obj)
+            ))
+        })?
+        .map(|s| {
+            let s = s?;
+            s.extract::<String>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{what} must be a list of str, got an item of type {}",
+                    type_name(&s)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Whether `obj` is an `os.PathLike` (has `__fspath__`).
+pub(crate) fn is_pathlike(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let pathlike = obj.py().import("os")?.getattr("PathLike")?;
+    obj.is_instance(&pathlike)
+}
+
+/// The one place where a `model` argument becomes the command layer's
+/// [`ModelRef`], as the command line reads its argument
+/// ([`ModelRef::parse`]): `None` is the bundled all-MiniLM-L6-v2, a path
+/// that exists is a path, an `org/name` that is not a path a Hugging Face
+/// id in the local cache (at `revision`), anything else a path (reported
+/// missing when the command resolves it).
+pub(crate) fn model_ref(
+    model: Option<&Bound<'_, PyAny>>,
+    revision: Option<&str>,
+) -> PyResult<ModelRef> {
+    let path = match model {
+        None => None,
+        Some(m) => Some(path_arg(m, "model")?),
+    };
+    model_ref_of(path.as_deref(), revision)
+}
+
+/// [`model_ref`] of an argument already converted to a path.
+pub(crate) fn model_ref_of(path: Option<&Path>, revision: Option<&str>) -> PyResult<ModelRef> {
+    ModelRef::parse(path, revision).map_err(|e| cmd_error(&CmdError::from_error(e), &[]))
+}
+
+/// The layer list of `--spectrum-layers` (`"0-3"`, `"0,2,5"`).
+pub(crate) fn layers_arg(text: &str) -> PyResult<Vec<usize>> {
+    specbound::study::parse_layers(text).map_err(PyValueError::new_err)
 }
 
 /// A number the library reads as an exact decimal (`l_phi`, a Schatten
@@ -169,6 +268,59 @@ impl Progress for Watch {
     }
 }
 
+/// The shared [`Watch`] as a progress sink a command owns (a command asks
+/// its [`Ui`] for a boxed sink and drops it when the run ends).
+pub(crate) struct ArcProgress(pub(crate) Arc<Watch>);
+
+impl Progress for ArcProgress {
+    fn matrices_total(&self, n: usize) {
+        self.0.matrices_total(n);
+    }
+    fn matrix_done(&self, id: MatrixId) {
+        self.0.matrix_done(id);
+    }
+    fn message(&self, text: &str) {
+        self.0.message(text);
+    }
+    fn line(&self, text: &str) {
+        self.0.line(text);
+    }
+    fn cancelled(&self) -> bool {
+        self.0.cancelled()
+    }
+}
+
+/// The module's [`Ui`]: every sink a command asks for is the call's
+/// [`Watch`], which the waiting thread reads (progress) and sets (cancel).
+pub(crate) struct PyUi(pub(crate) Arc<Watch>);
+
+impl Ui for PyUi {
+    fn matrices(&self, _label: &str) -> Box<dyn Progress + '_> {
+        Box::new(ArcProgress(Arc::clone(&self.0)))
+    }
+    fn spinner(&self, _label: &str, _message: &str) -> Box<dyn Progress + '_> {
+        Box::new(ArcProgress(Arc::clone(&self.0)))
+    }
+}
+
+/// Runs a command in a worker thread ([`run_interruptibly`]) with a fresh
+/// [`Watch`] as its [`Ui`], without progress display: Ctrl-C cancels it
+/// (between matrices) when `cancel`, else abandons it.
+pub(crate) fn run_command<T: Send + 'static>(
+    py: Python<'_>,
+    cancel: bool,
+    job: impl FnOnce(&PyUi) -> T + Send + 'static,
+) -> PyResult<T> {
+    let watch = Arc::new(Watch::default());
+    let ui = PyUi(Arc::clone(&watch));
+    let interrupt = if cancel {
+        OnInterrupt::Cancel(watch)
+    } else {
+        OnInterrupt::Abandon
+    };
+    run_interruptibly(py, move || job(&ui), interrupt, |_| Ok(()))
+}
+
 impl Watch {
     /// `(done, total)` matrices.
     pub(crate) fn counts(&self) -> (usize, usize) {
@@ -192,7 +344,8 @@ pub(crate) enum OnInterrupt {
 /// interpreter lock, taking it back every [`POLL`] to run `tick` (progress)
 /// and the signal handlers: Ctrl-C raises `KeyboardInterrupt` here, as does
 /// an exception from `tick`, after `interrupt` is applied. A panic in the
-/// library becomes a `pyo3_runtime.PanicException`.
+/// library becomes a `RuntimeError` (never a `PanicException`, which
+/// `except Exception` does not catch).
 pub(crate) fn run_interruptibly<T: Send + 'static>(
     py: Python<'_>,
     job: impl FnOnce() -> T + Send + 'static,
@@ -224,8 +377,8 @@ pub(crate) fn run_interruptibly<T: Send + 'static>(
                         .map(|s| s.to_string())
                         .or_else(|| p.downcast_ref::<String>().cloned())
                         .unwrap_or_else(|| "unknown panic".into());
-                    pyo3::panic::PanicException::new_err(format!(
-                        "internal error in specbound (please report): {msg}"
+                    PyRuntimeError::new_err(format!(
+                        "internal error in specbound (a bug, please report): {msg}"
                     ))
                 })?;
                 tick(py)?;

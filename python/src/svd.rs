@@ -6,17 +6,16 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use specbound::enclosure::Inconclusive;
+use specbound::cmd::svd::{MatrixSource, SvdRequest};
 use specbound::io::ReadError;
-use specbound::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
+use specbound::linalg::Precision;
 use specbound::matrix::SourceDtype;
-use specbound::report::SvdReport;
-use specbound::spectral::{
-    enclose_schatten, summarize, SchattenEnclosure, SchattenP, SpectralSummary,
-};
+use specbound::spectral::SchattenP;
 
 use crate::interval::Interval;
-use crate::{decimal_arg, error, run_interruptibly, type_name, OnInterrupt};
+use crate::{
+    cmd_error, decimal_arg, error, is_pathlike, model_ref, path_arg, run_command, type_name,
+};
 
 /// What an array is called in messages (where the command line names its file).
 const ARRAY: &str = "array";
@@ -198,15 +197,29 @@ fn float_array(py: Python<'_>, values: impl IntoIterator<Item = f64>) -> PyResul
     Ok(arr.unbind())
 }
 
-type Certified = (SingularValues, SpectralSummary, Vec<SchattenEnclosure>);
+/// The NumPy name of a file's storage type as the report names it
+/// (`bfloat16` and quantized types, which NumPy lacks, by the library's name).
+fn numpy_dtype(d: &str) -> String {
+    match d {
+        "f16" => "float16".into(),
+        "bf16" => "bfloat16".into(),
+        "f32" => "float32".into(),
+        "f64" => "float64".into(),
+        other => other.to_string(),
+    }
+}
 
 /// Certified enclosures of all singular values of a 2-D array, and of its
 /// norms, rank and Schatten quantities (the command line's ``specbound svd``).
 ///
 /// ``a`` is anything ``numpy.asarray`` turns into a 2-D float16, float32 or
 /// float64 array, in any order or strides; its values are converted to
-/// float64 exactly, and every result is about that exact matrix.
-/// ``precision`` is ``"auto"`` (escalate until ``rtol`` is met),
+/// float64 exactly, and every result is about that exact matrix. Or ``a``
+/// is a path (``str`` or ``os.PathLike``) as the command line takes it: a
+/// 2-D ``.npy``, a ``.safetensors``, GGUF or PyTorch file, or a model
+/// directory or Hugging Face id (``org/name``, in the local cache at
+/// ``revision``), with ``tensor`` naming the tensor where the input holds
+/// several. ``precision`` is ``"auto"`` (escalate until ``rtol`` is met),
 /// ``"f64"``, ``"extended"`` or ``"mpfr:BITS"``; ``schatten_p`` lists the
 /// exponents ``p >= 0`` (str as written, float as printed, so ``0.1`` means
 /// one tenth; ``0`` is the rank). The computation runs without the
@@ -214,8 +227,9 @@ type Certified = (SingularValues, SpectralSummary, Vec<SchattenEnclosure>);
 /// (the computation under way finishes in the background and is dropped).
 ///
 /// Raises ``ValueError`` for an array that is not 2-D, empty, not float,
-/// or holds NaN or infinities, and for a bad ``precision``, ``rtol`` or ``p``.
-/// An array that cannot be certified gives ``certified = False``.
+/// or holds NaN or infinities, and for a bad ``precision``, ``rtol`` or ``p``
+/// (``FileNotFoundError`` for a path that does not exist). An array that
+/// cannot be certified gives ``certified = False``.
 ///
 /// Example:
 ///
@@ -225,8 +239,8 @@ type Certified = (SingularValues, SpectralSummary, Vec<SchattenEnclosure>);
 /// ((2,), True)
 #[pyfunction]
 #[pyo3(
-    signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11),
-    text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11)"
+    signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None),
+    text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11, tensor=None, revision=None)"
 )]
 pub fn svd(
     py: Python<'_>,
@@ -234,13 +248,10 @@ pub fn svd(
     precision: &str,
     schatten_p: Option<&Bound<'_, PyAny>>,
     rtol: f64,
+    tensor: Option<String>,
+    revision: Option<&str>,
 ) -> PyResult<SvdResult> {
     let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
-    if !(rtol > 0.0 && rtol.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "rtol must be a positive number, got {rtol}"
-        )));
-    }
     // Each p with the object it was given as (the key of `schatten`).
     let mut ps: Vec<(Py<PyAny>, SchattenP)> = Vec::new();
     let given: Vec<Bound<'_, PyAny>> = match schatten_p {
@@ -268,32 +279,45 @@ pub fn svd(
         let parsed = SchattenP::parse(&text).map_err(PyValueError::new_err)?;
         ps.push((p.unbind(), parsed));
     }
-    let (loaded, dtype_name) = to_matrix(a)?;
-    let (rows, cols) = (loaded.matrix.rows, loaded.matrix.cols);
-    let exps: Vec<SchattenP> = ps.iter().map(|(_, p)| p.clone()).collect();
-    let matrix = loaded.matrix;
-    let outcome = run_interruptibly(
-        py,
-        move || -> Result<Certified, Inconclusive> {
-            let opts = SvdOptions {
-                precision: prec,
-                rtol,
-                ..SvdOptions::default()
-            };
-            let sv = certify_singular_values(&matrix, &opts)?;
-            let summary = summarize(&matrix, &sv)?;
-            let schatten = exps.iter().map(|p| enclose_schatten(&sv, p)).collect();
-            Ok((sv, summary, schatten))
-        },
-        OnInterrupt::Abandon,
-        |_| Ok(()),
-    )?;
+    let is_path = a.is_instance_of::<pyo3::types::PyString>() || is_pathlike(a)?;
+    let (source, numpy_name, named) = if is_path {
+        let path = path_arg(a, "a")?;
+        let source = MatrixSource::Model {
+            model: model_ref(Some(a), revision)?,
+            tensor,
+        };
+        (source, None, vec![path])
+    } else {
+        if tensor.is_some() || revision.is_some() {
+            return Err(PyValueError::new_err(
+                "tensor and revision apply to a path or a Hugging Face id, not to an array",
+            ));
+        }
+        let (matrix, dtype_name) = to_matrix(a)?;
+        let source = MatrixSource::Matrix {
+            name: ARRAY.into(),
+            matrix,
+        };
+        (source, Some(dtype_name), Vec::new())
+    };
+    let req = SvdRequest {
+        source,
+        schatten_p: ps.iter().map(|(_, p)| p.clone()).collect(),
+        precision: prec,
+        rtol,
+    };
+    let report = run_command(py, false, move |ui| specbound::cmd::svd::run(req, ui))?
+        .map_err(|e| {
+            let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
+            cmd_error(&e, &named)
+        })?;
+    let (rows, cols) = report.shape;
     let mut r = SvdResult {
         certified: false,
         reason: None,
         rows,
         cols,
-        dtype: dtype_name,
+        dtype: numpy_name.unwrap_or_default(),
         precision: precision.to_string(),
         lo: None,
         hi: None,
@@ -312,24 +336,20 @@ pub fn svd(
         max_relative_radius: None,
         json: None,
     };
-    let (sv, summary, schatten) = match outcome {
+    let c = match report.outcome {
         Ok(c) => c,
-        Err(inc) => {
-            r.reason = Some(inc.reason);
+        Err(why) => {
+            r.reason = Some(why);
             return Ok(r);
         }
     };
-    let report = SvdReport::new(
-        ARRAY.into(),
-        None,
-        loaded.dtype.to_string().to_lowercase(),
-        precision.to_string(),
-        &sv,
-        &summary,
-        &schatten,
+    if r.dtype.is_empty() {
+        r.dtype = numpy_dtype(&c.report.dtype);
+    }
+    r.json = Some(
+        serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?,
     );
-    r.json =
-        Some(serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?);
+    let (sv, summary, schatten) = (&c.sv, &c.summary, &c.schatten);
     r.certified = true;
     r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);
     r.hi = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.hi()))?);
@@ -359,7 +379,7 @@ pub fn svd(
         summary.rank.hi as f64,
     ));
     let dict = PyDict::new(py);
-    for ((key, _), s) in ps.iter().zip(&schatten) {
+    for ((key, _), s) in ps.iter().zip(schatten) {
         let pair = PyTuple::new(
             py,
             [

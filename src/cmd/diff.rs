@@ -1,18 +1,15 @@
 //! `specbound diff`: two certificates compared quantity by quantity.
 
-use std::path::PathBuf;
-
-use super::{check_nonnegative, CmdError, Exit, Report, Style};
-use crate::certificate::Certificate;
+use super::{check_nonnegative, CertInput, CmdError, Exit, Report, Style};
 use crate::evidence::diff::{diff, DiffReport, HeaderKind};
 
 /// What to compare.
 #[derive(Clone, Debug)]
 pub struct DiffRequest {
     /// The old certificate.
-    pub a: PathBuf,
+    pub a: CertInput,
     /// The new certificate.
-    pub b: PathBuf,
+    pub b: CertInput,
     /// Exit 1 only for quantities that certainly changed by more than this (relative).
     pub rtol: f64,
 }
@@ -27,8 +24,8 @@ pub struct DiffCmdReport {
 /// Runs `diff`.
 pub fn run(req: &DiffRequest) -> Result<DiffCmdReport, CmdError> {
     check_nonnegative("--rtol", req.rtol)?;
-    let ca = Certificate::read(&req.a)?;
-    let cb = Certificate::read(&req.b)?;
+    let ca = req.a.read()?;
+    let cb = req.b.read()?;
     Ok(DiffCmdReport {
         diff: diff(&ca, &cb, req.rtol),
     })

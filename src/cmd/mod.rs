@@ -232,6 +232,39 @@ pub fn error_line(e: &(dyn std::error::Error + 'static)) -> String {
     line
 }
 
+/// A certificate a command reads: a file (read strictly), or one already
+/// in memory (the Python module's certificates).
+#[derive(Clone, Debug)]
+pub enum CertInput {
+    /// A certificate file (JSON).
+    File(PathBuf),
+    /// A certificate in memory, with the name it is reported under.
+    Loaded {
+        /// The name in messages.
+        name: String,
+        /// The certificate.
+        cert: Box<crate::certificate::Certificate>,
+    },
+}
+
+impl CertInput {
+    /// The name in messages.
+    pub fn name(&self) -> String {
+        match self {
+            CertInput::File(p) => p.display().to_string(),
+            CertInput::Loaded { name, .. } => name.clone(),
+        }
+    }
+
+    /// The certificate (a file read strictly, [`crate::certificate::Certificate::read`]).
+    pub fn read(&self) -> Result<crate::certificate::Certificate, CmdError> {
+        match self {
+            CertInput::File(p) => Ok(crate::certificate::Certificate::read(p)?),
+            CertInput::Loaded { cert, .. } => Ok((**cert).clone()),
+        }
+    }
+}
+
 /// Checks that a nonnegative tolerance is finite (`--rtol`, `--atol`).
 pub fn check_nonnegative(name: &str, v: f64) -> Result<(), CmdError> {
     if v >= 0.0 && v.is_finite() {

@@ -1,17 +1,14 @@
 //! `specbound verify`: re-derives every aggregate of a certificate; with a
 //! model, also its hashes and every matrix.
 
-use std::path::PathBuf;
-
-use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
-use crate::certificate::Certificate;
+use super::{CertInput, CmdError, Exit, ModelRef, Report, Style, Ui};
 use crate::evidence::verify::{verify_internal, verify_with_model_progress, Verdict};
 
 /// What to verify.
 #[derive(Clone, Debug)]
 pub struct VerifyRequest {
-    /// The certificate (JSON).
-    pub cert: PathBuf,
+    /// The certificate.
+    pub cert: CertInput,
     /// The model it describes, to check the hashes and every matrix.
     pub model: Option<ModelRef>,
 }
@@ -19,8 +16,8 @@ pub struct VerifyRequest {
 /// The report of `verify`.
 #[derive(Debug)]
 pub struct VerifyReport {
-    /// The certificate file.
-    pub cert: PathBuf,
+    /// The certificate's name (its file).
+    pub cert: String,
     /// Whether the weights were checked too.
     pub with_model: bool,
     /// The checks.
@@ -29,7 +26,7 @@ pub struct VerifyReport {
 
 /// Runs `verify`: internal consistency first; the weights only when it holds.
 pub fn run(req: &VerifyRequest, ui: &dyn Ui) -> Result<VerifyReport, CmdError> {
-    let c = Certificate::read(&req.cert)?;
+    let c = req.cert.read()?;
     let mut v = verify_internal(&c);
     if v.failure.is_none() {
         if let Some(m) = &req.model {
@@ -39,7 +36,7 @@ pub fn run(req: &VerifyRequest, ui: &dyn Ui) -> Result<VerifyReport, CmdError> {
         }
     }
     Ok(VerifyReport {
-        cert: req.cert.clone(),
+        cert: req.cert.name(),
         with_model: req.model.is_some(),
         verdict: v,
     })
@@ -53,12 +50,12 @@ impl Report for VerifyReport {
     fn reason(&self) -> Option<String> {
         let v = &self.verdict;
         if let Some(f) = &v.failure {
-            return Some(format!("{}: FAILED: {f}", self.cert.display()));
+            return Some(format!("{}: FAILED: {f}", self.cert));
         }
         v.unconfirmed.first().map(|first| {
             format!(
                 "{}: UNCONFIRMED: {} quantities (first: {first})",
-                self.cert.display(),
+                self.cert,
                 v.unconfirmed.len()
             )
         })
@@ -75,7 +72,7 @@ impl Report for VerifyReport {
             let _ = writeln!(
                 s,
                 "{}: {} checks passed; {} quantities could be neither confirmed nor refuted:",
-                self.cert.display(),
+                self.cert,
                 v.checks,
                 v.unconfirmed.len()
             );
@@ -90,7 +87,7 @@ impl Report for VerifyReport {
         let _ = writeln!(
             s,
             "{}: certificate holds ({} checks{})",
-            self.cert.display(),
+            self.cert,
             v.checks,
             if self.with_model {
                 ", hashes and weights included: every interval contains the recomputed enclosure"
@@ -104,7 +101,7 @@ impl Report for VerifyReport {
     fn json(&self) -> Option<String> {
         let v = &self.verdict;
         let j = serde_json::json!({
-            "certificate": self.cert.display().to_string(),
+            "certificate": self.cert.to_string(),
             "with_model": self.with_model,
             "holds": v.exit_code() == 0,
             "checks": v.checks,

@@ -445,7 +445,7 @@ impl Command {
                 revision,
                 ..
             } => Request::Verify(cmd::verify::VerifyRequest {
-                cert,
+                cert: cmd::CertInput::File(cert),
                 model: match m {
                     Some(m) => Some(model(&m, &RevisionArg { revision })?),
                     None => None,
@@ -471,7 +471,11 @@ impl Command {
                 rounding_units,
             }),
             Command::Diff { a, b, rtol, .. } => {
-                Request::Diff(cmd::diff::DiffRequest { a, b, rtol })
+                Request::Diff(cmd::diff::DiffRequest {
+                    a: cmd::CertInput::File(a),
+                    b: cmd::CertInput::File(b),
+                    rtol,
+                })
             }
         })
     }

@@ -1,0 +1,275 @@
+//! `specbound.inspect`, `specbound.study`, `specbound.merge`,
+//! `specbound.report`: the commands that have no result class of their own
+//! (their results are the command line's JSON as Python objects, a dict, a
+//! path or a :class:`Certificate`).
+
+use std::path::{Path, PathBuf};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use specbound::cmd::inspect::InspectRequest;
+use specbound::cmd::merge::MergeRequest;
+use specbound::cmd::report::ReportRequest;
+use specbound::cmd::study::StudyRequest;
+use specbound::cmd::{CertOutputs, Report, Style};
+
+use crate::certify::{cancelled, certify_options, Certificate};
+use crate::{
+    cmd_error, decimal_arg, json_to_py, layers_arg, model_ref, model_ref_of, path_arg, paths_arg, positive,
+    run_command, strings_arg,
+};
+
+/// The command's JSON, which every command called here has.
+fn json_of(report: &dyn Report) -> PyResult<String> {
+    report.json().ok_or_else(|| {
+        PyRuntimeError::new_err("internal error in specbound (a bug, please report): no JSON")
+    })
+}
+
+/// An optional path argument.
+fn opt_path(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<PathBuf>> {
+    obj.map(|o| path_arg(o, what)).transpose()
+}
+
+/// The recognised architecture and its proxy matrices, without computing
+/// any spectrum (the command line's ``specbound inspect --json``), as a
+/// dict: ``model``, ``architecture``, ``layout``, ``tensor_prefix``,
+/// ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``head_dim``,
+/// ``intermediate``, ``activation``, ``extensions`` (where a certificate
+/// would go beyond the paper, given ``l_phi``), ``matrices`` (every proxy
+/// matrix and what it is formed from) and ``unmapped`` (tensors the
+/// proxies do not use).
+///
+/// ``model`` is a path or a Hugging Face id in the local cache (at
+/// ``revision``), as :func:`certify` takes it; ``heads`` is needed for a
+/// file without config.json or metadata. Bad input raises ``ValueError``
+/// (or ``FileNotFoundError``).
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> i = specbound.inspect("data/all-MiniLM-L6-v2")
+/// >>> i["architecture"], i["layers"], len(i["matrices"])
+/// ('bert', 6, 156)
+#[pyfunction]
+#[pyo3(signature = (model, *, heads = None, l_phi = None, revision = None),
+       text_signature = "(model, *, heads=None, l_phi='1.13', revision=None)")]
+pub fn inspect<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    heads: Option<i64>,
+    l_phi: Option<&Bound<'py, PyAny>>,
+    revision: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let req = InspectRequest {
+        model: model_ref(Some(model), revision)?,
+        heads: positive(heads, "heads")?,
+        l_phi: match l_phi {
+            Some(x) => decimal_arg(x, "l_phi")?,
+            None => specbound::arch::PAPER_L_PHI.to_string(),
+        },
+    };
+    let report = run_command(py, false, move |_| specbound::cmd::inspect::run(&req))?
+        .map_err(|e| cmd_error(&e, &[]))?;
+    json_to_py(py, &json_of(&report)?)
+}
+
+/// Certifies many checkpoints and writes the paper's tables, five figures
+/// and an HTML report into the directory ``out`` (the command line's
+/// ``specbound study``; ``out/certificates/``, ``out/tables/``,
+/// ``out/figures/``, ``out/report.html``). A certificate already in
+/// ``out/certificates/`` whose model hashes and parameters match is reused.
+///
+/// ``models`` is a list of models as :func:`certify` takes them (paths or
+/// Hugging Face ids); ``models_file`` a file listing further models, one
+/// per line; ``model_ids`` their ids, one per model in order (default: each
+/// directory or file name). ``primary`` is the id of the primary model of
+/// figures 1 and 5 (default: the largest), ``spectrum_layers`` its layers
+/// in figure 1 (``"0-3"``, ``"0,2,5"``); ``l_phi``, ``grid_m``,
+/// ``precision``, ``heads`` and ``layers`` are :func:`certify`'s.
+///
+/// Returns a dict: ``certified`` and ``reused`` (numbers of models),
+/// ``inconclusive`` (id -> why), ``report`` (the HTML file, or None when no
+/// model was certified), ``figures`` (number -> file of every figure
+/// drawn), ``skipped_figures`` (number -> why), ``exit_code`` (0, or 1 when
+/// some model was inconclusive) and ``reason`` (the command line's last
+/// line, or None). Runs without the interpreter lock; Ctrl-C stops it
+/// between matrices. Bad input raises ``ValueError`` (or
+/// ``FileNotFoundError``).
+///
+/// Example:
+///
+/// >>> import os, tempfile, specbound
+/// >>> s = specbound.study(["data/all-MiniLM-L6-v2"], out=tempfile.mkdtemp())
+/// >>> s["certified"], s["exit_code"], os.path.basename(s["report"])
+/// (1, 0, 'report.html')
+#[pyfunction]
+#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None),
+       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None)")]
+#[allow(clippy::too_many_arguments)]
+pub fn study<'py>(
+    py: Python<'py>,
+    models: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    model_ids: Option<&Bound<'py, PyAny>>,
+    models_file: Option<&Bound<'py, PyAny>>,
+    primary: Option<String>,
+    spectrum_layers: &str,
+    l_phi: Option<&Bound<'py, PyAny>>,
+    grid_m: Option<i64>,
+    precision: &str,
+    heads: Option<i64>,
+    layers: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let refs = paths_arg(models, "models")?
+        .iter()
+        .map(|p| model_ref_of(Some(p), None))
+        .collect::<PyResult<Vec<_>>>()?;
+    let req = StudyRequest {
+        models: refs,
+        models_file: opt_path(models_file, "models_file")?,
+        model_ids: strings_arg(model_ids, "model_ids")?,
+        out: path_arg(out, "out")?,
+        certify: certify_options(l_phi, grid_m, precision, heads, layers)?,
+        primary,
+        spectrum_layers: layers_arg(spectrum_layers)?,
+        style: Style::Shared,
+    };
+    let named: Vec<PathBuf> = req.models_file.iter().cloned().collect();
+    let report = run_command(py, true, move |ui| specbound::cmd::study::run(&req, ui))?;
+    let report = match report {
+        Ok(r) => r,
+        Err(e) if cancelled(&e) => {
+            return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("cancelled"))
+        }
+        Err(e) => {
+            let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
+            return Err(cmd_error(&e, &named));
+        }
+    };
+    let o = &report.outcome;
+    let d = PyDict::new(py);
+    d.set_item("certified", o.certified)?;
+    d.set_item("reused", o.reused)?;
+    let inconclusive = PyDict::new(py);
+    for (id, why) in &o.inconclusive {
+        inconclusive.set_item(id, why)?;
+    }
+    d.set_item("inconclusive", inconclusive)?;
+    d.set_item(
+        "report",
+        o.report.as_ref().map(|p| p.display().to_string()),
+    )?;
+    let (figures, skipped) = (PyDict::new(py), PyDict::new(py));
+    for (n, f) in &o.figures {
+        match f {
+            Ok(p) => figures.set_item(n, p.display().to_string())?,
+            Err(why) => skipped.set_item(n, why)?,
+        }
+    }
+    d.set_item("figures", figures)?;
+    d.set_item("skipped_figures", skipped)?;
+    d.set_item("exit_code", report.exit().code())?;
+    d.set_item("reason", report.reason())?;
+    Ok(d)
+}
+
+/// Merges the parts of a sharded run (``specbound certify --shard K/N
+/// --out PART``) into one certificate (the command line's ``specbound
+/// merge``), re-deriving every aggregate from the parts.
+///
+/// ``parts`` is a list of part files, in any order (every matrix of the
+/// model exactly once). ``out`` writes the certificate (atomically) and
+/// ``csv`` the four tables into a directory, as the command line's
+/// ``--out`` and ``--csv``; ``model_id`` fills the tables' ``model_id``
+/// column (default: the last component of the certificate's
+/// ``model.path``). Returns the :class:`Certificate` (``certified =
+/// False`` with the reason when the bounds could not be certified). Bad
+/// input raises ``ValueError`` (or ``FileNotFoundError``).
+///
+/// Example:
+///
+/// >>> import specbound
+/// >>> specbound.merge(["no-such-part.json"])
+/// Traceback (most recent call last):
+/// ...
+/// FileNotFoundError: no-such-part.json...
+#[pyfunction]
+#[pyo3(signature = (parts, *, out = None, csv = None, model_id = None))]
+pub fn merge(
+    py: Python<'_>,
+    parts: &Bound<'_, PyAny>,
+    out: Option<&Bound<'_, PyAny>>,
+    csv: Option<&Bound<'_, PyAny>>,
+    model_id: Option<String>,
+) -> PyResult<Certificate> {
+    let req = MergeRequest {
+        parts: paths_arg(parts, "parts")?,
+        outputs: CertOutputs {
+            out: opt_path(out, "out")?,
+            csv: opt_path(csv, "csv")?,
+        },
+        model_id,
+    };
+    let (named, id) = (req.parts.clone(), req.model_id.clone());
+    let report = run_command(py, false, move |_| specbound::cmd::merge::run(&req))?
+        .map_err(|e| {
+            let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
+            cmd_error(&e, &named)
+        })?;
+    Ok(match report.outcome {
+        Ok(c) => {
+            let id = id.unwrap_or_else(|| {
+                specbound::io::model_ref::default_id_of_path(Path::new(&c.model.path))
+            });
+            Certificate::new(Ok(*c), id)
+        }
+        Err(why) => Certificate::new(Err(why), id.unwrap_or_default()),
+    })
+}
+
+/// Writes the study's HTML report (tables and figures) from existing
+/// certificates (the command line's ``specbound report``), atomically, to
+/// ``out``, and returns its path.
+///
+/// ``certs`` is a list of certificate files (e.g. a study's
+/// ``certificates/*.json``); ``model_ids`` their ids, one per certificate
+/// in order (default: each file's stem); ``primary`` and
+/// ``spectrum_layers`` are :func:`study`'s. Bad input raises
+/// ``ValueError`` (or ``FileNotFoundError``).
+///
+/// Example:
+///
+/// >>> import os, tempfile, specbound
+/// >>> d = tempfile.mkdtemp()
+/// >>> specbound.certify().save(os.path.join(d, "minilm.json"))
+/// >>> page = specbound.report([os.path.join(d, "minilm.json")], out=os.path.join(d, "r.html"))
+/// >>> os.path.getsize(page) > 0
+/// True
+#[pyfunction]
+#[pyo3(signature = (certs, *, out, model_ids = None, primary = None, spectrum_layers = "0-3"))]
+pub fn report(
+    py: Python<'_>,
+    certs: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    model_ids: Option<&Bound<'_, PyAny>>,
+    primary: Option<String>,
+    spectrum_layers: &str,
+) -> PyResult<String> {
+    let req = ReportRequest {
+        certs: paths_arg(certs, "certs")?,
+        out: path_arg(out, "out")?,
+        model_ids: strings_arg(model_ids, "model_ids")?,
+        primary,
+        spectrum_layers: layers_arg(spectrum_layers)?,
+    };
+    let named = req.certs.clone();
+    let report = run_command(py, false, move |_| specbound::cmd::report::run(&req))?
+        .map_err(|e| {
+            let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
+            cmd_error(&e, &named)
+        })?;
+    Ok(report.out.display().to_string())
+}
