@@ -185,6 +185,25 @@ fn rounding_text(r: &Rounding) -> String {
     }
 }
 
+/// With no tolerance (the default `--rtol 0 --atol 0`), claims in floating
+/// point almost never meet the certified values exactly: one line saying
+/// that a tolerance is needed and which the claims' dtype suggests (its
+/// unit roundoff).
+fn tolerance_hint(rep: &SpectrumAudit, rtol: f64, atol: f64) -> Option<String> {
+    if rtol != 0.0 || atol != 0.0 || rep.fail == 0 {
+        return None;
+    }
+    let (u, name) = match rep.claimed_dtype.as_str() {
+        "f16" => ("4.9e-4", "2^-11, the float16 unit roundoff"),
+        "f32" => ("6e-8", "2^-24, the float32 unit roundoff"),
+        _ => ("1.2e-16", "2^-53, the float64 unit roundoff"),
+    };
+    Some(format!(
+        "note: with --rtol 0 a claim passes only when it is exact; {} claims need a tolerance: try --rtol {u} ({name}) or larger",
+        rep.claimed_dtype
+    ))
+}
+
 /// A claimed value as its own dtype prints it (shortest round trip).
 fn claimed_text(x: f64, dtype: &str) -> String {
     match dtype {
@@ -288,19 +307,48 @@ fn spectrum_text(
         "  verdict against |c - sigma| <= {atol:e} + {rtol:e} sigma: {} pass, {} fail, {} undecided",
         rep.pass, rep.fail, rep.undecided
     );
+    if let Some(hint) = tolerance_hint(rep, rtol, atol) {
+        let _ = writeln!(s, "  {hint}");
+    }
     let _ = writeln!(
         s,
         "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} verdict",
         "i", "claimed", "certified sigma", "error", "relative error", "ulps"
     );
+    // Failures first (then undecided ones), so that none hides behind the
+    // elision of a long listing; then the first and last rows of the rest.
     let n = rep.indices.len();
-    for (k, r) in rep.indices.iter().enumerate() {
-        if n > 40 && (10..n - 10).contains(&k) {
-            if k == 10 {
-                let _ = writeln!(s, "  ... {} more (use --json for all)", n - 20);
-            }
+    let failing: Vec<usize> = (0..n)
+        .filter(|&k| rep.indices[k].verdict == Check::Fail)
+        .chain((0..n).filter(|&k| rep.indices[k].verdict == Check::Undecided))
+        .collect();
+    let mut order: Vec<usize> = failing.iter().copied().take(40).collect();
+    if failing.len() > 40 {
+        let _ = writeln!(
+            s,
+            "  ({} failing or undecided indices; the first 40 shown, --json for all)",
+            failing.len()
+        );
+    }
+    let rest: Vec<usize> = (0..n).filter(|k| !failing.contains(k)).collect();
+    let room = 40usize.saturating_sub(order.len()).max(10);
+    if rest.len() <= room {
+        order.extend(&rest);
+    } else {
+        order.extend(&rest[..room / 2]);
+        order.push(usize::MAX);
+        order.extend(&rest[rest.len() - room / 2..]);
+    }
+    for &k in &order {
+        if k == usize::MAX {
+            let _ = writeln!(
+                s,
+                "  ... {} more passing (use --json for all)",
+                rest.len() - 2 * (room / 2)
+            );
             continue;
         }
+        let r = &rep.indices[k];
         let _ = writeln!(
             s,
             "  {:>5}  {:<16} {:<36} {:<30} {:<30} {:<24} {:?}",

@@ -41,6 +41,16 @@ impl MatrixSource {
                     ModelRef::Bundled => String::new(),
                 };
                 let r = model.resolve()?;
+                let is_npy = r
+                    .path
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+                if let (true, Some(t)) = (is_npy, &tensor) {
+                    return Err(CmdError::usage(format!(
+                        "{shown}: a .npy file holds one matrix and no tensor names: --tensor '{}' does not apply (drop it)",
+                        crate::io::fmt_name(t)
+                    )));
+                }
                 if r.path.is_dir() {
                     let ck = crate::io::checkpoint::Checkpoint::open(&r.path)?;
                     let Some(t) = tensor else {

@@ -254,7 +254,10 @@ fn shared(lo: f64, hi: f64) -> String {
     );
     let (nl, nh) = (scaled(&rl, p, false), scaled(&rh, p, true));
     let top = exp10(if lo.abs() > hi.abs() { lo } else { hi });
-    if use_exponent(top) {
+    // Last kept digit above the units: positional digits would end in
+    // padding zeros that read as significant (`25180386090[330, 660]`), so
+    // the exponent form is used.
+    if use_exponent(top) || p > 0 {
         // Exponent from the larger end after rounding (it may gain a digit).
         let big = if Integer::from(nl.abs_ref()) > Integer::from(nh.abs_ref()) {
             &nl
@@ -269,11 +272,21 @@ fn shared(lo: f64, hi: f64) -> String {
     }
 }
 
+/// Longest tail of the shared form: a longer one means the ends share
+/// digits only by a carry (`4.[0999, 1000]`), which misleads.
+const MAX_TAIL: usize = 4;
+
 /// `prefix[tail_a, tail_b]suffix`, where `a` and `b` are the ends written
-/// to the same last digit; no prefix when the signs or lengths differ.
+/// to the same last digit; both ends in full (`[a, b]`) when the signs or
+/// lengths differ, when the ends are negative (a shared `-172[47, 34]`
+/// reads as one number), or when the tails would be longer than
+/// [`MAX_TAIL`] digits.
 fn join_shared(a: &str, b: &str, suffix: &str) -> String {
     if a == b {
         return format!("{a}{suffix}");
+    }
+    if a.starts_with('-') || b.starts_with('-') {
+        return format!("[{a}{suffix}, {b}{suffix}]");
     }
     let same_shape = a.len() == b.len() && a.starts_with('-') == b.starts_with('-');
     let k = if same_shape {
@@ -283,7 +296,8 @@ fn join_shared(a: &str, b: &str, suffix: &str) -> String {
     };
     // Keep a sign or a lone "0." out of the prefix only when nothing is shared.
     let prefix = &a[..k];
-    if prefix.is_empty() || prefix == "-" {
+    let tail = |t: &str| t.bytes().filter(u8::is_ascii_digit).count();
+    if prefix.is_empty() || tail(&a[k..]).max(tail(&b[k..])) > MAX_TAIL {
         return format!("[{a}{suffix}, {b}{suffix}]");
     }
     format!("{prefix}[{}, {}]{suffix}", &a[k..], &b[k..])
@@ -426,6 +440,69 @@ mod tests {
             -2.5e-7,
             3.1e-7
         ));
+    }
+
+    /// Regression (issue 17): shared digits that misled: a negative
+    /// interval, a carry across the shared digits, an integer-sized value
+    /// padded with zeros.
+    #[test]
+    fn shared_digits_never_mislead_negative_carry_or_padded_integers() {
+        let cases = [
+            (-1724.7e12, -1723.4e12),
+            (4.0999, 4.1000),
+            (25180386090330.5, 25180386090660.25),
+            (-3.25, -3.125),
+            (999.95, 1000.05),
+        ];
+        for (lo, hi) in cases {
+            let t = interval(lo, hi, Style::Shared);
+            assert!(contains(&t, lo, hi), "[{lo:e}, {hi:e}] -> {t}");
+            assert!(readable(&t), "[{lo:e}, {hi:e}] -> {t}");
+        }
+        assert_eq!(
+            interval(25180386090330.5, 25180386090660.25, Style::Shared),
+            "2.518038609[033, 067]e13"
+        );
+        assert!(interval(-3.25, -3.125, Style::Shared).starts_with("[-3."));
+    }
+
+    /// What the shared form promises a reader: a bounded length, tails of
+    /// at most [`MAX_TAIL`] digits, no shared prefix on negative ends.
+    fn readable(t: &str) -> bool {
+        if t.len() > 64 {
+            return false;
+        }
+        let Some(open) = t.find('[') else { return true };
+        if open == 0 {
+            return true; // both ends in full
+        }
+        let prefix = &t[..open];
+        let close = t.find(']').unwrap_or(t.len());
+        let tails: Vec<&str> = t[open + 1..close].split(", ").collect();
+        !prefix.starts_with('-')
+            && tails
+                .iter()
+                .all(|x| x.bytes().filter(u8::is_ascii_digit).count() <= MAX_TAIL)
+    }
+
+    #[test]
+    fn printed_intervals_are_readable() {
+        fn prop(a: f64, b: f64, scale: i8) -> TestResult {
+            let s = 10f64.powi(scale as i32 / 4);
+            let (x, y) = (a * s, b * s);
+            if !(x.is_finite() && y.is_finite()) {
+                return TestResult::discard();
+            }
+            let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
+            let t = interval(lo, hi, Style::Shared);
+            if !readable(&t) || !contains(&t, lo, hi) {
+                return TestResult::error(format!("[{lo:e}, {hi:e}] -> {t}"));
+            }
+            TestResult::passed()
+        }
+        QuickCheck::new()
+            .tests(3000)
+            .quickcheck(prop as fn(f64, f64, i8) -> TestResult);
     }
 
     #[test]

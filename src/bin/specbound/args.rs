@@ -13,11 +13,18 @@ use specbound::cmd::{self, CertOutputs, CmdError, ModelRef, Style};
 use specbound::linalg::Precision;
 use specbound::spectral::SchattenP;
 
+/// The exit codes, in `--help` and the manual page.
+const EXIT_CODES: &str = "Exit codes: 0 certified, holds, consistent or unchanged; 1 inconclusive, a failed \
+check or refuted quantity (verify), an inconsistent claim (audit) or a certain change (diff), \
+with the reason on stderr; 2 bad input or usage (one line on stderr); 3 undecided: audit claims \
+undecided or verify quantities unconfirmed, none wrong.";
+
 #[derive(Parser)]
 #[command(
     name = "specbound",
     version,
-    about = "Certified spectral quantities of weight matrices"
+    about = "Certified spectral quantities of weight matrices",
+    after_help = EXIT_CODES
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -470,13 +477,11 @@ impl Command {
                 precision,
                 rounding_units,
             }),
-            Command::Diff { a, b, rtol, .. } => {
-                Request::Diff(cmd::diff::DiffRequest {
-                    a: cmd::CertInput::File(a),
-                    b: cmd::CertInput::File(b),
-                    rtol,
-                })
-            }
+            Command::Diff { a, b, rtol, .. } => Request::Diff(cmd::diff::DiffRequest {
+                a: cmd::CertInput::File(a),
+                b: cmd::CertInput::File(b),
+                rtol,
+            }),
         })
     }
 }

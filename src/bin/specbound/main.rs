@@ -105,13 +105,35 @@ fn usage_error(e: clap::Error) -> ExitCode {
         let _ = write!(std::io::stderr().lock(), "{e}");
         return ExitCode::from(2);
     }
-    let text = e.to_string();
-    let first = text.lines().next().unwrap_or("invalid arguments");
-    say(&format!(
-        "{} (see --help)",
-        first.trim_start_matches("error: ")
-    ));
+    say(&format!("{} (see --help)", usage_line(&e.to_string())));
     ExitCode::from(2)
+}
+
+/// clap's message on one line: its first line with what follows it up to
+/// the usage (the missing arguments, the nearest subcommand or flag, the
+/// valid values), each part once.
+fn usage_line(text: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("Usage:") || t.starts_with("For more information") {
+            break;
+        }
+        if !t.is_empty() {
+            parts.push(t.trim_start_matches("error: ").to_string());
+        }
+    }
+    if parts.is_empty() {
+        return "invalid arguments".into();
+    }
+    let first = parts.remove(0);
+    if parts.is_empty() {
+        first
+    } else if first.ends_with(':') {
+        format!("{first} {}", parts.join(", "))
+    } else {
+        format!("{first}; {}", parts.join("; "))
+    }
 }
 
 fn main() -> ExitCode {
