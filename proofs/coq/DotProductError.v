@@ -7,7 +7,7 @@
     such trees.  Underflow is included (absolute terms); overflow is excluded
     because the model FLT(-1074,53) has no overflow and the code rejects
     non-finite results (A0.6). *)
-From Coq Require Import Reals Psatz ZArith Arith.
+From Coq Require Import Reals Psatz ZArith Arith List.
 From Flocq Require Import Core.
 From Specbound Require Import Binary64.
 Open Scope R_scope.
@@ -269,4 +269,38 @@ Proof.
   eapply Rle_trans; [apply (dot_product_error_depth t Hd')|].
   apply Rplus_le_compat_r, Rmult_le_compat_r; [apply absum_nonneg|].
   apply gamma_mono; auto. lra.
+Qed.
+
+(** The blocked form's depth count (dense::chunked_product): chunk trees
+    P_1..P_c, each of depth at most b (a chunk of at most b products has
+    depth at most b by [depth_le_nprod]), added in order with one rounded
+    addition each, give a tree of depth at most b + c - 1. *)
+Lemma depth_add_le : forall a b, (depth (Add a b) <= S (Nat.max (depth a) (depth b)))%nat.
+Proof.
+  intros a b. simpl. destruct (nprod a); destruct (nprod b); lia.
+Qed.
+
+Fixpoint chain (acc : tree) (ts : list tree) : tree :=
+  match ts with
+  | nil => acc
+  | cons t rest => chain (Add acc t) rest
+  end.
+
+Lemma chain_depth_aux : forall ts acc b j,
+  (depth acc <= b + j)%nat -> (forall t, In t ts -> (depth t <= b)%nat) ->
+  (depth (chain acc ts) <= b + j + length ts)%nat.
+Proof.
+  induction ts as [| t rest IH]; intros acc b j Hacc Hts; simpl.
+  - lia.
+  - replace (b + j + S (length rest))%nat with (b + S j + length rest)%nat by lia.
+    apply IH.
+    + pose proof (depth_add_le acc t). pose proof (Hts t (or_introl eq_refl)). lia.
+    + intros t' H. apply Hts. now right.
+Qed.
+
+Theorem chunked_depth : forall (p1 : tree) (ps : list tree) (b : nat),
+  (depth p1 <= b)%nat -> (forall t, In t ps -> (depth t <= b)%nat) ->
+  (depth (chain p1 ps) <= b + length ps)%nat.
+Proof.
+  intros p1 ps b H1 Hps. pose proof (chain_depth_aux ps p1 b 0 ltac:(lia) Hps). lia.
 Qed.
