@@ -61,7 +61,7 @@ impl fmt::Display for ModelRefError {
             ModelRefError::Bundle(e) => write!(f, "{e}"),
             ModelRefError::Missing(p) => write!(
                 f,
-                "{}: no such file or directory",
+                "{}: cannot read file: No such file or directory",
                 super::fmt_name(&p.display().to_string())
             ),
             ModelRefError::RevisionWithoutId(what) => write!(
@@ -180,7 +180,10 @@ mod tests {
         let r = ModelRef::parse(Some(Path::new("missing.npy")), None).unwrap();
         assert_eq!(r, ModelRef::Path("missing.npy".into()));
         let e = r.resolve().unwrap_err();
-        assert_eq!(e.to_string(), "missing.npy: no such file or directory");
+        assert_eq!(
+            e.to_string(),
+            "missing.npy: cannot read file: No such file or directory"
+        );
     }
 
     #[test]

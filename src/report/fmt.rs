@@ -461,7 +461,7 @@ mod tests {
         }
         assert_eq!(
             interval(25180386090330.5, 25180386090660.25, Style::Shared),
-            "2.518038609[033, 067]e13"
+            "2.5180386090[33, 67]e13"
         );
         assert!(interval(-3.25, -3.125, Style::Shared).starts_with("[-3."));
     }

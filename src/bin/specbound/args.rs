@@ -14,7 +14,8 @@ use specbound::linalg::Precision;
 use specbound::spectral::SchattenP;
 
 /// The exit codes, in `--help` and the manual page.
-const EXIT_CODES: &str = "Exit codes: 0 certified, holds, consistent or unchanged; 1 inconclusive, a failed \
+const EXIT_CODES: &str =
+    "Exit codes: 0 certified, holds, consistent or unchanged; 1 inconclusive, a failed \
 check or refuted quantity (verify), an inconsistent claim (audit) or a certain change (diff), \
 with the reason on stderr; 2 bad input or usage (one line on stderr); 3 undecided: audit claims \
 undecided or verify quantities unconfirmed, none wrong.";
