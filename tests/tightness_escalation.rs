@@ -239,3 +239,51 @@ fn zero_head_is_structurally_zero_at_every_precision() {
         }
     }
 }
+
+#[test]
+#[ignore = "timing (run alone): cargo test --release --test tightness_escalation -- --ignored --nocapture"]
+fn escalation_costs_nothing_where_the_gram_route_settles() {
+    // 4096 x 1024 on the float16 grid (k 2^-16, |k| < 2^10): the exact-Gram
+    // route settles, so certify_singular_values (f64) should cost what the
+    // route alone costs (gram_eigen + certify_from_gram).
+    use specbound::linalg::{dense, gram};
+    use std::time::Instant;
+    let (m, n) = (4096usize, 1024usize);
+    let mut rng = Rng(2024);
+    let a = DenseMatrix {
+        rows: m,
+        cols: n,
+        data: (0..m * n)
+            .map(|_| (rng.below(2048) as f64 - 1024.0) * 2f64.powi(-16))
+            .collect(),
+    };
+    let o = SvdOptions {
+        precision: Precision::F64,
+        par: faer::Par::Seq,
+        ..SvdOptions::default()
+    };
+    for round in 0..2 {
+        let t = Instant::now();
+        let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
+        let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+        let alone = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
+        let t_route = t.elapsed().as_secs_f64();
+        drop((prep, e));
+        let t = Instant::now();
+        let sv = certify_singular_values(&a, &o).unwrap();
+        let t_all = t.elapsed().as_secs_f64();
+        eprintln!(
+            "round {round}: route alone {t_route:.2} s, certify (f64) {t_all:.2} s, ratio {:.3}; \
+             methods {:?}, notes {:?}, max rel rad {:.2e}",
+            t_all / t_route,
+            sv.values
+                .iter()
+                .map(|v| v.method.name())
+                .collect::<std::collections::BTreeSet<_>>(),
+            sv.notes,
+            sv.max_rel_rad()
+        );
+        assert_eq!(alone.len(), sv.values.len());
+        assert!(sv.notes.is_empty());
+    }
+}
