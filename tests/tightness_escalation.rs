@@ -287,3 +287,27 @@ fn escalation_costs_nothing_where_the_gram_route_settles() {
         assert!(sv.notes.is_empty());
     }
 }
+
+#[test]
+fn one_by_one_matrix_holding_the_largest_double_is_certified() {
+    // sigma_1 = ||A||_F = |a| = f64::MAX exactly: every quantity is
+    // representable, so none may be reported as overflowed.
+    for x in [f64::MAX, -f64::MAX] {
+        let a = DenseMatrix {
+            rows: 1,
+            cols: 1,
+            data: vec![x],
+        };
+        for p in [Precision::F64, Precision::Auto] {
+            let sv = certify_singular_values(&a, &opts(p)).unwrap();
+            assert!(sv.values[0].enclosure.contains(f64::MAX), "{p}");
+            let s = specbound::spectral::summarize(&a, &sv).unwrap();
+            assert!(s.frobenius_norm.contains(f64::MAX), "{p}");
+            assert_eq!(
+                (s.frobenius_norm.lo(), s.frobenius_norm.hi()),
+                (f64::MAX, f64::MAX)
+            );
+            assert_eq!((s.rank.lo, s.rank.hi), (1, 1));
+        }
+    }
+}

@@ -426,10 +426,46 @@ pub(crate) fn values_from_groups(
     scale_exp: i32,
     method: Method,
 ) -> Result<Vec<CertifiedValue>, Inconclusive> {
+    values_from_groups_capped(groups, scale_exp, method, || f64::INFINITY)
+}
+
+/// An upper bound of every singular value of `a`: `sigma_i <= sigma_1 <=
+/// ||A||_F <= sqrt(nnz) max |a_ij|` (`proofs/derived-quantities.md`, L15 d),
+/// rounded up (L3).
+pub(crate) fn sigma_cap(a: faer::MatRef<'_, f64>) -> f64 {
+    let (mut maxabs, mut nnz) = (0.0f64, 0usize);
+    for j in 0..a.ncols() {
+        for &x in a.col(j).iter() {
+            maxabs = maxabs.max(x.abs());
+            nnz += usize::from(x != 0.0);
+        }
+    }
+    if nnz <= 1 {
+        return maxabs; // one nonzero entry: ||A||_F = max |a_ij| exactly
+    }
+    rounding::mul_ru(rounding::sqrt_ru(nnz as f64), maxabs)
+}
+
+/// [`values_from_groups`] with every upper end first clamped to `cap()`,
+/// an upper bound of every singular value of the scaled matrix
+/// ([`sigma_cap`], L15 d), evaluated only where an unscaled upper end
+/// overflows (a matrix holding values near the largest double).
+pub(crate) fn values_from_groups_capped(
+    groups: &[Group<f64>],
+    scale_exp: i32,
+    method: Method,
+    cap: impl Fn() -> f64,
+) -> Result<Vec<CertifiedValue>, Inconclusive> {
     let mut out = Vec::new();
+    let known = std::cell::OnceCell::new();
     for (lo, hi, size) in cluster::index_matched(groups) {
         let lo = rounding::scale_pow2_rd(lo, -scale_exp).max(0.0);
-        let hi = rounding::scale_pow2_ru(hi, -scale_exp);
+        let mut hi_u = rounding::scale_pow2_ru(hi, -scale_exp);
+        if !hi_u.is_finite() {
+            let c = *known.get_or_init(&cap);
+            hi_u = rounding::scale_pow2_ru(hi.min(c), -scale_exp);
+        }
+        let hi = hi_u;
         let enclosure = Enclosure::new(lo, hi)
             .ok_or_else(|| Inconclusive::new("singular value bound overflowed"))?;
         out.push(CertifiedValue {
@@ -538,7 +574,12 @@ pub fn certify_prepared(
         Ok(SingularValues {
             rows,
             cols,
-            values: values_from_groups(&groups, prep.scale_exp, Method::F64Residual)?,
+            values: values_from_groups_capped(
+                &groups,
+                prep.scale_exp,
+                Method::F64Residual,
+                || sigma_cap(prep.a.as_ref()),
+            )?,
             structural_zeros: 0,
             notes: Vec::new(),
         })
@@ -626,7 +667,12 @@ pub fn certify_prepared(
         Ok(SingularValues {
             rows,
             cols,
-            values: values_from_groups(&groups, prep.scale_exp, Method::ExtendedResidual)?,
+            values: values_from_groups_capped(
+                &groups,
+                prep.scale_exp,
+                Method::ExtendedResidual,
+                || sigma_cap(prep.a.as_ref()),
+            )?,
             structural_zeros: 0,
             notes: Vec::new(),
         })
