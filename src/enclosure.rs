@@ -41,21 +41,38 @@ impl Enclosure {
         m.clamp(self.lo, self.hi)
     }
 
-    /// An upper bound of the radius `(hi - lo) / 2`.
+    /// An upper bound of the radius `(hi - lo) / 2`; exactly 0 for a point
+    /// interval (an exactly known value).
     pub fn rad(&self) -> f64 {
+        if self.lo == self.hi {
+            return 0.0;
+        }
         ((self.hi - self.lo) * 0.5).next_up()
     }
 
     /// Relative radius `rad / |mid|` (an approximation used for tightness
-    /// reporting only); `+inf` when the interval contains 0 and is not `[0,0]`.
+    /// reporting only): 0 for a point interval (an exactly known value,
+    /// zero included), 1 for `[0, h]` and `[-h, 0]` with `h > 0` (the radius
+    /// equals the midpoint: nothing is known but the sign), `+inf` only for
+    /// an interval with `lo < 0 < hi`.
     pub fn rel_rad(&self) -> f64 {
-        if self.lo == 0.0 && self.hi == 0.0 {
+        if self.lo == self.hi {
             return 0.0;
         }
-        if self.lo <= 0.0 && self.hi >= 0.0 {
+        if self.lo < 0.0 && self.hi > 0.0 {
             return f64::INFINITY;
         }
-        self.rad() / self.mid().abs()
+        if self.lo == 0.0 || self.hi == 0.0 {
+            return 1.0;
+        }
+        // Same sign: (hi - lo) / |hi + lo| <= 1; halved first only where the
+        // sum could overflow (halving subnormals would lose their bits).
+        let (lo, hi) = if self.hi.abs().max(self.lo.abs()) > 1e300 {
+            (self.lo * 0.5, self.hi * 0.5)
+        } else {
+            (self.lo, self.hi)
+        };
+        ((hi - lo).abs() / (hi + lo).abs()).min(1.0)
     }
 
     /// Whether `x` lies in the interval (exact comparison).

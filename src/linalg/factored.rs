@@ -106,6 +106,17 @@ pub fn certify_factored(
     }
     let kmin = m0.min(n0);
     let rr = b.cols;
+    if b.data.iter().all(|&x| x == 0.0) || c.data.iter().all(|&x| x == 0.0) {
+        // A zero factor: B C = 0 exactly, whatever the method (a structural
+        // fact, not a rounded one; L14 with rank 0).
+        return Ok(SingularValues {
+            rows: m0,
+            cols: n0,
+            values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
+            structural_zeros: kmin,
+            notes: Vec::new(),
+        });
+    }
     if rr >= kmin || opts.precision != super::Precision::F64 {
         return dense_fallback(b, c, opts);
     }

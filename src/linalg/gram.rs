@@ -251,7 +251,7 @@ pub fn certify_from_gram(
         for _ in 0..size {
             out.push(CertifiedValue {
                 enclosure,
-                method: Method::GramEigen,
+                method: Method::GramEigen(e.solver),
                 cluster_size: size,
                 exact: None,
             });

@@ -13,7 +13,7 @@
 //!   error-free by Ozaki splitting ([`extended`]).
 //! - [`Method::Mpfr`]: Ogita–Aishima refinement and a directed-rounding MPFR
 //!   residual ([`mpfr`]).
-//! - [`Method::GramEigen`]: square roots of the certified eigenvalues of an
+//! - [`Method::GramEigen`] (`gram-eigen-symeig`, `gram-eigen-faer`): square roots of the certified eigenvalues of an
 //!   exactly computed Gram matrix `A^T A` ([`gram`]).
 //! - [`Method::Structural`]: an exact zero forced by the rank of a factored
 //!   product ([`factored`]).
@@ -140,14 +140,23 @@ impl<'de> serde::Deserialize<'de> for Precision {
 pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
 
 /// `Auto` runs the 256-bit stage only when the 128-bit one left a relative
-/// radius at most this (2^-100): only then is the radius set by the
-/// working precision, which more bits reduce.
+/// radius at most this (2^-100), measured on the exact decimal ends of the
+/// MPFR values ([`CertifiedValue::rel_rad`]; their binary64 ends are never
+/// narrower than about 1.1e-16 relative), or left the rank undecided: only
+/// then is the radius set by the working precision, which more bits reduce.
 pub const AUTO_MPFR_PRECISION_LIMITED: f64 = f64::from_bits((1023 - 100) << 52);
 
 /// `Auto` asks relative accuracy `rtol` of the values above this fraction of
 /// sigma_1; smaller values keep whatever absolute accuracy the first stage
 /// that satisfied the others gave.
 pub const AUTO_RELEVANT_FRACTION: f64 = 1e-6;
+
+/// A value wider than the target whose absolute radius exceeds this many
+/// times sigma_1's is "loose" ([`SingularValues::loose_small_value_at`]):
+/// the residual routes give radii of the same order for every index, so a
+/// larger ratio means the route that certified it (the exact-Gram route,
+/// whose radius of sigma_i grows like sigma_1 / sigma_i) can be improved.
+pub const LOOSE_SMALL_VALUE_FACTOR: f64 = 16.0;
 
 /// Options of [`certify_singular_values`].
 #[derive(Clone, Copy, Debug)]
@@ -176,8 +185,10 @@ pub enum Method {
     /// Stage 1 binary64 residual bound.
     F64Residual,
     /// Eigenvalues of the exactly computed Gram matrix, certified in
-    /// binary64 (`proofs/exact-gram.md`, `proofs/gram-eigen.md`).
-    GramEigen,
+    /// binary64 (`proofs/exact-gram.md`, `proofs/gram-eigen.md`), from the
+    /// approximate pairs of the named eigensolver (the certification
+    /// assumes nothing of them; the solver only sets the width).
+    GramEigen(gram::EigenSolver),
     /// Error-free (Ozaki) residual bound.
     ExtendedResidual,
     /// MPFR at the given precision.
@@ -191,7 +202,8 @@ impl Method {
     pub fn name(&self) -> String {
         match self {
             Method::F64Residual => "f64-residual".into(),
-            Method::GramEigen => "gram-eigen".into(),
+            Method::GramEigen(gram::EigenSolver::Tridiagonal) => "gram-eigen-symeig".into(),
+            Method::GramEigen(gram::EigenSolver::Faer) => "gram-eigen-faer".into(),
             Method::ExtendedResidual => "extended-residual".into(),
             Method::Mpfr(b) => format!("mpfr-{b}"),
             Method::Structural => "structural".into(),
@@ -227,6 +239,45 @@ pub struct CertifiedValue {
     pub exact: Option<ExactBounds>,
 }
 
+impl CertifiedValue {
+    /// Relative radius of the value (tightness reporting and stage
+    /// selection only, no guarantee): from the decimal ends [`Self::exact`]
+    /// where a stage gave them (they are narrower than any binary64
+    /// interval), else from the binary64 enclosure ([`Enclosure::rel_rad`]):
+    /// 0 for an exactly known value, 1 for an interval `[0, h]`, `h > 0`.
+    pub fn rel_rad(&self) -> f64 {
+        if let Some(x) = &self.exact {
+            if let Some(r) = exact_rel_rad(&x.lo, &x.hi) {
+                return r;
+            }
+        }
+        self.enclosure.rel_rad()
+    }
+}
+
+/// `(hi - lo) / (hi + lo)` of two nonnegative decimal ends, evaluated in
+/// MPFR at a precision above their number of digits and rounded up to
+/// binary64; `None` if an end does not parse (the caller then uses the
+/// binary64 ends).
+fn exact_rel_rad(lo: &str, hi: &str) -> Option<f64> {
+    use rug::float::Round;
+    use rug::Float;
+    let digits = lo.len().max(hi.len()) as u32;
+    let prec = 64 + digits.saturating_mul(4);
+    let lo = Float::with_val(prec, Float::parse(lo).ok()?);
+    let hi = Float::with_val(prec, Float::parse(hi).ok()?);
+    if lo == hi {
+        return Some(0.0);
+    }
+    if !(lo > 0) {
+        return Some(1.0);
+    }
+    let num = Float::with_val(prec, &hi - &lo);
+    let den = Float::with_val(prec, &hi + &lo);
+    let r = Float::with_val(prec, &num / &den);
+    Some(r.to_f64_round(Round::Up).min(1.0))
+}
+
 /// Index-matched enclosures of all `min(rows, cols)` singular values,
 /// largest first: the exact i-th largest singular value lies in `values[i]`.
 #[derive(Clone, Debug)]
@@ -252,26 +303,70 @@ impl SingularValues {
         self.values.iter().map(|v| v.enclosure).collect()
     }
 
-    /// Largest relative radius over sigma_1 and the values whose upper bound
-    /// is at least `fraction * sigma_1` (ignoring exact zeros).
+    /// Largest relative radius ([`CertifiedValue::rel_rad`]: from the
+    /// exact ends where present) over sigma_1 and the values whose upper
+    /// bound is at least `fraction * sigma_1`. Exactly known values count
+    /// 0, intervals `[0, h]` count 1.
     pub fn max_rel_rad_above(&self, fraction: f64) -> f64 {
         let top = self.values.first().map(|v| v.enclosure.hi()).unwrap_or(0.0);
         self.values
             .iter()
             .enumerate()
             .filter(|(i, v)| *i == 0 || v.enclosure.hi() >= fraction * top)
-            .filter(|(_, v)| !(v.enclosure.lo() == 0.0 && v.enclosure.hi() == 0.0))
-            .map(|(_, v)| v.enclosure.rel_rad())
+            .map(|(_, v)| v.rel_rad())
             .fold(0.0, f64::max)
     }
 
-    /// Largest relative radius over all values, ignoring exact zeros.
+    /// Largest relative radius over all values ([`CertifiedValue::rel_rad`]:
+    /// 0 for an exactly known value, zeros included; 1 for an interval
+    /// `[0, h]` with `h > 0`; from the exact decimal ends where a stage gave
+    /// them). The `max_relative_radius` of the JSON reports.
     pub fn max_rel_rad(&self) -> f64 {
+        self.values.iter().map(|v| v.rel_rad()).fold(0.0, f64::max)
+    }
+
+    /// The first value whose enclosure is `[0, h]` with `h > 0`: whether it
+    /// is zero is not decided, so neither is the rank (L15 c).
+    pub fn rank_undecided_at(&self) -> Option<usize> {
         self.values
             .iter()
-            .filter(|v| !(v.enclosure.lo() == 0.0 && v.enclosure.hi() == 0.0))
-            .map(|v| v.enclosure.rel_rad())
-            .fold(0.0, f64::max)
+            .position(|v| v.enclosure.lo() == 0.0 && v.enclosure.hi() > 0.0)
+    }
+
+    /// The first value wider than `rtol` (relative) whose absolute radius
+    /// exceeds [`LOOSE_SMALL_VALUE_FACTOR`] times that of sigma_1: the
+    /// signature of a route whose radius grows as the value shrinks (the
+    /// exact-Gram route squares the range, `proofs/gram-eigen.md`), which a
+    /// residual route on `A` itself (radii of the order of sigma_1's for
+    /// every index) narrows. Values of 0 or `[0, h]` are left to
+    /// [`Self::rank_undecided_at`].
+    pub fn loose_small_value_at(&self, rtol: f64) -> Option<usize> {
+        let rad1 = self.values.first()?.enclosure.rad();
+        self.values.iter().position(|v| {
+            v.enclosure.lo() > 0.0
+                && v.rel_rad() > rtol
+                && v.enclosure.rad() > LOOSE_SMALL_VALUE_FACTOR * rad1
+        })
+    }
+
+    /// What a cheaper stage left open that a further one may close: the
+    /// rank undecided, or a small value loose as [`Self::loose_small_value_at`]
+    /// says; `None` when neither (the stage is settled).
+    pub fn unsettled(&self, rtol: f64) -> Option<String> {
+        let show = |i: usize| {
+            let e = self.values[i].enclosure;
+            format!("sigma_{} in [{:e}, {:e}]", i + 1, e.lo(), e.hi())
+        };
+        if let Some(i) = self.rank_undecided_at() {
+            return Some(format!("the rank undecided ({})", show(i)));
+        }
+        self.loose_small_value_at(rtol).map(|i| {
+            format!(
+                "{} at relative radius {:.2e} > rtol {rtol:e}",
+                show(i),
+                self.values[i].rel_rad()
+            )
+        })
     }
 
     /// Keeps, index by index, the narrower of two index-matched enclosures of
@@ -282,7 +377,15 @@ impl SingularValues {
         for (mine, theirs) in self.values.iter_mut().zip(other.values) {
             let w_mine = mine.enclosure.hi() - mine.enclosure.lo();
             let w_theirs = theirs.enclosure.hi() - theirs.enclosure.lo();
-            if w_theirs < w_mine {
+            // Where both stages gave exact decimal ends, those decide (the
+            // binary64 ends of a 256-bit and a 128-bit value are the same
+            // few ulps); otherwise the binary64 widths.
+            let narrower = if mine.exact.is_some() && theirs.exact.is_some() {
+                theirs.rel_rad() < mine.rel_rad()
+            } else {
+                w_theirs < w_mine
+            };
+            if narrower {
                 *mine = theirs;
             }
         }
@@ -323,10 +426,46 @@ pub(crate) fn values_from_groups(
     scale_exp: i32,
     method: Method,
 ) -> Result<Vec<CertifiedValue>, Inconclusive> {
+    values_from_groups_capped(groups, scale_exp, method, || f64::INFINITY)
+}
+
+/// An upper bound of every singular value of `a`: `sigma_i <= sigma_1 <=
+/// ||A||_F <= sqrt(nnz) max |a_ij|` (`proofs/derived-quantities.md`, L15 d),
+/// rounded up (L3).
+pub(crate) fn sigma_cap(a: faer::MatRef<'_, f64>) -> f64 {
+    let (mut maxabs, mut nnz) = (0.0f64, 0usize);
+    for j in 0..a.ncols() {
+        for &x in a.col(j).iter() {
+            maxabs = maxabs.max(x.abs());
+            nnz += usize::from(x != 0.0);
+        }
+    }
+    if nnz <= 1 {
+        return maxabs; // one nonzero entry: ||A||_F = max |a_ij| exactly
+    }
+    rounding::mul_ru(rounding::sqrt_ru(nnz as f64), maxabs)
+}
+
+/// [`values_from_groups`] with every upper end first clamped to `cap()`,
+/// an upper bound of every singular value of the scaled matrix
+/// ([`sigma_cap`], L15 d), evaluated only where an unscaled upper end
+/// overflows (a matrix holding values near the largest double).
+pub(crate) fn values_from_groups_capped(
+    groups: &[Group<f64>],
+    scale_exp: i32,
+    method: Method,
+    cap: impl Fn() -> f64,
+) -> Result<Vec<CertifiedValue>, Inconclusive> {
     let mut out = Vec::new();
+    let known = std::cell::OnceCell::new();
     for (lo, hi, size) in cluster::index_matched(groups) {
         let lo = rounding::scale_pow2_rd(lo, -scale_exp).max(0.0);
-        let hi = rounding::scale_pow2_ru(hi, -scale_exp);
+        let mut hi_u = rounding::scale_pow2_ru(hi, -scale_exp);
+        if !hi_u.is_finite() {
+            let c = *known.get_or_init(&cap);
+            hi_u = rounding::scale_pow2_ru(hi.min(c), -scale_exp);
+        }
+        let hi = hi_u;
         let enclosure = Enclosure::new(lo, hi)
             .ok_or_else(|| Inconclusive::new("singular value bound overflowed"))?;
         out.push(CertifiedValue {
@@ -435,7 +574,12 @@ pub fn certify_prepared(
         Ok(SingularValues {
             rows,
             cols,
-            values: values_from_groups(&groups, prep.scale_exp, Method::F64Residual)?,
+            values: values_from_groups_capped(
+                &groups,
+                prep.scale_exp,
+                Method::F64Residual,
+                || sigma_cap(prep.a.as_ref()),
+            )?,
             structural_zeros: 0,
             notes: Vec::new(),
         })
@@ -446,15 +590,26 @@ pub fn certify_prepared(
     // theorem on A with the Gram eigenvectors, then with the direct SVD.
     let f64_result = || -> Result<SingularValues, Inconclusive> {
         let meets = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol;
+        // Settled: the values above the fraction meet the target, and the
+        // rank and the smaller values are as decided as a residual route
+        // would leave them; otherwise the next route runs (item: no answer
+        // wider than it needs to be), at no cost where the first one settles.
+        let settled = |r: &SingularValues| meets(r) && r.unsettled(opts.rtol).is_none();
         let mut best: Option<SingularValues> = None;
+        let mut notes: Vec<String> = Vec::new();
         let keep = |best: &mut Option<SingularValues>, r: SingularValues| match best {
             Some(b) => b.keep_narrower(r),
             None => *best = Some(r),
+        };
+        let with_notes = |mut r: SingularValues, notes: Vec<String>| {
+            r.notes.extend(notes);
+            r
         };
         let mut eig = gram::gram_eigen(prep.a.as_ref(), opts.par);
         if let Some(mut e) = eig.take_if(|e| e.exact) {
             // The fast eigensolver first; faer's when its vectors fall short.
             loop {
+                let mut squared = false;
                 if let Ok(values) = gram::certify_from_gram(&e, prep.scale_exp, opts.par) {
                     let r = SingularValues {
                         rows,
@@ -463,12 +618,21 @@ pub fn certify_prepared(
                         structural_zeros: 0,
                         notes: Vec::new(),
                     };
-                    if meets(&r) {
+                    if settled(&r) {
                         return Ok(r);
+                    }
+                    if meets(&r) {
+                        // What is open is set by the squared range of the
+                        // Gram matrix, which another eigensolver keeps.
+                        notes.push(format!(
+                            "the exact-Gram route left {}; the residual route on the matrix itself was run",
+                            r.unsettled(opts.rtol).unwrap_or_default()
+                        ));
+                        squared = true;
                     }
                     keep(&mut best, r);
                 }
-                if e.solver == gram::EigenSolver::Faer {
+                if squared || e.solver == gram::EigenSolver::Faer {
                     eig = Some(e);
                     break;
                 }
@@ -483,18 +647,18 @@ pub fn certify_prepared(
             drop(eig);
             if let Some(Ok(r)) = fast.map(|f| f64_with(&f)) {
                 keep(&mut best, r);
-                if best.as_ref().is_some_and(meets) {
-                    return Ok(best.expect("just set"));
+                if best.as_ref().is_some_and(settled) {
+                    return Ok(with_notes(best.expect("just set"), notes));
                 }
             }
         }
         match (direct().and_then(f64_with), best) {
             (Ok(r), Some(mut b)) => {
                 b.keep_narrower(r);
-                Ok(b)
+                Ok(with_notes(b, notes))
             }
-            (Ok(r), None) => Ok(r),
-            (Err(_), Some(b)) => Ok(b),
+            (Ok(r), None) => Ok(with_notes(r, notes)),
+            (Err(_), Some(b)) => Ok(with_notes(b, notes)),
             (Err(e), None) => Err(e),
         }
     };
@@ -503,7 +667,12 @@ pub fn certify_prepared(
         Ok(SingularValues {
             rows,
             cols,
-            values: values_from_groups(&groups, prep.scale_exp, Method::ExtendedResidual)?,
+            values: values_from_groups_capped(
+                &groups,
+                prep.scale_exp,
+                Method::ExtendedResidual,
+                || sigma_cap(prep.a.as_ref()),
+            )?,
             structural_zeros: 0,
             notes: Vec::new(),
         })
@@ -543,9 +712,13 @@ pub fn certify_prepared(
         }
         Precision::Mpfr(bits) => mpfr_result(bits),
         Precision::Auto => {
+            // Targets are judged on the exact ends where a stage gave them
+            // (CertifiedValue::rel_rad), so the 256-bit stage is reachable.
             let target = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION);
+            let done =
+                |r: &SingularValues| target(r) <= opts.rtol && r.unsettled(opts.rtol).is_none();
             let mut best = f64_result();
-            if best.as_ref().is_ok_and(|v| target(v) <= opts.rtol) {
+            if best.as_ref().is_ok_and(done) {
                 return best;
             }
             let mut notes: Vec<String> = Vec::new();
@@ -559,9 +732,9 @@ pub fn certify_prepared(
             }
             for (name, stage) in stages {
                 if name == "mpfr-256"
-                    && best
-                        .as_ref()
-                        .is_ok_and(|v| target(v) > AUTO_MPFR_PRECISION_LIMITED)
+                    && best.as_ref().is_ok_and(|v| {
+                        target(v) > AUTO_MPFR_PRECISION_LIMITED && v.rank_undecided_at().is_none()
+                    })
                 {
                     // 128 bits left a radius far above their rounding
                     // level: what limits it (a cluster the refinement
@@ -584,7 +757,7 @@ pub fn certify_prepared(
                         b
                     }
                 };
-                if best.as_ref().is_ok_and(|v| target(v) <= opts.rtol) {
+                if best.as_ref().is_ok_and(done) {
                     break;
                 }
             }
@@ -609,6 +782,9 @@ pub fn certify_prepared(
                      (sigma_1 and every value >= {AUTO_RELEVANT_FRACTION:e} sigma_1)",
                     opts.rtol
                 ));
+            }
+            if let Some(open) = best.unsettled(opts.rtol) {
+                notes.push(format!("after every stage run: {open}"));
             }
             best.notes.extend(notes);
             Ok(best)

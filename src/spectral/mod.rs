@@ -262,7 +262,20 @@ pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inco
     let s = Interval::try_from((lo.max(0.0), hi))
         .map_err(|_| Inconclusive::new("sum of squares overflowed"))?
         .sqrt();
-    unscale(s.inf(), s.sup(), k, "Frobenius norm")
+    // max|a| <= ||A||_F <= sqrt(nnz) max|a| (L15 d), on the same exactly
+    // scaled entries: keeps an upper end that rounding pushed past the
+    // binary64 range (a 1 x 1 matrix holding the largest double) finite.
+    let maxabs = a
+        .data
+        .iter()
+        .fold(0.0f64, |m, &x| m.max(r::scale_pow2_rn(x, k).abs()));
+    let nnz = a.data.iter().filter(|&&x| x != 0.0).count();
+    let cap = if nnz <= 1 {
+        maxabs // one nonzero entry: exactly the norm
+    } else {
+        r::mul_ru(r::sqrt_ru(nnz as f64), maxabs)
+    };
+    unscale(s.inf().max(maxabs), s.sup().min(cap), k, "Frobenius norm")
 }
 
 /// Encloses the (2,1)-norm `sum_j ||A e_j||_2` (column = second index) and
@@ -291,9 +304,28 @@ pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), In
         lo_sum.add(r::sqrt_rd(l));
         hi_sum.add(r::sqrt_ru(h));
     }
-    let n21 = unscale(lo_sum.bounds().0, hi_sum.bounds().1, k, "(2,1)-norm")?;
+    // max|a| <= ||A||_{2,1} <= ||A||_{1,1} <= nnz max|a| (L15 e; each
+    // column norm is at most its 1-norm): clamps that keep a representable
+    // norm (one entry holding the largest double) finite.
+    let maxabs = a
+        .data
+        .iter()
+        .fold(0.0f64, |m, &x| m.max(r::scale_pow2_rn(x, k).abs()));
+    let nnz = a.data.iter().filter(|&&x| x != 0.0).count();
+    let cap = if nnz <= 1 {
+        maxabs
+    } else {
+        r::mul_ru(nnz as f64, maxabs)
+    };
     let (lo11, hi11) = abs.bounds();
-    let n11 = unscale(lo11, hi11, k, "(1,1)-norm")?;
+    let hi11 = hi11.min(cap);
+    let n21 = unscale(
+        lo_sum.bounds().0.max(maxabs),
+        hi_sum.bounds().1.min(hi11),
+        k,
+        "(2,1)-norm",
+    )?;
+    let n11 = unscale(lo11.max(maxabs), hi11, k, "(1,1)-norm")?;
     Ok((n21, n11))
 }
 
@@ -444,17 +476,22 @@ pub fn summarize_with(
         .iter()
         .fold(zero, |acc, v| acc + scaled_iv(&v.enclosure, e).sqr())
         .sqrt();
-    let frob_sv = unscale(
+    // The singular-value route may overflow where the direct one does not
+    // (its upper end is a sum of rounded-up squares): the direct enclosure
+    // alone is then the answer.
+    let frobenius = match unscale(
         frob_sv_scaled.inf(),
         frob_sv_scaled.sup(),
         -e,
         "Frobenius norm",
-    )?;
-    let frobenius = frob_sv.intersect(&frob_direct).ok_or_else(|| {
-        Inconclusive::new(
-            "internal consistency check failed: the two Frobenius enclosures are disjoint",
-        )
-    })?;
+    ) {
+        Ok(frob_sv) => frob_sv.intersect(&frob_direct).ok_or_else(|| {
+            Inconclusive::new(
+                "internal consistency check failed: the two Frobenius enclosures are disjoint",
+            )
+        })?,
+        Err(_) => frob_direct,
+    };
     let rank = enclose_rank(sv);
     let stable_rank = if spectral.lo() > 0.0 {
         let f = scaled_iv(&frobenius, e);
