@@ -299,8 +299,8 @@ fn reusable(
     if p.l_phi != opts.l_phi.trim() {
         return Err(format!(
             "L_phi differs ({} there, {} now)",
-            p.l_phi,
-            opts.l_phi.trim()
+            crate::io::escape(&p.l_phi),
+            crate::io::escape(opts.l_phi.trim())
         ));
     }
     if p.grid_m != want_m {
@@ -318,7 +318,7 @@ fn reusable(
     {
         return Err(format!(
             "architecture differs ({} L={} N={} H={} there, {} L={} N={} H={} now)",
-            md.architecture,
+            crate::io::escape(&md.architecture),
             md.layers,
             md.hidden,
             md.heads,
@@ -342,6 +342,11 @@ fn reusable(
         .collect();
     if now != there {
         return Err("the model's files differ (SHA-256)".into());
+    }
+    // Evidence, not just a file that parses: what `verify` checks without
+    // the model (last: it is the costliest check).
+    if let Some(check) = crate::evidence::verify::verify_internal(&cert).failure {
+        return Err(format!("not consistent ({check})"));
     }
     Ok(cert)
 }
@@ -515,7 +520,11 @@ fn remove_stale(out: &Path, figs: &[Figure]) -> Vec<PathBuf> {
 
 /// The report page of existing certificates: `specbound report`. Ids are
 /// `ids` in order when given, else each file's stem; the certificates are
-/// read as untrusted input (strict parse and validation).
+/// read as evidence ([`crate::evidence::read_rederived`]: strict parse,
+/// validation and the re-derivation of `verify` without `--model`), so a
+/// certificate that `verify` rejects is refused, naming the file and the
+/// first failed check. A report establishes that the certificates it draws
+/// are consistent, not that they belong to their weights (`verify --model`).
 pub fn report_from_certificates(
     certs: &[PathBuf],
     ids: &[String],
@@ -550,7 +559,7 @@ pub fn report_from_certificates(
             )
             .into());
         }
-        let cert = Certificate::read(p)?;
+        let cert = crate::evidence::read_rederived(p)?;
         models.push(ModelCert { id, cert });
     }
     let set = StudySet::new(models, primary, spectrum_layers, Vec::new())?;

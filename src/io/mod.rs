@@ -434,18 +434,71 @@ pub fn foreign_format(head: &[u8]) -> Option<String> {
     None
 }
 
-/// A name from a file, for messages: names longer than 200 bytes (a
-/// hostile header can hold megabyte-long ones) are cut to their first 100
-/// bytes (at a character boundary) and their length.
+/// A name from a file, for messages: [`escape`] (control characters and
+/// other non-printables escaped; names longer than 200 bytes, which a
+/// hostile header can make megabytes long, cut to their first 100 bytes and
+/// their length).
 pub(crate) fn fmt_name(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.len() <= 200 {
-        return name.into();
+    escape(name)
+}
+
+/// Longest string [`escape`] passes through whole, in bytes.
+pub const ESCAPE_MAX_BYTES: usize = 200;
+
+/// Whether `c` is shown as itself in a message: printable, not a control
+/// character (C0, DEL, C1: newlines and the ESC of ANSI sequences included),
+/// not a line or paragraph separator, not an invisible format character
+/// (zero-width characters, bidirectional overrides and isolates, the byte
+/// order mark) and not a private-use or unassigned-looking code point that
+/// terminals render unpredictably.
+fn shown_as_is(c: char) -> bool {
+    !(c.is_control()
+        || matches!(c,
+            '\u{00ad}'
+            | '\u{061c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e000}'..='\u{f8ff}'
+            | '\u{f0000}'..='\u{10ffff}'))
+}
+
+/// THE escape of untrusted text (a string from an input file or argument:
+/// a tensor or file name, a certificate's string fields, a claim) for every
+/// message and text report: control characters, newlines, ANSI escape
+/// sequences (their ESC) and other non-printables become Rust-style escapes
+/// (`\n`, `\u{1b}`), so that one message stays one line and cannot
+/// rewrite what the terminal shows; a string longer than
+/// [`ESCAPE_MAX_BYTES`] is cut to its first 100 bytes (at a character
+/// boundary) followed by `... (N bytes)`. Borrowed when nothing changes.
+pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= ESCAPE_MAX_BYTES && s.chars().all(shown_as_is) {
+        return s.into();
     }
-    let mut end = 100;
-    while !name.is_char_boundary(end) {
-        end -= 1;
+    let (head, cut) = if s.len() > ESCAPE_MAX_BYTES {
+        let mut end = 100;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        (&s[..end], true)
+    } else {
+        (s, false)
+    };
+    let mut out = String::with_capacity(head.len() + 16);
+    for c in head.chars() {
+        if shown_as_is(c) {
+            out.push(c);
+        } else {
+            out.extend(c.escape_default());
+        }
     }
-    format!("{}... ({} bytes)", &name[..end], name.len()).into()
+    if cut {
+        out.push_str(&format!("... ({} bytes)", s.len()));
+    }
+    out.into()
 }
 
 /// `{shape:?}` for messages, eliding the middle of shapes with more than

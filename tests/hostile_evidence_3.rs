@@ -1,0 +1,264 @@
+//! Hostile input, round three (issue 18), the evidence classes: every
+//! certificate or part a command takes as input is re-derived before it is
+//! used; figures on extreme but valid data finish; the untrusted
+//! certificate does not set the cost of `verify --model`; `audit` with
+//! nothing to check is an error; untrusted text never reaches the terminal
+//! raw. Each test is named after the failure it pins.
+
+mod common;
+
+use common::{assert_bad, ok_json, root, run};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn bundled() -> PathBuf {
+    root().join("data/all-MiniLM-L6-v2")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "specbound-hostile-evidence-3-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn cert_json() -> Value {
+    use std::sync::OnceLock;
+    static C: OnceLock<Value> = OnceLock::new();
+    C.get_or_init(|| ok_json(&run(&["certify", "--json"])))
+        .clone()
+}
+
+fn code(out: &std::process::Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn write_json(p: &Path, v: &Value) {
+    std::fs::write(p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+}
+
+/// Edits a certificate cannot survive re-derivation (each keeps the file
+/// valid JSON of a valid shape): the reported case and variants.
+fn inconsistent_edits() -> Vec<(&'static str, Box<dyn Fn(&mut Value)>)> {
+    vec![
+        (
+            "$.bounds.ours",
+            Box::new(|c: &mut Value| {
+                let hi = c["bounds"]["ours"]["hi"].as_f64().unwrap();
+                c["bounds"]["ours"] = json!({"lo": hi * 0.25, "hi": hi * 0.5});
+            }),
+        ),
+        (
+            "$.bounds.edelman",
+            Box::new(|c: &mut Value| {
+                let hi = c["bounds"]["edelman"]["hi"].as_f64().unwrap();
+                c["bounds"]["edelman"] = json!({"lo": hi * 2.0, "hi": hi * 4.0});
+            }),
+        ),
+        (
+            "$.matrices[3].min_contribution",
+            Box::new(|c: &mut Value| {
+                c["matrices"][3]["min_contribution"] = json!({"lo": 1e-300, "hi": 2e-300});
+            }),
+        ),
+        (
+            "$.matrices[0].spectral_norm",
+            Box::new(|c: &mut Value| {
+                let s = c["matrices"][0]["spectral_norm"]["lo"].as_f64().unwrap();
+                c["matrices"][0]["spectral_norm"] = json!({"lo": s * 0.5, "hi": s * 0.6});
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn report_renders_a_certificate_verify_rejects() {
+    let d = tmpdir("report");
+    for (at, edit) in inconsistent_edits() {
+        let mut c = cert_json();
+        edit(&mut c);
+        let p = d.join("edited.json");
+        write_json(&p, &c);
+        let verify = run(&["verify", p.to_str().unwrap()]);
+        assert_eq!(
+            code(&verify),
+            1,
+            "verify must reject {at}: {}",
+            text(&verify)
+        );
+        let html = d.join("r.html");
+        assert_bad(
+            &[
+                "report",
+                "--out",
+                html.to_str().unwrap(),
+                p.to_str().unwrap(),
+            ],
+            &["edited.json", at, "not a consistent certificate"],
+        );
+        assert!(!html.exists(), "{at}: nothing may be written");
+    }
+    // The genuine certificate still reports.
+    let p = d.join("good.json");
+    write_json(&p, &cert_json());
+    let html = d.join("r.html");
+    let out = run(&[
+        "report",
+        "--out",
+        html.to_str().unwrap(),
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(html.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn library_reads_certificates_as_evidence_through_one_function() {
+    let d = tmpdir("lib");
+    let good = d.join("good.json");
+    write_json(&good, &cert_json());
+    specbound::evidence::read_rederived(&good).expect("a genuine certificate re-derives");
+    for (at, edit) in inconsistent_edits() {
+        let mut c = cert_json();
+        edit(&mut c);
+        let p = d.join("bad.json");
+        write_json(&p, &c);
+        let e = specbound::evidence::read_rederived(&p).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("bad.json") && msg.contains(at), "{msg}");
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+        assert!(
+            matches!(e, specbound::evidence::EvidenceError::Inconsistent { .. }),
+            "{msg}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn resumed_study_trusted_a_reused_certificate_without_rederivation() {
+    let d = tmpdir("study");
+    let out = d.join("out");
+    let args = |o: &Path| {
+        vec![
+            "study".to_string(),
+            "--out".into(),
+            o.to_str().unwrap().into(),
+            bundled().to_str().unwrap().into(),
+        ]
+    };
+    let first = common::bin().args(args(&out)).output().unwrap();
+    assert_eq!(code(&first), 0, "{}", text(&first));
+    let cert = out.join("certificates/all-MiniLM-L6-v2.json");
+    let genuine = read_json(&cert);
+    // A consistent certificate is reused.
+    let again = common::bin().args(args(&out)).output().unwrap();
+    assert_eq!(code(&again), 0, "{}", text(&again));
+    assert!(text(&again).contains("1 reused"), "{}", text(&again));
+    for (at, edit) in inconsistent_edits().into_iter().take(3) {
+        let mut c = genuine.clone();
+        edit(&mut c);
+        write_json(&cert, &c);
+        let r = common::bin().args(args(&out)).output().unwrap();
+        let t = text(&r);
+        assert_eq!(code(&r), 0, "{t}");
+        assert!(
+            t.contains("not reused") && t.contains("not consistent") && t.contains(at),
+            "{at}: the study must say why it certifies afresh: {t}"
+        );
+        // Certified afresh: the file holds the genuine values again, and the
+        // report and tables come from them.
+        let now = read_json(&cert);
+        assert_eq!(now["bounds"], genuine["bounds"], "{at}");
+        assert_eq!(now["matrices"][3], genuine["matrices"][3], "{at}");
+        let verify = run(&["verify", cert.to_str().unwrap()]);
+        assert_eq!(code(&verify), 0, "{}", text(&verify));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A part edited by hand with its digest recomputed (the digest is a
+/// checksum, not a signature).
+fn edited_part(src: &Path, dst: &Path, edit: impl Fn(&mut specbound::certificate::Part)) {
+    let mut p = specbound::certificate::Part::read(src).unwrap();
+    edit(&mut p);
+    p.sha256 = p.content_sha256();
+    std::fs::write(dst, p.to_json_pretty()).unwrap();
+    specbound::certificate::Part::read(dst).expect("the edited part still parses and validates");
+}
+
+#[test]
+fn merge_accepted_an_edited_part_its_spectrum_does_not_imply() {
+    let d = tmpdir("merge");
+    let mut parts = Vec::new();
+    for k in 1..=2 {
+        let p = d.join(format!("part-{k}.json"));
+        let shard = format!("{k}/2");
+        let out = run(&["certify", "--shard", &shard, "--out", p.to_str().unwrap()]);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        parts.push(p);
+    }
+    let good = run(&[
+        "merge",
+        parts[0].to_str().unwrap(),
+        parts[1].to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code(&good), 0, "{}", text(&good));
+    type Edit = Box<dyn Fn(&mut specbound::certificate::Part)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        (
+            "$.matrices[0].spectral_norm",
+            Box::new(|p| {
+                let s = &mut p.matrices[0].spectral_norm;
+                s.lo *= 0.5;
+                s.hi *= 0.5;
+            }),
+        ),
+        (
+            "$.matrices[1].nuclear_norm",
+            Box::new(|p| {
+                let s = &mut p.matrices[1].nuclear_norm;
+                s.lo *= 3.0;
+                s.hi *= 3.0;
+            }),
+        ),
+        (
+            "$.matrices[2].rank",
+            Box::new(|p| {
+                p.matrices[2].rank.lo = 0;
+                p.matrices[2].rank.hi = 1;
+            }),
+        ),
+    ];
+    for (at, edit) in edits {
+        let bad = d.join("part-2-edited.json");
+        edited_part(&parts[1], &bad, edit);
+        assert_bad(
+            &[
+                "merge",
+                parts[0].to_str().unwrap(),
+                bad.to_str().unwrap(),
+                "--json",
+            ],
+            &["part-2-edited.json", at, "not a consistent part"],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
