@@ -262,3 +262,99 @@ fn merge_accepted_an_edited_part_its_spectrum_does_not_imply() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A one-layer model made of the bundle's layer-0 tensors stored as F64,
+/// with `intermediate.dense.weight` (M_in) scaled by 1e-300: a genuine
+/// model whose certified singular values span hundreds of decades.
+fn extreme_model(dir: &Path) -> PathBuf {
+    use specbound::io::checkpoint::Checkpoint;
+    let m = dir.join("extreme");
+    std::fs::create_dir_all(&m).unwrap();
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let mut mats: Vec<(String, specbound::matrix::DenseMatrix)> = ck
+        .names()
+        .filter(|n| n.starts_with("encoder.layer.0."))
+        .map(|n| (n.to_string(), ck.read(n).unwrap().matrix))
+        .collect();
+    for (n, x) in mats.iter_mut() {
+        if n.ends_with("intermediate.dense.weight") {
+            for v in x.data.iter_mut() {
+                *v *= 1e-300;
+            }
+        }
+    }
+    let refs: Vec<(String, &specbound::matrix::DenseMatrix)> =
+        mats.iter().map(|(n, x)| (n.clone(), x)).collect();
+    common::write_safetensors(&m.join("model.safetensors"), &refs, "F64");
+    let mut cfg: Value =
+        serde_json::from_slice(&std::fs::read(bundled().join("config.json")).unwrap()).unwrap();
+    cfg["num_hidden_layers"] = json!(1);
+    std::fs::write(m.join("config.json"), serde_json::to_vec(&cfg).unwrap()).unwrap();
+    m
+}
+
+#[test]
+fn figures_on_singular_values_spanning_hundreds_of_decades_never_finished() {
+    let d = tmpdir("extreme");
+    let model = extreme_model(&d);
+    let cert = d.join("extreme.json");
+    let out = run(&[
+        "certify",
+        model.to_str().unwrap(),
+        "--out",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let c = read_json(&cert);
+    let smallest = c["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| w["singular_values"].as_array().unwrap().iter())
+        .map(|s| s["hi"].as_f64().unwrap())
+        .filter(|&x| x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    assert!(smallest < 1e-250, "the model must be extreme: {smallest:e}");
+    let verify = run(&["verify", cert.to_str().unwrap()]);
+    assert_eq!(code(&verify), 0, "a genuine certificate: {}", text(&verify));
+    let html = d.join("r.html");
+    let t = std::time::Instant::now();
+    let out = std::process::Command::new("timeout")
+        .args(["120", env!("CARGO_BIN_EXE_specbound")])
+        .args([
+            "report",
+            "--out",
+            html.to_str().unwrap(),
+            cert.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(
+        code(&out),
+        0,
+        "report must finish ({secs:.1} s): {}",
+        text(&out)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("decades"),
+        "the caption must say the axis is clamped"
+    );
+    // The same figures through `study`.
+    let sdir = d.join("study");
+    let out = std::process::Command::new("timeout")
+        .args(["120", env!("CARGO_BIN_EXE_specbound")])
+        .args([
+            "study",
+            "--out",
+            sdir.to_str().unwrap(),
+            model.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "study must finish: {}", text(&out));
+    let page = std::fs::read_to_string(sdir.join("report.html")).unwrap();
+    assert!(page.contains("decades"), "study's caption must say so too");
+    let _ = std::fs::remove_dir_all(&d);
+}
