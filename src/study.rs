@@ -423,6 +423,7 @@ pub fn run_study(
                     drop(results);
                     let secs = t.elapsed().as_secs_f64();
                     let mut o = Outputs::new();
+                    o.create_dir(out);
                     o.create_dir(out.join("certificates"));
                     o.stage(&path, c.to_json_pretty().into_bytes());
                     o.commit()?;
@@ -484,6 +485,7 @@ pub fn run_study(
     let figs = figures::all(&set);
     let page = html::page(&set, &figs);
     let mut o = Outputs::new();
+    o.create_dir(out);
     o.create_dir(out.join("tables"));
     for (name, text) in tables::study_tables(&set) {
         o.stage(out.join("tables").join(name), text.into_bytes());
@@ -508,11 +510,17 @@ pub fn run_study(
 }
 
 /// Removes the files of skipped figures left by an earlier run, so that
-/// `figures/` holds only what this run drew (best effort).
+/// `figures/` holds only what this run drew (best effort). Nothing is
+/// removed through a link: `DIR/figures` must be a directory itself (not a
+/// link to one) and each file a regular file (a link there is left alone).
 fn remove_stale(out: &Path, figs: &[Figure]) -> Vec<PathBuf> {
+    let dir = out.join("figures");
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
     figs.iter()
         .filter(|f| f.svg.is_err())
-        .map(|f| out.join("figures").join(f.file))
+        .map(|f| dir.join(f.file))
         .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file()))
         .filter(|p| std::fs::remove_file(p).is_ok())
         .collect()

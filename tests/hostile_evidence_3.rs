@@ -54,7 +54,9 @@ fn write_json(p: &Path, v: &Value) {
 
 /// Edits a certificate cannot survive re-derivation (each keeps the file
 /// valid JSON of a valid shape): the reported case and variants.
-fn inconsistent_edits() -> Vec<(&'static str, Box<dyn Fn(&mut Value)>)> {
+type CertEdit = Box<dyn Fn(&mut Value)>;
+
+fn inconsistent_edits() -> Vec<(&'static str, CertEdit)> {
     vec![
         (
             "$.bounds.ours",
