@@ -360,3 +360,95 @@ fn figures_on_singular_values_spanning_hundreds_of_decades_never_finished() {
     assert!(page.contains("decades"), "study's caption must say so too");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn untrusted_certificate_set_the_cost_of_verify_model() {
+    use specbound::evidence::verify::{check_budget, VerifyOptions, DEFAULT_MAX_MPFR_BITS};
+    let d = tmpdir("budget");
+    for bits in [1_000_000u32, DEFAULT_MAX_MPFR_BITS + 1] {
+        let mut c = cert_json();
+        c["parameters"]["precision"] = json!(format!("mpfr:{bits}"));
+        let p = d.join("costly.json");
+        write_json(&p, &c);
+        let t = std::time::Instant::now();
+        let out = std::process::Command::new("timeout")
+            .args(["60", env!("CARGO_BIN_EXE_specbound")])
+            .args(["verify", p.to_str().unwrap(), "--model"])
+            .arg(bundled())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 2, "mpfr:{bits}: {}", text(&out));
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("$.parameters.precision") && err.contains(&format!("mpfr:{bits}")),
+            "{err}"
+        );
+        assert!(t.elapsed().as_secs_f64() < 30.0, "refused before any work");
+        // The library: the budget is an option, raised by the user only.
+        let cert = specbound::certificate::Certificate::read(&p).unwrap();
+        assert!(check_budget(&cert, &VerifyOptions::default()).is_err());
+        assert!(check_budget(
+            &cert,
+            &VerifyOptions {
+                max_mpfr_bits: bits
+            }
+        )
+        .is_ok());
+    }
+    let mut c = cert_json();
+    c["parameters"]["precision"] = json!(format!("mpfr:{DEFAULT_MAX_MPFR_BITS}"));
+    let p = d.join("within.json");
+    write_json(&p, &c);
+    let cert = specbound::certificate::Certificate::read(&p).unwrap();
+    assert!(check_budget(&cert, &VerifyOptions::default()).is_ok());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn audit_with_no_claim_at_all_exited_0_consistent() {
+    let d = tmpdir("audit-empty");
+    let files: [(&str, &str); 6] = [
+        ("header_only.csv", "layer,head,matrix_type,spectral_norm\n"),
+        (
+            "empty_values.csv",
+            "layer,head,matrix_type,spectral_norm,nuclear_norm\n0,-1,M_in,,\n1,-1,M_out,,\n",
+        ),
+        (
+            "short_rows.csv",
+            "layer,head,matrix_type,spectral_norm\n0,-1,M_in\n0,-1,M_out\n",
+        ),
+        (
+            "generic_no_values.csv",
+            "tensor,quantity,value\nx,spectral_norm,\n",
+        ),
+        ("bounds_header_only.csv", "model_id,bound,value\n"),
+        (
+            "schatten_blank.csv",
+            "layer,head,matrix_type,min_contribution\n0,0,QK,   \n",
+        ),
+    ];
+    for (name, body) in files {
+        let p = d.join(name);
+        std::fs::write(&p, body).unwrap();
+        assert_bad(
+            &["audit", bundled().to_str().unwrap(), p.to_str().unwrap()],
+            &[name, "no claim to check"],
+        );
+    }
+    // One claim is enough to run.
+    let p = d.join("one.csv");
+    std::fs::write(
+        &p,
+        "layer,head,matrix_type,spectral_norm,rows\n0,-1,M_in,,1536\n",
+    )
+    .unwrap();
+    let out = run(&["audit", bundled().to_str().unwrap(), p.to_str().unwrap()]);
+    assert!([0, 1].contains(&code(&out)), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 claim") || text(&out).contains("claims"),
+        "{}",
+        text(&out)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -987,6 +987,20 @@ pub fn audit_with(
             });
         }
     }
+    // A file with nothing to check (header only, every value empty, no
+    // value column) must not pass as "consistent": a truncated claims file
+    // would pass a CI gate.
+    if results.is_empty() {
+        return Err(EvidenceError::Malformed {
+            file: crate::io::escape(&cfile).into_owned(),
+            at: format!("lines 2-{}", rows.len().max(2)),
+            message: format!(
+                "no claim to check ({} data rows, none with a value in the {layout} layout): \
+                 an audit needs at least one claim",
+                rows.len().saturating_sub(1)
+            ),
+        });
+    }
     let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
     let within = |f32: bool| {
         results

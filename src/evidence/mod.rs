@@ -100,6 +100,14 @@ pub enum EvidenceError {
         /// The first failed check (JSON path, both values, escaped).
         check: String,
     },
+    /// Checking the input would cost more than the budget allows
+    /// ([`verify::VerifyOptions`]).
+    OverBudget {
+        /// The key that sets the cost.
+        at: String,
+        /// What it states and the budget.
+        message: String,
+    },
 }
 
 impl fmt::Display for EvidenceError {
@@ -109,6 +117,7 @@ impl fmt::Display for EvidenceError {
             EvidenceError::Io { file, message } => write!(f, "{file}: {message}"),
             EvidenceError::Model(m) => write!(f, "{m}"),
             EvidenceError::Read(e) => write!(f, "{e}"),
+            EvidenceError::OverBudget { at, message } => write!(f, "{at}: {message}"),
             EvidenceError::Inconsistent { file, check } => write!(
                 f,
                 "{file}: not a consistent certificate (its re-derivation fails; specbound verify \

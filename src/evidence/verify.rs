@@ -684,9 +684,53 @@ fn check_matrix(
     })
 }
 
+/// Default of [`VerifyOptions::max_mpfr_bits`]: four times the 256 bits of
+/// the last refinement stage. The cost of an MPFR singular value
+/// decomposition grows faster than linearly in the bits (an 8 x 8 matrix at
+/// `mpfr:1000000` takes minutes), and the precision is stated by the
+/// untrusted certificate, so it must not set the cost of checking it.
+pub const DEFAULT_MAX_MPFR_BITS: u32 = 1024;
+
+/// What `verify --model` may spend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// The largest MPFR precision a certificate may state (`mpfr:BITS` in
+    /// `$.parameters.precision`) for its recomputation from the weights; a
+    /// certificate stating more is refused before the model is read
+    /// ([`EvidenceError::OverBudget`]) unless the user raises this
+    /// (the fronts' `--max-precision-bits`).
+    pub max_mpfr_bits: u32,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self {
+            max_mpfr_bits: DEFAULT_MAX_MPFR_BITS,
+        }
+    }
+}
+
+/// `Err(OverBudget)` when the certificate's stated precision is beyond
+/// what `opts` allows.
+pub fn check_budget(c: &Certificate, opts: &VerifyOptions) -> Result<(), EvidenceError> {
+    match c.parameters.precision {
+        Precision::Mpfr(bits) if bits > opts.max_mpfr_bits => Err(EvidenceError::OverBudget {
+            at: "$.parameters.precision".into(),
+            message: format!(
+                "the certificate states mpfr:{bits}, beyond the budget of {} bits for recomputing \
+                 it from the weights (the cost grows faster than the bits); raise the budget \
+                 (--max-precision-bits) to check it",
+                opts.max_mpfr_bits
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a validated certificate against the model it claims to describe
 /// (see the module documentation): hashes, architecture, then every
-/// spectral quantity recomputed, refined where needed.
+/// spectral quantity recomputed, refined where needed. Default
+/// [`VerifyOptions`].
 pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, EvidenceError> {
     verify_with_model_progress(c, model, &crate::progress::NoProgress)
 }
@@ -697,6 +741,18 @@ pub fn verify_with_model_progress(
     model: &Path,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Verdict, EvidenceError> {
+    verify_with_model_options(c, model, &VerifyOptions::default(), progress)
+}
+
+/// [`verify_with_model_progress`] under `opts`: a certificate whose stated
+/// precision is over budget is refused before the model is opened.
+pub fn verify_with_model_options(
+    c: &Certificate,
+    model: &Path,
+    opts: &VerifyOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Verdict, EvidenceError> {
+    check_budget(c, opts)?;
     let ckpt = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
     let hashes = ckpt
         .file_hashes()
