@@ -452,3 +452,51 @@ fn audit_with_no_claim_at_all_exited_0_consistent() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Terminal control from a certificate's strings: a file name carrying a
+/// newline and ANSI escapes erased `verify --model`'s FAILED line and
+/// printed a fake "all quantities confirmed"; `diff` printed it raw too.
+#[test]
+fn certificate_strings_with_ansi_escapes_reached_the_terminal_raw() {
+    let d = tmpdir("ansi");
+    let hostile = [
+        "model.safetensors\n\u{1b}[1A\u{1b}[2K\rall quantities confirmed",
+        "model.safetensors\u{202e}lmth.exe",
+        "x\u{85}\u{9b}2Ky\u{7}",
+    ];
+    for (i, name) in hostile.iter().enumerate() {
+        let mut c = cert_json();
+        c["model"]["files"][0]["file"] = json!(name);
+        c["model"]["architecture"] = json!(format!("bert\u{1b}]0;owned\u{7}{i}"));
+        let p = d.join(format!("h{i}.json"));
+        write_json(&p, &c);
+        let good = d.join("good.json");
+        write_json(&good, &cert_json());
+        let runs = [
+            run(&[
+                "verify",
+                p.to_str().unwrap(),
+                "--model",
+                bundled().to_str().unwrap(),
+            ]),
+            run(&["diff", good.to_str().unwrap(), p.to_str().unwrap()]),
+            run(&["verify", p.to_str().unwrap()]),
+        ];
+        for (k, out) in runs.iter().enumerate() {
+            let t = text(out);
+            assert!(!t.contains('\u{1b}'), "run {k} of {name:?}: raw ESC: {t:?}");
+            assert!(!t.contains('\u{7}'), "run {k}: raw BEL: {t:?}");
+            assert!(!t.contains('\u{202e}'), "run {k}: raw override: {t:?}");
+            assert!(
+                !t.contains('\u{9b}') && !t.contains('\u{85}'),
+                "run {k}: raw C1: {t:?}"
+            );
+            assert!(!t.contains("\nall quantities confirmed"), "run {k}: {t:?}");
+        }
+        assert_ne!(code(&runs[0]), 0, "{}", text(&runs[0]));
+    }
+    // The library's one escape.
+    let e = specbound::io::escape(hostile[0]);
+    assert!(!e.contains('\n') && !e.contains('\u{1b}'), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -763,14 +763,16 @@ pub fn verify_with_model_options(
             None => {
                 v.failure = Some(format!(
                     "$.model.files[{i}]: the model has no weight file '{}'",
-                    f.file
+                    crate::io::escape(&f.file)
                 ));
                 return Ok(v);
             }
             Some(h) if h.sha256 != f.sha256 => {
                 v.failure = Some(format!(
                     "$.model.files[{i}].sha256: '{}' has SHA-256 {}, the certificate says {}",
-                    f.file, h.sha256, f.sha256
+                    crate::io::escape(&f.file),
+                    h.sha256,
+                    crate::io::escape(&f.sha256)
                 ));
                 return Ok(v);
             }

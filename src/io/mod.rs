@@ -475,11 +475,18 @@ fn shown_as_is(c: char) -> bool {
 /// [`ESCAPE_MAX_BYTES`] is cut to its first 100 bytes (at a character
 /// boundary) followed by `... (N bytes)`. Borrowed when nothing changes.
 pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.len() <= ESCAPE_MAX_BYTES && s.chars().all(shown_as_is) {
+    escape_to(s, ESCAPE_MAX_BYTES)
+}
+
+/// [`escape`] with another length bound: a string longer than `max_bytes`
+/// is cut to its first `max_bytes / 2` bytes (at a character boundary)
+/// followed by `... (N bytes)`.
+pub fn escape_to(s: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max_bytes && s.chars().all(shown_as_is) {
         return s.into();
     }
-    let (head, cut) = if s.len() > ESCAPE_MAX_BYTES {
-        let mut end = 100;
+    let (head, cut) = if s.len() > max_bytes {
+        let mut end = max_bytes / 2;
         while !s.is_char_boundary(end) {
             end -= 1;
         }
@@ -638,6 +645,37 @@ pub(crate) mod test_util {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn escape_neutralises_terminal_control_and_bounds_length() {
+        use super::escape;
+        assert!(matches!(
+            escape("model.safetensors"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let hostile = "x.safetensors'\n\u{1b}[1A\u{1b}[2K\rall quantities confirmed\u{7}";
+        let e = escape(hostile);
+        assert!(!e.chars().any(|c| c.is_control()), "{e}");
+        assert!(e.contains("\\n") && e.contains("\\u{1b}"), "{e}");
+        for c in [
+            '\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}', '\u{2028}', '\u{85}', '\u{9b}',
+        ] {
+            let s = format!("a{c}b");
+            let e = escape(&s);
+            assert!(!e.contains(c), "{c:?} shown raw: {e}");
+        }
+        assert_eq!(escape("é ü 中文"), "é ü 中文");
+        let long = "\u{1b}".repeat(100_000);
+        let e = escape(&long);
+        assert!(
+            e.len() < 1_000 && e.ends_with("(100000 bytes)"),
+            "{}",
+            e.len()
+        );
+        let s = "é".repeat(300);
+        let e = super::escape_to(&s, 101);
+        assert!(e.starts_with("é") && e.contains("... (600 bytes)"), "{e}");
+    }
+
     use super::test_util::TempPath;
     use super::*;
 
