@@ -56,6 +56,14 @@ pub enum MergeError {
         /// Whether the two parts are the same part (given twice).
         same: bool,
     },
+    /// A part whose re-derivation fails (`evidence::verify::verify_part`):
+    /// its stated norms or rank are not implied by its singular values.
+    Inconsistent {
+        /// The part.
+        file: String,
+        /// The first failed check.
+        check: String,
+    },
     /// No part holds some matrices.
     Gap {
         /// The first matrix missing (certificate order).
@@ -109,6 +117,10 @@ impl fmt::Display for MergeError {
                     write!(f, "{file}: overlaps {other}: {id} is in both")
                 }
             }
+            MergeError::Inconsistent { file, check } => write!(
+                f,
+                "{file}: not a consistent part (its re-derivation fails): {check}"
+            ),
             MergeError::Gap {
                 first,
                 count,
@@ -142,14 +154,22 @@ impl std::error::Error for MergeError {
     }
 }
 
-/// Reads the part files and merges them ([`merge`]).
+/// Reads the part files as evidence and merges them ([`merge`]): each part
+/// is read strictly ([`Part::read`]) and re-derived as far as a part allows
+/// ([`crate::evidence::verify::verify_part`]: sigma_1, nuclear, Frobenius,
+/// stable rank and rank from its singular values), so a part edited by
+/// hand (its digest recomputed) whose norms its spectrum does not imply is
+/// refused, naming the file and the first failed check.
 pub fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError> {
     let parts = paths
         .iter()
         .map(|p| {
-            Part::read(p)
-                .map(|part| (p.display().to_string(), part))
-                .map_err(MergeError::Read)
+            let file = crate::io::escape(&p.display().to_string()).into_owned();
+            let part = Part::read(p).map_err(MergeError::Read)?;
+            if let Some(check) = crate::evidence::verify::verify_part(&part).failure {
+                return Err(MergeError::Inconsistent { file, check });
+            }
+            Ok((file, part))
         })
         .collect::<Result<Vec<_>, _>>()?;
     merge(&parts)

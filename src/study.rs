@@ -302,8 +302,8 @@ fn reusable(
     if p.l_phi != opts.l_phi.trim() {
         return Err(format!(
             "L_phi differs ({} there, {} now)",
-            p.l_phi,
-            opts.l_phi.trim()
+            crate::io::escape(&p.l_phi),
+            crate::io::escape(opts.l_phi.trim())
         ));
     }
     if p.grid_m != want_m {
@@ -321,7 +321,7 @@ fn reusable(
     {
         return Err(format!(
             "architecture differs ({} L={} N={} H={} there, {} L={} N={} H={} now)",
-            md.architecture,
+            crate::io::escape(&md.architecture),
             md.layers,
             md.hidden,
             md.heads,
@@ -345,6 +345,11 @@ fn reusable(
         .collect();
     if now != there {
         return Err("the model's files differ (SHA-256)".into());
+    }
+    // Evidence, not just a file that parses: what `verify` checks without
+    // the model (last: it is the costliest check).
+    if let Some(check) = crate::evidence::verify::verify_internal(&cert).failure {
+        return Err(format!("not consistent ({check})"));
     }
     Ok(cert)
 }
@@ -421,6 +426,7 @@ pub fn run_study(
                     drop(results);
                     let secs = t.elapsed().as_secs_f64();
                     let mut o = Outputs::new();
+                    o.create_dir(out);
                     o.create_dir(out.join("certificates"));
                     o.stage(&path, c.to_json_pretty().into_bytes());
                     o.commit()?;
@@ -482,6 +488,7 @@ pub fn run_study(
     let figs = figures::all(&set);
     let page = html::page(&set, &figs);
     let mut o = Outputs::new();
+    o.create_dir(out);
     o.create_dir(out.join("tables"));
     for (name, text) in tables::study_tables(&set) {
         o.stage(out.join("tables").join(name), text.into_bytes());
@@ -506,11 +513,17 @@ pub fn run_study(
 }
 
 /// Removes the files of skipped figures left by an earlier run, so that
-/// `figures/` holds only what this run drew (best effort).
+/// `figures/` holds only what this run drew (best effort). Nothing is
+/// removed through a link: `DIR/figures` must be a directory itself (not a
+/// link to one) and each file a regular file (a link there is left alone).
 fn remove_stale(out: &Path, figs: &[Figure]) -> Vec<PathBuf> {
+    let dir = out.join("figures");
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
     figs.iter()
         .filter(|f| f.svg.is_err())
-        .map(|f| out.join("figures").join(f.file))
+        .map(|f| dir.join(f.file))
         .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_file()))
         .filter(|p| std::fs::remove_file(p).is_ok())
         .collect()
@@ -518,7 +531,11 @@ fn remove_stale(out: &Path, figs: &[Figure]) -> Vec<PathBuf> {
 
 /// The report page of existing certificates: `specbound report`. Ids are
 /// `ids` in order when given, else each file's stem; the certificates are
-/// read as untrusted input (strict parse and validation).
+/// read as evidence ([`crate::evidence::read_rederived`]: strict parse,
+/// validation and the re-derivation of `verify` without `--model`), so a
+/// certificate that `verify` rejects is refused, naming the file and the
+/// first failed check. A report establishes that the certificates it draws
+/// are consistent, not that they belong to their weights (`verify --model`).
 pub fn report_from_certificates(
     certs: &[PathBuf],
     ids: &[String],
@@ -553,7 +570,7 @@ pub fn report_from_certificates(
             )
             .into());
         }
-        let cert = Certificate::read(p)?;
+        let cert = crate::evidence::read_rederived(p)?;
         models.push(ModelCert { id, cert });
     }
     let set = StudySet::new(models, primary, spectrum_layers, Vec::new())?;

@@ -398,8 +398,10 @@ fn facts_of_tensor(
         precision,
         ..SvdOptions::default()
     };
-    let sv = certify_singular_values(&m, &opts).map_err(|e| format!("tensor '{name}': {e}"))?;
-    let summary = summarize(&m, &sv).map_err(|e| format!("tensor '{name}': {e}"))?;
+    let sv = certify_singular_values(&m, &opts)
+        .map_err(|e| format!("tensor '{}': {e}", crate::io::escape(name)))?;
+    let summary =
+        summarize(&m, &sv).map_err(|e| format!("tensor '{}': {e}", crate::io::escape(name)))?;
     Ok(Facts { sv, summary })
 }
 
@@ -419,7 +421,8 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
     };
     let fro2 = enc_iv(&s.frobenius_norm).sqr();
     let sp2 = enc_iv(&s.spectral_norm).sqr();
-    let need_p = || p.ok_or_else(|| format!("quantity '{q}' needs a p column"));
+    let need_p =
+        || p.ok_or_else(|| format!("quantity '{}' needs a p column", crate::io::escape(q)));
     Ok(match q {
         "sigma_max" | "sv_max" | "spectral_norm" => enc_iv(&s.spectral_norm),
         "sv_min" | "sigma_min" => sig(f.sv.values.len() - 1)?,
@@ -468,7 +471,7 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
         "log_norm" => fro2.log10(),
         "log_spectral_norm" => sp2.log10(),
         "ww_stable_rank" => fro2 / sp2,
-        _ => return Err(format!("unknown quantity '{q}'")),
+        _ => return Err(format!("unknown quantity '{}'", crate::io::escape(q))),
     })
 }
 
@@ -570,8 +573,12 @@ fn find_matrix(
 }
 
 fn kind_of(s: &str) -> Result<MatrixType, String> {
-    MatrixType::parse(s.trim())
-        .ok_or_else(|| format!("unknown matrix_type '{s}' (QK, V_tilde, M_in, M_out)"))
+    MatrixType::parse(s.trim()).ok_or_else(|| {
+        format!(
+            "unknown matrix_type '{}' (QK, V_tilde, M_in, M_out)",
+            crate::io::escape(s)
+        )
+    })
 }
 
 impl ClaimResult {
@@ -594,8 +601,8 @@ fn judge_p_opt(
     let idx = find_matrix(c, l, h, k)?;
     let m = c.parameters.grid_m;
     let opt: Vec<usize> = c.matrices[idx].p_opt_fraction.iter().map(|g| g.k).collect();
-    let (v, tol) =
-        parse_claim(claim).ok_or_else(|| format!("'{claim}' is not a decimal number"))?;
+    let (v, tol) = parse_claim(claim)
+        .ok_or_else(|| format!("'{}' is not a decimal number", crate::io::escape(claim)))?;
     // Grid points within the claim's window.
     let hits: Vec<usize> = (0..=2 * m)
         .filter(|&j| {
@@ -875,12 +882,22 @@ pub fn audit_with(
             }
         }
         for (subj, quantity, p, claim, tol) in claims_here {
-            let (c, default_tol) = parse_claim(&claim)
-                .ok_or_else(|| bad(line, format!("'{claim}' is not a decimal number")))?;
+            let (c, default_tol) = parse_claim(&claim).ok_or_else(|| {
+                bad(
+                    line,
+                    format!("'{}' is not a decimal number", crate::io::escape(&claim)),
+                )
+            })?;
             let tol_r = match &tol {
                 Some(t) => {
                     let (tv, _) = parse_claim(t).ok_or_else(|| {
-                        bad(line, format!("tolerance '{t}' is not a decimal number"))
+                        bad(
+                            line,
+                            format!(
+                                "tolerance '{}' is not a decimal number",
+                                crate::io::escape(t)
+                            ),
+                        )
                     })?;
                     if tv < 0 {
                         return Err(bad(line, "tolerance must be >= 0".into()));
@@ -927,7 +944,10 @@ pub fn audit_with(
                         other => {
                             return Err(bad(
                                 line,
-                                format!("unknown bound '{other}' (ours, edelman)"),
+                                format!(
+                                    "unknown bound '{}' (ours, edelman)",
+                                    crate::io::escape(other)
+                                ),
                             ))
                         }
                     };
@@ -945,7 +965,7 @@ pub fn audit_with(
                         cell("tensor").expect("tensor subject")
                     };
                     if !tensor_cache.contains_key(&name) {
-                        progress.message(&format!("tensor {name}"));
+                        progress.message(&format!("tensor {}", crate::io::escape(&name)));
                         let f = facts_of_tensor(&ck, &name, opts.precision)
                             .map_err(|e| bad(line, e))?;
                         tensor_cache.insert(name.clone(), f);
@@ -986,6 +1006,20 @@ pub fn audit_with(
                 note,
             });
         }
+    }
+    // A file with nothing to check (header only, every value empty, no
+    // value column) must not pass as "consistent": a truncated claims file
+    // would pass a CI gate.
+    if results.is_empty() {
+        return Err(EvidenceError::Malformed {
+            file: crate::io::escape(&cfile).into_owned(),
+            at: format!("lines 2-{}", rows.len().max(2)),
+            message: format!(
+                "no claim to check ({} data rows, none with a value in the {layout} layout): \
+                 an audit needs at least one claim",
+                rows.len().saturating_sub(1)
+            ),
+        });
     }
     let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
     let within = |f32: bool| {

@@ -311,7 +311,14 @@ impl DiffReport {
                 HeaderKind::Architecture => "ARCHITECTURE",
                 HeaderKind::Parameter => "PARAMETER",
             };
-            let _ = writeln!(s, "  {what} differs: {}: {} -> {}", h.key, h.a, h.b);
+            let e = crate::io::escape;
+            let _ = writeln!(
+                s,
+                "  {what} differs: {}: {} -> {}",
+                e(&h.key),
+                e(&h.a),
+                e(&h.b)
+            );
         }
         let changed: Vec<&Row> = self
             .rows

@@ -15,6 +15,58 @@ pub mod spectrum;
 pub mod verify;
 
 use std::fmt;
+use std::path::Path;
+
+use crate::certificate::{Certificate, Part};
+
+/// Reads a certificate **as evidence**: the strict read of an untrusted
+/// file ([`Certificate::read`]: capped, strict parse, validation), then the
+/// internal re-derivation that `specbound verify` runs without `--model`
+/// ([`verify::verify_internal`]). `Err` names the file and the first failed
+/// check. Every command that takes a certificate as input (`study` when it
+/// reuses one, `report`, `diff`) reads it through this function, so a
+/// certificate edited by hand, which `verify` rejects, is never used.
+///
+/// What it establishes: the certificate is *consistent* (every aggregate,
+/// bound and minimiser set follows from its stated singular values, norms
+/// and parameters). It does not establish that the stated values belong to
+/// the weights named in it: that is `verify --model`.
+pub fn read_rederived(path: &Path) -> Result<Certificate, EvidenceError> {
+    let c = Certificate::read(path)?;
+    rederive(&c, &path.display().to_string())?;
+    Ok(c)
+}
+
+/// [`verify::verify_internal`] as a result: `Err(Inconsistent)` naming
+/// `file` and the first failed check.
+pub fn rederive(c: &Certificate, file: &str) -> Result<(), EvidenceError> {
+    match verify::verify_internal(c).failure {
+        None => Ok(()),
+        Some(check) => Err(EvidenceError::Inconsistent {
+            file: crate::io::escape(file).into_owned(),
+            check,
+        }),
+    }
+}
+
+/// A part read as evidence: [`Part::read`], then the re-derivation a part
+/// allows ([`verify::verify_part`]).
+pub fn read_part_rederived(path: &Path) -> Result<Part, EvidenceError> {
+    let p = Part::read(path)?;
+    rederive_part(&p, &path.display().to_string())?;
+    Ok(p)
+}
+
+/// [`verify::verify_part`] as a result, as [`rederive`].
+pub fn rederive_part(p: &Part, file: &str) -> Result<(), EvidenceError> {
+    match verify::verify_part(p).failure {
+        None => Ok(()),
+        Some(check) => Err(EvidenceError::Inconsistent {
+            file: crate::io::escape(file).into_owned(),
+            check,
+        }),
+    }
+}
 
 /// Errors of the evidence commands (one line each).
 #[derive(Debug)]
@@ -39,6 +91,23 @@ pub enum EvidenceError {
     Model(String),
     /// A claims file could not be read (too large, not UTF-8, an OS error).
     Read(crate::io::ReadError),
+    /// A certificate or part read as evidence that its own re-derivation
+    /// refutes ([`read_rederived`]): an aggregate its stated inputs do not
+    /// imply.
+    Inconsistent {
+        /// The file.
+        file: String,
+        /// The first failed check (JSON path, both values, escaped).
+        check: String,
+    },
+    /// Checking the input would cost more than the budget allows
+    /// ([`verify::VerifyOptions`]).
+    OverBudget {
+        /// The key that sets the cost.
+        at: String,
+        /// What it states and the budget.
+        message: String,
+    },
 }
 
 impl fmt::Display for EvidenceError {
@@ -48,6 +117,12 @@ impl fmt::Display for EvidenceError {
             EvidenceError::Io { file, message } => write!(f, "{file}: {message}"),
             EvidenceError::Model(m) => write!(f, "{m}"),
             EvidenceError::Read(e) => write!(f, "{e}"),
+            EvidenceError::OverBudget { at, message } => write!(f, "{at}: {message}"),
+            EvidenceError::Inconsistent { file, check } => write!(
+                f,
+                "{file}: not a consistent certificate (its re-derivation fails; specbound verify \
+                 shows the same): {check}"
+            ),
         }
     }
 }

@@ -29,7 +29,9 @@ use rayon::prelude::*;
 use super::mpfr_interval::MI;
 use super::EvidenceError;
 use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
-use crate::certificate::{matrix_quantities, CertInterval, Certificate, MatrixEntry, Quantity};
+use crate::certificate::{
+    matrix_quantities, CertInterval, Certificate, MatrixEntry, Quantity, RankBounds,
+};
 use crate::certify::certify_matrix;
 use crate::enclosure::{Enclosure, Inconclusive};
 use crate::io::checkpoint::Checkpoint;
@@ -135,6 +137,110 @@ fn power_sums(w: &MatrixEntry, m: usize) -> Vec<MI> {
     sums
 }
 
+/// The quantities of one matrix that its singular values imply.
+struct SpectrumView<'a> {
+    singular_values: &'a [CertInterval],
+    spectral_norm: CertInterval,
+    nuclear_norm: CertInterval,
+    frobenius_norm: CertInterval,
+    rank: RankBounds,
+    stable_rank: Option<CertInterval>,
+}
+
+/// The per-matrix re-derivation: sigma_1, the nuclear norm, the Frobenius
+/// norm (intersects), the rank and the stable rank from the stated singular
+/// values and norms.
+fn check_spectrum(ck: &mut Checker, at: &str, w: &SpectrumView) {
+    // No stated nonzero value: every singular value is a structural zero
+    // (validation checks min(rows, cols) >= 1).
+    let top = w
+        .singular_values
+        .first()
+        .copied()
+        .unwrap_or(CertInterval::point(0.0));
+    ck.contains(
+        &format!("{at}.spectral_norm"),
+        w.spectral_norm,
+        &mi(top),
+        "sigma_1 (singular_values[0])",
+    );
+    let nuc = w
+        .singular_values
+        .iter()
+        .fold(MI::int(0), |acc, s| acc.add(&mi(*s)));
+    ck.contains(
+        &format!("{at}.nuclear_norm"),
+        w.nuclear_norm,
+        &nuc,
+        "the sum of the singular values",
+    );
+    let sq = w
+        .singular_values
+        .iter()
+        .fold(MI::int(0), |acc, s| acc.add(&mi(*s).pow_q(2, 1)))
+        .sqrt();
+    ck.meets(
+        &format!("{at}.frobenius_norm"),
+        w.frobenius_norm,
+        &sq,
+        "sqrt(sum sigma^2)",
+    );
+    let rank_lo = w.singular_values.iter().filter(|s| s.lo > 0.0).count() as u64;
+    let rank_hi = w.singular_values.iter().filter(|s| s.hi > 0.0).count() as u64;
+    if ck.v.failure.is_none() {
+        if w.rank.lo <= rank_lo && rank_hi <= w.rank.hi {
+            ck.v.checks += 1;
+        } else {
+            ck.fail(format!("{at}.rank: stated [{}, {}] does not contain [{rank_lo}, {rank_hi}] implied by the singular values", w.rank.lo, w.rank.hi));
+        }
+    }
+    if let Some(sr) = w.stable_rank {
+        match mi(w.frobenius_norm)
+            .pow_q(2, 1)
+            .div(&mi(w.spectral_norm).pow_q(2, 1))
+        {
+            Some(x) => ck.contains(
+                &format!("{at}.stable_rank"),
+                sr,
+                &x,
+                "frobenius_norm^2 / spectral_norm^2",
+            ),
+            None => ck.fail(format!(
+                "{at}.stable_rank: stated although spectral_norm may be 0"
+            )),
+        }
+    }
+}
+
+/// Re-derives what a part allows (it has no proxies and no bounds): for
+/// every matrix, sigma_1, the nuclear, Frobenius and stable-rank relations
+/// and the rank from its stated singular values, as [`verify_internal`]
+/// does for a certificate's matrices. This proves the part consistent, not
+/// true.
+pub fn verify_part(p: &crate::certificate::Part) -> Verdict {
+    let mut ck = Checker {
+        v: Verdict::default(),
+    };
+    for (i, w) in p.matrices.iter().enumerate() {
+        check_spectrum(
+            &mut ck,
+            &format!("$.matrices[{i}]"),
+            &SpectrumView {
+                singular_values: &w.singular_values,
+                spectral_norm: w.spectral_norm,
+                nuclear_norm: w.nuclear_norm,
+                frobenius_norm: w.frobenius_norm,
+                rank: w.rank,
+                stable_rank: w.stable_rank,
+            },
+        );
+        if ck.v.failure.is_some() {
+            break;
+        }
+    }
+    ck.v
+}
+
 /// Re-derives every aggregate of a validated certificate from its stated
 /// inputs (see the module documentation).
 pub fn verify_internal(c: &Certificate) -> Verdict {
@@ -144,7 +250,7 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
     let Some(l_phi) = MI::decimal(&c.parameters.l_phi) else {
         ck.fail(format!(
             "$.parameters.l_phi: \"{}\" is not a nonnegative decimal",
-            c.parameters.l_phi
+            crate::io::escape(&c.parameters.l_phi)
         ));
         return ck.v;
     };
@@ -163,60 +269,18 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
     let n21 = |l: usize, h: Option<usize>, k: MatrixType| mi(entry(l, h, k).norm_21);
     // Per-matrix aggregates of the singular values.
     for (i, w) in c.matrices.iter().enumerate() {
-        let at = format!("$.matrices[{i}]");
-        let top = w.singular_value(0).expect("min(rows, cols) >= 1");
-        ck.contains(
-            &format!("{at}.spectral_norm"),
-            w.spectral_norm,
-            &mi(top),
-            "sigma_1 (singular_values[0])",
+        check_spectrum(
+            &mut ck,
+            &format!("$.matrices[{i}]"),
+            &SpectrumView {
+                singular_values: &w.singular_values,
+                spectral_norm: w.spectral_norm,
+                nuclear_norm: w.nuclear_norm,
+                frobenius_norm: w.frobenius_norm,
+                rank: w.rank,
+                stable_rank: w.stable_rank,
+            },
         );
-        let nuc = w
-            .singular_values
-            .iter()
-            .fold(MI::int(0), |acc, s| acc.add(&mi(*s)));
-        ck.contains(
-            &format!("{at}.nuclear_norm"),
-            w.nuclear_norm,
-            &nuc,
-            "the sum of the singular values",
-        );
-        let sq = w
-            .singular_values
-            .iter()
-            .fold(MI::int(0), |acc, s| acc.add(&mi(*s).pow_q(2, 1)))
-            .sqrt();
-        ck.meets(
-            &format!("{at}.frobenius_norm"),
-            w.frobenius_norm,
-            &sq,
-            "sqrt(sum sigma^2)",
-        );
-        let rank_lo = w.singular_values.iter().filter(|s| s.lo > 0.0).count() as u64;
-        let rank_hi = w.singular_values.iter().filter(|s| s.hi > 0.0).count() as u64;
-        if ck.v.failure.is_none() {
-            if w.rank.lo <= rank_lo && rank_hi <= w.rank.hi {
-                ck.v.checks += 1;
-            } else {
-                ck.fail(format!("{at}.rank: stated [{}, {}] does not contain [{rank_lo}, {rank_hi}] implied by the singular values", w.rank.lo, w.rank.hi));
-            }
-        }
-        if let Some(sr) = w.stable_rank {
-            match mi(w.frobenius_norm)
-                .pow_q(2, 1)
-                .div(&mi(w.spectral_norm).pow_q(2, 1))
-            {
-                Some(x) => ck.contains(
-                    &format!("{at}.stable_rank"),
-                    sr,
-                    &x,
-                    "frobenius_norm^2 / spectral_norm^2",
-                ),
-                None => ck.fail(format!(
-                    "{at}.stable_rank: stated although spectral_norm may be 0"
-                )),
-            }
-        }
     }
     // alpha, xi per layer.
     let factor: Vec<MI> = (0..layers)
@@ -620,9 +684,53 @@ fn check_matrix(
     })
 }
 
+/// Default of [`VerifyOptions::max_mpfr_bits`]: four times the 256 bits of
+/// the last refinement stage. The cost of an MPFR singular value
+/// decomposition grows faster than linearly in the bits (an 8 x 8 matrix at
+/// `mpfr:1000000` takes minutes), and the precision is stated by the
+/// untrusted certificate, so it must not set the cost of checking it.
+pub const DEFAULT_MAX_MPFR_BITS: u32 = 1024;
+
+/// What `verify --model` may spend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// The largest MPFR precision a certificate may state (`mpfr:BITS` in
+    /// `$.parameters.precision`) for its recomputation from the weights; a
+    /// certificate stating more is refused before the model is read
+    /// ([`EvidenceError::OverBudget`]) unless the user raises this
+    /// (the fronts' `--max-precision-bits`).
+    pub max_mpfr_bits: u32,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self {
+            max_mpfr_bits: DEFAULT_MAX_MPFR_BITS,
+        }
+    }
+}
+
+/// `Err(OverBudget)` when the certificate's stated precision is beyond
+/// what `opts` allows.
+pub fn check_budget(c: &Certificate, opts: &VerifyOptions) -> Result<(), EvidenceError> {
+    match c.parameters.precision {
+        Precision::Mpfr(bits) if bits > opts.max_mpfr_bits => Err(EvidenceError::OverBudget {
+            at: "$.parameters.precision".into(),
+            message: format!(
+                "the certificate states mpfr:{bits}, beyond the budget of {} bits for recomputing \
+                 it from the weights (the cost grows faster than the bits); raise the budget \
+                 (--max-precision-bits) to check it",
+                opts.max_mpfr_bits
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a validated certificate against the model it claims to describe
 /// (see the module documentation): hashes, architecture, then every
-/// spectral quantity recomputed, refined where needed.
+/// spectral quantity recomputed, refined where needed. Default
+/// [`VerifyOptions`].
 pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, EvidenceError> {
     verify_with_model_progress(c, model, &crate::progress::NoProgress)
 }
@@ -633,6 +741,18 @@ pub fn verify_with_model_progress(
     model: &Path,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Verdict, EvidenceError> {
+    verify_with_model_options(c, model, &VerifyOptions::default(), progress)
+}
+
+/// [`verify_with_model_progress`] under `opts`: a certificate whose stated
+/// precision is over budget is refused before the model is opened.
+pub fn verify_with_model_options(
+    c: &Certificate,
+    model: &Path,
+    opts: &VerifyOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Verdict, EvidenceError> {
+    check_budget(c, opts)?;
     let ckpt = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
     let hashes = ckpt
         .file_hashes()
@@ -643,14 +763,16 @@ pub fn verify_with_model_progress(
             None => {
                 v.failure = Some(format!(
                     "$.model.files[{i}]: the model has no weight file '{}'",
-                    f.file
+                    crate::io::escape(&f.file)
                 ));
                 return Ok(v);
             }
             Some(h) if h.sha256 != f.sha256 => {
                 v.failure = Some(format!(
                     "$.model.files[{i}].sha256: '{}' has SHA-256 {}, the certificate says {}",
-                    f.file, h.sha256, f.sha256
+                    crate::io::escape(&f.file),
+                    h.sha256,
+                    crate::io::escape(&f.sha256)
                 ));
                 return Ok(v);
             }

@@ -436,18 +436,78 @@ pub fn foreign_format(head: &[u8]) -> Option<String> {
     None
 }
 
-/// A name from a file, for messages: names longer than 200 bytes (a
-/// hostile header can hold megabyte-long ones) are cut to their first 100
-/// bytes (at a character boundary) and their length.
+/// A name from a file, for messages: [`escape`] (control characters and
+/// other non-printables escaped; names longer than 200 bytes, which a
+/// hostile header can make megabytes long, cut to their first 100 bytes and
+/// their length).
 pub(crate) fn fmt_name(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.len() <= 200 {
-        return name.into();
+    escape(name)
+}
+
+/// Longest string [`escape`] passes through whole, in bytes.
+pub const ESCAPE_MAX_BYTES: usize = 200;
+
+/// Whether `c` is shown as itself in a message: printable, not a control
+/// character (C0, DEL, C1: newlines and the ESC of ANSI sequences included),
+/// not a line or paragraph separator, not an invisible format character
+/// (zero-width characters, bidirectional overrides and isolates, the byte
+/// order mark) and not a private-use or unassigned-looking code point that
+/// terminals render unpredictably.
+fn shown_as_is(c: char) -> bool {
+    !(c.is_control()
+        || matches!(c,
+            '\u{00ad}'
+            | '\u{061c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e000}'..='\u{f8ff}'
+            | '\u{f0000}'..='\u{10ffff}'))
+}
+
+/// THE escape of untrusted text (a string from an input file or argument:
+/// a tensor or file name, a certificate's string fields, a claim) for every
+/// message and text report: control characters, newlines, ANSI escape
+/// sequences (their ESC) and other non-printables become Rust-style escapes
+/// (`\n`, `\u{1b}`), so that one message stays one line and cannot
+/// rewrite what the terminal shows; a string longer than
+/// [`ESCAPE_MAX_BYTES`] is cut to its first 100 bytes (at a character
+/// boundary) followed by `... (N bytes)`. Borrowed when nothing changes.
+pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_to(s, ESCAPE_MAX_BYTES)
+}
+
+/// [`escape`] with another length bound: a string longer than `max_bytes`
+/// is cut to its first `max_bytes / 2` bytes (at a character boundary)
+/// followed by `... (N bytes)`.
+pub fn escape_to(s: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max_bytes && s.chars().all(shown_as_is) {
+        return s.into();
     }
-    let mut end = 100;
-    while !name.is_char_boundary(end) {
-        end -= 1;
+    let (head, cut) = if s.len() > max_bytes {
+        let mut end = max_bytes / 2;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        (&s[..end], true)
+    } else {
+        (s, false)
+    };
+    let mut out = String::with_capacity(head.len() + 16);
+    for c in head.chars() {
+        if shown_as_is(c) {
+            out.push(c);
+        } else {
+            out.extend(c.escape_default());
+        }
     }
-    format!("{}... ({} bytes)", &name[..end], name.len()).into()
+    if cut {
+        out.push_str(&format!("... ({} bytes)", s.len()));
+    }
+    out.into()
 }
 
 /// `{shape:?}` for messages, eliding the middle of shapes with more than
@@ -587,6 +647,37 @@ pub(crate) mod test_util {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn escape_neutralises_terminal_control_and_bounds_length() {
+        use super::escape;
+        assert!(matches!(
+            escape("model.safetensors"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let hostile = "x.safetensors'\n\u{1b}[1A\u{1b}[2K\rall quantities confirmed\u{7}";
+        let e = escape(hostile);
+        assert!(!e.chars().any(|c| c.is_control()), "{e}");
+        assert!(e.contains("\\n") && e.contains("\\u{1b}"), "{e}");
+        for c in [
+            '\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}', '\u{2028}', '\u{85}', '\u{9b}',
+        ] {
+            let s = format!("a{c}b");
+            let e = escape(&s);
+            assert!(!e.contains(c), "{c:?} shown raw: {e}");
+        }
+        assert_eq!(escape("é ü 中文"), "é ü 中文");
+        let long = "\u{1b}".repeat(100_000);
+        let e = escape(&long);
+        assert!(
+            e.len() < 1_000 && e.ends_with("(100000 bytes)"),
+            "{}",
+            e.len()
+        );
+        let s = "é".repeat(300);
+        let e = super::escape_to(&s, 101);
+        assert!(e.starts_with("é") && e.contains("... (600 bytes)"), "{e}");
+    }
+
     use super::test_util::TempPath;
     use super::*;
 

@@ -8,7 +8,14 @@
 //!    is absent, a regular file, or a symbolic link that resolves to a regular
 //!    file. Anything else (a directory, a FIFO, a device such as `/dev/full`, a
 //!    socket, a link to one of those, a dangling link) is refused, and so is the
-//!    same target staged twice;
+//!    same target staged twice. Outputs of the one run that cannot coexist are
+//!    refused here too, before anything is written ([`OutputError::Conflict`]):
+//!    a file that is also a directory of the run (created with
+//!    [`Outputs::create_dir`], or the directory of another staged file), or a
+//!    file inside another staged file (`certify --out X --csv X`). A
+//!    directory of the run nested in another (`DIR/figures` in `DIR`) that is
+//!    a symbolic link out of its parent is refused
+//!    ([`OutputError::LinkLeaves`]); a link that stays inside is followed;
 //! 2. **write** every file to a temporary file in its target's directory and
 //!    `fsync` it. Temporary files are created with create-new semantics
 //!    (`O_CREAT | O_EXCL`, plus `O_NOFOLLOW`), so a name planted in advance,
@@ -47,7 +54,12 @@
 //! the old contents). A new file gets `0666` minus the umask, like any file a
 //! shell redirection creates. A symbolic link naming a regular file is written
 //! *through*: the file it resolves to is replaced (atomically, in its own
-//! directory) and the link is kept.
+//! directory) and the link is kept, **except** at a derived name, a file
+//! staged directly in a directory of the run (`DIR/report.html`,
+//! `DIR/tables/*.csv`, `CSV_DIR/*.csv`): there the program chose the name, not
+//! the user, so a link planted at it is replaced itself (the rename replaces
+//! the link; the file it pointed to is untouched). Nothing here ever deletes
+//! through a link.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -100,6 +112,22 @@ pub enum OutputError {
         /// The second one, as given.
         path: PathBuf,
     },
+    /// Two outputs of this run cannot both exist: a file that is also a
+    /// directory of the run, or a file inside another file of the run.
+    Conflict {
+        /// The file, as given.
+        path: PathBuf,
+        /// The directory or file it collides with, as given.
+        other: PathBuf,
+    },
+    /// A directory of derived names inside a directory of the run (e.g.
+    /// `DIR/figures`) is a symbolic link that leaves the directory it is in.
+    LinkLeaves {
+        /// The link, as given.
+        path: PathBuf,
+        /// Where it resolves to.
+        to: PathBuf,
+    },
     /// An operating-system call failed before anything was replaced.
     Io {
         /// The path it concerned.
@@ -144,6 +172,20 @@ impl fmt::Display for OutputError {
                 f,
                 "{}: the same file is written twice by this run",
                 path.display()
+            ),
+            Self::Conflict { path, other } => write!(
+                f,
+                "{}: this run writes it as a file and needs {} as a directory or file too; \
+                 give the outputs different paths",
+                path.display(),
+                other.display()
+            ),
+            Self::LinkLeaves { path, to } => write!(
+                f,
+                "{}: is a symbolic link to {}, outside the directory it is in; refusing to write \
+                 through it (remove the link)",
+                path.display(),
+                to.display()
             ),
             Self::Io { path, action, .. } => write!(f, "{}: {action}", path.display()),
             Self::Partial { path, replaced, .. } => {
@@ -206,7 +248,8 @@ impl Outputs {
     /// minutes on the computation. `commit` checks again.
     pub fn check(&self) -> Result<(), OutputError> {
         let to_create = check_dirs(&self.dirs)?;
-        check_files(&self.files, &self.dirs, &to_create).map(|_| ())
+        let plans = check_files(&self.files, &self.dirs, &to_create)?;
+        check_conflicts(&plans, &self.dirs)
     }
 
     /// Checks every target, writes every temporary file, then renames all
@@ -217,6 +260,7 @@ impl Outputs {
         let files = std::mem::take(&mut self.files);
         let to_create = check_dirs(&dirs)?;
         let plans = check_files(&files, &dirs, &to_create)?;
+        check_conflicts(&plans, &dirs)?;
         write_and_rename(&files, &plans, &to_create)
     }
 }
@@ -348,6 +392,7 @@ fn parent_dir(p: &Path) -> &Path {
 fn check_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, OutputError> {
     let mut create = Vec::new();
     for d in dirs {
+        check_derived_dir_link(d, dirs)?;
         let mut missing = Vec::new();
         let mut cur = d.as_path();
         loop {
@@ -381,6 +426,116 @@ fn check_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, OutputError> {
         }
     }
     Ok(create)
+}
+
+/// `p` made absolute without requiring it to exist: the longest existing
+/// ancestor resolved (links, `.`, `..`), the rest appended lexically.
+fn absolute(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let mut rest = Vec::new();
+    let mut cur = p;
+    loop {
+        match cur.file_name() {
+            Some(n) => rest.push(n.to_os_string()),
+            None => {
+                // `..` or `.` at the end of a missing path: resolve lexically below.
+                if let Some(c) = cur.components().next_back() {
+                    rest.push(c.as_os_str().to_os_string());
+                }
+            }
+        }
+        match cur.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => {
+                if let Ok(c) = std::fs::canonicalize(parent) {
+                    let mut out = c;
+                    for n in rest.iter().rev() {
+                        match n.to_str() {
+                            Some(".") => {}
+                            Some("..") => {
+                                out.pop();
+                            }
+                            _ => out.push(n),
+                        }
+                    }
+                    return out;
+                }
+                cur = parent;
+            }
+            _ => {
+                let mut out = std::env::current_dir().unwrap_or_default();
+                for n in rest.iter().rev() {
+                    match n.to_str() {
+                        Some(".") => {}
+                        Some("..") => {
+                            out.pop();
+                        }
+                        _ => out.push(n),
+                    }
+                }
+                return out;
+            }
+        }
+    }
+}
+
+/// Whether `d` is a directory of derived names inside another directory of
+/// the run (its parent is staged with [`Outputs::create_dir`] too, as
+/// `DIR/figures` is in `DIR`).
+fn nested_in_run(d: &Path, dirs: &[PathBuf]) -> bool {
+    let parent = parent_dir(d);
+    dirs.iter().any(|o| o.as_path() == parent)
+}
+
+/// A directory of derived names inside a directory of the run must not be
+/// a symbolic link out of it: writes (and the removal of stale files)
+/// would land elsewhere. A link within it is followed.
+fn check_derived_dir_link(d: &Path, dirs: &[PathBuf]) -> Result<(), OutputError> {
+    if !nested_in_run(d, dirs) {
+        return Ok(());
+    }
+    let Ok(m) = std::fs::symlink_metadata(d) else {
+        return Ok(());
+    };
+    if !m.file_type().is_symlink() {
+        return Ok(());
+    }
+    let inside = absolute(parent_dir(d));
+    match std::fs::canonicalize(d) {
+        Ok(to) if to.starts_with(&inside) && to != inside => Ok(()),
+        Ok(to) => Err(OutputError::LinkLeaves {
+            path: d.to_path_buf(),
+            to,
+        }),
+        Err(_) => Err(OutputError::NotRegular {
+            path: d.to_path_buf(),
+            what: "a symbolic link that does not resolve".into(),
+        }),
+    }
+}
+
+/// Outputs of one run that cannot coexist, found before anything is
+/// written: a file that is also a directory of the run (staged with
+/// [`Outputs::create_dir`] or the directory of another file), or a file
+/// inside another file of the run. (The same file twice is
+/// [`OutputError::Duplicate`], found by `check_files`.)
+fn check_conflicts(plans: &[Plan], dirs: &[PathBuf]) -> Result<(), OutputError> {
+    let dirs_abs: Vec<(PathBuf, &Path)> = dirs
+        .iter()
+        .map(|d| (absolute(d), d.as_path()))
+        .chain(plans.iter().map(|q| (absolute(&q.dir), q.shown.as_path())))
+        .collect();
+    for p in plans {
+        let target = absolute(&p.target);
+        if let Some((_, shown)) = dirs_abs.iter().find(|(d, _)| d.starts_with(&target)) {
+            return Err(OutputError::Conflict {
+                path: p.shown.clone(),
+                other: shown.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// "a FIFO", "a directory", ... for a file type that is not a regular file.
@@ -450,7 +605,7 @@ fn check_files(
                     path: dir.to_path_buf(),
                 })
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound && planned => dir.to_path_buf(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && planned => absolute(dir),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(OutputError::MissingDirectory {
                     path: path.clone(),
@@ -485,6 +640,17 @@ fn check_files(
                 dir: dir_abs,
                 mode: mode_of(&m),
             },
+            // A derived name in a directory of the run (`DIR/report.html`,
+            // `CSV_DIR/tables.csv`): a link planted there is replaced
+            // itself, never written through.
+            Ok(m) if m.file_type().is_symlink() && dirs.iter().any(|d| d.as_path() == dir) => {
+                Plan {
+                    shown: path.clone(),
+                    target: dir_abs.join(name),
+                    dir: dir_abs,
+                    mode: None,
+                }
+            }
             Ok(m) if m.file_type().is_symlink() => {
                 let resolved = std::fs::metadata(path).ok().filter(|r| r.is_file());
                 match (resolved, std::fs::canonicalize(path)) {

@@ -129,9 +129,17 @@ enum Legend {
     Marker(String, usize, RGBColor),
 }
 
-/// The y range of a log axis holding every positive end of the curves,
-/// padded by a factor; `None` when there is nothing positive to draw.
-fn y_range(curves: &[Curve]) -> Option<Range<f64>> {
+/// Most decades a log axis spans: the data's largest positive value and
+/// `MAX_LOG_DECADES` decades below it. Values further down (a genuine
+/// certificate can hold singular values hundreds of decades apart) are
+/// drawn at the axis' lower edge and the caption says so
+/// ([`clamp_note`]), so that drawing a figure takes time bounded by its
+/// data, whatever the numbers (the mesh of a log axis grows with its
+/// decades, and a range reaching into the subnormals never finished).
+pub const MAX_LOG_DECADES: f64 = 24.0;
+
+/// The smallest and largest positive finite ends of the curves.
+fn positive_extent(curves: &[Curve]) -> Option<(f64, f64)> {
     let mut lo = f64::INFINITY;
     let mut hi = 0.0f64;
     for c in curves {
@@ -144,12 +152,47 @@ fn y_range(curves: &[Curve]) -> Option<Range<f64>> {
             }
         }
     }
-    if !(hi > 0.0) {
-        return None;
-    }
+    (hi > 0.0).then_some((lo, hi))
+}
+
+/// The lowest value a log axis of `hi` shows: `MAX_LOG_DECADES` below
+/// `hi`, never below the smallest normal number.
+fn floor_of(hi: f64) -> f64 {
+    (hi / 10f64.powf(MAX_LOG_DECADES)).max(f64::MIN_POSITIVE)
+}
+
+/// The y range of a log axis holding every positive end of the curves,
+/// padded by a factor and clamped to [`MAX_LOG_DECADES`] decades (finite,
+/// normal ends); `None` when there is nothing positive to draw.
+fn y_range(curves: &[Curve]) -> Option<Range<f64>> {
+    let (lo, hi) = positive_extent(curves)?;
+    let lo = lo.max(floor_of(hi));
     let span = (hi / lo).log10();
     let pad = 10f64.powf((span * 0.06).max(0.05));
-    Some(lo / pad..hi * pad)
+    Some((lo / pad).max(f64::MIN_POSITIVE)..(hi * pad).min(f64::MAX))
+}
+
+/// The caption's note when some panel's values span more than
+/// [`MAX_LOG_DECADES`] decades (their axis is clamped), else `None`.
+fn clamp_note<'a>(panels: impl IntoIterator<Item = &'a [Curve]>) -> Option<String> {
+    let mut widest: Option<(f64, f64)> = None;
+    for curves in panels {
+        if let Some((lo, hi)) = positive_extent(curves) {
+            if lo < floor_of(hi)
+                && widest.is_none_or(|(l, h)| hi.log10() - lo.log10() > h.log10() - l.log10())
+            {
+                widest = Some((lo, hi));
+            }
+        }
+    }
+    let (lo, hi) = widest?;
+    Some(format!(
+        " The values span {:.0} decades ({} to {}); the log axis shows the top {MAX_LOG_DECADES:.0} decades \
+         and draws smaller values at its lower edge.",
+        (hi.log10() - lo.log10()).floor(),
+        approx(lo),
+        approx(hi)
+    ))
 }
 
 fn x_range(curves: &[Curve]) -> Range<f64> {
@@ -257,7 +300,7 @@ fn log_chart(
             .points
             .iter()
             .filter(|(_, v)| v.mid() > 0.0)
-            .map(|(x, v)| (*x, v.mid()))
+            .map(|(x, v)| (*x, clamp(v.mid())))
             .collect();
         if line.len() >= 2 {
             chart.draw_series(LineSeries::new(line.clone(), style))?;
@@ -282,6 +325,7 @@ fn log_chart(
     }
     for &(x, yv) in extra {
         if yv > 0.0 {
+            let yv = clamp(yv);
             chart.draw_series(std::iter::once(Circle::new((x, yv), 3, BLACK.filled())))?;
         }
     }
@@ -456,6 +500,7 @@ fn spectral_decay(set: &StudySet) -> Figure {
         p.id,
         approx(rel)
     );
+    let caption = caption + &clamp_note([curves.as_slice()]).unwrap_or_default();
     let svg = svg(SIZE, TITLES[0], &sub, |a| {
         log_chart(
             a,
@@ -590,6 +635,7 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
             undefined.join(", ")
         ));
     }
+    caption.push_str(&clamp_note([curves.as_slice()]).unwrap_or_default());
     let svg = svg(SIZE, TITLES[number - 1], &sub, |a| {
         log_chart(
             a,
@@ -696,6 +742,8 @@ fn norms_vs_width(set: &StudySet) -> Figure {
         ids.join(", "),
         approx(rel)
     );
+    let caption =
+        caption + &clamp_note(panels.iter().map(|(_, c)| c.as_slice())).unwrap_or_default();
     let size = (SIZE.0, 1400);
     let svg = svg(size, TITLES[3], &sub, |a| {
         let parts = a.split_evenly((3, 1));
@@ -802,6 +850,7 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
             " {undefined} matrices are not drawn: c(W, 0) is not certified positive."
         ));
     }
+    caption.push_str(&clamp_note([curves.as_slice()]).unwrap_or_default());
     let svg = svg(SIZE, TITLES[4], &sub, |a| {
         log_chart(
             a,

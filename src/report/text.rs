@@ -9,6 +9,7 @@ use inari::Interval;
 use super::fmt::{interval, Style};
 use crate::arch::MatrixType;
 use crate::certificate::{CertInterval, Certificate, MatrixEntry};
+use crate::io::escape;
 
 fn iv(x: &CertInterval, st: Style) -> String {
     interval(x.lo, x.hi, st)
@@ -33,22 +34,32 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
     let _ = writeln!(
         s,
         "{}: {} (layers {}, hidden {}, heads {} x {}, intermediate {})",
-        md.path, md.architecture, md.layers, md.hidden, md.heads, md.head_dim, md.intermediate
+        crate::io::escape_to(&md.path, 4096),
+        escape(&md.architecture),
+        md.layers,
+        md.hidden,
+        md.heads,
+        md.head_dim,
+        md.intermediate
     );
     for f in &md.files {
-        let _ = writeln!(s, "  sha256 {}  {}", f.sha256, f.file);
+        let _ = writeln!(s, "  sha256 {}  {}", escape(&f.sha256), escape(&f.file));
     }
     let _ = writeln!(
         s,
         "L_phi = {}, grid m = {}, precision {}, {} proxy matrices certified in {:.2} s",
-        c.parameters.l_phi,
+        escape(&c.parameters.l_phi),
         c.parameters.grid_m,
         c.parameters.precision,
         c.matrices.len(),
         secs
     );
     for e in &c.extensions {
-        let _ = writeln!(s, "EXTENSION OF THE PAPER: {e}");
+        let _ = writeln!(
+            s,
+            "EXTENSION OF THE PAPER: {}",
+            crate::io::escape_to(e, 4096)
+        );
     }
     let _ = writeln!(
         s,
