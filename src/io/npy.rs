@@ -42,6 +42,17 @@ pub fn read_npy_vector(path: &Path) -> Result<LoadedMatrix, ReadError> {
     read_npy_shaped(path, true)
 }
 
+/// Whether `path` is a regular file that starts with the `.npy` magic
+/// (opened by [`super::limits::open_regular`], so a FIFO or a device is
+/// `false` at once, never a blocked open or read).
+pub fn is_npy_file(path: &Path) -> bool {
+    let Ok((mut f, _)) = super::limits::open_regular(path, "NumPy .npy file") else {
+        return false;
+    };
+    let mut head = [0u8; 6];
+    f.read_exact(&mut head).is_ok() && head == *MAGIC
+}
+
 fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError> {
     let fmt_err = |msg: String| ReadError::format(path, None, msg);
     let (mut file, meta) = super::limits::open_regular(path, "NumPy .npy file")?;
