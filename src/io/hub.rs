@@ -192,7 +192,8 @@ pub fn resolve_in(
         // The one open of every file read (limits::open_regular): a FIFO,
         // a device or a directory at refs/<rev> is refused without reading
         // or blocking, and the read stops at MAX_REF_BYTES.
-        match super::limits::read_capped_string(&refp, super::limits::MAX_REF_BYTES, "revision ref") {
+        match super::limits::read_capped_string(&refp, super::limits::MAX_REF_BYTES, "revision ref")
+        {
             Ok(s) if is_commit(s.trim()) => s.trim().to_string(),
             Ok(_) => {
                 return Err(HubError::Bad(format!(

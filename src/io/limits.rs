@@ -141,7 +141,9 @@ fn read_open_capped(
         }
         // The file is longer than its metadata said: grow by at most the
         // size read so far (at least 64 KiB), within the cap.
-        step = (buf.len() as u64).max(64 << 10).min(limit - buf.len() as u64);
+        step = (buf.len() as u64)
+            .max(64 << 10)
+            .min(limit - buf.len() as u64);
     }
 }
 
@@ -273,7 +275,8 @@ mod tests {
         assert!(got.capacity() <= 11, "capacity {}", got.capacity());
         let err = read_capped(t.path(), 9, "ref").unwrap_err();
         assert!(
-            err.to_string().ends_with("ref larger than the limit of 9 bytes"),
+            err.to_string()
+                .ends_with("ref larger than the limit of 9 bytes"),
             "{err}"
         );
         std::fs::write(t.path(), b"").unwrap();

@@ -115,11 +115,7 @@ fn install() {
             act.sa_sigaction = on_sigbus as *const () as usize;
             act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
             libc::sigemptyset(&mut act.sa_mask);
-            libc::sigaction(
-                libc::SIGBUS,
-                &act,
-                (*PREVIOUS.0.get()).as_mut_ptr(),
-            );
+            libc::sigaction(libc::SIGBUS, &act, (*PREVIOUS.0.get()).as_mut_ptr());
         }
     });
 }

@@ -486,6 +486,25 @@ mod tests {
     }
 
     #[test]
+    fn string_literals_are_collected_when_asked() {
+        // ] ( X"0" q0 X"1" h0 e . : the key list "0", "1", "0" (memo get).
+        let mut p = vec![0x80, 2, b']', b'('];
+        for k in ["0", "1"] {
+            p.push(b'X');
+            p.extend_from_slice(&1u32.to_le_bytes());
+            p.extend_from_slice(k.as_bytes());
+            if k == "0" {
+                p.extend_from_slice(&[b'q', 0]);
+            }
+        }
+        p.extend_from_slice(&[b'h', 0, b'e', b'.']);
+        let mut s = Scanner::new(100, 1000);
+        s.collect_strings(true);
+        s.scan(&mut p.as_slice(), 0).unwrap();
+        assert_eq!(s.take_strings(), ["0", "1", "0"]);
+    }
+
+    #[test]
     fn inst_ext_and_caps_are_refused() {
         let p = b"(ios\nsystem\n.".to_vec();
         assert!(
@@ -501,7 +520,12 @@ mod tests {
         ));
         assert!(matches!(
             scan_bytes(&[b'X', 0xff, 0xff, 0xff, 0x7f], 100),
-            Err(ScanError::Malformed(m)) if m.contains("larger than the limit")
+            Err(ScanError::Malformed(m)) if m.contains("truncated: 2147483647 bytes expected, 0 present")
+        ));
+        // An empty pickle is truncated, not "larger than the limit of 0 bytes".
+        assert!(matches!(
+            scan_bytes(&[], 100),
+            Err(ScanError::Malformed(m)) if m.contains("truncated: 1 bytes expected, 0 present")
         ));
         assert!(matches!(
             scan_bytes(&[0xff], 100),
