@@ -174,7 +174,10 @@ fn cases() -> Vec<Case> {
             build: |d| {
                 let p = d.join("bomb.pt");
                 let t = small();
-                let mut z = torch_zip_with_pickle(Pickle::state_dict(&[t.clone()], false), &[t]);
+                let mut z = torch_zip_with_pickle(
+                    Pickle::state_dict(std::slice::from_ref(&t), false),
+                    &[t],
+                );
                 // Central directory entry of archive/data/0: its
                 // uncompressed size field (offset 24 of the entry) claims 1 GB.
                 let name = b"archive/data/0";
@@ -306,7 +309,7 @@ fn cases() -> Vec<Case> {
             build: |d| {
                 let p = d.join("two-pickles.pt");
                 let t = small();
-                let pk = Pickle::state_dict(&[t.clone()], false);
+                let pk = Pickle::state_dict(std::slice::from_ref(&t), false);
                 let z = zip(&[
                     ("archive/data.pkl".into(), pk.clone()),
                     ("archive/data.pkl".into(), pk),
@@ -327,7 +330,7 @@ fn cases() -> Vec<Case> {
                 let z = zip(&[
                     (
                         "archive/data.pkl".into(),
-                        Pickle::state_dict(&[t.clone()], false),
+                        Pickle::state_dict(std::slice::from_ref(&t), false),
                     ),
                     ("archive/data/0".into(), t.bytes.clone()),
                     ("archive/data/0".into(), vec![0u8; 16]),
