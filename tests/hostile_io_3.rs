@@ -303,6 +303,42 @@ fn cases() -> Vec<Case> {
             ],
             max_rss_mib: None,
         },
+        Case {
+            // Our own variant: a certificate that is /dev/zero (a 1 GiB cap
+            // read by doubling peaked at 2.1 GB): refused unread.
+            name: "certificate_from_dev_zero_read_to_twice_its_cap",
+            build: |_| {
+                if !Path::new("/dev/zero").exists() {
+                    return None;
+                }
+                args(&["verify", "/dev/zero"])
+            },
+            needles: &["/dev/zero: (file): is a character device, expected a certificate"],
+            max_rss_mib: Some(100),
+        },
+        Case {
+            // Our own variant: a resume part that links to /dev/zero.
+            name: "resume_dir_part_linked_to_dev_zero_is_read_unbounded",
+            build: |d| {
+                if !Path::new("/dev/zero").exists() {
+                    return None;
+                }
+                let r = d.join("resume");
+                std::fs::create_dir_all(&r).unwrap();
+                std::os::unix::fs::symlink("/dev/zero", r.join("shard-1-of-1.layer-00000.json"))
+                    .unwrap();
+                args(&[
+                    "certify",
+                    &minilm(),
+                    "--out",
+                    &s(&d.join("c.json")),
+                    "--resume-dir",
+                    &s(&r),
+                ])
+            },
+            needles: &["shard-1-of-1.layer-00000.json: (file): is a character device"],
+            max_rss_mib: Some(200),
+        },
         // Class 13: duplicates.
         Case {
             name: "torch_zip_with_two_data_pkl_entries_is_accepted",
@@ -424,6 +460,15 @@ fn cases() -> Vec<Case> {
             needles: &[
                 "two.gguf: no tensor named 'nope'",
                 "2-D float tensors in the file (2): 'a.weight', 'b.weight'",
+            ],
+            max_rss_mib: None,
+        },
+        Case {
+            name: "model_directory_wrong_tensor_says_the_file_has_no_2d_tensors",
+            build: |_| args(&["svd", &minilm(), "--tensor", "no.such.weight"]),
+            needles: &[
+                "model.safetensors: no tensor named 'no.such.weight'",
+                "2-D float tensors in the file (36): 'encoder.layer.0.",
             ],
             max_rss_mib: None,
         },
