@@ -100,6 +100,37 @@ fn hf_repo(d: &Path) -> PathBuf {
     repo
 }
 
+/// Writes `argv[1]` as torch.save lays out a state dict holding one
+/// 46000 x 46000 view of a one-element storage (stride 0), with Python's
+/// own pickle (protocol 2, persistent ids) and zipfile: stand-ins for
+/// `torch.FloatStorage` and `torch._utils._rebuild_tensor_v2` give the
+/// globals their names, so no torch is needed.
+const PY_EXPAND: &str = r#"
+import pickle, sys, types, zipfile, collections, io
+torch = types.ModuleType("torch"); utils = types.ModuleType("torch._utils")
+sys.modules["torch"] = torch; sys.modules["torch._utils"] = utils; torch._utils = utils
+class FloatStorage: pass
+FloatStorage.__module__ = "torch"; FloatStorage.__qualname__ = "FloatStorage"; torch.FloatStorage = FloatStorage
+def _rebuild_tensor_v2(*a): pass
+_rebuild_tensor_v2.__module__ = "torch._utils"; utils._rebuild_tensor_v2 = _rebuild_tensor_v2
+class Storage:
+    def __init__(s, key, n): s.key, s.n = key, n
+class T:
+    def __init__(s, st, shape, stride): s.st, s.shape, s.stride = st, shape, stride
+    def __reduce__(s): return (_rebuild_tensor_v2, (s.st, 0, s.shape, s.stride, False, collections.OrderedDict()))
+class P(pickle.Pickler):
+    def persistent_id(s, o):
+        if isinstance(o, Storage): return ("storage", FloatStorage, o.key, "cpu", o.n)
+        return None
+buf = io.BytesIO()
+P(buf, protocol=2).dump(collections.OrderedDict([("w", T(Storage("0", 1), (46000, 46000), (0, 0)))]))
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
+    z.writestr("archive/data.pkl", buf.getvalue())
+    z.writestr("archive/byteorder", "little")
+    z.writestr("archive/data/0", b"\x00\x00\x80\x3f")
+    z.writestr("archive/version", "3\n")
+"#;
+
 fn minilm() -> String {
     s(&common::root().join("data/all-MiniLM-L6-v2"))
 }
@@ -119,6 +150,27 @@ fn cases() -> Vec<Case> {
                 "expand.pt: tensor 'w'",
                 "would materialise 8464000000 bytes, more than the whole file",
                 "stride 0",
+            ],
+            max_rss_mib: Some(100),
+        },
+        Case {
+            // The same file written by Python's pickle and zipfile (skipped
+            // where there is no python3).
+            name: "torch_zip_stride_0_view_written_by_python_pickle_demands_gigabytes",
+            build: |d| {
+                let p = d.join("expand-py.pt");
+                let ok = std::process::Command::new("python3")
+                    .args(["-c", PY_EXPAND, &s(&p)])
+                    .status()
+                    .is_ok_and(|st| st.success());
+                if !ok {
+                    return None;
+                }
+                args(&["svd", &s(&p), "--tensor", "w"])
+            },
+            needles: &[
+                "expand-py.pt: tensor 'w'",
+                "would materialise 8464000000 bytes, more than the whole file",
             ],
             max_rss_mib: Some(100),
         },
