@@ -731,6 +731,28 @@ mod tests {
     use super::super::test_util::TempPath;
     use super::*;
 
+    #[test]
+    fn is_npy_file_never_blocks_on_a_fifo_or_reads_a_device() {
+        let t = TempPath::new("claims-fifo");
+        let c = std::ffi::CString::new(t.path().to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
+            assert!(!is_npy_file(t.path()));
+        }
+        assert!(!is_npy_file(Path::new("/dev/zero")));
+        let t = TempPath::new("a.npy");
+        write_npy_f64(
+            t.path(),
+            &DenseMatrix {
+                rows: 1,
+                cols: 1,
+                data: vec![1.0],
+            },
+        )
+        .unwrap();
+        assert!(is_npy_file(t.path()));
+    }
+
     /// Raw npy file: given version, literal header text (padded here), data.
     fn raw_npy(major: u8, header: &str, data: &[u8]) -> Vec<u8> {
         let len_bytes = if major == 1 { 2 } else { 4 };
