@@ -159,11 +159,11 @@ fn hostile_certificates_and_claims_give_one_line_errors() {
             needle: "$.matrices: 155 entries, expected 156",
         },
         Case {
-            name: "claims_from_dev_zero_stop_at_the_cap",
+            name: "claims_from_dev_zero_are_refused_unread",
             file: Box::new(Vec::new),
             args: &["audit", "BUNDLE", "/dev/zero"],
             code: 2,
-            needle: "/dev/zero: claims file larger than the limit",
+            needle: "/dev/zero: is a character device, expected a claims file (a regular file)",
         },
     ];
     for c in cases {

@@ -314,7 +314,7 @@ impl Part {
     /// Reads, parses and validates a part file (untrusted input), refusing
     /// more than [`read::MAX_BYTES`] bytes while reading.
     pub fn read(path: &Path) -> Result<Part, CertificateError> {
-        let bytes = read::read_bytes(path)?;
+        let bytes = read::read_bytes(path, "certificate part")?;
         Part::parse(&bytes, &path.display().to_string())
     }
 

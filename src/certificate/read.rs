@@ -142,10 +142,13 @@ struct Head {
     version: Option<u64>,
 }
 
-/// Reads a file of at most [`MAX_BYTES`] bytes (a certificate or a part).
-pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, CertificateError> {
+/// Reads a regular file of at most [`MAX_BYTES`] bytes (a certificate or
+/// a part, named by `what` in messages) through the one open of every
+/// input (`io::limits::open_regular`): a FIFO, a device or a directory is
+/// refused without reading from it or blocking on it.
+pub(crate) fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>, CertificateError> {
     let file = path.display().to_string();
-    crate::io::limits::read_capped(path, MAX_BYTES, "certificate").map_err(|e| match e {
+    crate::io::limits::read_capped(path, MAX_BYTES, what).map_err(|e| match e {
         crate::io::ReadError::Io { source, .. } => CertificateError::Io {
             file: file.clone(),
             source,
@@ -236,7 +239,7 @@ impl Certificate {
     /// Reads, parses and validates a certificate file (untrusted input),
     /// refusing more than [`MAX_BYTES`] bytes while reading.
     pub fn read(path: &Path) -> Result<Certificate, CertificateError> {
-        let bytes = read_bytes(path)?;
+        let bytes = read_bytes(path, "certificate")?;
         Certificate::parse(&bytes, &path.display().to_string())
     }
 

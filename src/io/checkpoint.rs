@@ -87,6 +87,14 @@ impl Source {
             Source::Torch(f) => f.info(name),
         }
     }
+    /// The 2-D tensors this file's reader can read.
+    fn two_d_candidates(&self) -> Vec<String> {
+        match self {
+            Source::St(f) => f.two_d_candidates(),
+            Source::Gguf(f) => f.two_d_candidates(),
+            Source::Torch(f) => f.two_d_candidates(),
+        }
+    }
     fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         match self {
             Source::St(f) => f.read(name),
@@ -548,9 +556,23 @@ impl Checkpoint {
             None => Err(ReadError::MissingTensor {
                 path: self.file_of(name),
                 tensor: name.to_string(),
-                available: Vec::new(),
+                available: self.two_d_readable(),
             }),
         }
+    }
+
+    /// Every 2-D tensor of the checkpoint's files that [`read`](Self::read)
+    /// can read (float, and GGUF's block formats), in natural order: what
+    /// a message about a missing tensor lists.
+    pub fn two_d_readable(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .files
+            .iter()
+            .flat_map(Source::two_d_candidates)
+            .collect();
+        v.sort_by(|a, b| super::safetensors::natural_cmp(a, b));
+        v.dedup();
+        v
     }
 
     /// SHA-256 of every weight file, in a stable order (an error only when

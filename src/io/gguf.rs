@@ -49,6 +49,8 @@ pub struct GgufTensor {
 pub struct GgufFile {
     path: PathBuf,
     mmap: Mmap,
+    /// The open file and the map's registration (super::mapped).
+    guard: super::mapped::MapGuard,
     /// Format version (2 or 3).
     pub version: u32,
     /// Metadata key-value pairs.
@@ -219,9 +221,8 @@ impl GgufFile {
                 return Err(ReadError::format(path, None, what));
             }
         }
-        // SAFETY: the map is only read; see the safetensors reader for the
-        // caveat about files modified while mapped.
-        let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
+        // Truncation while mapped: an error naming the file (super::mapped).
+        let (mmap, guard) = super::mapped::map(&file, path)?;
         let buf: &[u8] = &mmap;
         let mut c = Cursor { buf, pos: 0, path };
         if c.take(4, "magic")? != MAGIC {
@@ -325,7 +326,23 @@ impl GgufFile {
                     if dims[0] % per != 0 {
                         return Err(ReadError::format(path, Some(&name), format!("first dimension {} is not a multiple of the block size {per} of {}", dims[0], type_name(t))));
                     }
-                    (n / per).checked_mul(bytes)
+                    // An overflow is an error naming the tensor, never
+                    // taken for an unsupported type.
+                    let len = (n / per)
+                        .checked_mul(bytes)
+                        .filter(|_| usize::try_from(n).is_ok())
+                        .ok_or_else(|| {
+                            ReadError::format(
+                                path,
+                                Some(&name),
+                                format!(
+                                    "shape {} of {} overflows the byte length computation",
+                                    super::fmt_shape(&dims),
+                                    type_name(t)
+                                ),
+                            )
+                        })?;
+                    Some(len)
                 }
                 None => None, // unsupported types are listed but unreadable
             };
@@ -374,6 +391,7 @@ impl GgufFile {
         Ok(Self {
             path: path.to_path_buf(),
             mmap,
+            guard,
             version,
             meta,
             tensors,
@@ -383,6 +401,19 @@ impl GgufFile {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The 2-D tensors of a type [`read`](Self::read) decodes, in natural
+    /// name order (for messages naming what the file has).
+    pub fn two_d_candidates(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .tensors
+            .values()
+            .filter(|t| t.dims.len() == 2 && block_layout(t.ggml_type).is_some())
+            .map(|t| t.name.clone())
+            .collect();
+        v.sort_by(|a, b| super::safetensors::natural_cmp(a, b));
+        v
     }
 
     /// The raw bytes (for hashing).
@@ -429,7 +460,7 @@ impl GgufFile {
             .ok_or_else(|| ReadError::MissingTensor {
                 path: self.path.clone(),
                 tensor: name.to_string(),
-                available: Vec::new(),
+                available: self.two_d_candidates(),
             })?;
         if t.dims.len() != 2 {
             return Err(ReadError::NotTwoD {
@@ -448,6 +479,8 @@ impl GgufFile {
             });
         }
         let (cols, rows) = (t.dims[0] as usize, t.dims[1] as usize);
+        // The file may have been truncated since it was mapped.
+        self.guard.check_len()?;
         let bytes = &self.mmap[t.start..t.start + t.len];
         let data = decode(t.ggml_type, bytes, rows * cols);
         let dtype = match t.ggml_type {

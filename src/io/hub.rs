@@ -193,13 +193,22 @@ pub fn resolve_in(
         rev.to_string()
     } else {
         let refp = repo.join("refs").join(rev);
-        match std::fs::read_to_string(&refp) {
+        // The one open of every file read (limits::open_regular): a FIFO,
+        // a device or a directory at refs/<rev> is refused without reading
+        // or blocking, and the read stops at MAX_REF_BYTES.
+        match super::limits::read_capped_string(&refp, super::limits::MAX_REF_BYTES, "revision ref")
+        {
             Ok(s) if is_commit(s.trim()) => s.trim().to_string(),
             Ok(_) => {
                 return Err(HubError::Bad(format!(
                     "{}: does not hold a commit hash (40 hex digits)",
                     refp.display()
                 )))
+            }
+            Err(e) if super::limits::entry_exists(&refp) => {
+                // There is something at refs/<rev>, but not a readable ref:
+                // say what (a directory, a FIFO, too large, not UTF-8).
+                return Err(HubError::Bad(e.to_string()));
             }
             Err(_) => {
                 let mut have: Vec<String> = std::fs::read_dir(repo.join("snapshots"))

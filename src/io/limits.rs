@@ -1,18 +1,22 @@
 //! Size caps applied while reading, not after, and the opening of input
 //! files.
 //!
-//! A file (or a device such as `/dev/zero`, or a FIFO) is read through
-//! `take(cap + 1)`, so memory for a rejected input stays within the cap plus
-//! one read buffer, whatever the file claims to be. Files that must be
-//! memory-mapped or that belong to a model directory are opened without
-//! blocking and refused unless they are regular files, so a FIFO or a device
-//! there is a prompt error instead of a read that never ends.
+//! Every file specbound reads is opened by [`open_regular`]: without
+//! blocking (so a FIFO with no writer cannot hang the open), then checked
+//! with `fstat` on the opened descriptor (after symbolic links are
+//! followed) and refused unless it is a regular file, so a FIFO, a device
+//! (`/dev/zero`) or a directory is a prompt one-line error instead of a
+//! read that never ends. Files read whole ([`read_capped`]) are refused
+//! when their length is over the cap, and read into a buffer sized from
+//! that length, never past `cap + 1` bytes even if the file grows while
+//! read.
 //!
 //! The caps, and why each is large enough for real files (the last column
 //! is an estimate, except where it is the format's own rule):
 //!
 //! | what | cap | real files |
 //! |---|---|---|
+//! | `refs/<revision>` of the Hugging Face cache | [`MAX_REF_BYTES`] = 42 | 40 hex digits and a newline |
 //! | `config.json` | [`MAX_CONFIG_BYTES`] = 4 MiB | a few KB; label maps of 22k-class image models about 2 MB |
 //! | sharded `*.index.json` | [`MAX_INDEX_BYTES`] = 32 MiB | about 10 MB for the largest public models (about 90,000 tensors) |
 //! | safetensors JSON header | [`MAX_SAFETENSORS_HEADER`] = 16 MiB, [`MAX_SAFETENSORS_VALUES`] = 2^20 values | about 100 bytes and 12 values per tensor |
@@ -33,6 +37,10 @@ use std::io::Read;
 use std::path::Path;
 
 use super::ReadError;
+
+/// Largest `refs/<revision>` file of the Hugging Face cache read (bytes):
+/// a commit hash of 40 hex digits, and a line end (`\n` or `\r\n`).
+pub const MAX_REF_BYTES: u64 = 42;
 
 /// Largest `config.json` read (bytes).
 pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
@@ -72,13 +80,14 @@ pub const MAX_PICKLE_BYTES: u64 = 16 << 20;
 /// about 35,000 tensors per file.
 pub const MAX_PICKLE_OPS: u64 = 1 << 20;
 
-/// Reads the whole of `path` into memory, refusing it as soon as more than
-/// `cap` bytes arrive. `what` names the kind of file in the message
-/// (`config.json`, `certificate`, `claims file`). Streams (a pipe, a FIFO,
-/// a device) are read too, under the same cap.
+/// Reads the whole of `path`, a regular file, into memory, refusing it as
+/// soon as more than `cap` bytes arrive. `what` names the kind of file in
+/// the message (`config.json`, `certificate`, `claims file`). The file is
+/// opened by [`open_regular`] (the one open of every file specbound reads
+/// whole), so a FIFO, a device, a socket or a directory is refused without
+/// reading from it or blocking on it.
 pub fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ReadError> {
-    let file = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
-    let meta = file.metadata().map_err(|e| ReadError::io(path, e))?;
+    let (file, meta) = open_regular(path, what)?;
     read_open_capped(path, file, &meta, cap, what)
 }
 
@@ -87,14 +96,18 @@ pub fn read_capped_string(path: &Path, cap: u64, what: &str) -> Result<String, R
     into_string(path, read_capped(path, cap, what)?, what)
 }
 
-/// [`read_capped_string`] for a file that must be a regular file (a
-/// `config.json` or index of a model directory): a FIFO, a device, a socket
-/// or a directory is refused without reading from it or blocking on it.
+/// [`read_capped_string`] (kept for its callers: every read is of a
+/// regular file now).
 pub fn read_capped_regular_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
-    let (file, meta) = open_regular(path, what)?;
-    into_string(path, read_open_capped(path, file, &meta, cap, what)?, what)
+    read_capped_string(path, cap, what)
 }
 
+/// Reads an opened regular file of metadata length `meta.len()`: refused
+/// at once when that length is over the cap, else read into a buffer of
+/// exactly that length plus one byte (to see whether it grew). A file that
+/// grows while read is read on in steps that never take the buffer's
+/// capacity past `cap + 1` (a doubling `read_to_end` would reach twice
+/// the cap), then refused once it passes the cap.
 fn read_open_capped(
     path: &Path,
     file: File,
@@ -102,28 +115,36 @@ fn read_open_capped(
     cap: u64,
     what: &str,
 ) -> Result<Vec<u8>, ReadError> {
-    if meta.is_dir() {
-        return Err(ReadError::format(
-            path,
-            None,
-            format!("is a directory, expected a {what}"),
-        ));
-    }
-    if meta.is_file() && meta.len() > cap {
+    if meta.len() > cap {
         return Err(too_large(path, cap, what));
     }
-    let mut buf = Vec::with_capacity(if meta.is_file() {
-        meta.len() as usize
-    } else {
-        0
-    });
-    file.take(cap + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| ReadError::io(path, e))?;
-    if buf.len() as u64 > cap {
-        return Err(too_large(path, cap, what));
+    let limit = cap.saturating_add(1);
+    let mut r = file;
+    let mut buf: Vec<u8> = Vec::new();
+    // First step: the metadata length and one byte.
+    let mut step = meta.len().saturating_add(1).min(limit);
+    loop {
+        let step_usize = usize::try_from(step).map_err(|_| too_large(path, cap, what))?;
+        buf.try_reserve_exact(step_usize)
+            .map_err(|_| too_large(path, cap, what))?;
+        let before = buf.len() as u64;
+        (&mut r)
+            .take(step)
+            .read_to_end(&mut buf)
+            .map_err(|e| ReadError::io(path, e))?;
+        let got = buf.len() as u64 - before;
+        if buf.len() as u64 > cap {
+            return Err(too_large(path, cap, what));
+        }
+        if got < step {
+            return Ok(buf);
+        }
+        // The file is longer than its metadata said: grow by at most the
+        // size read so far (at least 64 KiB), within the cap.
+        step = (buf.len() as u64)
+            .max(64 << 10)
+            .min(limit - buf.len() as u64);
     }
-    Ok(buf)
 }
 
 fn into_string(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String, ReadError> {
@@ -232,13 +253,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dev_zero_is_refused_at_the_cap() {
+    fn dev_zero_is_refused_without_reading() {
         let p = Path::new("/dev/zero");
         if !p.exists() {
             return;
         }
         let err = read_capped(p, 1 << 20, "claims file").unwrap_err();
-        assert!(err.to_string().contains("larger than the limit"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("is a character device, expected a claims file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn capped_read_takes_exactly_the_cap() {
+        let t = super::super::test_util::TempPath::new("capped.txt");
+        std::fs::write(t.path(), b"0123456789").unwrap();
+        let got = read_capped(t.path(), 10, "ref").unwrap();
+        assert_eq!(got, b"0123456789");
+        assert!(got.capacity() <= 11, "capacity {}", got.capacity());
+        let err = read_capped(t.path(), 9, "ref").unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("ref larger than the limit of 9 bytes"),
+            "{err}"
+        );
+        std::fs::write(t.path(), b"").unwrap();
+        assert!(read_capped(t.path(), 0, "ref").unwrap().is_empty());
     }
 
     #[test]

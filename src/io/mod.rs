@@ -17,6 +17,7 @@ pub mod checkpoint;
 pub mod gguf;
 pub mod hub;
 pub mod limits;
+pub(crate) mod mapped;
 pub mod model_ref;
 pub mod npy;
 pub mod output;
@@ -547,12 +548,7 @@ pub fn read_gguf(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Read
     let name = match tensor {
         Some(n) => n.to_string(),
         None => {
-            let two_d: Vec<String> = f
-                .tensors
-                .values()
-                .filter(|t| t.dims.len() == 2)
-                .map(|t| t.name.clone())
-                .collect();
+            let two_d = f.two_d_candidates();
             if two_d.len() == 1 {
                 two_d[0].clone()
             } else {

@@ -42,6 +42,17 @@ pub fn read_npy_vector(path: &Path) -> Result<LoadedMatrix, ReadError> {
     read_npy_shaped(path, true)
 }
 
+/// Whether `path` is a regular file that starts with the `.npy` magic
+/// (opened by [`super::limits::open_regular`], so a FIFO or a device is
+/// `false` at once, never a blocked open or read).
+pub fn is_npy_file(path: &Path) -> bool {
+    let Ok((mut f, _)) = super::limits::open_regular(path, "NumPy .npy file") else {
+        return false;
+    };
+    let mut head = [0u8; 6];
+    f.read_exact(&mut head).is_ok() && head == *MAGIC
+}
+
 fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError> {
     let fmt_err = |msg: String| ReadError::format(path, None, msg);
     let (mut file, meta) = super::limits::open_regular(path, "NumPy .npy file")?;
@@ -719,6 +730,28 @@ pub fn write_npy_f32(
 mod tests {
     use super::super::test_util::TempPath;
     use super::*;
+
+    #[test]
+    fn is_npy_file_never_blocks_on_a_fifo_or_reads_a_device() {
+        let t = TempPath::new("claims-fifo");
+        let c = std::ffi::CString::new(t.path().to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
+            assert!(!is_npy_file(t.path()));
+        }
+        assert!(!is_npy_file(Path::new("/dev/zero")));
+        let t = TempPath::new("a.npy");
+        write_npy_f64(
+            t.path(),
+            &DenseMatrix {
+                rows: 1,
+                cols: 1,
+                data: vec![1.0],
+            },
+        )
+        .unwrap();
+        assert!(is_npy_file(t.path()));
+    }
 
     /// Raw npy file: given version, literal header text (padded here), data.
     fn raw_npy(major: u8, header: &str, data: &[u8]) -> Vec<u8> {

@@ -106,6 +106,9 @@ pub struct Scanner {
     bytes: u64,
     max_ops: u64,
     max_bytes: u64,
+    /// The string literals pushed (directly or from the memo), when asked
+    /// for: a legacy checkpoint's storage key list is a list of them.
+    strings: Option<Vec<String>>,
 }
 
 /// What is known of the top two stack slots: string literals or unknown.
@@ -134,6 +137,25 @@ impl Scanner {
             bytes: 0,
             max_ops,
             max_bytes,
+            strings: None,
+        }
+    }
+
+    /// Starts (or stops) collecting the string literals pushed by the
+    /// pickles scanned from now on; [`take_strings`](Self::take_strings)
+    /// returns them.
+    pub fn collect_strings(&mut self, on: bool) {
+        self.strings = on.then(Vec::new);
+    }
+
+    /// The string literals collected since [`collect_strings`](Self::collect_strings).
+    pub fn take_strings(&mut self) -> Vec<String> {
+        self.strings.take().unwrap_or_default()
+    }
+
+    fn seen(&mut self, s: &Option<String>) {
+        if let (Some(v), Some(s)) = (self.strings.as_mut(), s) {
+            v.push(s.clone());
         }
     }
 
@@ -293,34 +315,48 @@ impl Scanner {
                     let i = self.line(r)?.parse::<u32>().map_err(|_| {
                         ScanError::Malformed(format!("bad GET index at byte {offset}"))
                     })?;
-                    top.push(memo.get(&i).cloned().flatten());
+                    let v = memo.get(&i).cloned().flatten();
+                    self.seen(&v);
+                    top.push(v);
                 }
                 b'h' => {
                     let i = self.uint(r, 1)? as u32;
-                    top.push(memo.get(&i).cloned().flatten());
+                    let v = memo.get(&i).cloned().flatten();
+                    self.seen(&v);
+                    top.push(v);
                 }
                 b'j' => {
                     let i = self.uint(r, 4)? as u32;
-                    top.push(memo.get(&i).cloned().flatten());
+                    let v = memo.get(&i).cloned().flatten();
+                    self.seen(&v);
+                    top.push(v);
                 }
                 // String literals (UTF-8): known values for STACK_GLOBAL.
                 0x8c => {
                     let n = self.uint(r, 1)?;
                     let s = self.utf8(r, n)?;
+                    self.seen(&s);
                     top.push(s);
                 }
                 b'X' => {
                     let n = self.uint(r, 4)?;
                     let s = self.utf8(r, n)?;
+                    self.seen(&s);
                     top.push(s);
                 }
                 0x8d => {
                     let n = self.uint(r, 8)?;
                     let s = self.utf8(r, n)?;
+                    self.seen(&s);
                     top.push(s);
                 }
                 // Other values with arguments: pushed, value not tracked.
-                b'I' | b'L' | b'F' | b'V' | b'P' => {
+                b'V' => {
+                    let s = Some(self.line(r)?);
+                    self.seen(&s);
+                    top.forget();
+                }
+                b'I' | b'L' | b'F' | b'P' => {
                     self.line(r)?;
                     top.forget();
                 }
@@ -365,7 +401,9 @@ impl Scanner {
 
 /// Scans one whole pickle held in memory.
 pub fn scan_bytes(pickle: &[u8], max_ops: u64) -> Result<(), ScanError> {
-    let mut s = Scanner::new(max_ops, pickle.len() as u64);
+    // The slice bounds the bytes read: running past its end is reported as
+    // a truncation, not as a byte cap (of the slice's own length).
+    let mut s = Scanner::new(max_ops, u64::MAX);
     let mut r = pickle;
     s.scan(&mut r, 0)?;
     if !r.is_empty() {
@@ -448,6 +486,25 @@ mod tests {
     }
 
     #[test]
+    fn string_literals_are_collected_when_asked() {
+        // ] ( X"0" q0 X"1" h0 e . : the key list "0", "1", "0" (memo get).
+        let mut p = vec![0x80, 2, b']', b'('];
+        for k in ["0", "1"] {
+            p.push(b'X');
+            p.extend_from_slice(&1u32.to_le_bytes());
+            p.extend_from_slice(k.as_bytes());
+            if k == "0" {
+                p.extend_from_slice(&[b'q', 0]);
+            }
+        }
+        p.extend_from_slice(&[b'h', 0, b'e', b'.']);
+        let mut s = Scanner::new(100, 1000);
+        s.collect_strings(true);
+        s.scan(&mut p.as_slice(), 0).unwrap();
+        assert_eq!(s.take_strings(), ["0", "1", "0"]);
+    }
+
+    #[test]
     fn inst_ext_and_caps_are_refused() {
         let p = b"(ios\nsystem\n.".to_vec();
         assert!(
@@ -463,7 +520,12 @@ mod tests {
         ));
         assert!(matches!(
             scan_bytes(&[b'X', 0xff, 0xff, 0xff, 0x7f], 100),
-            Err(ScanError::Malformed(m)) if m.contains("larger than the limit")
+            Err(ScanError::Malformed(m)) if m.contains("truncated: 2147483647 bytes expected, 0 present")
+        ));
+        // An empty pickle is truncated, not "larger than the limit of 0 bytes".
+        assert!(matches!(
+            scan_bytes(&[], 100),
+            Err(ScanError::Malformed(m)) if m.contains("truncated: 1 bytes expected, 0 present")
         ));
         assert!(matches!(
             scan_bytes(&[0xff], 100),

@@ -104,6 +104,9 @@ pub struct PytorchFile {
     path: PathBuf,
     /// Held open: the reader reads this file, and hashing reads it too.
     file: File,
+    /// The file's length when opened: no tensor may materialise more bytes
+    /// than this ([`materialised_bytes`]).
+    len: u64,
     tensors: HashMap<String, Tensor>,
     names: Vec<String>,
 }
@@ -153,6 +156,7 @@ impl PytorchFile {
         Ok(Self {
             path: path.to_path_buf(),
             file,
+            len: meta.len(),
             tensors,
             names,
         })
@@ -240,6 +244,9 @@ impl PytorchFile {
                 shape,
             });
         }
+        // Before the reader allocates anything: the bytes this tensor
+        // materialises must exist in the file.
+        materialised_bytes(&self.path, name, &shape, itemsize_of(t.dtype()), self.len)?;
         let bytes = t
             .read()
             .map_err(|e| ReadError::format(&self.path, tname, format!("cannot read: {e}")))?;
@@ -300,6 +307,59 @@ impl PytorchFile {
     }
 }
 
+fn itemsize_of(d: DType) -> u64 {
+    d.size() as u64
+}
+
+/// The bytes a tensor of `shape` with `itemsize`-byte elements
+/// materialises, refused (naming the tensor) when the product overflows or
+/// when it exceeds the whole file's `file_len`.
+///
+/// The reader already checks that a view stays within its storage, and
+/// [`scan_zip`] that no storage entry is larger than the file, but a view
+/// may repeat its storage (a stride of 0, as `expand` makes, or strides
+/// that overlap), so a few hundred bytes could claim gigabytes: such a
+/// view is refused before any allocation. A view that does not alias its
+/// storage takes at most the storage's bytes, which lie in the file (both
+/// containers store them uncompressed), so no real checkpoint is refused,
+/// and reading a tensor costs at most about `8 / itemsize + 2` times the
+/// file's size whatever the file claims.
+pub(crate) fn materialised_bytes(
+    path: &Path,
+    name: &str,
+    shape: &[usize],
+    itemsize: u64,
+    file_len: u64,
+) -> Result<u64, ReadError> {
+    let bytes = shape
+        .iter()
+        .try_fold(itemsize, |a, &d| a.checked_mul(d as u64))
+        .ok_or_else(|| {
+            ReadError::format(
+                path,
+                Some(name),
+                format!(
+                    "shape {} of {itemsize}-byte elements overflows the size computation",
+                    fmt_shape(shape)
+                ),
+            )
+        })?;
+    if bytes > file_len {
+        return Err(ReadError::format(
+            path,
+            Some(name),
+            format!(
+                "shape {} of {itemsize}-byte elements would materialise {bytes} bytes, more than \
+                 the whole file ({file_len} bytes): a view that repeats its storage (stride 0, \
+                 as expand() makes, or overlapping strides) is refused; save \
+                 tensor.contiguous() instead",
+                fmt_shape(shape)
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// `/proc/self/fd/N` for an open file, where the system has it.
 fn descriptor_path(file: &File) -> Option<PathBuf> {
     #[cfg(target_os = "linux")]
@@ -326,6 +386,30 @@ fn scan_zip(path: &Path, file: &File, len: u64) -> Result<(), ReadError> {
     let bad = |m: String| ReadError::format(path, None, m);
     let mut archive = zip::ZipArchive::new(BufReader::new(f))
         .map_err(|e| bad(format!("not a readable zip archive: {e}")))?;
+    if archive.has_duplicate_names() {
+        return Err(bad(
+            "zip archive lists an entry name twice in its central directory (data.pkl or a \
+             data/N storage): ambiguous PyTorch checkpoint"
+                .to_string(),
+        ));
+    }
+    // Every entry's bytes must exist in the file: torch.save stores
+    // entries uncompressed, so an entry that claims more than the whole
+    // file is a decompression bomb (a storage read would inflate it).
+    for i in 0..archive.len() {
+        let e = archive
+            .by_index_data(i)
+            .map_err(|e| bad(format!("not a readable zip archive: {e}")))?;
+        if e.size() > len {
+            let n = e.name().map(|n| n.to_string()).unwrap_or_default();
+            return Err(bad(format!(
+                "zip entry '{}' claims {} bytes uncompressed, more than the whole file ({len} \
+                 bytes); torch.save stores entries uncompressed",
+                super::fmt_name(&n),
+                e.size()
+            )));
+        }
+    }
     let names = archive
         .file_names()
         .collect::<Result<Vec<_>, _>>()
@@ -363,6 +447,11 @@ fn scan_zip(path: &Path, file: &File, len: u64) -> Result<(), ReadError> {
             entry.size()
         )));
     }
+    if entry.size() == 0 {
+        return Err(bad(format!(
+            "{name} is empty (0 bytes): not a PyTorch checkpoint's pickle"
+        )));
+    }
     let mut pickle = Vec::with_capacity(entry.size().min(len) as usize);
     (&mut entry)
         .take(MAX_PICKLE_BYTES + 1)
@@ -392,9 +481,25 @@ fn scan_legacy(path: &Path, file: &mut File) -> Result<(), ReadError> {
         "saved object",
         "storage key list",
     ] {
+        s.collect_strings(what == "storage key list");
         offset += s
             .scan(&mut r, offset)
             .map_err(|e| scan_error(path, &format!("legacy pickle ({what})"), e))?;
+    }
+    // The storages follow the key list in its order: a key listed twice
+    // would make two storages claim one name (the reader would keep the
+    // later), so it is refused.
+    let mut keys = s.take_strings();
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(ReadError::format(
+            path,
+            None,
+            format!(
+                "legacy storage key list names storage '{}' twice: ambiguous PyTorch checkpoint",
+                super::fmt_name(&w[0])
+            ),
+        ));
     }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| ReadError::io(path, e))?;

@@ -36,6 +36,8 @@ fn source_dtype(d: Dtype) -> Option<SourceDtype> {
 pub struct SafetensorsFile {
     path: std::path::PathBuf,
     mmap: Mmap,
+    /// The open file and the map's registration (super::mapped).
+    guard: super::mapped::MapGuard,
     /// Where the data section starts (8 + header length).
     data_start: usize,
     meta: Metadata,
@@ -45,12 +47,13 @@ pub struct SafetensorsFile {
 impl SafetensorsFile {
     /// Maps and validates the file (header JSON, offsets, byte counts).
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let (mmap, header_len, meta) = map_and_validate(path)?;
+        let (mmap, guard, header_len, meta) = map_and_validate(path)?;
         let mut names: Vec<String> = meta.tensors().into_keys().collect();
         names.sort_by(|a, b| natural_cmp(a, b));
         Ok(Self {
             path: path.to_path_buf(),
             mmap,
+            guard,
             data_start: 8 + header_len,
             meta,
             names,
@@ -87,6 +90,8 @@ impl SafetensorsFile {
                 available: self.two_d_candidates(),
             });
         };
+        // The file may have been truncated since it was mapped.
+        self.guard.check_len()?;
         // In range: the crate checked that the offsets tile the data section,
         // which ends at the end of the file.
         let (b, e) = info.data_offsets;
@@ -109,7 +114,7 @@ impl SafetensorsFile {
     }
 
     /// All 2-D tensors of a supported dtype, in natural name order.
-    fn two_d_candidates(&self) -> Vec<String> {
+    pub(crate) fn two_d_candidates(&self) -> Vec<String> {
         self.names
             .iter()
             .filter(|n| {
@@ -124,7 +129,9 @@ impl SafetensorsFile {
 
 /// Opens (regular files only), maps and validates a safetensors file;
 /// returns the map, the header length and the parsed header.
-fn map_and_validate(path: &Path) -> Result<(Mmap, usize, Metadata), ReadError> {
+fn map_and_validate(
+    path: &Path,
+) -> Result<(Mmap, super::mapped::MapGuard, usize, Metadata), ReadError> {
     let (mut file, meta) = super::limits::open_regular(path, "safetensors file")?;
     let file_len = meta.len();
     if file_len < 8 {
@@ -142,11 +149,10 @@ fn map_and_validate(path: &Path) -> Result<(Mmap, usize, Metadata), ReadError> {
             ),
         ));
     }
-    // SAFETY: the map is only ever read. As with any file mapping, another
-    // process truncating or rewriting the file while we read it is outside
-    // what we can guard against (it may fault or change values); callers read
-    // model files that are not being written.
-    let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ReadError::io(path, e))?;
+    // A file truncated while mapped is an error naming it, not a SIGBUS
+    // death (super::mapped); one rewritten in place may change values, as
+    // with any reader.
+    let (mmap, guard) = super::mapped::map(&file, path)?;
     let buf: &[u8] = &mmap;
     let declared = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
     // Our cap, below the crate's 100 MB: the parsed header costs several
@@ -181,7 +187,7 @@ fn map_and_validate(path: &Path) -> Result<(Mmap, usize, Metadata), ReadError> {
         }
     }
     match SafeTensors::read_metadata(buf) {
-        Ok((n, meta)) => Ok((mmap, n, meta)),
+        Ok((n, meta)) => Ok((mmap, guard, n, meta)),
         Err(e) => {
             if let Some(what) = foreign_format(&buf[..buf.len().min(super::HEAD_BYTES)]) {
                 return Err(ReadError::format(path, None, what));
