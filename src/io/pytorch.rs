@@ -505,3 +505,27 @@ fn scan_legacy(path: &Path, file: &mut File) -> Result<(), ReadError> {
         .map_err(|e| ReadError::io(path, e))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn materialised_bytes_are_checked_against_the_file_and_for_overflow() {
+        let p = Path::new("m.pt");
+        assert_eq!(materialised_bytes(p, "w", &[10, 10], 4, 400).unwrap(), 400);
+        let e = materialised_bytes(p, "w", &[10, 10], 4, 399).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("tensor 'w': shape [10, 10] of 4-byte elements would materialise 400 bytes, more than the whole file (399 bytes)"),
+            "{e}"
+        );
+        let e = materialised_bytes(p, "w", &[usize::MAX, 2], 4, u64::MAX).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "tensor 'w': shape [18446744073709551615, 2] of 4-byte elements overflows"
+            ),
+            "{e}"
+        );
+    }
+}
