@@ -61,18 +61,6 @@ pub enum AuditCmdReport {
     },
 }
 
-/// Whether a claims file is a NumPy array (by extension or magic).
-fn is_npy(p: &Path) -> bool {
-    if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
-        return true;
-    }
-    let mut head = [0u8; 6];
-    std::fs::File::open(p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok()
-        && head == *b"\x93NUMPY"
-}
-
 /// Runs `audit`.
 pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> {
     for (name, v) in [
@@ -82,7 +70,7 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
     ] {
         check_nonnegative(name, v)?;
     }
-    if is_npy(&req.claims) {
+    if crate::io::npy::is_npy_file(&req.claims) {
         return run_spectrum(req, ui);
     }
     if req.tensor.is_some() {
@@ -143,7 +131,7 @@ fn run_spectrum(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdEr
                 rounding_units: req.rounding_units,
             },
         )
-        .map_err(|e| CmdError::usage(format!("{}: {e}", req.claims.display())))?),
+        .map_err(|e| CmdError::usage(format!("{}: {e}", super::shown(&req.claims))))?),
         Err(inc) => Err(inc.reason),
     };
     Ok(AuditCmdReport::Spectrum {
@@ -219,7 +207,7 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
     let _ = writeln!(
         s,
         "{} ({} layout): {} claims: {} consistent, {} inconsistent ({} within float32 rounding, {} within float64 rounding), {} undecided",
-        claims.display(),
+        super::shown(&claims),
         rep.layout,
         rep.results.len(),
         rep.consistent,
@@ -288,7 +276,7 @@ fn spectrum_text(
     let _ = writeln!(
         s,
         "{} ({} claimed {} values{}) against the certified singular values of {} ({} x {}, precision {prec}):",
-        claims.display(),
+        super::shown(&claims),
         rep.claimed,
         rep.claimed_dtype,
         if rep.sorted { ", sorted largest first" } else { "" },

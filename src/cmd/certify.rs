@@ -190,7 +190,7 @@ impl Report for CertifyReport {
         match &self.outcome {
             Certified::Inconclusive(why) => Some(format!(
                 "{}: inconclusive: {why}",
-                self.model.path.display()
+                super::shown(&self.model.path)
             )),
             _ => None,
         }
@@ -202,7 +202,7 @@ impl Report for CertifyReport {
             .map(|(dir, layers, back, now)| {
                 format!(
                     "resumed from {}: {layers} finished layers read back ({back} matrices), {now} matrices certified now",
-                    dir.display()
+                    super::shown(&dir)
                 )
             })
             .collect()
@@ -219,11 +219,11 @@ impl Report for CertifyReport {
                 ..
             } => format!(
                 "{}: shard {shard}: {matrices} of {total} proxy matrices ({:.1}% of the estimated cost) certified in {:.2} s{}\n",
-                self.model.path.display(),
+                super::shown(&self.model.path),
                 100.0 * cost_share,
                 self.secs,
                 match &self.outputs.out {
-                    Some(p) => format!(", part written to {}", p.display()),
+                    Some(p) => format!(", part written to {}", super::shown(&p)),
                     None => " (use --out FILE to write the part, then merge the parts)".into(),
                 }
             ),

@@ -24,8 +24,9 @@ pub struct DiffCmdReport {
 /// Runs `diff`.
 pub fn run(req: &DiffRequest) -> Result<DiffCmdReport, CmdError> {
     check_nonnegative("--rtol", req.rtol)?;
-    let ca = req.a.read()?;
-    let cb = req.b.read()?;
+    // Both are evidence: re-derived before they are compared.
+    let ca = req.a.read_as_evidence()?;
+    let cb = req.b.read_as_evidence()?;
     Ok(DiffCmdReport {
         diff: diff(&ca, &cb, req.rtol),
     })

@@ -248,19 +248,33 @@ pub enum CertInput {
 }
 
 impl CertInput {
-    /// The name in messages.
+    /// The name in messages (escaped: it came from an argument).
     pub fn name(&self) -> String {
         match self {
-            CertInput::File(p) => p.display().to_string(),
-            CertInput::Loaded { name, .. } => name.clone(),
+            CertInput::File(p) => crate::io::escape(&p.display().to_string()).into_owned(),
+            CertInput::Loaded { name, .. } => crate::io::escape(name).into_owned(),
         }
     }
 
-    /// The certificate (a file read strictly, [`crate::certificate::Certificate::read`]).
+    /// The certificate as a claim to check (`verify`): read strictly
+    /// ([`crate::certificate::Certificate::read`]), not yet re-derived.
     pub fn read(&self) -> Result<crate::certificate::Certificate, CmdError> {
         match self {
             CertInput::File(p) => Ok(crate::certificate::Certificate::read(p)?),
             CertInput::Loaded { cert, .. } => Ok((**cert).clone()),
+        }
+    }
+
+    /// The certificate as evidence for another command (`diff`): read
+    /// strictly and re-derived ([`crate::evidence::read_rederived`]); an
+    /// inconsistent one is refused, naming the first failed check.
+    pub fn read_as_evidence(&self) -> Result<crate::certificate::Certificate, CmdError> {
+        match self {
+            CertInput::File(p) => Ok(crate::evidence::read_rederived(p)?),
+            CertInput::Loaded { name, cert } => {
+                crate::evidence::rederive(cert, name)?;
+                Ok((**cert).clone())
+            }
         }
     }
 }
@@ -321,6 +335,12 @@ impl CertOutputs {
         }
         outputs.commit()
     }
+}
+
+/// A path as messages and text show it: escaped, since it came from an
+/// argument or a file ([`crate::io::escape`]).
+pub fn shown(p: &std::path::Path) -> String {
+    crate::io::escape(&p.display().to_string()).into_owned()
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ impl Report for ReportReport {
         }
         s.push_str(&format!(
             "{}: {} certificates\n",
-            self.out.display(),
+            super::shown(&self.out),
             self.certs
         ));
         s

@@ -36,8 +36,8 @@ impl MatrixSource {
             MatrixSource::Matrix { name, matrix } => Ok((name, matrix)),
             MatrixSource::Model { model, tensor } => {
                 let shown = match &model {
-                    ModelRef::Path(p) => p.display().to_string(),
-                    ModelRef::Hub { id, .. } => id.clone(),
+                    ModelRef::Path(p) => super::shown(p),
+                    ModelRef::Hub { id, .. } => crate::io::escape(id).into_owned(),
                     ModelRef::Bundled => String::new(),
                 };
                 let r = model.resolve()?;
@@ -48,7 +48,7 @@ impl MatrixSource {
                 if let (true, Some(t)) = (is_npy, &tensor) {
                     return Err(CmdError::usage(format!(
                         "{shown}: a .npy file holds one matrix and no tensor names: --tensor '{}' does not apply (drop it)",
-                        crate::io::fmt_name(t)
+                        crate::io::escape(t)
                     )));
                 }
                 if r.path.is_dir() {

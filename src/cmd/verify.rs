@@ -2,7 +2,7 @@
 //! model, also its hashes and every matrix.
 
 use super::{CertInput, CmdError, Exit, ModelRef, Report, Style, Ui};
-use crate::evidence::verify::{verify_internal, verify_with_model_progress, Verdict};
+use crate::evidence::verify::{verify_internal, verify_with_model_options, Verdict, VerifyOptions};
 
 /// What to verify.
 #[derive(Clone, Debug)]
@@ -11,6 +11,9 @@ pub struct VerifyRequest {
     pub cert: CertInput,
     /// The model it describes, to check the hashes and every matrix.
     pub model: Option<ModelRef>,
+    /// What checking against the model may spend (the largest MPFR
+    /// precision a certificate may state).
+    pub options: VerifyOptions,
 }
 
 /// The report of `verify`.
@@ -32,7 +35,7 @@ pub fn run(req: &VerifyRequest, ui: &dyn Ui) -> Result<VerifyReport, CmdError> {
         if let Some(m) = &req.model {
             let m = m.resolve()?.path;
             let progress = ui.matrices("verify");
-            v = v.merge(verify_with_model_progress(&c, &m, &*progress)?);
+            v = v.merge(verify_with_model_options(&c, &m, &req.options, &*progress)?);
         }
     }
     Ok(VerifyReport {

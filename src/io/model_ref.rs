@@ -114,7 +114,7 @@ impl ModelRef {
             ModelRef::Bundled => {
                 let path = bundle::locate().map_err(ModelRefError::Bundle)?;
                 Ok(ResolvedModel {
-                    shown: path.display().to_string(),
+                    shown: super::escape(&path.display().to_string()).into_owned(),
                     path,
                     hub: None,
                 })
@@ -126,7 +126,7 @@ impl ModelRef {
                 Ok(ResolvedModel {
                     path: p.clone(),
                     hub: None,
-                    shown: p.display().to_string(),
+                    shown: super::escape(&p.display().to_string()).into_owned(),
                 })
             }
             ModelRef::Hub { id, revision } => {
@@ -135,7 +135,7 @@ impl ModelRef {
                 Ok(ResolvedModel {
                     path: r.path,
                     hub: r.hub,
-                    shown: id.clone(),
+                    shown: super::escape(id).into_owned(),
                 })
             }
         }

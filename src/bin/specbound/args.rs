@@ -256,6 +256,10 @@ pub enum Command {
         /// Revision of a Hugging Face id given to --model (default main).
         #[arg(long)]
         revision: Option<String>,
+        /// The largest MPFR precision (bits) a certificate may state for its
+        /// recomputation from the weights; a certificate stating more is refused.
+        #[arg(long, value_name = "BITS", default_value_t = specbound::evidence::verify::DEFAULT_MAX_MPFR_BITS)]
+        max_precision_bits: u32,
         #[command(flatten)]
         json: JsonArg,
     },
@@ -451,12 +455,16 @@ impl Command {
                 cert,
                 model: m,
                 revision,
+                max_precision_bits,
                 ..
             } => Request::Verify(cmd::verify::VerifyRequest {
                 cert: cmd::CertInput::File(cert),
                 model: match m {
                     Some(m) => Some(model(&m, &RevisionArg { revision })?),
                     None => None,
+                },
+                options: specbound::evidence::verify::VerifyOptions {
+                    max_mpfr_bits: max_precision_bits,
                 },
             }),
             Command::Audit {
