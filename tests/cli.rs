@@ -358,3 +358,84 @@ fn help_lists_the_svd_options() {
     }
     let _ = Path::new("unused");
 }
+
+/// Regression (issue 17: a `.npy` or a certificate passed to `certify` was
+/// "invalid safetensors file: header too large"): the error says what the
+/// file is and which command takes it; usage errors name what is missing,
+/// the nearest subcommand and the valid values; `--l-phi -1` is a value.
+#[test]
+fn certify_says_what_a_file_that_is_no_checkpoint_is() {
+    let d = tmp("not-a-model");
+    let npy = d.join("w.npy");
+    let m = DenseMatrix {
+        rows: 2,
+        cols: 2,
+        data: vec![1.0, 2.0, 3.0, 4.0],
+    };
+    write_npy_f64(&npy, &m).unwrap();
+    let n = npy.to_str().unwrap();
+    bad(&["certify", n], &["NumPy .npy array", "specbound svd"]);
+    let cert = d.join("cert.json");
+    let out = run(&["certify", "--out", cert.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success());
+    bad(
+        &["certify", cert.to_str().unwrap()],
+        &["specbound certificate", "verify"],
+    );
+    bad(&["certfy"], &["certify"]);
+    bad(&["completions", "tcsh"], &["bash", "zsh"]);
+    bad(&["report", "x.json"], &["--out"]);
+    let out = run(&["inspect", bundled().to_str().unwrap(), "--l-phi", "-1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("unexpected argument"), "{err}");
+    // --tensor on a .npy is an error, not ignored.
+    bad(&["svd", n, "--tensor", "x"], &["--tensor"]);
+}
+
+/// `verify --json`, like the other commands.
+#[test]
+fn verify_prints_json_when_asked() {
+    let d = tmp("verify-json");
+    let cert = d.join("cert.json");
+    assert!(run(&["certify", "--out", cert.to_str().unwrap(), "--quiet"]).status.success());
+    let j = ok_json(&run(&["verify", cert.to_str().unwrap(), "--json"]));
+    assert_eq!(j["holds"], true);
+    assert_eq!(j["exit_code"], 0);
+    assert!(j["checks"].as_u64().unwrap() > 0);
+}
+
+/// Regression (issue 18, class 10: a full disk on stdout panicked most
+/// commands, rc 101): one error line and exit 2. A full stderr is ignored
+/// (there is nowhere left to say it), and the exit code still tells.
+#[test]
+fn a_full_disk_on_stdout_is_one_error_line_and_exit_2() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    };
+    for args in [
+        vec!["inspect", "data/all-MiniLM-L6-v2"],
+        vec!["inspect", "data/all-MiniLM-L6-v2", "--json"],
+        vec!["man"],
+        vec!["completions", "bash"],
+    ] {
+        let out = common::bin()
+            .args(&args)
+            .current_dir(root())
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+    }
+    let out = common::bin()
+        .args(["inspect", "no-such-dir/x"])
+        .current_dir(root())
+        .stderr(full.try_clone().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -451,6 +451,65 @@ fn variant(dir: &Path, f: impl Fn(&str, &DenseMatrix) -> DenseMatrix, bf16: bool
     std::fs::copy(bundled().join("config.json"), dir.join("config.json")).unwrap();
 }
 
+/// Regression (issue 17: after one weight of layer 3 changed, every printed
+/// row was a knock-on change elsewhere and the changed matrix was row 2028):
+/// the per-matrix summary lists layer 3's QK matrices first, each with a
+/// certified relative change containing the float64 one, grid points come
+/// in the order of p, and the text names layer 3 before any aggregate.
+fn diff_leads_with_the_matrices_whose_weights_changed(j: &Value, base: &Path, ftc: &Path) {
+    let mats = j["matrices"].as_array().unwrap();
+    assert!(!mats.is_empty());
+    let first = &mats[0];
+    assert_eq!(first["layer"], 3, "{first}");
+    assert_eq!(first["type"], "QK", "{first}");
+    assert_eq!(first["own_weights_changed"], true);
+    // Own changes only in layer 3's QK matrices (the query weight enters
+    // no other proxy matrix); the rest moved through aggregates.
+    for m in mats.iter().filter(|m| m["own_weights_changed"] == true) {
+        assert_eq!((m["layer"].as_u64(), m["type"].as_str()), (Some(3), Some("QK")), "{m}");
+    }
+    let rel = &first["largest_relative_change"];
+    let (lo, hi) = (rel[0].as_f64().unwrap(), rel[1].as_f64().unwrap());
+    assert!(lo <= hi && lo > 0.0, "{rel}");
+    // Grid points of one quantity in the order of their exact value.
+    let ps: Vec<(u64, u64)> = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["label"].as_str().unwrap().starts_with("layer 3 head 0 QK contribution"))
+        .map(|r| {
+            let p = r["p"].as_str().unwrap();
+            let (k, m) = p.split_once('/').unwrap_or((p, "1"));
+            (k.parse().unwrap(), m.parse().unwrap())
+        })
+        .collect();
+    let exceeds: Vec<bool> = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["label"].as_str().unwrap().starts_with("layer 3 head 0 QK contribution"))
+        .map(|r| r["exceeds_rtol"].as_bool().unwrap())
+        .collect();
+    if exceeds.iter().all(|e| *e == exceeds[0]) {
+        for w in ps.windows(2) {
+            assert!(w[0].0 * w[1].1 <= w[1].0 * w[0].1, "grid points out of order: {ps:?}");
+        }
+    }
+    let text = run(&["diff", base.to_str().unwrap(), ftc.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let summary = text
+        .lines()
+        .find(|l| l.contains("matrices whose own spectrum or norms certainly changed"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(summary.contains("changed only through aggregates"), "{summary}");
+    let first_listed = text
+        .lines()
+        .skip_while(|l| !l.contains("matrices whose own spectrum"))
+        .nth(1)
+        .unwrap();
+    assert!(first_listed.trim_start().starts_with("layer 3 head"), "{text}");
+}
+
 #[test]
 fn diff_tells_a_fine_tune_and_a_bf16_cast_from_the_original() {
     let d = tmpdir("diff");
@@ -519,6 +578,7 @@ fn diff_tells_a_fine_tune_and_a_bf16_cast_from_the_original() {
         .find(|r| r["label"] == "layer 3 head 0 V_tilde spectral_norm")
         .unwrap();
     assert_eq!(untouched["verdict"], "indistinguishable");
+    diff_leads_with_the_matrices_whose_weights_changed(&j, &base, &ftc);
     // Tolerances: 1e-2 hides a 1e-3 change; 1e-4 does not.
     assert_eq!(
         code(&run(&[
@@ -596,4 +656,70 @@ fn diff_tells_a_fine_tune_and_a_bf16_cast_from_the_original() {
     ]);
     assert_eq!(code(&out), 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("sha256"));
+}
+
+/// Regression (issue 17: `audit MODEL observed_bounds.csv` of a study
+/// compared the model with every row, so another model's rows came back
+/// INCONSISTENT): in a table of several model_id values only the audited
+/// model's rows are judged, the others are counted as another model's; an
+/// id the table lacks is an error naming --model-id.
+#[test]
+fn audit_of_a_multi_model_table_judges_only_the_models_own_rows() {
+    let d = tmpdir("multi");
+    let c = cert_json();
+    let ms = bundled();
+    let ms = ms.to_str().unwrap();
+    let mut t = String::from("model_id,bound,value\n");
+    for b in ["ours", "edelman"] {
+        let (lo, hi) = (
+            c["bounds"][b]["lo"].as_f64().unwrap(),
+            c["bounds"][b]["hi"].as_f64().unwrap(),
+        );
+        t.push_str(&format!("all-MiniLM-L6-v2,{b},{}\n", publishable(lo, hi, 6)));
+        // Another model's (different) bounds.
+        t.push_str(&format!("other-model,{b},{}\n", round_sig(0.5 * (lo + hi) * 3.0, 6)));
+    }
+    let f = d.join("observed_bounds.csv");
+    std::fs::write(&f, &t).unwrap();
+    let out = run(&["audit", ms, f.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["consistent"], 2);
+    assert_eq!(j["inconsistent"], 0);
+    assert_eq!(j["other_models"], 2);
+    assert_eq!(j["model_id"], "all-MiniLM-L6-v2");
+    // The other model's rows, asked for by id, are judged (and wrong here).
+    let out = run(&["audit", ms, f.to_str().unwrap(), "--model-id", "other-model"]);
+    assert_eq!(code(&out), 1);
+    // An id the table does not hold.
+    let out = run(&["audit", ms, f.to_str().unwrap(), "--model-id", "absent"]);
+    assert_eq!(code(&out), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--model-id") && err.lines().count() == 1, "{err}");
+}
+
+/// Regression (issue 17: `audit MODEL p_contribution_raw.csv` of
+/// `certify --csv` exited 2, "p = 0 is too coarse to name one point of the
+/// grid"): every table specbound writes audits cleanly against the model it
+/// came from (exit 0; 3 only where a printed value is coarser than its
+/// certified width).
+#[test]
+fn every_table_certify_writes_audits_cleanly_against_its_model() {
+    let d = tmpdir("tables");
+    let csv = d.join("csv");
+    let m = bundled();
+    let ms = m.to_str().unwrap();
+    let out = run(&["certify", ms, "--csv", csv.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for name in specbound::report::csv::TABLE_NAMES {
+        let f = csv.join(name);
+        let out = run(&["audit", ms, f.to_str().unwrap(), "--quiet"]);
+        let c = code(&out);
+        assert!(
+            c == 0 || c == 3,
+            "{name}: exit {c}: {}{}",
+            String::from_utf8_lossy(&out.stdout).lines().take(3).collect::<Vec<_>>().join("\n"),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

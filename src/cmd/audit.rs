@@ -30,6 +30,8 @@ pub struct AuditRequest {
     pub precision: Precision,
     /// Unit roundoffs within which a gap counts as float32/float64 rounding.
     pub rounding_units: f64,
+    /// The rows of a multi-model table to audit (default: the model's id).
+    pub model_id: Option<String>,
 }
 
 /// The report of `audit`.
@@ -78,13 +80,17 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
             "--tensor applies to claimed singular values (a .npy), not to a claims CSV",
         ));
     }
-    let model = req.model.resolve()?.path;
+    let resolved = req.model.resolve()?;
     let opts = AuditOptions {
         rtol: req.rtol,
         atol: req.atol,
         precision: req.precision,
         rounding_units: req.rounding_units,
+        model_id: req.model_id.clone(),
+        // A Hub model's id is its name, which its path does not show.
+        default_id: resolved.hub.as_ref().map(|h| h.name().to_string()),
     };
+    let model = resolved.path;
     let report = {
         let progress = ui.matrices("audit");
         audit_with(&model, &req.claims, &opts, &*progress)?
@@ -216,6 +222,14 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
         rep.within_float64_rounding,
         rep.undecided
     );
+    if let (Some(id), true) = (&rep.model_id, rep.other_models > 0) {
+        let _ = writeln!(
+            s,
+            "  rows of model_id '{}' audited; {} rows of other models not this model's (not judged)",
+            crate::io::escape(id),
+            rep.other_models
+        );
+    }
     let _ = writeln!(
         s,
         "  {:>5}  {:<40} {:<20} {:>24}  {:<50} verdict",

@@ -200,6 +200,16 @@ pub struct AuditOptions {
     /// Multiple of the unit roundoff in the rounding verdict of an
     /// inconsistent claim.
     pub rounding_units: f64,
+    /// In a claims table whose `model_id` column holds several ids (a
+    /// study's tables, the authors' multi-model tables), the rows of this
+    /// model; other rows are counted as another model's, never judged.
+    /// `None`: the model's default id, as `study` derives it (its directory
+    /// or file name). A table of a single id is about the model audited
+    /// unless an id is given here.
+    pub model_id: Option<String>,
+    /// The model's default id when its path does not show it (a Hugging
+    /// Face model's name); `None`: the name of its directory or file.
+    pub default_id: Option<String>,
 }
 
 impl Default for AuditOptions {
@@ -209,6 +219,8 @@ impl Default for AuditOptions {
             atol: 0.0,
             precision: crate::linalg::Precision::F64,
             rounding_units: 1.0,
+            model_id: None,
+            default_id: None,
         }
     }
 }
@@ -262,6 +274,11 @@ pub struct AuditReport {
     pub inconsistent: usize,
     /// Counts.
     pub undecided: usize,
+    /// The `model_id` whose rows were audited, when the table has that column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// Rows of other models (another `model_id`): not this model's, not judged.
+    pub other_models: usize,
 }
 
 impl AuditReport {
@@ -524,6 +541,14 @@ fn proxy_quantity(
 fn grid_index(p: &str, m: usize) -> Result<usize, String> {
     let (v, tol) = parse_claim(p).ok_or("invalid p")?;
     let as_f64 = p.trim().parse::<f64>().ok();
+    // A decimal that reads back as exactly fl(k/m) names k (certify --csv
+    // writes p so: `0` is 0/m, not a window of half a unit around 0).
+    let exact: Vec<usize> = (0..=2 * m)
+        .filter(|&k| as_f64 == Some(k as f64 / m as f64))
+        .collect();
+    if let [k] = exact.as_slice() {
+        return Ok(*k);
+    }
     let hits: Vec<usize> = (0..=2 * m)
         .filter(|&k| {
             Rational::from(&Rational::from((k as u32, m as u32)) - &v).abs() <= tol
@@ -755,6 +780,29 @@ pub fn audit_with(
         at: format!("line {line}"),
         message: msg,
     };
+    // A multi-model table (several model_id values, as a study's tables and
+    // the authors' are): only this model's rows are claims about it. A
+    // table of one model_id is about the model audited, whatever its id,
+    // unless an id was asked for.
+    let ids: std::collections::BTreeSet<&str> = col("model_id")
+        .map(|c| {
+            rows.iter()
+                .skip(1)
+                .filter_map(|r| r.get(c).map(|s| s.trim()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let selected = if ids.len() > 1 || (opts.model_id.is_some() && !ids.is_empty()) {
+        Some(
+            opts.model_id
+                .clone()
+                .or_else(|| opts.default_id.clone())
+                .unwrap_or_else(|| crate::io::model_ref::default_id_of_path(model)),
+        )
+    } else {
+        None
+    };
+    let mut other_models = 0;
     for (i, row) in rows.iter().enumerate().skip(1) {
         let line = i + 1;
         let cell = |n: &str| {
@@ -763,6 +811,12 @@ pub fn audit_with(
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
         };
+        if let Some(id) = &selected {
+            if cell("model_id").as_deref() != Some(id.as_str()) {
+                other_models += 1;
+                continue;
+            }
+        }
         // (subject, quantity, p, claim text, explicit tolerance)
         let mut claims_here: Vec<RawClaim> = Vec::new();
         let proxy_subject =
@@ -1011,11 +1065,18 @@ pub fn audit_with(
     // value column) must not pass as "consistent": a truncated claims file
     // would pass a CI gate.
     if results.is_empty() {
+        let whose = match &selected {
+            Some(id) if other_models > 0 => format!(
+                "; {other_models} rows are of other models, none of model_id '{}' (pass --model-id)",
+                crate::io::escape(id)
+            ),
+            _ => String::new(),
+        };
         return Err(EvidenceError::Malformed {
             file: crate::io::escape(&cfile).into_owned(),
             at: format!("lines 2-{}", rows.len().max(2)),
             message: format!(
-                "no claim to check ({} data rows, none with a value in the {layout} layout): \
+                "no claim to check ({} data rows, none with a value in the {layout} layout{whose}): \
                  an audit needs at least one claim",
                 rows.len().saturating_sub(1)
             ),
@@ -1047,6 +1108,8 @@ pub fn audit_with(
         inconsistent: count(|v| matches!(v, Verdict::Inconsistent { .. })),
         undecided: count(|v| matches!(v, Verdict::Undecided { .. })),
         results,
+        model_id: selected,
+        other_models,
     })
 }
 
@@ -1067,6 +1130,8 @@ mod tests {
             consistent,
             inconsistent,
             undecided,
+            model_id: None,
+            other_models: 0,
         };
         assert_eq!(r(2, 0, 0).exit_code(), 0);
         assert_eq!(r(2, 0, 1).exit_code(), 3);

@@ -72,8 +72,39 @@ pub struct Row {
     pub change: [f64; 2],
     /// Direction.
     pub verdict: Change,
+    /// Certified range of the relative change `(b - a) / a` (`None` when
+    /// the old enclosure is not positive).
+    pub relative_change: Option<[f64; 2]>,
     /// Whether the change certainly exceeds `rtol` relative to the old value.
     pub exceeds_rtol: bool,
+}
+
+/// One matrix's changes, for leading with the cause: whether its own
+/// certified spectrum or norms changed (its weights changed) or only the
+/// aggregates built on other matrices (alpha, gamma, contributions).
+#[derive(Clone, Debug, Serialize)]
+pub struct MatrixChange {
+    /// The matrix (`layer 3 M_in`).
+    pub matrix: String,
+    /// Layer.
+    pub layer: usize,
+    /// Head, for per-head matrices.
+    pub head: Option<usize>,
+    /// Matrix type.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Whether a spectral quantity of the matrix itself (singular values,
+    /// norms, stable rank, rank) certainly changed.
+    pub own_weights_changed: bool,
+    /// Certainly changed quantities of the matrix itself.
+    pub own_changes: usize,
+    /// Certainly changed aggregates of the matrix (alpha, gamma, scale,
+    /// contributions), which move when any matrix of its layer moves.
+    pub knock_on_changes: usize,
+    /// The quantity with the largest certain relative change.
+    pub largest: Option<String>,
+    /// Its certified relative change.
+    pub largest_relative_change: Option<[f64; 2]>,
 }
 
 /// A quantity present in one certificate only.
@@ -117,6 +148,10 @@ pub struct DiffReport {
     pub rows: Vec<Row>,
     /// Every quantity present in one certificate only.
     pub unmatched: Vec<Unmatched>,
+    /// Per matrix with a certain change: those whose own weights changed
+    /// first, by the size of their largest certain relative change, then
+    /// those changed only through aggregates.
+    pub matrices: Vec<MatrixChange>,
 }
 
 impl DiffReport {
@@ -145,6 +180,13 @@ fn row(what: QuantityFields, label: String, a: CertInterval, b: CertInterval, rt
     };
     let amax = a.lo.abs().max(a.hi.abs());
     let exceeds_rtol = min_abs_change > 0.0 && min_abs_change > r::mul_ru(rtol, amax);
+    // (b - a) / a for a in [a.lo, a.hi] > 0: each end divided by the end
+    // of a that makes it extreme, rounded outward.
+    let relative_change = (a.lo > 0.0).then(|| {
+        let lo = r::div_rd(change[0], if change[0] >= 0.0 { a.hi } else { a.lo });
+        let hi = r::div_ru(change[1], if change[1] >= 0.0 { a.lo } else { a.hi });
+        [lo, hi]
+    });
     Row {
         what,
         label,
@@ -152,6 +194,7 @@ fn row(what: QuantityFields, label: String, a: CertInterval, b: CertInterval, rt
         b: [b.lo, b.hi],
         change,
         verdict,
+        relative_change,
         exceeds_rtol,
     }
 }
@@ -255,7 +298,9 @@ pub fn diff(a: &Certificate, b: &Certificate, rtol: f64) -> DiffReport {
             });
         }
     }
+    sort_grid_points_by_p(&mut rows);
     rows.sort_by_key(|x| (!x.exceeds_rtol, x.verdict == Change::Indistinguishable));
+    let matrices = matrix_changes(&rows);
     let count = |c: Change| rows.iter().filter(|x| x.verdict == c).count();
     let beyond_rtol = rows.iter().filter(|x| x.exceeds_rtol).count();
     let only_in_a = unmatched.iter().filter(|u| u.only_in == "a").count();
@@ -276,7 +321,112 @@ pub fn diff(a: &Certificate, b: &Certificate, rtol: f64) -> DiffReport {
         header,
         rows,
         unmatched,
+        matrices,
     }
+}
+
+/// The exact value of a grid point `k/m` as a pair, compared by cross
+/// multiplication.
+fn grid_point(p: &Option<String>) -> Option<(u128, u128)> {
+    let (k, m) = p.as_ref()?.split_once('/').unwrap_or((p.as_deref()?, "1"));
+    Some((k.parse().ok()?, m.parse().ok()?))
+}
+
+/// Within each run of rows of one subject and quantity, grid points in
+/// the order of their exact value (the certificate's key order is by
+/// reduced fraction, `5/12` after `3/4`).
+fn sort_grid_points_by_p(rows: &mut [Row]) {
+    let same = |x: &Row, y: &Row| {
+        (x.what.layer, x.what.head, x.what.kind, x.what.quantity)
+            == (y.what.layer, y.what.head, y.what.kind, y.what.quantity)
+    };
+    let mut start = 0;
+    while start < rows.len() {
+        let mut end = start + 1;
+        while end < rows.len() && same(&rows[start], &rows[end]) {
+            end += 1;
+        }
+        rows[start..end].sort_by(|x, y| match (grid_point(&x.what.p), grid_point(&y.what.p)) {
+            (Some((a, b)), Some((c, d))) => (a * d).cmp(&(c * b)),
+            _ => std::cmp::Ordering::Equal,
+        });
+        start = end;
+    }
+}
+
+/// Whether a matrix quantity is the matrix's own (its spectrum and
+/// norms), not an aggregate over its layer.
+fn is_own(quantity: &str) -> bool {
+    matches!(
+        quantity,
+        "spectral_norm"
+            | "frobenius_norm"
+            | "nuclear_norm"
+            | "norm_21"
+            | "norm_11"
+            | "stable_rank"
+            | "rank"
+            | "singular_value"
+            | "singular_values"
+    )
+}
+
+/// The smallest certain size of a relative change (0 when not certain).
+fn certain_size(r: &Row) -> f64 {
+    match (r.verdict, r.relative_change) {
+        (Change::Indistinguishable, _) | (_, None) => 0.0,
+        (Change::Larger, Some([lo, _])) => lo.max(0.0),
+        (Change::Smaller, Some([_, hi])) => (-hi).max(0.0),
+    }
+}
+
+fn matrix_changes(rows: &[Row]) -> Vec<MatrixChange> {
+    let mut by: BTreeMap<(usize, Option<usize>, &'static str), MatrixChange> = BTreeMap::new();
+    let mut best: BTreeMap<(usize, Option<usize>, &'static str), f64> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.verdict != Change::Indistinguishable) {
+        let (Some(layer), Some(kind)) = (r.what.layer, r.what.kind) else {
+            continue;
+        };
+        let key = (layer, r.what.head, kind);
+        let e = by.entry(key).or_insert_with(|| MatrixChange {
+            matrix: match r.what.head {
+                Some(h) => format!("layer {layer} head {h} {kind}"),
+                None => format!("layer {layer} {kind}"),
+            },
+            layer,
+            head: r.what.head,
+            kind,
+            own_weights_changed: false,
+            own_changes: 0,
+            knock_on_changes: 0,
+            largest: None,
+            largest_relative_change: None,
+        });
+        if is_own(r.what.quantity) {
+            e.own_weights_changed = true;
+            e.own_changes += 1;
+        } else {
+            e.knock_on_changes += 1;
+        }
+        let size = certain_size(r);
+        let b = best.entry(key).or_insert(-1.0);
+        // The cause first: an own quantity outranks any aggregate.
+        let rank = size + if is_own(r.what.quantity) { 1e300 } else { 0.0 };
+        if rank > *b {
+            *b = rank;
+            e.largest = Some(r.label.clone());
+            e.largest_relative_change = r.relative_change;
+        }
+    }
+    let mut v: Vec<(f64, MatrixChange)> = by
+        .into_iter()
+        .map(|(k, m)| (best.get(&k).copied().unwrap_or(0.0), m))
+        .collect();
+    v.sort_by(|(a, x), (b, y)| {
+        (!x.own_weights_changed, std::cmp::Reverse(a.to_bits()))
+            .cmp(&(!y.own_weights_changed, std::cmp::Reverse(b.to_bits())))
+    });
+    v.into_iter().map(|(_, m)| m).collect()
 }
 
 impl DiffReport {
@@ -320,15 +470,62 @@ impl DiffReport {
                 e(&h.b)
             );
         }
-        let changed: Vec<&Row> = self
+        let own: Vec<&MatrixChange> = self
+            .matrices
+            .iter()
+            .filter(|m| m.own_weights_changed)
+            .collect();
+        if !self.matrices.is_empty() {
+            let _ = writeln!(
+                s,
+                "  {} matrices whose own spectrum or norms certainly changed (largest certain relative change first), {} changed only through aggregates (alpha, gamma, contributions):",
+                own.len(),
+                self.matrices.len() - own.len()
+            );
+        }
+        for m in own.iter().take(max_rows) {
+            let rel = m
+                .largest_relative_change
+                .map(|[lo, hi]| {
+                    format!(
+                        ", relative change {}",
+                        crate::report::fmt::interval(lo, hi, st)
+                    )
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    {:<28} {} own, {} knock-on changes; largest: {}{rel}",
+                m.matrix,
+                m.own_changes,
+                m.knock_on_changes,
+                m.largest.as_deref().unwrap_or("-")
+            );
+        }
+        if own.len() > max_rows {
+            let _ = writeln!(s, "    ... {} more (use --json)", own.len() - max_rows);
+        }
+        // Then the quantities: the matrices' own ones first, the aggregates
+        // that moved because of them after.
+        let mut changed: Vec<&Row> = self
             .rows
             .iter()
             .filter(|r| r.verdict != Change::Indistinguishable)
             .collect();
+        changed.sort_by_key(|r| (!r.exceeds_rtol, !is_own(r.what.quantity)));
         for r in changed.iter().take(max_rows) {
+            let rel = r
+                .relative_change
+                .map(|[lo, hi]| {
+                    format!(
+                        " (relative {})",
+                        crate::report::fmt::interval(lo, hi, st)
+                    )
+                })
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "  {:<48} {:?}: change in {}{}",
+                "  {:<48} {:?}: change in {}{rel}{}",
                 r.label,
                 r.verdict,
                 crate::report::fmt::interval(r.change[0], r.change[1], st),

@@ -385,6 +385,33 @@ fn weight_kind(p: &Path) -> Result<Kind, ReadError> {
     let mut head = [0u8; 512];
     let n = super::read_head(&mut f, &mut head).map_err(|e| ReadError::io(p, e))?;
     let head = &head[..n];
+    // Files that are no checkpoint, said as what they are (a safetensors
+    // reader would call them "header too large").
+    let not_a_model = |what: &str| {
+        ReadError::format(
+            p,
+            None,
+            &format!("this is {what}, not a model checkpoint (safetensors, PyTorch or GGUF)"),
+        )
+    };
+    if head.starts_with(b"\x93NUMPY") {
+        return Err(not_a_model(
+            "a NumPy .npy array (one matrix: certify its singular values with `specbound svd FILE`)",
+        ));
+    }
+    let text = head.trim_ascii_start();
+    // Byte 8 is a safetensors header's `{` (after its 8-byte length, whose
+    // first byte may itself be `{`).
+    if text.starts_with(b"{") && head.get(8) != Some(&b'{') {
+        let s = String::from_utf8_lossy(text);
+        return Err(if s.contains("\"format\"") && s.contains("specbound") {
+            not_a_model(
+                "a specbound certificate or part (check it with `specbound verify FILE`, draw it with `specbound report`)",
+            )
+        } else {
+            not_a_model("a JSON file")
+        });
+    }
     Ok(if head.starts_with(b"GGUF") {
         Kind::Gguf
     } else if head.get(8) != Some(&b'{') && super::pytorch::container_of(head).is_some() {

@@ -291,6 +291,10 @@ pub enum Command {
         /// Tensor name, for claimed singular values of a tensor of a file or model.
         #[arg(long)]
         tensor: Option<String>,
+        /// In a table with a model_id column (a study's tables), the rows to audit
+        /// (default: the model's id as study gives it, its directory or file name).
+        #[arg(long)]
+        model_id: Option<String>,
         #[command(flatten)]
         revision: RevisionArg,
     },
@@ -475,6 +479,7 @@ impl Command {
                 precision,
                 rounding_units,
                 tensor,
+                model_id,
                 revision,
                 ..
             } => Request::Audit(cmd::audit::AuditRequest {
@@ -485,6 +490,7 @@ impl Command {
                 atol,
                 precision,
                 rounding_units,
+                model_id,
             }),
             Command::Diff { a, b, rtol, .. } => Request::Diff(cmd::diff::DiffRequest {
                 a: cmd::CertInput::File(a),
