@@ -8,7 +8,7 @@ use faer::Par;
 use inari::Interval;
 
 use crate::arch::{
-    self, ArchOverrides, Architecture, MatrixId, ModelError, ProxyMatrix, ProxySource,
+    self, ArchOverrides, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
 };
 use crate::bounds::{self, MatrixInput, ProxyParams};
 use crate::certificate::{
@@ -558,14 +558,32 @@ pub fn certify_raw_norms(
     at: &crate::matrix::DenseMatrix,
     opts: &SvdOptions,
 ) -> Result<bounds::measures::NormIntervals, Inconclusive> {
+    certify_raw_norms_with(at, opts, None)
+}
+
+/// [`certify_raw_norms`], with `sigma_1` taken from `known` when given: an
+/// enclosure of the spectral norm of `at` or of its transpose (the same
+/// value), already certified (the proxy `M_in` or `M_out` is the
+/// transposed raw feed-forward weight of an ungated block).
+///
+/// *Guarantee: certified enclosure* of the three norms, as
+/// [`certify_raw_norms`] (`proofs/derived-quantities.md`, L15 a, d, e;
+/// `proofs/compensated-sum.md`, L12), given that `known` encloses sigma_1.
+pub fn certify_raw_norms_with(
+    at: &crate::matrix::DenseMatrix,
+    opts: &SvdOptions,
+    known: Option<Enclosure>,
+) -> Result<bounds::measures::NormIntervals, Inconclusive> {
     let frob = crate::spectral::enclose_frobenius_from_entries(at)?;
     let (n21, _) = crate::spectral::enclose_entry_norms(at)?;
-    let sv = certify_singular_values(at, opts)?;
-    let s1 = sv
-        .values
-        .first()
-        .map(|v| v.enclosure)
-        .ok_or_else(|| Inconclusive::new("no singular value"))?;
+    let s1 = match known {
+        Some(k) => k,
+        None => certify_singular_values(at, opts)?
+            .values
+            .first()
+            .map(|v| v.enclosure)
+            .ok_or_else(|| Inconclusive::new("no singular value"))?,
+    };
     let spectral = Interval::try_from((s1.lo().max(0.0), s1.hi().min(frob.hi())))
         .map_err(|_| Inconclusive::new("sigma_1 and the Frobenius norm disagree"))?;
     Ok(bounds::measures::NormIntervals {
@@ -662,6 +680,7 @@ pub struct MeasuresRun {
 impl MeasuresRun {
     /// Adds the raw weights, the measures and the initialisation to `cert`.
     pub fn attach(self, cert: &mut Certificate) {
+        cert.version = crate::certificate::VERSION_MEASURES;
         cert.raw_weights = Some(self.raw_weights);
         cert.measures = Some(self.measures);
         cert.init_model = self.init_model;
@@ -701,6 +720,23 @@ fn check_same_architecture(
     Ok(())
 }
 
+/// Refuses an initialisation `init` whose architecture is not the model's
+/// at `path` (one line naming the first fact that differs), before anything
+/// is computed; `certify --init` calls it first.
+pub fn check_init_architecture(
+    path: &Path,
+    init: &Path,
+    opts: &CertifyOptions,
+) -> Result<(), CertifyError> {
+    let ck = Checkpoint::open(path).map_err(ModelError::from)?;
+    let arch = arch::detect(&ck, &opts.overrides)?;
+    let ck0 = Checkpoint::open(init).map_err(ModelError::from)?;
+    let a0 = arch::detect(&ck0, &opts.overrides)?;
+    check_same_architecture(init, &arch, &a0)?;
+    arch::describe(&ck0, &a0)?;
+    Ok(())
+}
+
 /// The norm-based measures of a model (`docs/measures.md`): every raw
 /// weight matrix of its blocks is read through the layer recipes
 /// (`arch::extract_raw_layer`), its spectral norm, Frobenius norm and
@@ -722,10 +758,51 @@ pub fn certify_measures(
     opts: &CertifyOptions,
     progress: &dyn Progress,
 ) -> Result<Outcome<MeasuresRun>, CertifyError> {
+    certify_measures_reusing(path, init, opts, None, progress)
+}
+
+/// [`certify_measures`], reusing the certified spectral norms of the proxy
+/// matrices `M_in` and `M_out` of `proxies` (a certificate of the same
+/// weight files, e.g. the one `certify` has just made) for the raw
+/// feed-forward weights of an ungated block, which are their transposes
+/// (`M_in = W_in^T`, `M_out = W_out^T`): their spectra are then not
+/// certified a second time. A certificate of other files (hashes) or
+/// shapes is not used.
+///
+/// *Guarantee: certified enclosure*, as [`certify_measures`] (the lemmas
+/// it names), given that the proxies' spectral norms are enclosures.
+pub fn certify_measures_reusing(
+    path: &Path,
+    init: Option<&Path>,
+    opts: &CertifyOptions,
+    proxies: Option<&Certificate>,
+    progress: &dyn Progress,
+) -> Result<Outcome<MeasuresRun>, CertifyError> {
     use rayon::prelude::*;
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
     arch::describe(&ck, &arch)?;
+    let hashes: Vec<FileEntry> = ck
+        .file_hashes()
+        .map_err(ModelError::from)?
+        .iter()
+        .map(|h| FileEntry {
+            file: h.file.clone(),
+            sha256: h.sha256.clone(),
+        })
+        .collect();
+    let proxies = proxies.filter(|c| c.model.files == hashes && !arch.gated());
+    let known = |l: usize, w: &arch::RawWeight| -> Option<Enclosure> {
+        let kind = match w.role {
+            arch::Role::FfnIn => MatrixType::MIn,
+            arch::Role::FfnOut => MatrixType::MOut,
+            _ => return None,
+        };
+        let e = proxies?.matrix(MatrixId::layer(l, kind))?;
+        ((e.rows, e.cols) == (w.in_dim(), w.out_dim()))
+            .then(|| Enclosure::new(e.spectral_norm.lo, e.spectral_norm.hi))
+            .flatten()
+    };
     let init_ck = match init {
         None => None,
         Some(p) => {
@@ -759,7 +836,8 @@ pub fn certify_measures(
             .map(|(k, w)| {
                 let what = format!("layer {l} {}", w.role.name());
                 let wrap = |e: Inconclusive| Inconclusive::new(format!("{what}: {}", e.reason));
-                let n = certify_raw_norms(&w.transposed, &svd_opts).map_err(wrap)?;
+                let n =
+                    certify_raw_norms_with(&w.transposed, &svd_opts, known(l, w)).map_err(wrap)?;
                 let d = match &raw0 {
                     Some(r0) => Some(
                         certify_distance_norms(&w.transposed, &r0[k].transposed, &svd_opts)
@@ -804,8 +882,8 @@ pub fn certify_measures(
                 layer: l,
                 role: w.role.name().to_string(),
                 tensor: w.tensor.clone(),
-                rows: w.rows(),
-                cols: w.cols(),
+                rows: w.out_dim(),
+                cols: w.in_dim(),
                 spectral_norm: ne.spectral_norm,
                 frobenius_norm: ne.frobenius_norm,
                 norm_21_rows: ne.norm_21_rows,

@@ -611,12 +611,12 @@ pub struct RawWeight {
 
 impl RawWeight {
     /// Rows of `W` (its output width).
-    pub fn rows(&self) -> usize {
+    pub fn out_dim(&self) -> usize {
         self.transposed.cols
     }
 
     /// Columns of `W` (its input width).
-    pub fn cols(&self) -> usize {
+    pub fn in_dim(&self) -> usize {
         self.transposed.rows
     }
 }

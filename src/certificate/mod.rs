@@ -140,6 +140,11 @@ use crate::linalg::Precision;
 pub const FORMAT: &str = "specbound-certificate";
 /// Certificate format version.
 pub const VERSION: u32 = 1;
+/// Certificate format version of a certificate with the measures section:
+/// version 1 plus the keys `init_model`, `raw_weights` and `measures`
+/// (`docs/measures.md`). A certificate without measures is still written as
+/// version 1, and version-1 certificates are read and verified unchanged.
+pub const VERSION_MEASURES: u32 = 2;
 
 /// A closed interval `[lo, hi]` as a certificate states it (finite ends,
 /// `lo <= hi` once validated). Written as the shortest decimals that parse
@@ -433,7 +438,7 @@ pub struct BoundsEntry {
 pub struct Certificate {
     /// [`FORMAT`].
     pub format: String,
-    /// [`VERSION`].
+    /// [`VERSION`], or [`VERSION_MEASURES`] with the measures section.
     pub version: u32,
     /// The program that wrote it.
     pub tool: Tool,

@@ -13,7 +13,7 @@ use serde::Serializer;
 
 use super::{
     expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, ModelInfo, NormsEntry,
-    Parameters, RankBounds, Tool, FORMAT, VERSION,
+    Parameters, RankBounds, Tool, FORMAT, VERSION, VERSION_MEASURES,
 };
 use crate::arch::MatrixType;
 
@@ -168,7 +168,7 @@ pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     file: &str,
     format: &str,
-    version: u32,
+    versions: &[u32],
 ) -> Result<T, CertificateError> {
     let syntax = |e: serde_json::Error| {
         invalid(
@@ -210,13 +210,17 @@ pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
         None => return Err(invalid(file, "$", "missing key 'format'")),
     }
     match head.version {
-        Some(v) if v == version as u64 => {}
+        Some(v) if versions.iter().any(|&w| v == w as u64) => {}
         Some(v) => {
+            let known: Vec<String> = versions.iter().map(u32::to_string).collect();
             return Err(invalid(
                 file,
                 "$.version",
-                format!("unsupported version {v} (this tool reads version {version})"),
-            ))
+                format!(
+                    "unsupported version {v} (this tool reads version {})",
+                    known.join(" or ")
+                ),
+            ));
         }
         None => return Err(invalid(file, "$", "missing key 'version'")),
     }
@@ -243,7 +247,7 @@ impl Certificate {
     /// Parses and validates certificate JSON (untrusted input); `file` names
     /// it in messages.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Certificate, CertificateError> {
-        let cert: Certificate = parse_strict(bytes, file, FORMAT, VERSION)?;
+        let cert: Certificate = parse_strict(bytes, file, FORMAT, &[VERSION, VERSION_MEASURES])?;
         cert.validate()
             .map_err(|(at, message)| invalid(file, at, message))?;
         Ok(cert)
@@ -260,7 +264,7 @@ impl Certificate {
         if self.format != FORMAT {
             return err("$.format".into(), format!("expected \"{FORMAT}\""));
         }
-        if self.version != VERSION {
+        if self.version != VERSION && self.version != VERSION_MEASURES {
             return err(
                 "$.version".into(),
                 format!("unsupported version {}", self.version),
@@ -339,6 +343,17 @@ impl Certificate {
 /// logs may be absent: their value is -inf at a zero distance).
 fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
     let err = |at: String, m: String| Err((at, m));
+    let stated = c.raw_weights.is_some() || c.measures.is_some() || c.init_model.is_some();
+    if stated != (c.version == VERSION_MEASURES) {
+        return err(
+            "$.version".into(),
+            if stated {
+                format!("raw_weights, measures and init_model need version {VERSION_MEASURES}")
+            } else {
+                format!("version {VERSION_MEASURES} needs raw_weights and measures")
+            },
+        );
+    }
     let (raw, ms) = match (&c.raw_weights, &c.measures) {
         (None, None) => {
             if c.init_model.is_some() {

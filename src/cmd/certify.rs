@@ -123,6 +123,9 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
     }
     let model = req.model.resolve()?;
     let init = req.init.as_ref().map(ModelRef::resolve).transpose()?;
+    if let Some(i) = &init {
+        crate::certify::check_init_architecture(&model.path, &i.path, &req.options)?;
+    }
     req.outputs.check()?;
     let model_id = req.model_id.clone().unwrap_or_else(|| model.default_id());
     let t = Instant::now();
@@ -186,10 +189,11 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         Ok((mut cert, results)) => {
             if with_measures {
                 let progress = ui.spinner("certify", "certifying the raw weights' norms");
-                let m = crate::certify::certify_measures(
+                let m = crate::certify::certify_measures_reusing(
                     &model_path,
                     init.as_ref().map(|i| i.path.as_path()),
                     &req.options,
+                    Some(&cert),
                     &*progress,
                 )?;
                 match m {

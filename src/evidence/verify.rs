@@ -985,14 +985,14 @@ fn check_raw_weights(
             let mut out = Verdict::default();
             let at = format!("$.raw_weights[{i}]");
             if (w.layer, w.role.as_str(), w.rows, w.cols)
-                != (m.layer, m.role.name(), m.rows(), m.cols())
+                != (m.layer, m.role.name(), m.out_dim(), m.in_dim())
             {
                 out.failure = Some(format!(
                     "{at}: the model's matrix here is layer {} {} ({}x{})",
                     m.layer,
                     m.role.name(),
-                    m.rows(),
-                    m.cols()
+                    m.out_dim(),
+                    m.in_dim()
                 ));
                 return out;
             }
