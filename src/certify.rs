@@ -8,13 +8,13 @@ use faer::Par;
 use inari::Interval;
 
 use crate::arch::{
-    self, ArchOverrides, Architecture, MatrixId, ModelError, ProxyMatrix, ProxySource,
+    self, ArchOverrides, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
 };
 use crate::bounds::{self, MatrixInput, ProxyParams};
 use crate::certificate::{
-    BoundsEntry, CertInterval, Certificate, Contribution, FileEntry, GridPoint, Header, LayerEntry,
-    MatrixEntry, ModelInfo, Parameters, Part, RankBounds, ShardSpec, SpectrumEntry, Tool, FORMAT,
-    MAX_GRID_M, VERSION,
+    BoundsEntry, CertInterval, Certificate, Contribution, FileEntry, GridPoint, Header, InitModel,
+    LayerEntry, MatrixEntry, MeasuresEntry, ModelInfo, NormsEntry, Parameters, Part, RankBounds,
+    RawWeightEntry, ShardSpec, SpectrumEntry, Tool, FORMAT, MAX_GRID_M, VERSION,
 };
 use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
 use crate::io::checkpoint::{Checkpoint, FileHash};
@@ -544,6 +544,437 @@ pub fn certify_run(
     }))
 }
 
+/// Certified norms of the matrix `A` given as its transpose `at` (`A^T`,
+/// so that the sum of `at`'s column norms is `||A^T||_{2,1}`): `||A||_2` is
+/// sigma_1 of the certified spectrum (L15 a, with the lemmas
+/// `certify_singular_values` names), capped by the Frobenius upper bound
+/// (`sigma_1 <= ||A||_F`); `||A||_F` and the (2,1)-norm from the entries.
+///
+/// *Guarantee: certified enclosure* of the three norms
+/// (`proofs/derived-quantities.md`, L15 a, d, e; `proofs/compensated-sum.md`,
+/// L12; `proofs/residual-single-pair.md`, L6, and the other lemmas of
+/// `linalg::certify_singular_values`).
+pub fn certify_raw_norms(
+    at: &crate::matrix::DenseMatrix,
+    opts: &SvdOptions,
+) -> Result<bounds::measures::NormIntervals, Inconclusive> {
+    certify_raw_norms_with(at, opts, None)
+}
+
+/// [`certify_raw_norms`], with `sigma_1` taken from `known` when given: an
+/// enclosure of the spectral norm of `at` or of its transpose (the same
+/// value), already certified (the proxy `M_in` or `M_out` is the
+/// transposed raw feed-forward weight of an ungated block).
+///
+/// *Guarantee: certified enclosure* of the three norms, as
+/// [`certify_raw_norms`] (`proofs/derived-quantities.md`, L15 a, d, e;
+/// `proofs/compensated-sum.md`, L12), given that `known` encloses sigma_1.
+pub fn certify_raw_norms_with(
+    at: &crate::matrix::DenseMatrix,
+    opts: &SvdOptions,
+    known: Option<Enclosure>,
+) -> Result<bounds::measures::NormIntervals, Inconclusive> {
+    let frob = crate::spectral::enclose_frobenius_from_entries(at)?;
+    let (n21, _) = crate::spectral::enclose_entry_norms(at)?;
+    let s1 = match known {
+        Some(k) => k,
+        None => certify_singular_values(at, opts)?
+            .values
+            .first()
+            .map(|v| v.enclosure)
+            .ok_or_else(|| Inconclusive::new("no singular value"))?,
+    };
+    let spectral = Interval::try_from((s1.lo().max(0.0), s1.hi().min(frob.hi())))
+        .map_err(|_| Inconclusive::new("sigma_1 and the Frobenius norm disagree"))?;
+    Ok(bounds::measures::NormIntervals {
+        spectral,
+        frobenius: frob.to_interval(),
+        norm_21_rows: n21.to_interval(),
+    })
+}
+
+/// Certified norms of `A - A0`, both given transposed: `D = fl(A - A0)` and
+/// its rounding error `E = (A - A0) - D`, exact by TwoSum, entry by entry;
+/// the norms of `D` are certified as [`certify_raw_norms`] does, and widened
+/// by those of `E` (triangle inequality; Weyl for sigma_1). `E` is exactly 0
+/// (no widening) whenever every pair of entries is close enough in
+/// exponent, which holds for float32 weights whose exponents differ by at
+/// most 29.
+///
+/// *Guarantee: certified enclosure* of the three norms of the exact
+/// difference (`proofs/exact-difference.md`, L25; `proofs/compensated-sum.md`,
+/// L12 a; `proofs/weyl.md`, L9; and the lemmas of [`certify_raw_norms`]).
+pub fn certify_distance_norms(
+    at: &crate::matrix::DenseMatrix,
+    a0t: &crate::matrix::DenseMatrix,
+    opts: &SvdOptions,
+) -> Result<bounds::measures::NormIntervals, Inconclusive> {
+    use crate::linalg::rounding as r;
+    if (at.rows, at.cols) != (a0t.rows, a0t.cols) {
+        return Err(Inconclusive::new(format!(
+            "the initialisation is {}x{}, the weight {}x{}",
+            a0t.cols, a0t.rows, at.cols, at.rows
+        )));
+    }
+    if at.data.iter().chain(&a0t.data).any(|x| !x.is_finite()) {
+        return Err(Inconclusive::new("matrix has non-finite entries"));
+    }
+    let mut d = Vec::with_capacity(at.data.len());
+    let mut e = Vec::with_capacity(at.data.len());
+    for (&a, &b) in at.data.iter().zip(&a0t.data) {
+        let (s, err) = crate::linalg::eft::two_sum(a, -b);
+        d.push(s);
+        e.push(err);
+    }
+    if d.iter().any(|x| !x.is_finite()) {
+        return Err(Inconclusive::new("the difference overflowed"));
+    }
+    let dm = crate::matrix::DenseMatrix {
+        rows: at.rows,
+        cols: at.cols,
+        data: d,
+    };
+    let base = if dm.data.iter().all(|&x| x == 0.0) {
+        let z = Interval::try_from((0.0, 0.0)).expect("finite");
+        bounds::measures::NormIntervals {
+            spectral: z,
+            frobenius: z,
+            norm_21_rows: z,
+        }
+    } else {
+        certify_raw_norms(&dm, opts)?
+    };
+    if e.iter().all(|&x| x == 0.0) {
+        return Ok(base);
+    }
+    let em = crate::matrix::DenseMatrix {
+        rows: at.rows,
+        cols: at.cols,
+        data: e,
+    };
+    let ef = crate::spectral::enclose_frobenius_from_entries(&em)?.hi();
+    let (en21, _) = crate::spectral::enclose_entry_norms(&em)?;
+    let widen = |x: Interval, by: f64| {
+        Interval::try_from((r::sub_rd(x.inf(), by).max(0.0), r::add_ru(x.sup(), by)))
+            .map_err(|_| Inconclusive::new("the difference's norms overflowed"))
+    };
+    Ok(bounds::measures::NormIntervals {
+        spectral: widen(base.spectral, ef)?,
+        frobenius: widen(base.frobenius, ef)?,
+        norm_21_rows: widen(base.norm_21_rows, en21.hi())?,
+    })
+}
+
+/// What [`certify_measures`] certified: the raw weights' norms, the
+/// measures computed from them, and the initialisation read.
+#[derive(Clone, Debug)]
+pub struct MeasuresRun {
+    /// One entry per raw weight matrix, layer then role order.
+    pub raw_weights: Vec<RawWeightEntry>,
+    /// The measures.
+    pub measures: MeasuresEntry,
+    /// The initialisation (with `init`).
+    pub init_model: Option<InitModel>,
+}
+
+impl MeasuresRun {
+    /// Adds the raw weights, the measures and the initialisation to `cert`.
+    pub fn attach(self, cert: &mut Certificate) {
+        cert.version = crate::certificate::VERSION_MEASURES;
+        cert.raw_weights = Some(self.raw_weights);
+        cert.measures = Some(self.measures);
+        cert.init_model = self.init_model;
+    }
+}
+
+/// Checks that the initialisation has the model's architecture (family,
+/// layout and every width); the error is one line naming the first fact
+/// that differs.
+fn check_same_architecture(
+    init: &Path,
+    a: &Architecture,
+    a0: &Architecture,
+) -> Result<(), CertifyError> {
+    let facts = |x: &Architecture| {
+        [
+            ("family", x.family.clone()),
+            ("layout", x.layout().to_string()),
+            ("layers", x.layers.to_string()),
+            ("hidden size", x.hidden.to_string()),
+            ("heads", x.heads.to_string()),
+            ("key/value heads", x.kv_heads.to_string()),
+            ("head dimension", x.head_dim.to_string()),
+            ("feed-forward width", x.intermediate.to_string()),
+        ]
+    };
+    for ((what, m), (_, i)) in facts(a).into_iter().zip(facts(a0)) {
+        if m != i {
+            return Err(CertifyError::Param(format!(
+                "{}: the initialisation is not the model's architecture: {what} {} (the model's: {})",
+                init.display(),
+                crate::arch::clean(&i),
+                crate::arch::clean(&m)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an initialisation `init` whose architecture is not the model's
+/// at `path` (one line naming the first fact that differs), before anything
+/// is computed; `certify --init` calls it first.
+pub fn check_init_architecture(
+    path: &Path,
+    init: &Path,
+    opts: &CertifyOptions,
+) -> Result<(), CertifyError> {
+    let ck = Checkpoint::open(path).map_err(ModelError::from)?;
+    let arch = arch::detect(&ck, &opts.overrides)?;
+    let ck0 = Checkpoint::open(init).map_err(ModelError::from)?;
+    let a0 = arch::detect(&ck0, &opts.overrides)?;
+    check_same_architecture(init, &arch, &a0)?;
+    arch::describe(&ck0, &a0)?;
+    Ok(())
+}
+
+/// The norm-based measures of a model (`docs/measures.md`): every raw
+/// weight matrix of its blocks is read through the layer recipes
+/// (`arch::extract_raw_layer`), its spectral norm, Frobenius norm and
+/// row-(2,1) norm certified ([`certify_raw_norms`]), a layer at a time
+/// (its matrices in parallel), and the measures evaluated from the
+/// certified norms as the certificate states them. With `init`, a
+/// checkpoint of the same architecture (refused otherwise), the distances
+/// `W - W0` are certified as well ([`certify_distance_norms`]) and the
+/// measures that need them added.
+///
+/// *Guarantee: certified enclosure* of every norm and measure
+/// ([`certify_raw_norms`], [`certify_distance_norms`],
+/// `bounds::measures::evaluate`, `proofs/measures.md`, L26); `Err` for bad
+/// input, [`Outcome::Inconclusive`] when a norm or a required measure could
+/// not be certified.
+pub fn certify_measures(
+    path: &Path,
+    init: Option<&Path>,
+    opts: &CertifyOptions,
+    progress: &dyn Progress,
+) -> Result<Outcome<MeasuresRun>, CertifyError> {
+    certify_measures_reusing(path, init, opts, None, progress)
+}
+
+/// [`certify_measures`], reusing the certified spectral norms of the proxy
+/// matrices `M_in` and `M_out` of `proxies` (a certificate of the same
+/// weight files, e.g. the one `certify` has just made) for the raw
+/// feed-forward weights of an ungated block, which are their transposes
+/// (`M_in = W_in^T`, `M_out = W_out^T`): their spectra are then not
+/// certified a second time. A certificate of other files (hashes) or
+/// shapes is not used.
+///
+/// *Guarantee: certified enclosure*, as [`certify_measures`] (the lemmas
+/// it names), given that the proxies' spectral norms are enclosures.
+pub fn certify_measures_reusing(
+    path: &Path,
+    init: Option<&Path>,
+    opts: &CertifyOptions,
+    proxies: Option<&Certificate>,
+    progress: &dyn Progress,
+) -> Result<Outcome<MeasuresRun>, CertifyError> {
+    use rayon::prelude::*;
+    let ck = Checkpoint::open(path).map_err(ModelError::from)?;
+    let arch = arch::detect(&ck, &opts.overrides)?;
+    arch::describe(&ck, &arch)?;
+    let hashes: Vec<FileEntry> = ck
+        .file_hashes()
+        .map_err(ModelError::from)?
+        .iter()
+        .map(|h| FileEntry {
+            file: h.file.clone(),
+            sha256: h.sha256.clone(),
+        })
+        .collect();
+    let proxies = proxies.filter(|c| c.model.files == hashes && !arch.gated());
+    let known = |l: usize, w: &arch::RawWeight| -> Option<Enclosure> {
+        let kind = match w.role {
+            arch::Role::FfnIn => MatrixType::MIn,
+            arch::Role::FfnOut => MatrixType::MOut,
+            _ => return None,
+        };
+        let e = proxies?.matrix(MatrixId::layer(l, kind))?;
+        ((e.rows, e.cols) == (w.in_dim(), w.out_dim()))
+            .then(|| Enclosure::new(e.spectral_norm.lo, e.spectral_norm.hi))
+            .flatten()
+    };
+    let init_ck = match init {
+        None => None,
+        Some(p) => {
+            let ck0 = Checkpoint::open(p).map_err(ModelError::from)?;
+            let a0 = arch::detect(&ck0, &opts.overrides)?;
+            check_same_architecture(p, &arch, &a0)?;
+            arch::describe(&ck0, &a0)?;
+            Some((p, ck0, a0))
+        }
+    };
+    let svd_opts = SvdOptions {
+        precision: opts.precision,
+        par: Par::Seq,
+        ..SvdOptions::default()
+    };
+    let mut raw_weights = Vec::new();
+    let mut norms = Vec::new();
+    let mut dists = Vec::new();
+    for l in 0..arch.layers {
+        if progress.cancelled() {
+            return Err(CertifyError::Cancelled);
+        }
+        let raw = arch::extract_raw_layer(&ck, &arch, l)?;
+        let raw0 = match &init_ck {
+            Some((_, ck0, a0)) => Some(arch::extract_raw_layer(ck0, a0, l)?),
+            None => None,
+        };
+        let done: Vec<Result<_, Inconclusive>> = raw
+            .par_iter()
+            .enumerate()
+            .map(|(k, w)| {
+                let what = format!("layer {l} {}", w.role.name());
+                let wrap = |e: Inconclusive| Inconclusive::new(format!("{what}: {}", e.reason));
+                let n =
+                    certify_raw_norms_with(&w.transposed, &svd_opts, known(l, w)).map_err(wrap)?;
+                let d = match &raw0 {
+                    Some(r0) => Some(
+                        certify_distance_norms(&w.transposed, &r0[k].transposed, &svd_opts)
+                            .map_err(|e| {
+                                Inconclusive::new(format!(
+                                    "{what} minus its initialisation: {}",
+                                    e.reason
+                                ))
+                            })?,
+                    ),
+                    None => None,
+                };
+                Ok((n, d))
+            })
+            .collect();
+        for (w, r) in raw.iter().zip(done) {
+            let (n, d) = match r {
+                Ok(x) => x,
+                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+            };
+            let what = format!("layer {l} {}", w.role.name());
+            let entry = |x: &bounds::measures::NormIntervals| -> Result<NormsEntry, Inconclusive> {
+                Ok(NormsEntry {
+                    spectral_norm: iv(x.spectral, &format_args!("{what}: the spectral norm"))?,
+                    frobenius_norm: iv(x.frobenius, &format_args!("{what}: the Frobenius norm"))?,
+                    norm_21_rows: iv(x.norm_21_rows, &format_args!("{what}: the (2,1)-norm"))?,
+                })
+            };
+            let ne = match entry(&n) {
+                Ok(e) => e,
+                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+            };
+            let de = match d.as_ref().map(entry).transpose() {
+                Ok(e) => e,
+                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+            };
+            norms.push(ne);
+            if let Some(de) = de {
+                dists.push(de);
+            }
+            raw_weights.push(RawWeightEntry {
+                layer: l,
+                role: w.role.name().to_string(),
+                tensor: w.tensor.clone(),
+                rows: w.out_dim(),
+                cols: w.in_dim(),
+                spectral_norm: ne.spectral_norm,
+                frobenius_norm: ne.frobenius_norm,
+                norm_21_rows: ne.norm_21_rows,
+                init_distance: de,
+            });
+        }
+    }
+    let init_model = match &init_ck {
+        Some((p, ck0, _)) => Some(InitModel {
+            path: p.display().to_string(),
+            files: ck0
+                .file_hashes()
+                .map_err(ModelError::from)?
+                .iter()
+                .map(|h| FileEntry {
+                    file: h.file.clone(),
+                    sha256: h.sha256.clone(),
+                })
+                .collect(),
+        }),
+        None => None,
+    };
+    let d = init_ck.as_ref().map(|_| dists.as_slice());
+    Ok(match measures_entry(&norms, d) {
+        Ok(measures) => Outcome::Certified(MeasuresRun {
+            raw_weights,
+            measures,
+            init_model,
+        }),
+        Err(inc) => Outcome::Inconclusive(inc),
+    })
+}
+
+/// The measures of the certified norms `norms` (and the distances `dist`,
+/// index-matched, with an initialisation), as a certificate states them:
+/// evaluated from exactly the intervals stated (`bounds::measures`).
+///
+/// *Guarantee: certified enclosure* of every measure given enclosures
+/// (`proofs/measures.md`, L26); inconclusive when a measure that is always
+/// stated (all but the init logs and the two spectral complexities) is
+/// not finite.
+pub fn measures_entry(
+    norms: &[NormsEntry],
+    dist: Option<&[NormsEntry]>,
+) -> Result<MeasuresEntry, Inconclusive> {
+    use bounds::measures::{evaluate, evaluate_init, NormIntervals};
+    let to = |n: &NormsEntry| -> Result<NormIntervals, Inconclusive> {
+        let bad = || Inconclusive::new("a stated norm is not an interval");
+        Ok(NormIntervals {
+            spectral: n.spectral_norm.to_inari().ok_or_else(bad)?,
+            frobenius: n.frobenius_norm.to_inari().ok_or_else(bad)?,
+            norm_21_rows: n.norm_21_rows.to_inari().ok_or_else(bad)?,
+        })
+    };
+    let w: Vec<NormIntervals> = norms.iter().map(to).collect::<Result<_, _>>()?;
+    let m = evaluate(&w);
+    let need = |x: Interval, what: &str| {
+        CertInterval::of_inari(x).ok_or_else(|| {
+            Inconclusive::new(format!(
+                "the measure {what} is not finite (a raw weight's spectral norm is not certified positive)"
+            ))
+        })
+    };
+    let mut out = MeasuresEntry {
+        d: w.len(),
+        log_prod_of_spec: need(m.log_prod_of_spec, "log_prod_of_spec")?,
+        log_sum_of_spec: need(m.log_sum_of_spec, "log_sum_of_spec")?,
+        log_prod_of_fro: need(m.log_prod_of_fro, "log_prod_of_fro")?,
+        log_sum_of_fro: need(m.log_sum_of_fro, "log_sum_of_fro")?,
+        param_norm: need(m.param_norm, "param_norm")?,
+        log_spec_orig: need(m.log_spec_orig, "log_spec_orig")?,
+        bartlett: CertInterval::of_inari(m.bartlett),
+        log_bartlett: need(m.log_bartlett, "log_bartlett")?,
+        frobenius_distance: None,
+        dist_spec_init: None,
+        log_spec_init: None,
+        bartlett_init: None,
+        log_bartlett_init: None,
+    };
+    if let Some(dist) = dist {
+        let e: Vec<NormIntervals> = dist.iter().map(to).collect::<Result<_, _>>()?;
+        let i = evaluate_init(&w, &e);
+        out.frobenius_distance = Some(need(i.frobenius_distance, "frobenius_distance")?);
+        out.dist_spec_init = Some(need(i.dist_spec_init, "dist_spec_init")?);
+        out.log_spec_init = CertInterval::of_inari(i.log_spec_init);
+        out.bartlett_init = CertInterval::of_inari(i.bartlett_init);
+        out.log_bartlett_init = CertInterval::of_inari(i.log_bartlett_init);
+    }
+    Ok(out)
+}
+
 /// Refuses a resume directory that exists as something else.
 fn check_resume_dir(dir: &Path) -> Result<(), CertifyError> {
     match std::fs::metadata(dir) {
@@ -797,6 +1228,9 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
             edelman: iv(proxies.edelman, &"B_Edel")?,
         },
         extensions: header.extensions.clone(),
+        init_model: None,
+        raw_weights: None,
+        measures: None,
     })
 }
 

@@ -134,13 +134,8 @@ pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
         // A relative path is the file's neighbour; an `org/name` that is
         // no such neighbour stays as written, a Hugging Face id.
         let near = base.join(&p);
-        out.push(if p.is_absolute() {
-            p
-        } else if std::fs::symlink_metadata(&near).is_err() && crate::io::hub::looks_like_id(t) {
-            p
-        } else {
-            near
-        });
+        let id = std::fs::symlink_metadata(&near).is_err() && crate::io::hub::looks_like_id(t);
+        out.push(if p.is_absolute() || id { p } else { near });
     }
     Ok(out)
 }

@@ -27,7 +27,10 @@ mod recipe;
 pub use detect::detect;
 pub use families::{FamilySpec, Orientation, Role, TensorSpec, FAMILIES};
 pub use id::{MatrixId, MatrixType};
-pub use recipe::{describe, extract, extract_layer, ProxyDescription, UnmappedTensor};
+pub use recipe::{
+    describe, extract, extract_layer, extract_raw_layer, ProxyDescription, RawWeight,
+    UnmappedTensor,
+};
 
 use crate::io::ReadError;
 use crate::matrix::DenseMatrix;

@@ -221,6 +221,17 @@ fn dims(ck: &Checkpoint, a: &Architecture) -> Result<Dims, ModelError> {
     })
 }
 
+/// The `(out, in)` widths of a role's matrix.
+fn role_width(d: &Dims, r: Role) -> (usize, usize) {
+    match r {
+        Role::Query => (d.q, d.n),
+        Role::Key | Role::Value => (d.kv, d.n),
+        Role::Output => (d.n, d.q),
+        Role::FfnGate | Role::FfnIn => (d.i, d.n),
+        Role::FfnOut => (d.n, d.i),
+    }
+}
+
 /// A layer's tensors (checked against the architecture) and its recipes,
 /// in the order layer, QK heads, V_tilde heads, M_in, M_out.
 struct LayerPlan {
@@ -234,13 +245,7 @@ fn plan_layer(
     d: &Dims,
     l: usize,
 ) -> Result<LayerPlan, ModelError> {
-    let width = |r: Role| match r {
-        Role::Query => (d.q, d.n),
-        Role::Key | Role::Value => (d.kv, d.n),
-        Role::Output => (d.n, d.q),
-        Role::FfnGate | Role::FfnIn => (d.i, d.n),
-        Role::FfnOut => (d.n, d.i),
-    };
+    let width = |r: Role| role_width(d, r);
     let mut tensors = Vec::new();
     let mut at: Vec<(Role, RoleAt)> = Vec::new();
     for (k, ts) in a.spec.tensors.iter().enumerate() {
@@ -584,4 +589,110 @@ pub fn describe(
         })
         .collect();
     Ok((out, unmapped))
+}
+
+/// One raw weight matrix of a block, as the map `x -> W x` (torch's
+/// `[out, in]` orientation), for the norm-based measures
+/// (`bounds::measures`). The entries are held transposed (`W^T`, `in x
+/// out`), so that the sum of `W^T`'s column norms is `||W^T||_{2,1}`, the
+/// sum of `W`'s row norms. Every entry is a stored number moved (exact).
+#[derive(Clone, Debug)]
+pub struct RawWeight {
+    /// Layer from 0.
+    pub layer: usize,
+    /// What the matrix is in the block.
+    pub role: Role,
+    /// How `W` is formed from the stored tensor (`name[rows, cols]^T`, as
+    /// `inspect` writes blocks; control characters escaped).
+    pub tensor: String,
+    /// `W^T` (`in x out`).
+    pub transposed: DenseMatrix,
+}
+
+impl RawWeight {
+    /// Rows of `W` (its output width).
+    pub fn out_dim(&self) -> usize {
+        self.transposed.cols
+    }
+
+    /// Columns of `W` (its input width).
+    pub fn in_dim(&self) -> usize {
+        self.transposed.rows
+    }
+}
+
+/// The raw weight matrices of layer `l`, in role order (query, key, value,
+/// attention output, then the feed-forward gate when gated, input and
+/// output), read through the layer's recipe plan (presence and shapes
+/// checked as [`extract`] checks them). Fused tensors are split by role.
+pub fn extract_raw_layer(
+    ck: &Checkpoint,
+    arch: &Architecture,
+    l: usize,
+) -> Result<Vec<RawWeight>, ModelError> {
+    let d = dims(ck, arch)?;
+    let plan = plan_layer(ck, arch, &d, l)?;
+    let mut mats: Vec<Option<DenseMatrix>> = vec![None; plan.tensors.len()];
+    let mut out = Vec::new();
+    for role in [
+        Role::Query,
+        Role::Key,
+        Role::Value,
+        Role::Output,
+        Role::FfnGate,
+        Role::FfnIn,
+        Role::FfnOut,
+    ] {
+        let Some(at) = plan_role(arch, &d, role) else {
+            continue;
+        };
+        let s = &plan.tensors[at.tensor];
+        if mats[at.tensor].is_none() {
+            let m = ck.read(&s.name)?.matrix;
+            if (m.rows, m.cols) != s.shape {
+                return Err(invalid(
+                    &ck.file_of(&s.name),
+                    Some(&s.name),
+                    format!(
+                        "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                        m.rows, m.cols, s.shape.0, s.shape.1
+                    ),
+                ));
+            }
+            mats[at.tensor] = Some(m);
+        }
+        let m = mats[at.tensor].as_ref().expect("read above");
+        out.push(RawWeight {
+            layer: l,
+            role,
+            tensor: at.whole(false).render(&plan.tensors),
+            transposed: at.whole(true).take(m),
+        });
+    }
+    Ok(out)
+}
+
+/// Where `role` lies in the layer's tensors (as [`plan_layer`] places it);
+/// `None` for a role the family does not have (the gate of an ungated
+/// feed-forward).
+fn plan_role(a: &Architecture, d: &Dims, role: Role) -> Option<RoleAt> {
+    let width = |r: Role| role_width(d, r);
+    for (k, ts) in a.spec.tensors.iter().enumerate() {
+        let mut offset = 0usize;
+        for &r in ts.roles {
+            let (o, i) = width(r);
+            if r == role {
+                return Some(RoleAt {
+                    tensor: k,
+                    orientation: ts.orientation,
+                    offset,
+                    out: o,
+                    inn: i,
+                });
+            }
+            // plan_layer has checked that these sums do not overflow.
+            offset += o;
+        }
+    }
+    None
 }

@@ -10,6 +10,8 @@
 //! `2/3` and `L_phi = 1.13` are held as intervals containing the exact
 //! rational or decimal, never as their binary64 neighbours.
 
+pub mod measures;
+
 use inari::Interval;
 
 use crate::arch::{MatrixId, MatrixType};

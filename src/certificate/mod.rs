@@ -140,6 +140,11 @@ use crate::linalg::Precision;
 pub const FORMAT: &str = "specbound-certificate";
 /// Certificate format version.
 pub const VERSION: u32 = 1;
+/// Certificate format version of a certificate with the measures section:
+/// version 1 plus the keys `init_model`, `raw_weights` and `measures`
+/// (`docs/measures.md`). A certificate without measures is still written as
+/// version 1, and version-1 certificates are read and verified unchanged.
+pub const VERSION_MEASURES: u32 = 2;
 
 /// A closed interval `[lo, hi]` as a certificate states it (finite ends,
 /// `lo <= hi` once validated). Written as the shortest decimals that parse
@@ -433,7 +438,7 @@ pub struct BoundsEntry {
 pub struct Certificate {
     /// [`FORMAT`].
     pub format: String,
-    /// [`VERSION`].
+    /// [`VERSION`], or [`VERSION_MEASURES`] with the measures section.
     pub version: u32,
     /// The program that wrote it.
     pub tool: Tool,
@@ -452,6 +457,151 @@ pub struct Certificate {
     /// Where the proxies go beyond the paper's setting.
     #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
     pub extensions: Vec<String>,
+    /// The initialisation the distance measures are taken from (`certify
+    /// --init`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_model: Option<InitModel>,
+    /// Certified norms of the raw weight matrices of the blocks, in layer
+    /// then role order; absent in a certificate without measures
+    /// (certificates of version 1 before the measures are read unchanged).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read::opt_vec_max::<_, _, { read::MAX_MATRICES }>"
+    )]
+    pub raw_weights: Option<Vec<RawWeightEntry>>,
+    /// The norm-based measures computed from [`Certificate::raw_weights`]
+    /// (`docs/measures.md`); present exactly when they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measures: Option<MeasuresEntry>,
+}
+
+/// The initialisation of `certify --init`: where it was read, and the
+/// hashes of its weight files.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitModel {
+    /// As given on the command line (informative).
+    pub path: String,
+    /// Every weight file read.
+    #[serde(deserialize_with = "read::vec_max::<_, _, 100_000>")]
+    pub files: Vec<FileEntry>,
+}
+
+/// Certified norms of one matrix as a map `x -> A x` (torch's `[out, in]`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NormsEntry {
+    /// Encloses `||A||_2`.
+    pub spectral_norm: CertInterval,
+    /// Encloses `||A||_F`.
+    pub frobenius_norm: CertInterval,
+    /// Encloses `||A^T||_{2,1}`: the sum of the l2 norms of `A`'s rows.
+    pub norm_21_rows: CertInterval,
+}
+
+/// One raw weight matrix `W` of a block and its certified norms.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWeightEntry {
+    /// Layer from 0.
+    pub layer: usize,
+    /// `query`, `key`, `value`, `output`, `ffn_gate`, `ffn_in` or `ffn_out`.
+    pub role: String,
+    /// How `W` is formed from the stored tensor (`name[rows, cols]^T`).
+    pub tensor: String,
+    /// Rows of `W` (output width).
+    pub rows: usize,
+    /// Columns of `W` (input width).
+    pub cols: usize,
+    /// Encloses `||W||_2`.
+    pub spectral_norm: CertInterval,
+    /// Encloses `||W||_F`.
+    pub frobenius_norm: CertInterval,
+    /// Encloses `||W^T||_{2,1}`: the sum of the l2 norms of `W`'s rows.
+    pub norm_21_rows: CertInterval,
+    /// Certified norms of `W - W0` (with `init_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_distance: Option<NormsEntry>,
+}
+
+/// The norm-based measures (`docs/measures.md` defines each one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuresEntry {
+    /// The number d of raw weight matrices.
+    pub d: usize,
+    /// Encloses `sum_i ln ||W_i||_2^2`.
+    pub log_prod_of_spec: CertInterval,
+    /// Encloses `ln d + (1/d) sum_i ln ||W_i||_2^2`.
+    pub log_sum_of_spec: CertInterval,
+    /// Encloses `sum_i ln ||W_i||_F^2`.
+    pub log_prod_of_fro: CertInterval,
+    /// Encloses `ln d + (1/d) sum_i ln ||W_i||_F^2`.
+    pub log_sum_of_fro: CertInterval,
+    /// Encloses `sum_i ||W_i||_F^2`.
+    pub param_norm: CertInterval,
+    /// Encloses `ln( prod_i ||W_i||_2^2 sum_i ||W_i||_F^2 / ||W_i||_2^2 )`.
+    pub log_spec_orig: CertInterval,
+    /// Encloses the spectral complexity with reference 0; absent when it
+    /// exceeds binary64 (then `log_bartlett` states it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bartlett: Option<CertInterval>,
+    /// Encloses `ln` of the spectral complexity with reference 0.
+    pub log_bartlett: CertInterval,
+    /// Encloses `sum_i ||W_i - W0_i||_F^2` (with `init_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frobenius_distance: Option<CertInterval>,
+    /// Encloses `sum_i ||W_i - W0_i||_2^2` (with `init_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dist_spec_init: Option<CertInterval>,
+    /// Encloses `ln( prod_i ||W_i||_2^2 sum_i ||W_i - W0_i||_F^2 / ||W_i||_2^2 )`
+    /// (with `init_model`; absent when the distance is 0: the log is -inf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_spec_init: Option<CertInterval>,
+    /// Encloses the spectral complexity with `M_i = W0_i` (with
+    /// `init_model`; absent when it exceeds binary64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bartlett_init: Option<CertInterval>,
+    /// Encloses its `ln` (with `init_model`; absent when the distance is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bartlett_init: Option<CertInterval>,
+}
+
+impl RawWeightEntry {
+    /// The certified norms of `W`.
+    pub fn norms(&self) -> NormsEntry {
+        NormsEntry {
+            spectral_norm: self.spectral_norm,
+            frobenius_norm: self.frobenius_norm,
+            norm_21_rows: self.norm_21_rows,
+        }
+    }
+}
+
+impl MeasuresEntry {
+    /// Every measure stated, `(name, interval)`, in the order above.
+    pub fn stated(&self) -> Vec<(&'static str, CertInterval)> {
+        let mut v = vec![
+            ("log_prod_of_spec", self.log_prod_of_spec),
+            ("log_sum_of_spec", self.log_sum_of_spec),
+            ("log_prod_of_fro", self.log_prod_of_fro),
+            ("log_sum_of_fro", self.log_sum_of_fro),
+            ("param_norm", self.param_norm),
+            ("log_spec_orig", self.log_spec_orig),
+        ];
+        let opt = [
+            ("bartlett", self.bartlett),
+            ("log_bartlett", Some(self.log_bartlett)),
+            ("frobenius_distance", self.frobenius_distance),
+            ("dist_spec_init", self.dist_spec_init),
+            ("log_spec_init", self.log_spec_init),
+            ("bartlett_init", self.bartlett_init),
+            ("log_bartlett_init", self.log_bartlett_init),
+        ];
+        v.extend(opt.into_iter().filter_map(|(k, x)| x.map(|x| (k, x))));
+        v
+    }
 }
 
 impl Certificate {

@@ -321,7 +321,7 @@ impl Part {
     /// Parses and validates part JSON (untrusted input); `file` names it in
     /// messages.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Part, CertificateError> {
-        let part: Part = read::parse_strict(bytes, file, PART_FORMAT, PART_VERSION)?;
+        let part: Part = read::parse_strict(bytes, file, PART_FORMAT, &[PART_VERSION])?;
         part.validate()
             .map_err(|(at, message)| read::invalid(file, at, message))?;
         Ok(part)

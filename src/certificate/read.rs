@@ -12,8 +12,8 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor}
 use serde::Serializer;
 
 use super::{
-    expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, ModelInfo, Parameters,
-    RankBounds, Tool, FORMAT, VERSION,
+    expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, ModelInfo, NormsEntry,
+    Parameters, RankBounds, Tool, FORMAT, VERSION, VERSION_MEASURES,
 };
 use crate::arch::MatrixType;
 
@@ -171,7 +171,7 @@ pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     file: &str,
     format: &str,
-    version: u32,
+    versions: &[u32],
 ) -> Result<T, CertificateError> {
     let syntax = |e: serde_json::Error| {
         invalid(
@@ -213,13 +213,17 @@ pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
         None => return Err(invalid(file, "$", "missing key 'format'")),
     }
     match head.version {
-        Some(v) if v == version as u64 => {}
+        Some(v) if versions.iter().any(|&w| v == w as u64) => {}
         Some(v) => {
+            let known: Vec<String> = versions.iter().map(u32::to_string).collect();
             return Err(invalid(
                 file,
                 "$.version",
-                format!("unsupported version {v} (this tool reads version {version})"),
-            ))
+                format!(
+                    "unsupported version {v} (this tool reads version {})",
+                    known.join(" or ")
+                ),
+            ));
         }
         None => return Err(invalid(file, "$", "missing key 'version'")),
     }
@@ -246,7 +250,7 @@ impl Certificate {
     /// Parses and validates certificate JSON (untrusted input); `file` names
     /// it in messages.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Certificate, CertificateError> {
-        let cert: Certificate = parse_strict(bytes, file, FORMAT, VERSION)?;
+        let cert: Certificate = parse_strict(bytes, file, FORMAT, &[VERSION, VERSION_MEASURES])?;
         cert.validate()
             .map_err(|(at, message)| invalid(file, at, message))?;
         Ok(cert)
@@ -263,7 +267,7 @@ impl Certificate {
         if self.format != FORMAT {
             return err("$.format".into(), format!("expected \"{FORMAT}\""));
         }
-        if self.version != VERSION {
+        if self.version != VERSION && self.version != VERSION_MEASURES {
             return err(
                 "$.version".into(),
                 format!("unsupported version {}", self.version),
@@ -331,8 +335,174 @@ impl Certificate {
         }
         check_iv(&self.bounds.ours, "$.bounds.ours", true)?;
         check_iv(&self.bounds.edelman, "$.bounds.edelman", true)?;
-        Ok(())
+        validate_measures(self)
     }
+}
+
+/// The raw weights and measures (`docs/measures.md`): both present or both
+/// absent; every raw weight of a layer of the model, within the limits,
+/// with finite nonnegative intervals; a distance on every entry exactly
+/// when `init_model` is stated, and the init measures then present (the
+/// logs may be absent: their value is -inf at a zero distance).
+fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
+    let err = |at: String, m: String| Err((at, m));
+    let stated = c.raw_weights.is_some() || c.measures.is_some() || c.init_model.is_some();
+    if stated != (c.version == VERSION_MEASURES) {
+        return err(
+            "$.version".into(),
+            if stated {
+                format!("raw_weights, measures and init_model need version {VERSION_MEASURES}")
+            } else {
+                format!("version {VERSION_MEASURES} needs raw_weights and measures")
+            },
+        );
+    }
+    let (raw, ms) = match (&c.raw_weights, &c.measures) {
+        (None, None) => {
+            if c.init_model.is_some() {
+                return err(
+                    "$.init_model".into(),
+                    "stated without raw_weights and measures".into(),
+                );
+            }
+            return Ok(());
+        }
+        (Some(r), Some(m)) => (r, m),
+        (Some(_), None) => {
+            return err(
+                "$.measures".into(),
+                "missing (raw_weights are stated)".into(),
+            )
+        }
+        (None, Some(_)) => {
+            return err(
+                "$.raw_weights".into(),
+                "missing (measures are stated)".into(),
+            )
+        }
+    };
+    if raw.is_empty() {
+        return err("$.raw_weights".into(), "no raw weight listed".into());
+    }
+    if ms.d != raw.len() {
+        return err(
+            "$.measures.d".into(),
+            format!("{} disagrees with the {} raw weights", ms.d, raw.len()),
+        );
+    }
+    const ROLES: [&str; 7] = [
+        "query", "key", "value", "output", "ffn_gate", "ffn_in", "ffn_out",
+    ];
+    let init = c.init_model.is_some();
+    if let Some(im) = &c.init_model {
+        if im.files.is_empty() {
+            return err("$.init_model.files".into(), "no weight file listed".into());
+        }
+        for (i, f) in im.files.iter().enumerate() {
+            if f.sha256.len() != 64
+                || !f
+                    .sha256
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            {
+                return err(
+                    format!("$.init_model.files[{i}].sha256"),
+                    "expected 64 lower-case hexadecimal digits".into(),
+                );
+            }
+        }
+    }
+    let mut prev: Option<(usize, usize)> = None;
+    for (i, w) in raw.iter().enumerate() {
+        let at = format!("$.raw_weights[{i}]");
+        if w.layer >= c.model.layers {
+            return err(
+                format!("{at}.layer"),
+                format!(
+                    "{} is outside the model ({} layers)",
+                    w.layer, c.model.layers
+                ),
+            );
+        }
+        let Some(r) = ROLES.iter().position(|x| *x == w.role) else {
+            return err(
+                format!("{at}.role"),
+                format!("expected one of {}", ROLES.join(", ")),
+            );
+        };
+        if prev.is_some_and(|p| p >= (w.layer, r)) {
+            return err(
+                at,
+                "entries must be ordered by layer, then role, each once".into(),
+            );
+        }
+        prev = Some((w.layer, r));
+        for (k, v) in [("rows", w.rows), ("cols", w.cols)] {
+            if v == 0 || v > MAX_DIM {
+                return err(
+                    format!("{at}.{k}"),
+                    format!("must be between 1 and {MAX_DIM}, found {v}"),
+                );
+            }
+        }
+        let norms = |n: &NormsEntry, at: &str| -> Result<(), (String, String)> {
+            check_iv(&n.spectral_norm, &format!("{at}.spectral_norm"), true)?;
+            check_iv(&n.frobenius_norm, &format!("{at}.frobenius_norm"), true)?;
+            check_iv(&n.norm_21_rows, &format!("{at}.norm_21_rows"), true)
+        };
+        norms(&w.norms(), &at)?;
+        match (&w.init_distance, init) {
+            (Some(d), true) => norms(d, &format!("{at}.init_distance"))?,
+            (None, false) => {}
+            (Some(_), false) => {
+                return err(
+                    format!("{at}.init_distance"),
+                    "stated without init_model".into(),
+                )
+            }
+            (None, true) => {
+                return err(
+                    format!("{at}.init_distance"),
+                    "missing (init_model is stated)".into(),
+                )
+            }
+        }
+    }
+    for (k, v) in ms.stated() {
+        let nonneg = !k.starts_with("log_");
+        check_iv(&v, &format!("$.measures.{k}"), nonneg)?;
+    }
+    let init_stated = [
+        ("frobenius_distance", ms.frobenius_distance.is_some()),
+        ("dist_spec_init", ms.dist_spec_init.is_some()),
+    ];
+    for (k, present) in init_stated {
+        if present != init {
+            return err(
+                format!("$.measures.{k}"),
+                if init {
+                    "missing (init_model is stated)".into()
+                } else {
+                    "stated without init_model".into()
+                },
+            );
+        }
+    }
+    if !init {
+        for (k, present) in [
+            ("log_spec_init", ms.log_spec_init.is_some()),
+            ("bartlett_init", ms.bartlett_init.is_some()),
+            ("log_bartlett_init", ms.log_bartlett_init.is_some()),
+        ] {
+            if present {
+                return err(
+                    format!("$.measures.{k}"),
+                    "stated without init_model".into(),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The checks a certificate and a part share: the program's name, the
@@ -635,6 +805,15 @@ where
         }
     }
     d.deserialize_seq(V::<T, MAX>(std::marker::PhantomData))
+}
+
+/// [`vec_max`] of a field that may be absent (`#[serde(default)]`).
+pub(crate) fn opt_vec_max<'de, D, T, const MAX: usize>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    vec_max::<D, T, MAX>(d).map(Some)
 }
 
 /// `head` as the authors' tables write it: `-1` for layer matrices.

@@ -27,6 +27,12 @@ pub struct CertifyRequest {
     /// ([`CertifyReport::results`]), for callers that want more than the
     /// certificate holds.
     pub keep_results: bool,
+    /// Certify the raw weights' norms and the norm-based measures
+    /// (`docs/measures.md`) into the certificate (`--measures`).
+    pub measures: bool,
+    /// The initialisation for the distance measures (`--init`; implies
+    /// [`CertifyRequest::measures`]); must have the model's architecture.
+    pub init: Option<ModelRef>,
 }
 
 impl CertifyRequest {
@@ -40,6 +46,8 @@ impl CertifyRequest {
             shard: None,
             resume_dir: None,
             keep_results: false,
+            measures: false,
+            init: None,
         }
     }
 }
@@ -107,7 +115,17 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
             "--csv needs the bounds, which a shard does not have: pass --csv to merge",
         ));
     }
+    let with_measures = req.measures || req.init.is_some();
+    if req.shard.is_some() && with_measures {
+        return Err(CmdError::usage(
+            "--measures and --init certify the whole model, not a shard",
+        ));
+    }
     let model = req.model.resolve()?;
+    let init = req.init.as_ref().map(ModelRef::resolve).transpose()?;
+    if let Some(i) = &init {
+        crate::certify::check_init_architecture(&model.path, &i.path, &req.options)?;
+    }
     req.outputs.check()?;
     let model_id = req.model_id.clone().unwrap_or_else(|| model.default_id());
     let t = Instant::now();
@@ -120,6 +138,7 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         let progress = ui.matrices("certify");
         certify_run(&model.path, &req.options, &scope, &*progress)?
     };
+    let model_path = model.path.clone();
     let mut report = CertifyReport {
         model,
         model_id,
@@ -167,7 +186,25 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         return Ok(report);
     }
     match run.into_certificate() {
-        Ok((cert, results)) => {
+        Ok((mut cert, results)) => {
+            if with_measures {
+                let progress = ui.spinner("certify", "certifying the raw weights' norms");
+                let m = crate::certify::certify_measures_reusing(
+                    &model_path,
+                    init.as_ref().map(|i| i.path.as_path()),
+                    &req.options,
+                    Some(&cert),
+                    &*progress,
+                )?;
+                match m {
+                    Outcome::Certified(m) => m.attach(&mut cert),
+                    Outcome::Inconclusive(why) => {
+                        report.outcome = Certified::Inconclusive(why.reason);
+                        return Ok(report);
+                    }
+                }
+                report.secs = t.elapsed().as_secs_f64();
+            }
             let doc = cert.to_json_pretty();
             req.outputs.write(&cert, &doc, &report.model_id)?;
             report.results = results;
@@ -210,7 +247,22 @@ impl Report for CertifyReport {
 
     fn text(&self, style: Style) -> String {
         match &self.outcome {
-            Certified::Whole(cert) => crate::report::summary_text_with(cert, self.secs, style),
+            Certified::Whole(cert) => {
+                let mut t = crate::report::summary_text_with(cert, self.secs, style);
+                if let Some(m) = &cert.measures {
+                    t.push_str(&format!(
+                        "norm-based measures of the {} raw weight matrices (docs/measures.md):\n",
+                        m.d
+                    ));
+                    for (name, x) in m.stated() {
+                        t.push_str(&format!(
+                            "  {name:<20} {}\n",
+                            crate::report::fmt::interval(x.lo, x.hi, style)
+                        ));
+                    }
+                }
+                t
+            }
             Certified::Shard {
                 shard,
                 matrices,

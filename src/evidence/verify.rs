@@ -26,7 +26,9 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::mpfr_interval::MI;
+use rug::float::Round;
+
+use super::mpfr_interval::{MI, PREC};
 use super::EvidenceError;
 use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
 use crate::certificate::{
@@ -442,7 +444,216 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
         &inner.pow_q(3, 2),
         "alpha and xi of every layer",
     );
+    verify_measures(c, &mut ck);
     ck.v
+}
+
+/// A signed interval over MPFR for the log measures: `lo` may be `-inf`
+/// (the log of an interval reaching 0), `hi` `+inf`.
+struct Signed {
+    lo: rug::Float,
+    hi: rug::Float,
+}
+
+impl Signed {
+    fn zero() -> Self {
+        Signed {
+            lo: rug::Float::with_val(PREC, 0),
+            hi: rug::Float::with_val(PREC, 0),
+        }
+    }
+
+    /// `ln x` of a nonnegative interval, rounded outward (`ln 0 = -inf`).
+    fn ln(x: &MI) -> Self {
+        Signed {
+            lo: rug::Float::with_val_round(PREC, x.lo.ln_ref(), Round::Down).0,
+            hi: rug::Float::with_val_round(PREC, x.hi.ln_ref(), Round::Up).0,
+        }
+    }
+
+    fn add(&self, o: &Signed) -> Self {
+        Signed {
+            lo: rug::Float::with_val_round(PREC, &self.lo + &o.lo, Round::Down).0,
+            hi: rug::Float::with_val_round(PREC, &self.hi + &o.hi, Round::Up).0,
+        }
+    }
+
+    /// `self * q` for an exact positive rational `q = num/den` (two
+    /// rounded steps, each outward: both are increasing in the operand).
+    fn scale(&self, num: u32, den: u32) -> Self {
+        let f = |x: &rug::Float, r: Round| {
+            let p = rug::Float::with_val_round(PREC, x * num, r).0;
+            rug::Float::with_val_round(PREC, &p / den, r).0
+        };
+        Signed {
+            lo: f(&self.lo, Round::Down),
+            hi: f(&self.hi, Round::Up),
+        }
+    }
+
+    fn finite(&self) -> bool {
+        self.lo.is_finite() && self.hi.is_finite()
+    }
+
+    fn inside(&self, x: CertInterval) -> bool {
+        self.finite() && x.lo <= self.lo && self.hi <= x.hi
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "[{:e}, {:e}]",
+            self.lo.to_f64_round(Round::Down),
+            self.hi.to_f64_round(Round::Up)
+        )
+    }
+}
+
+/// `a / b` of nonnegative intervals, `[0, +inf]` when `b` may be 0.
+fn div_or_unbounded(a: &MI, b: &MI) -> MI {
+    a.div(b).unwrap_or_else(|| MI {
+        lo: rug::Float::with_val(PREC, 0),
+        hi: rug::Float::with_val(PREC, rug::float::Special::Infinity),
+    })
+}
+
+/// Re-derives every measure from the stated raw norms (`docs/measures.md`)
+/// in MPFR interval arithmetic: a stated measure must contain the implied
+/// interval; a measure that may be absent (a spectral complexity beyond
+/// binary64, an init log at a zero distance) may be absent only when the
+/// implied interval is not finite in binary64.
+fn verify_measures(c: &Certificate, ck: &mut Checker) {
+    let (Some(raw), Some(ms)) = (&c.raw_weights, &c.measures) else {
+        return;
+    };
+    let from = "the stated raw_weights";
+    let signed = |ck: &mut Checker, name: &str, stated: Option<CertInterval>, x: &Signed| {
+        if ck.v.failure.is_some() {
+            return;
+        }
+        let at = format!("$.measures.{name}");
+        match stated {
+            Some(st) if x.inside(st) => ck.v.checks += 1,
+            Some(st) => ck.fail(format!(
+                "{at}: stated [{:e}, {:e}] does not contain {} implied by {from}",
+                st.lo,
+                st.hi,
+                x.describe()
+            )),
+            None if !(x.lo > f64::MIN && x.hi < f64::MAX) => ck.v.checks += 1,
+            None => ck.fail(format!(
+                "{at}: absent, but {from} imply the finite {}",
+                x.describe()
+            )),
+        }
+    };
+    let plain = |ck: &mut Checker, name: &str, stated: Option<CertInterval>, x: &MI| {
+        if ck.v.failure.is_some() {
+            return;
+        }
+        match stated {
+            Some(st) => ck.contains(&format!("$.measures.{name}"), st, x, from),
+            None if !(x.hi < f64::MAX) => ck.v.checks += 1,
+            None => ck.fail(format!(
+                "$.measures.{name}: absent, but {from} imply the finite {}",
+                x.describe()
+            )),
+        }
+    };
+    let d = raw.len() as u32;
+    let norms: Vec<(MI, MI, MI)> = raw
+        .iter()
+        .map(|w| {
+            (
+                mi(w.spectral_norm),
+                mi(w.frobenius_norm),
+                mi(w.norm_21_rows),
+            )
+        })
+        .collect();
+    let (mut log_spec, mut log_fro) = (Signed::zero(), Signed::zero());
+    let (mut fro_sq, mut ratio, mut prod, mut sum) =
+        (MI::int(0), MI::int(0), MI::int(1), MI::int(0));
+    let mut log_s = Signed::zero();
+    for (sn, f, n21) in &norms {
+        let s2 = sn.mul(sn);
+        let f2 = f.mul(f);
+        log_spec = log_spec.add(&Signed::ln(&s2));
+        log_fro = log_fro.add(&Signed::ln(&f2));
+        log_s = log_s.add(&Signed::ln(sn));
+        fro_sq = fro_sq.add(&f2);
+        ratio = ratio.add(&div_or_unbounded(&f2, &s2));
+        prod = prod.mul(sn);
+        sum = sum.add(&div_or_unbounded(n21, sn).pow_q(2, 3));
+    }
+    let ln_d = Signed::ln(&MI::int(d as u64));
+    signed(ck, "log_prod_of_spec", Some(ms.log_prod_of_spec), &log_spec);
+    signed(
+        ck,
+        "log_sum_of_spec",
+        Some(ms.log_sum_of_spec),
+        &ln_d.add(&log_spec.scale(1, d)),
+    );
+    signed(ck, "log_prod_of_fro", Some(ms.log_prod_of_fro), &log_fro);
+    signed(
+        ck,
+        "log_sum_of_fro",
+        Some(ms.log_sum_of_fro),
+        &ln_d.add(&log_fro.scale(1, d)),
+    );
+    plain(ck, "param_norm", Some(ms.param_norm), &fro_sq);
+    signed(
+        ck,
+        "log_spec_orig",
+        Some(ms.log_spec_orig),
+        &log_spec.add(&Signed::ln(&ratio)),
+    );
+    plain(ck, "bartlett", ms.bartlett, &prod.mul(&sum.pow_q(3, 2)));
+    signed(
+        ck,
+        "log_bartlett",
+        Some(ms.log_bartlett),
+        &log_s.add(&Signed::ln(&sum).scale(3, 2)),
+    );
+    if c.init_model.is_none() {
+        return;
+    }
+    let (mut fd, mut sd, mut ratio0, mut sum0) = (MI::int(0), MI::int(0), MI::int(0), MI::int(0));
+    for (w, (sn, _, _)) in raw.iter().zip(&norms) {
+        let Some(e) = &w.init_distance else {
+            return; // validation insists on it
+        };
+        let (es, ef, en) = (
+            mi(e.spectral_norm),
+            mi(e.frobenius_norm),
+            mi(e.norm_21_rows),
+        );
+        let s2 = sn.mul(sn);
+        let f2 = ef.mul(&ef);
+        fd = fd.add(&f2);
+        sd = sd.add(&es.mul(&es));
+        ratio0 = ratio0.add(&div_or_unbounded(&f2, &s2));
+        sum0 = sum0.add(&div_or_unbounded(&en, sn).pow_q(2, 3));
+    }
+    plain(ck, "frobenius_distance", ms.frobenius_distance, &fd);
+    plain(ck, "dist_spec_init", ms.dist_spec_init, &sd);
+    signed(
+        ck,
+        "log_spec_init",
+        ms.log_spec_init,
+        &log_spec.add(&Signed::ln(&ratio0)),
+    );
+    plain(
+        ck,
+        "bartlett_init",
+        ms.bartlett_init,
+        &prod.mul(&sum0.pow_q(3, 2)),
+    );
+    signed(
+        ck,
+        "log_bartlett_init",
+        ms.log_bartlett_init,
+        &log_s.add(&Signed::ln(&sum0).scale(3, 2)),
+    );
 }
 
 /// One way to narrow a recomputed enclosure.
@@ -846,7 +1057,107 @@ pub fn verify_with_model_options(
             }
         }
     }
+    if let Some(raw) = &c.raw_weights {
+        check_raw_weights(&ckpt, &a, raw, precision, &mut v)?;
+        if c.init_model.is_some() {
+            v.unconfirmed.push(
+                "$.raw_weights[*].init_distance: not recomputed (verify reads no initialisation)"
+                    .into(),
+            );
+        }
+    }
     Ok(v)
+}
+
+/// Recomputes the certified norms of every raw weight matrix from the model
+/// (`certify::certify_raw_norms`) and compares them with the stated ones:
+/// confirmed when the stated interval contains the recomputed enclosure,
+/// refuted when they are disjoint, unconfirmed otherwise.
+fn check_raw_weights(
+    ckpt: &Checkpoint,
+    a: &arch::Architecture,
+    raw: &[crate::certificate::RawWeightEntry],
+    precision: Precision,
+    v: &mut Verdict,
+) -> Result<(), EvidenceError> {
+    let mut mats = Vec::new();
+    for l in 0..a.layers {
+        mats.extend(
+            arch::extract_raw_layer(ckpt, a, l).map_err(|e| EvidenceError::Model(e.to_string()))?,
+        );
+    }
+    if mats.len() != raw.len() {
+        v.failure.get_or_insert(format!(
+            "$.raw_weights: the model has {} raw weight matrices, the certificate lists {}",
+            mats.len(),
+            raw.len()
+        ));
+        return Ok(());
+    }
+    let opts = SvdOptions {
+        precision,
+        par: faer::Par::Seq,
+        ..SvdOptions::default()
+    };
+    let results: Vec<Verdict> = raw
+        .par_iter()
+        .zip(&mats)
+        .enumerate()
+        .map(|(i, (w, m))| {
+            let mut out = Verdict::default();
+            let at = format!("$.raw_weights[{i}]");
+            if (w.layer, w.role.as_str(), w.rows, w.cols)
+                != (m.layer, m.role.name(), m.out_dim(), m.in_dim())
+            {
+                out.failure = Some(format!(
+                    "{at}: the model's matrix here is layer {} {} ({}x{})",
+                    m.layer,
+                    m.role.name(),
+                    m.out_dim(),
+                    m.in_dim()
+                ));
+                return out;
+            }
+            let n = match crate::certify::certify_raw_norms(&m.transposed, &opts) {
+                Ok(n) => n,
+                Err(e) => {
+                    out.unconfirmed
+                        .push(format!("{at}: recomputation inconclusive: {}", e.reason));
+                    return out;
+                }
+            };
+            for (key, stated, got) in [
+                ("spectral_norm", w.spectral_norm, n.spectral),
+                ("frobenius_norm", w.frobenius_norm, n.frobenius),
+                ("norm_21_rows", w.norm_21_rows, n.norm_21_rows),
+            ] {
+                let Some(got) = CertInterval::of_inari(got) else {
+                    out.unconfirmed
+                        .push(format!("{at}.{key}: the recomputed enclosure is unbounded"));
+                    continue;
+                };
+                if stated.contains(&got) {
+                    out.checks += 1;
+                } else if stated.disjoint(&got) {
+                    out.failure.get_or_insert(format!(
+                        "{at}.{key}: stated [{:e}, {:e}] is refuted by the recomputed [{:e}, {:e}]",
+                        stated.lo, stated.hi, got.lo, got.hi
+                    ));
+                } else {
+                    out.unconfirmed.push(format!(
+                        "{at}.{key}: stated [{:e}, {:e}] does not contain the recomputed [{:e}, {:e}]",
+                        stated.lo, stated.hi, got.lo, got.hi
+                    ));
+                }
+            }
+            out
+        })
+        .collect();
+    for r in results {
+        let done = std::mem::take(v);
+        *v = done.merge(r);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

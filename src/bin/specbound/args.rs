@@ -183,6 +183,15 @@ pub enum Command {
         /// Keep each finished layer's part in DIR; rerun with the same arguments to skip them.
         #[arg(long, value_name = "DIR")]
         resume_dir: Option<PathBuf>,
+        /// Also certify the raw weights' norms and the norm-based measures (log_prod_of_spec,
+        /// param_norm, bartlett, ...; docs/measures.md) into the certificate.
+        #[arg(long)]
+        measures: bool,
+        /// The initialisation (a checkpoint of the same architecture) for the distance
+        /// measures (frobenius_distance, dist_spec_init, log_spec_init, bartlett_init);
+        /// implies --measures.
+        #[arg(long, value_name = "MODEL")]
+        init: Option<PathBuf>,
     },
     /// Merge the parts of a sharded run (certify --shard K/N) into one certificate.
     Merge {
@@ -392,6 +401,8 @@ impl Command {
                 model_id,
                 shard,
                 resume_dir,
+                measures,
+                init,
                 ..
             } => Request::Certify(cmd::certify::CertifyRequest {
                 model: ModelRef::parse(m.as_deref(), revision.revision.as_deref())?,
@@ -401,6 +412,11 @@ impl Command {
                 shard,
                 resume_dir,
                 keep_results: false,
+                measures,
+                init: init
+                    .as_deref()
+                    .map(|p| ModelRef::parse(Some(p), None))
+                    .transpose()?,
             }),
             Command::Merge {
                 parts,

@@ -1,0 +1,472 @@
+//! The norm-based measures (`docs/measures.md`): soundness against exact
+//! oracles on small exact matrices (every norm known exactly, each measure
+//! a rational or the log of a rational bracketed by MPFR with directed
+//! rounding), a float64 consistency check on the bundled MiniLM, the
+//! certificate section (round trip, schema, versions) and `verify`'s
+//! re-derivation (a tampered measure fails).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use rug::float::Round;
+use rug::{Float, Rational};
+use specbound::certificate::{CertInterval, Certificate, MeasuresEntry, NormsEntry};
+use specbound::certify::{
+    certify_distance_norms, certify_measures, certify_raw_norms, certify_run, measures_entry,
+    CertifyOptions, Run, RunScope,
+};
+use specbound::evidence::verify::verify_internal;
+use specbound::linalg::SvdOptions;
+use specbound::matrix::DenseMatrix;
+use specbound::progress::NoProgress;
+
+const P: u32 = 256;
+
+fn bundled() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/all-MiniLM-L6-v2")
+}
+
+/// `W^T` of the row-major `rows x cols` matrix `w` (what the certified
+/// norms take: the raw weight transposed).
+fn transposed(rows: usize, cols: usize, w: &[f64]) -> DenseMatrix {
+    let mut data = vec![0.0; rows * cols];
+    for i in 0..rows {
+        for j in 0..cols {
+            data[j * rows + i] = w[i * cols + j];
+        }
+    }
+    DenseMatrix {
+        rows: cols,
+        cols: rows,
+        data,
+    }
+}
+
+fn scaled_identity(n: usize, c: f64) -> (usize, usize, Vec<f64>) {
+    let mut w = vec![0.0; n * n];
+    for i in 0..n {
+        w[i * n + i] = c;
+    }
+    (n, n, w)
+}
+
+/// `c H_64 / 8` restricted to its first `rows` rows: orthonormal rows
+/// scaled by `c` (entries `+-c/8`, exact).
+fn hadamard_rows(rows: usize, c: f64) -> (usize, usize, Vec<f64>) {
+    let h = common::hadamard(6);
+    let w = h[..rows]
+        .iter()
+        .flat_map(|r| r.iter().map(|x| x * c / 8.0))
+        .collect();
+    (rows, 64, w)
+}
+
+/// Five weights whose norms are exactly known: `(W, s, F^2, n21)`.
+/// 3 I_8; the first 8 rows of H_64/8 (8 x 64: rows orthonormal, so the
+/// row-(2,1) norm is 8 while the column sum would be 8 sqrt 8); H_64/4;
+/// 1.5 I_27; -H_64/2. Every ratio n21/s is a cube (8, 8, 64, 27, 64), so
+/// sum (n21/s)^(2/3) = 4 + 4 + 16 + 9 + 16 = 49 and its 3/2 power is 343.
+#[allow(clippy::type_complexity)]
+fn exact_weights() -> Vec<((usize, usize, Vec<f64>), Rational, Rational, Rational)> {
+    let q = |n: i64, d: i64| Rational::from((n, d));
+    vec![
+        (scaled_identity(8, 3.0), q(3, 1), q(72, 1), q(24, 1)),
+        (hadamard_rows(8, 1.0), q(1, 1), q(8, 1), q(8, 1)),
+        (hadamard_rows(64, 2.0), q(2, 1), q(256, 1), q(128, 1)),
+        (scaled_identity(27, 1.5), q(3, 2), q(243, 4), q(81, 2)),
+        (hadamard_rows(64, -4.0), q(4, 1), q(1024, 1), q(256, 1)),
+    ]
+}
+
+fn certified(w: &(usize, usize, Vec<f64>)) -> NormsEntry {
+    let n = certify_raw_norms(&transposed(w.0, w.1, &w.2), &SvdOptions::default()).unwrap();
+    NormsEntry {
+        spectral_norm: CertInterval::of_inari(n.spectral).unwrap(),
+        frobenius_norm: CertInterval::of_inari(n.frobenius).unwrap(),
+        norm_21_rows: CertInterval::of_inari(n.norm_21_rows).unwrap(),
+    }
+}
+
+fn rat(x: f64) -> Rational {
+    Rational::from_f64(x).unwrap()
+}
+
+/// The certified interval contains the exact rational `q`.
+fn assert_contains_rational(x: CertInterval, q: &Rational, what: &str) {
+    assert!(
+        rat(x.lo) <= *q && *q <= rat(x.hi),
+        "{what}: [{:e}, {:e}] misses the exact {}",
+        x.lo,
+        x.hi,
+        q.to_f64()
+    );
+}
+
+/// The certified interval contains `sqrt(q)` exactly: `lo^2 <= q <= hi^2`.
+fn assert_contains_sqrt_rational(x: CertInterval, q: &Rational, what: &str) {
+    let (lo, hi) = (rat(x.lo.max(0.0)), rat(x.hi));
+    assert!(
+        lo.clone() * &lo <= *q && *q <= hi.clone() * &hi,
+        "{what}: [{:e}, {:e}] misses the exact sqrt {}",
+        x.lo,
+        x.hi,
+        q.to_f64()
+    );
+}
+
+/// `[lo, hi]` containing `ln q` for a positive rational (MPFR, directed).
+fn ln_bracket(q: &Rational) -> (Float, Float) {
+    let mut lo = Float::with_val_round(P, q, Round::Down).0;
+    lo.ln_round(Round::Down);
+    let mut hi = Float::with_val_round(P, q, Round::Up).0;
+    hi.ln_round(Round::Up);
+    (lo, hi)
+}
+
+/// `ln d + ln(q) / d`, bracketed (`ln q > 0` here, so dividing by d is
+/// increasing in each end).
+fn ln_sum_bracket(d: u32, q: &Rational) -> (Float, Float) {
+    let (dl, dh) = ln_bracket(&Rational::from(d));
+    let (ql, qh) = ln_bracket(q);
+    assert!(ql > 0);
+    let lo = Float::with_val_round(P, &ql / d, Round::Down).0;
+    let hi = Float::with_val_round(P, &qh / d, Round::Up).0;
+    (
+        Float::with_val_round(P, &lo + &dl, Round::Down).0,
+        Float::with_val_round(P, &hi + &dh, Round::Up).0,
+    )
+}
+
+fn assert_contains_bracket(x: CertInterval, b: &(Float, Float), what: &str) {
+    assert!(
+        Float::with_val(P, x.lo) <= b.0 && b.1 <= Float::with_val(P, x.hi),
+        "{what}: [{:e}, {:e}] misses the exact value in [{}, {}]",
+        x.lo,
+        x.hi,
+        b.0.to_f64(),
+        b.1.to_f64()
+    );
+}
+
+#[test]
+fn raw_norms_contain_the_exact_norms_of_exact_weights() {
+    for (k, (w, s, f2, n21)) in exact_weights().iter().enumerate() {
+        let n = certified(w);
+        assert_contains_rational(n.spectral_norm, s, &format!("weight {k} spectral"));
+        assert_contains_sqrt_rational(n.frobenius_norm, f2, &format!("weight {k} Frobenius"));
+        assert_contains_rational(n.norm_21_rows, n21, &format!("weight {k} rows (2,1)"));
+    }
+}
+
+#[test]
+fn every_measure_contains_its_exact_value_on_exact_weights() {
+    let ws = exact_weights();
+    let norms: Vec<NormsEntry> = ws.iter().map(|x| certified(&x.0)).collect();
+    let m = measures_entry(&norms, None).unwrap();
+    assert_eq!(m.d, 5);
+    let prod_s2: Rational = ws.iter().map(|x| x.1.clone() * &x.1).product();
+    assert_eq!(prod_s2, 1296);
+    let prod_f2: Rational = ws.iter().map(|x| x.2.clone()).product();
+    let sum_f2: Rational = ws.iter().map(|x| x.2.clone()).sum();
+    let ratio: Rational = ws.iter().map(|x| x.2.clone() / (x.1.clone() * &x.1)).sum();
+    assert_eq!(ratio, 171);
+    assert_contains_bracket(
+        m.log_prod_of_spec,
+        &ln_bracket(&prod_s2),
+        "log_prod_of_spec",
+    );
+    assert_contains_bracket(
+        m.log_sum_of_spec,
+        &ln_sum_bracket(5, &prod_s2),
+        "log_sum_of_spec",
+    );
+    assert_contains_bracket(m.log_prod_of_fro, &ln_bracket(&prod_f2), "log_prod_of_fro");
+    assert_contains_bracket(
+        m.log_sum_of_fro,
+        &ln_sum_bracket(5, &prod_f2),
+        "log_sum_of_fro",
+    );
+    assert_contains_rational(m.param_norm, &sum_f2, "param_norm");
+    assert_contains_bracket(
+        m.log_spec_orig,
+        &ln_bracket(&(prod_s2.clone() * &ratio)),
+        "log_spec_orig",
+    );
+    // prod s = 36, (sum (n21/s)^(2/3))^(3/2) = 49^(3/2) = 343.
+    let bartlett = Rational::from(36 * 343);
+    assert_contains_rational(m.bartlett.unwrap(), &bartlett, "bartlett");
+    assert_contains_bracket(m.log_bartlett, &ln_bracket(&bartlett), "log_bartlett");
+    assert!(m.frobenius_distance.is_none() && m.log_spec_init.is_none());
+}
+
+#[test]
+fn init_measures_contain_their_exact_values_when_w0_is_seven_eighths_of_w() {
+    // W0 = 7/8 W (exact), so W - W0 = W/8 exactly: every distance norm is
+    // the weight's over 8, and sum (n21/8/s)^(2/3) = 49/4, whose 3/2 power
+    // is 343/8.
+    let ws = exact_weights();
+    let norms: Vec<NormsEntry> = ws.iter().map(|x| certified(&x.0)).collect();
+    let dists: Vec<NormsEntry> = ws
+        .iter()
+        .enumerate()
+        .map(|(k, (w, s, f2, n21))| {
+            let w0: Vec<f64> = w.2.iter().map(|x| x * 0.875).collect();
+            let d = certify_distance_norms(
+                &transposed(w.0, w.1, &w.2),
+                &transposed(w.0, w.1, &w0),
+                &SvdOptions::default(),
+            )
+            .unwrap();
+            let e = NormsEntry {
+                spectral_norm: CertInterval::of_inari(d.spectral).unwrap(),
+                frobenius_norm: CertInterval::of_inari(d.frobenius).unwrap(),
+                norm_21_rows: CertInterval::of_inari(d.norm_21_rows).unwrap(),
+            };
+            let eighth = Rational::from((1, 8));
+            assert_contains_rational(e.spectral_norm, &(s.clone() * &eighth), &format!("{k}"));
+            assert_contains_sqrt_rational(e.frobenius_norm, &(f2.clone() / 64), &format!("{k} F"));
+            assert_contains_rational(e.norm_21_rows, &(n21.clone() * &eighth), &format!("{k}"));
+            e
+        })
+        .collect();
+    let m = measures_entry(&norms, Some(&dists)).unwrap();
+    let sum_f2: Rational = ws.iter().map(|x| x.2.clone()).sum();
+    let sum_s2: Rational = ws.iter().map(|x| x.1.clone() * &x.1).sum();
+    assert_contains_rational(
+        m.frobenius_distance.unwrap(),
+        &(sum_f2 / 64),
+        "frobenius_distance",
+    );
+    assert_contains_rational(m.dist_spec_init.unwrap(), &(sum_s2 / 64), "dist_spec_init");
+    let q = Rational::from(1296) * Rational::from((171, 64));
+    assert_contains_bracket(m.log_spec_init.unwrap(), &ln_bracket(&q), "log_spec_init");
+    let b = Rational::from((36 * 343, 8));
+    assert_contains_rational(m.bartlett_init.unwrap(), &b, "bartlett_init");
+    assert_contains_bracket(
+        m.log_bartlett_init.unwrap(),
+        &ln_bracket(&b),
+        "log_bartlett_init",
+    );
+}
+
+#[test]
+fn an_inexact_float_difference_is_widened_to_contain_the_exact_distance() {
+    // 1 - 2^-60 is not a binary64 number: fl(1 - 2^-60) = 1, and the
+    // TwoSum error -2^-60 widens the enclosures (L25 c).
+    let t = 2f64.powi(-60);
+    let w = [1.0, 0.0, 0.0, 1.0];
+    let w0 = [t, 0.0, 0.0, 0.0];
+    let d = certify_distance_norms(
+        &transposed(2, 2, &w),
+        &transposed(2, 2, &w0),
+        &SvdOptions::default(),
+    )
+    .unwrap();
+    let e = Rational::from(1) - Rational::from_f64(t).unwrap();
+    let iv = |x: inari::Interval| CertInterval::of_inari(x).unwrap();
+    // sigma_1 = 1 (diag(1 - 2^-60, 1)), ||D||_F^2 = e^2 + 1, rows: e + 1.
+    assert_contains_rational(iv(d.spectral), &Rational::from(1), "spectral");
+    assert_contains_sqrt_rational(iv(d.frobenius), &(e.clone() * &e + 1), "Frobenius");
+    assert_contains_rational(iv(d.norm_21_rows), &(e + 1), "rows (2,1)");
+}
+
+#[test]
+fn a_zero_distance_leaves_the_init_logs_unstated() {
+    let ws = exact_weights();
+    let norms: Vec<NormsEntry> = ws.iter().map(|x| certified(&x.0)).collect();
+    let zero = NormsEntry {
+        spectral_norm: CertInterval::point(0.0),
+        frobenius_norm: CertInterval::point(0.0),
+        norm_21_rows: CertInterval::point(0.0),
+    };
+    let m = measures_entry(&norms, Some(&vec![zero; norms.len()])).unwrap();
+    assert_eq!(m.frobenius_distance, Some(CertInterval::point(0.0)));
+    assert!(m.log_spec_init.is_none() && m.log_bartlett_init.is_none());
+    assert!(m.bartlett_init.unwrap().contains(&CertInterval::point(0.0)));
+}
+
+/// The bundled model's certificate with measures, built once per test.
+fn bundled_certificate() -> Certificate {
+    let opts = CertifyOptions::default();
+    let (mut cert, _) = certify_run(&bundled(), &opts, &RunScope::default(), &NoProgress)
+        .unwrap()
+        .and_then(Run::into_certificate)
+        .into_result()
+        .unwrap();
+    certify_measures(&bundled(), None, &opts, &NoProgress)
+        .unwrap()
+        .into_result()
+        .unwrap()
+        .attach(&mut cert);
+    cert
+}
+
+/// Consistency, not soundness: the certified norms and measures of the
+/// bundled MiniLM agree with a float64 evaluation (nalgebra's SVD, plain
+/// sums) within their width plus a float64 error margin of 1e-9 relative
+/// (the float64 SVD and sums are accurate to a few hundred ulps of
+/// `||W||`, about 1e-13 relative, for these 384 x 1536 matrices; the
+/// measures add d = 36 terms of them).
+#[test]
+fn bundled_measures_agree_with_a_float64_evaluation() {
+    use specbound::io::checkpoint::Checkpoint;
+    let cert = bundled_certificate();
+    let raw = cert.raw_weights.as_ref().unwrap();
+    let m = cert.measures.as_ref().unwrap();
+    assert_eq!((raw.len(), m.d), (36, 36));
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let arch = specbound::arch::detect(&ck, &Default::default()).unwrap();
+    let near = |x: CertInterval, v: f64, what: &str| {
+        let margin = 1e-9 * v.abs().max(1.0);
+        assert!(
+            x.lo - margin <= v && v <= x.hi + margin,
+            "{what}: [{:e}, {:e}] and the float64 {v:e}",
+            x.lo,
+            x.hi
+        );
+    };
+    let roles = ["query", "key", "value", "output", "ffn_in", "ffn_out"];
+    let mut f64_norms = Vec::new();
+    for l in 0..arch.layers {
+        for w in specbound::arch::extract_raw_layer(&ck, &arch, l).unwrap() {
+            let at = &w.transposed; // W^T: in x out
+            let m = nalgebra::DMatrix::from_row_slice(at.rows, at.cols, &at.data);
+            let s = m.singular_values().max();
+            let f = m.norm();
+            let rows: f64 = m.column_iter().map(|c| c.norm()).sum();
+            f64_norms.push((s, f, rows));
+        }
+    }
+    for (k, (e, &(s, f, n))) in raw.iter().zip(&f64_norms).enumerate() {
+        assert_eq!(e.layer, k / 6);
+        assert_eq!(e.role, roles[k % 6]);
+        near(e.spectral_norm, s, &format!("{k} spectral"));
+        near(e.frobenius_norm, f, &format!("{k} Frobenius"));
+        near(e.norm_21_rows, n, &format!("{k} rows (2,1)"));
+    }
+    let d = 36.0f64;
+    let ls: f64 = f64_norms.iter().map(|x| (x.0 * x.0).ln()).sum();
+    let lf: f64 = f64_norms.iter().map(|x| (x.1 * x.1).ln()).sum();
+    let pn: f64 = f64_norms.iter().map(|x| x.1 * x.1).sum();
+    let ratio: f64 = f64_norms.iter().map(|x| (x.1 / x.0).powi(2)).sum();
+    let t: f64 = f64_norms.iter().map(|x| (x.2 / x.0).powf(2.0 / 3.0)).sum();
+    let prod: f64 = f64_norms.iter().map(|x| x.0).product();
+    near(m.log_prod_of_spec, ls, "log_prod_of_spec");
+    near(m.log_sum_of_spec, d.ln() + ls / d, "log_sum_of_spec");
+    near(m.log_prod_of_fro, lf, "log_prod_of_fro");
+    near(m.log_sum_of_fro, d.ln() + lf / d, "log_sum_of_fro");
+    near(m.param_norm, pn, "param_norm");
+    near(m.log_spec_orig, ls + ratio.ln(), "log_spec_orig");
+    near(m.bartlett.unwrap(), prod * t.powf(1.5), "bartlett");
+    near(m.log_bartlett, prod.ln() + 1.5 * t.ln(), "log_bartlett");
+
+    // The section reads back, validates against the schema, and verifies.
+    let json = cert.to_json_pretty();
+    let back = Certificate::parse(json.as_bytes(), "cert.json").unwrap();
+    assert_eq!(back, cert);
+    assert_eq!(back.version, 2);
+    let schema: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/certificate.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    common::schema::validate(&schema, &serde_json::from_str(&json).unwrap()).unwrap();
+    let v = verify_internal(&cert);
+    assert_eq!(v.exit_code(), 0, "{:?}", v.failure);
+
+    // Every tampered measure fails verify, naming it.
+    let names: Vec<&str> = m.stated().into_iter().map(|(k, _)| k).collect();
+    for name in names {
+        let mut bad = cert.clone();
+        let ms = bad.measures.as_mut().unwrap();
+        let slot = measure_slot(ms, name);
+        let w = (slot.hi - slot.lo).max(slot.hi.abs() * 1e-12);
+        *slot = CertInterval {
+            lo: slot.hi + 10.0 * w,
+            hi: slot.hi + 20.0 * w,
+        };
+        let v = verify_internal(&bad);
+        let why = v.failure.expect("a tampered measure fails");
+        assert!(why.contains(&format!("$.measures.{name}")), "{why}");
+    }
+    // So does a tampered raw norm.
+    let mut bad = cert.clone();
+    bad.raw_weights.as_mut().unwrap()[3].spectral_norm.lo *= 2.0;
+    bad.raw_weights.as_mut().unwrap()[3].spectral_norm.hi *= 2.0;
+    assert!(verify_internal(&bad).failure.is_some());
+    // An absent measure that is finite fails too.
+    let mut bad = cert.clone();
+    bad.measures.as_mut().unwrap().bartlett = None;
+    let why = verify_internal(&bad).failure.unwrap();
+    assert!(why.contains("$.measures.bartlett: absent"), "{why}");
+
+    // Versions: measures need version 2, version 2 needs measures.
+    let mut v1 = cert.clone();
+    v1.version = 1;
+    let e = Certificate::parse(v1.to_json_pretty().as_bytes(), "c.json").unwrap_err();
+    assert!(e.to_string().contains("$.version"), "{e}");
+    let mut bare = cert.clone();
+    bare.raw_weights = None;
+    bare.measures = None;
+    let e = Certificate::parse(bare.to_json_pretty().as_bytes(), "c.json").unwrap_err();
+    assert!(e.to_string().contains("$.version"), "{e}");
+    bare.version = 1;
+    Certificate::parse(bare.to_json_pretty().as_bytes(), "c.json").unwrap();
+}
+
+fn measure_slot<'a>(m: &'a mut MeasuresEntry, name: &str) -> &'a mut CertInterval {
+    match name {
+        "log_prod_of_spec" => &mut m.log_prod_of_spec,
+        "log_sum_of_spec" => &mut m.log_sum_of_spec,
+        "log_prod_of_fro" => &mut m.log_prod_of_fro,
+        "log_sum_of_fro" => &mut m.log_sum_of_fro,
+        "param_norm" => &mut m.param_norm,
+        "log_spec_orig" => &mut m.log_spec_orig,
+        "bartlett" => m.bartlett.as_mut().unwrap(),
+        "log_bartlett" => &mut m.log_bartlett,
+        other => panic!("no init measure here: {other}"),
+    }
+}
+
+#[test]
+fn init_of_another_architecture_is_refused_in_one_line() {
+    // The bundled weights under a config saying 2 layers: another architecture.
+    let dir = std::env::temp_dir().join(format!("specbound-measures-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        bundled().join("model.safetensors"),
+        dir.join("model.safetensors"),
+    )
+    .unwrap();
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundled().join("config.json")).unwrap()).unwrap();
+    config["num_hidden_layers"] = 2.into();
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let out = common::run(&[
+        "certify",
+        "-q",
+        "--init",
+        dir.to_str().unwrap(),
+        bundled().to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "the initialisation is not the model's architecture: layers 2 (the model's: 6)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn measures_are_refused_for_a_shard() {
+    common::assert_bad(
+        &["certify", "--measures", "--shard", "1/2"],
+        &["--measures and --init certify the whole model, not a shard"],
+    );
+}
