@@ -86,6 +86,20 @@ impl Interval {
     }
 }
 
+/// A Python `int` as a rug `Integer`, through its bytes
+/// (`int.to_bytes`), never its decimal string: Python refuses to turn an
+/// int of more than 4300 digits into a string.
+fn big_int(v: &Bound<'_, PyAny>) -> PyResult<Integer> {
+    let negative: bool = v.lt(0)?;
+    let a = if negative { v.neg()? } else { v.clone() };
+    let bits: u64 = a.call_method0("bit_length")?.extract()?;
+    let bytes: Vec<u8> = a
+        .call_method1("to_bytes", (bits.div_ceil(8).max(1), "little"))?
+        .extract()?;
+    let n = Integer::from_digits(&bytes, rug::integer::Order::Lsf);
+    Ok(if negative { -n } else { n })
+}
+
 /// The exact value of a Python real number, through `as_integer_ratio()`
 /// (float, int, Fraction, Decimal, NumPy scalars); `None` for NaN and
 /// infinities; `TypeError` for anything else.
@@ -112,12 +126,46 @@ fn exact_value(x: &Bound<'_, PyAny>) -> PyResult<Option<Rational>> {
         },
     };
     let (n, d): (Bound<'_, PyAny>, Bound<'_, PyAny>) = ratio.extract()?;
-    let big = |v: &Bound<'_, PyAny>| -> PyResult<Integer> {
-        let text = v.str()?.to_string();
-        Integer::from_str_radix(&text, 10)
-            .map_err(|_| PyValueError::new_err(format!("not an integer: {text}")))
+    Ok(Some(Rational::from((big_int(&n)?, big_int(&d)?))))
+}
+
+/// The sign and decimal order of a `decimal.Decimal` from its tuple, without
+/// computing its value: `Some((negative, zero, order))` with
+/// `10^(order - 1) <= |x| < 10^order` for a nonzero `x`; `None` when `x` is
+/// not a finite `Decimal` (NaN and infinities are answered by
+/// `exact_value`).
+fn decimal_order(x: &Bound<'_, PyAny>) -> PyResult<Option<(bool, bool, i64)>> {
+    let py = x.py();
+    let dec = py.import("decimal")?.getattr("Decimal")?;
+    if !x.is_instance(&dec)? {
+        return Ok(None);
+    }
+    let t = x.call_method0("as_tuple")?;
+    let sign: i64 = t.getattr("sign")?.extract()?;
+    let Ok(exponent) = t.getattr("exponent")?.extract::<i64>() else {
+        return Ok(None); // 'n', 'N', 'F': NaN and infinities
     };
-    Ok(Some(Rational::from((big(&n)?, big(&d)?))))
+    let digits: Vec<u8> = t.getattr("digits")?.extract()?;
+    let significant = digits.iter().skip_while(|&&d| d == 0).count() as i64;
+    Ok(Some((
+        sign == 1,
+        significant == 0,
+        exponent.saturating_add(significant),
+    )))
+}
+
+/// Decimal orders `(lo, hi)` with `10^lo < |r| < 10^hi` for a nonzero `r`
+/// (from the bit lengths of numerator and denominator, widened by one).
+fn rational_order(r: &Rational) -> (i64, i64) {
+    let (bp, bq) = (
+        r.numer().significant_bits() as i64,
+        r.denom().significant_bits() as i64,
+    );
+    let log10_2 = std::f64::consts::LOG10_2;
+    (
+        ((bp - bq - 1) as f64 * log10_2).floor() as i64 - 1,
+        ((bp - bq + 1) as f64 * log10_2).ceil() as i64 + 1,
+    )
 }
 
 #[pymethods]
@@ -143,19 +191,46 @@ impl Interval {
     }
 
     fn __contains__(&self, x: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Some(v) = exact_value(x)? else {
-            return Ok(false);
-        };
-        let in_floats = Rational::from_f64(self.lo).expect("finite") <= v
-            && v <= Rational::from_f64(self.hi).expect("finite");
         let decimal = |s: &Option<String>| {
             s.as_deref()
                 .and_then(specbound::evidence::audit::parse_claim)
                 .map(|(value, _)| value)
         };
-        let above = decimal(&self.lo_exact).is_none_or(|lo| lo <= v);
-        let below = decimal(&self.hi_exact).is_none_or(|hi| v <= hi);
-        Ok(in_floats && above && below)
+        let lows: Vec<Rational> = std::iter::once(Rational::from_f64(self.lo).expect("finite"))
+            .chain(decimal(&self.lo_exact))
+            .collect();
+        let highs: Vec<Rational> = std::iter::once(Rational::from_f64(self.hi).expect("finite"))
+            .chain(decimal(&self.hi_exact))
+            .collect();
+        // A Decimal far above or below every bound is answered from its
+        // exponent: its value (`Decimal('1e-999999999').as_integer_ratio()`)
+        // would take minutes to compute.
+        if let Some((negative, false, order)) = decimal_order(x)? {
+            let orders: Vec<(i64, i64)> = lows
+                .iter()
+                .chain(&highs)
+                .filter(|b| **b != 0)
+                .map(rational_order)
+                .collect();
+            let max_hi = orders.iter().map(|o| o.1).max().unwrap_or(i64::MIN);
+            let min_lo = orders.iter().map(|o| o.0).min().unwrap_or(i64::MAX);
+            let positive = !negative;
+            if order.saturating_sub(1) > max_hi {
+                // |x| exceeds every bound: only its sign matters.
+                return Ok(false);
+            }
+            if order < min_lo {
+                // 0 < |x| < every nonzero bound: x compares with each bound
+                // as a number of its sign next to 0.
+                let le = |b: &Rational| *b > 0 || (*b == 0 && negative);
+                let ge = |b: &Rational| *b < 0 || (*b == 0 && positive);
+                return Ok(lows.iter().all(ge) && highs.iter().all(le));
+            }
+        }
+        let Some(v) = exact_value(x)? else {
+            return Ok(false);
+        };
+        Ok(lows.iter().all(|lo| *lo <= v) && highs.iter().all(|hi| v <= *hi))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
