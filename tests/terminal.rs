@@ -161,6 +161,11 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
         s.contains("\\-\\-rounding\\-units"),
         "audit options are in the page"
     );
+    // Regression (issue 17): the page refers to no page that does not
+    // exist (there is one page), and it lists the exit codes.
+    assert!(!s.contains("specbound\\-svd(1)"), "{s}");
+    assert!(!s.contains("(1)"), "{s}");
+    assert!(s.contains("Exit codes"), "{s}");
 }
 
 #[test]

@@ -21,13 +21,18 @@ __all__ = [
     "Certificate",
     "DiffResult",
     "Interval",
+    "SpectrumAuditResult",
     "SvdResult",
     "VerifyResult",
     "__version__",
     "audit",
     "certify",
     "diff",
+    "inspect",
     "load",
+    "merge",
+    "report",
+    "study",
     "svd",
     "verify",
 ]
@@ -119,17 +124,20 @@ class SvdResult:
         """The result as ``specbound svd --json`` writes it."""
 
 def svd(
-    a: npt.ArrayLike,
+    a: Union[npt.ArrayLike, _Path],
     *,
     precision: str = "auto",
     schatten_p: Iterable[_Exponent] = (1, 2),
     rtol: float = 1e-11,
+    tensor: Optional[str] = None,
+    revision: Optional[str] = None,
 ) -> SvdResult:
-    """Certified enclosures of all singular values of a 2-D float array.
+    """Certified enclosures of all singular values of a 2-D float array, or
+    of a matrix file, or of a tensor of a model or Hugging Face id.
 
     >>> import numpy as np, specbound
-    >>> 6 ** 0.5 in specbound.svd(np.ones((2, 3), dtype=np.float16)).spectral_norm
-    True
+    >>> specbound.svd(np.ones((2, 3), dtype=np.float16)).rank.lo
+    2.0
     """
 
 @final
@@ -183,8 +191,11 @@ def certify(
     progress: Union[bool, Callable[[int, int], Any]] = False,
     heads: Optional[int] = None,
     layers: Optional[int] = None,
+    revision: Optional[str] = None,
+    model_id: Optional[str] = None,
 ) -> Certificate:
-    """Certifies a whole checkpoint (None: the bundled all-MiniLM-L6-v2).
+    """Certifies a whole checkpoint: a path or a Hugging Face id (None: the
+    bundled all-MiniLM-L6-v2).
 
     >>> import specbound
     >>> b = specbound.certify().bounds
@@ -214,7 +225,13 @@ class VerifyResult:
     @property
     def with_model(self) -> bool: ...
 
-def verify(path: Union[_Path, Certificate], model: Optional[_Path] = None) -> VerifyResult:
+def verify(
+    path: Union[_Path, Certificate],
+    model: Optional[_Path] = None,
+    *,
+    revision: Optional[str] = None,
+    max_precision_bits: Optional[int] = None,
+) -> VerifyResult:
     """Checks a certificate; with ``model``, against the weights.
 
     >>> import specbound
@@ -244,8 +261,34 @@ class AuditResult:
         """``pandas.DataFrame`` of ``results``."""
     def to_json(self) -> str: ...
 
-def audit(model: _Path, claims: _Path) -> AuditResult:
-    """Checks published numbers (a CSV) against certified values of ``model``."""
+@final
+class SpectrumAuditResult:
+    """Outcome of :func:`audit` for claimed singular values (a 1-D ``.npy``):
+    "pass" 0, "fail" 1, "undecided" 3, "inconclusive" 1."""
+
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    def to_json(self) -> str: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+
+def audit(
+    model: _Path,
+    claims: _Path,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    precision: str = "f64",
+    rounding_units: float = 1.0,
+    tensor: Optional[str] = None,
+    revision: Optional[str] = None,
+    model_id: Optional[str] = None,
+) -> Union[AuditResult, SpectrumAuditResult]:
+    """Checks published numbers (a CSV about ``model``, or a 1-D ``.npy`` of
+    claimed singular values of one matrix) against certified values."""
 
 @final
 class DiffResult:
@@ -288,3 +331,52 @@ def diff(
     >>> specbound.diff(c, c).exit_code
     0
     """
+
+def inspect(
+    model: _Path,
+    *,
+    heads: Optional[int] = None,
+    l_phi: Union[str, float, int, Decimal] = "1.13",
+    revision: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The recognised architecture and its proxy matrices (``inspect --json``).
+
+    >>> import specbound
+    >>> specbound.inspect("data/all-MiniLM-L6-v2")["architecture"]
+    'bert'
+    """
+
+def study(
+    models: Iterable[_Path],
+    *,
+    out: _Path,
+    model_ids: Optional[Iterable[str]] = None,
+    models_file: Optional[_Path] = None,
+    primary: Optional[str] = None,
+    spectrum_layers: str = "0-3",
+    l_phi: Union[str, float, int, Decimal] = "1.13",
+    grid_m: Optional[int] = None,
+    precision: str = "f64",
+    heads: Optional[int] = None,
+    layers: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Certifies many checkpoints; writes the tables, figures and HTML report into ``out``."""
+
+def merge(
+    parts: Iterable[_Path],
+    *,
+    out: Optional[_Path] = None,
+    csv: Optional[_Path] = None,
+    model_id: Optional[str] = None,
+) -> Certificate:
+    """Merges the parts of a sharded run (``certify --shard K/N``) into one certificate."""
+
+def report(
+    certs: Iterable[_Path],
+    *,
+    out: _Path,
+    model_ids: Optional[Iterable[str]] = None,
+    primary: Optional[str] = None,
+    spectrum_layers: str = "0-3",
+) -> str:
+    """Writes the study's HTML report from existing certificates; returns its path."""

@@ -87,7 +87,11 @@ impl VerifyResult {
 /// file hashes and recomputes every matrix, confirming or refuting every
 /// stated interval.
 ///
-/// ``path`` is a certificate file, or a :class:`Certificate`. Runs without
+/// ``path`` is a certificate file, or a :class:`Certificate`; ``model`` a
+/// path or a Hugging Face id in the local cache (at ``revision``).
+/// ``max_precision_bits`` raises the largest MPFR precision a certificate
+/// may state for its recomputation (the command line's
+/// ``--max-precision-bits``). Runs without
 /// the interpreter lock; Ctrl-C returns at once (a check with the model
 /// under way finishes in the background and is dropped). Bad input raises
 /// ``ValueError`` (or ``FileNotFoundError``); a certificate that does not
@@ -99,12 +103,13 @@ impl VerifyResult {
 /// >>> specbound.verify(specbound.certify(), model="data/all-MiniLM-L6-v2").holds
 /// True
 #[pyfunction]
-#[pyo3(signature = (path, model = None, *, revision = None))]
+#[pyo3(signature = (path, model = None, *, revision = None, max_precision_bits = None))]
 pub fn verify(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     model: Option<&Bound<'_, PyAny>>,
     revision: Option<&str>,
+    max_precision_bits: Option<u32>,
 ) -> PyResult<VerifyResult> {
     let cert = Certificate::cert_input(path, "path")?;
     let model = match model {
@@ -116,12 +121,18 @@ pub fn verify(
         }
         None => None,
     };
-    let req = VerifyRequest { cert, model };
+    let mut options = specbound::evidence::verify::VerifyOptions::default();
+    if let Some(bits) = max_precision_bits {
+        options.max_mpfr_bits = bits;
+    }
+    let req = VerifyRequest {
+        cert,
+        model,
+        options,
+    };
     let job = req.clone();
-    let report = run_command(py, false, move |ui| {
-        specbound::cmd::verify::run(&job, ui)
-    })?
-    .map_err(|e| cmd_error(&e, &cert_path(&req.cert)))?;
+    let report = run_command(py, false, move |ui| specbound::cmd::verify::run(&job, ui))?
+        .map_err(|e| cmd_error(&e, &cert_path(&req.cert)))?;
     let v = report.verdict;
     let exit_code = v.exit_code();
     Ok(VerifyResult {
@@ -295,7 +306,7 @@ impl AuditResult {
 /// >>> d = tempfile.mkdtemp()
 /// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
 /// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 1.0]))
-/// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"))
+/// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"), rtol=1e-12)
 /// >>> r.verdict, r.exit_code
 /// ('pass', 0)
 #[pyclass(frozen, module = "specbound")]
@@ -321,7 +332,7 @@ impl SpectrumAuditResult {
     /// >>> d = tempfile.mkdtemp()
     /// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
     /// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 1.0]))
-    /// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"))
+    /// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"), rtol=1e-12)
     /// >>> json.loads(r.to_json())["pass"]
     /// 2
     fn to_json(&self) -> PyResult<String> {
@@ -339,7 +350,7 @@ impl SpectrumAuditResult {
     /// >>> d = tempfile.mkdtemp()
     /// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
     /// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 1.0]))
-    /// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"))
+    /// >>> r = specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy"), rtol=1e-12)
     /// >>> r.to_dict()["verdict"]
     /// 'pass'
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -374,7 +385,9 @@ impl SpectrumAuditResult {
 /// singular values must meet ``|c - sigma| <= atol + rtol sigma``);
 /// ``precision`` is the method of the certified singular values (``"f64"``,
 /// ``"extended"``, ``"auto"``, ``"mpfr:BITS"``); a gap counts as float32 /
-/// float64 rounding when at most ``rounding_units`` unit roundoffs.
+/// float64 rounding when at most ``rounding_units`` unit roundoffs. In a
+/// table with a ``model_id`` column (a study's tables), ``model_id`` picks
+/// the rows to audit (default: the model's id as :func:`study` gives it).
 ///
 /// Runs without the interpreter lock; Ctrl-C returns at once (the audit
 /// under way finishes in the background and is dropped). Bad input raises
@@ -388,7 +401,7 @@ impl SpectrumAuditResult {
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None))]
+#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
@@ -400,6 +413,7 @@ pub fn audit(
     rounding_units: f64,
     tensor: Option<String>,
     revision: Option<&str>,
+    model_id: Option<String>,
 ) -> PyResult<Py<PyAny>> {
     let req = AuditRequest {
         model: model_ref(Some(model), revision)?,
@@ -407,8 +421,11 @@ pub fn audit(
         tensor,
         rtol,
         atol,
-        precision: precision.parse::<Precision>().map_err(PyValueError::new_err)?,
+        precision: precision
+            .parse::<Precision>()
+            .map_err(PyValueError::new_err)?,
         rounding_units,
+        model_id,
     };
     let job = req.clone();
     let report = run_command(py, false, move |ui| specbound::cmd::audit::run(&job, ui))?

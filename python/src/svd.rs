@@ -13,9 +13,7 @@ use specbound::matrix::SourceDtype;
 use specbound::spectral::SchattenP;
 
 use crate::interval::Interval;
-use crate::{
-    cmd_error, decimal_arg, error, is_pathlike, model_ref, path_arg, run_command, type_name,
-};
+use crate::{cmd_error, decimal_arg, error, is_pathlike, model_ref, run_command, type_name};
 
 /// What an array is called in messages (where the command line names its file).
 const ARRAY: &str = "array";
@@ -234,9 +232,13 @@ fn numpy_dtype(d: &str) -> String {
 /// Example:
 ///
 /// >>> import numpy as np, specbound
+/// >>> from fractions import Fraction
 /// >>> r = specbound.svd(np.ones((2, 3), dtype=np.float16))
-/// >>> r.lo.shape, 6 ** 0.5 in r.spectral_norm
+/// >>> r.lo.shape, Fraction(r.spectral_norm.lo) ** 2 <= 6 <= Fraction(r.spectral_norm.hi) ** 2
 /// ((2,), True)
+/// The most Schatten exponents one call takes.
+const MAX_SCHATTEN_P: usize = 1024;
+
 #[pyfunction]
 #[pyo3(
     signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None),
@@ -264,15 +266,25 @@ pub fn svd(
                 "schatten_p must be a sequence of exponents, e.g. (1, 2), not a str",
             ))
         }
-        Some(seq) => seq
-            .try_iter()
-            .map_err(|_| {
+        Some(seq) => {
+            // Bounded: an endless iterator must not exhaust memory
+            // (issue 18, class 15); the CLI takes a list of the same size.
+            let mut given = Vec::new();
+            for p in seq.try_iter().map_err(|_| {
                 PyTypeError::new_err(format!(
                     "schatten_p must be a sequence of exponents, got {}",
                     type_name(seq)
                 ))
-            })?
-            .collect::<PyResult<_>>()?,
+            })? {
+                if given.len() == MAX_SCHATTEN_P {
+                    return Err(PyValueError::new_err(format!(
+                        "schatten_p: more than {MAX_SCHATTEN_P} exponents"
+                    )));
+                }
+                given.push(p?);
+            }
+            given
+        }
     };
     for p in given {
         let text = decimal_arg(&p, "a Schatten exponent")?;
@@ -280,13 +292,12 @@ pub fn svd(
         ps.push((p.unbind(), parsed));
     }
     let is_path = a.is_instance_of::<pyo3::types::PyString>() || is_pathlike(a)?;
-    let (source, numpy_name, named) = if is_path {
-        let path = path_arg(a, "a")?;
+    let (source, numpy_name) = if is_path {
         let source = MatrixSource::Model {
             model: model_ref(Some(a), revision)?,
             tensor,
         };
-        (source, None, vec![path])
+        (source, None)
     } else {
         if tensor.is_some() || revision.is_some() {
             return Err(PyValueError::new_err(
@@ -298,7 +309,7 @@ pub fn svd(
             name: ARRAY.into(),
             matrix,
         };
-        (source, Some(dtype_name), Vec::new())
+        (source, Some(dtype_name))
     };
     let req = SvdRequest {
         source,
@@ -307,10 +318,7 @@ pub fn svd(
         rtol,
     };
     let report = run_command(py, false, move |ui| specbound::cmd::svd::run(req, ui))?
-        .map_err(|e| {
-            let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
-            cmd_error(&e, &named)
-        })?;
+        .map_err(|e| cmd_error(&e, &[]))?;
     let (rows, cols) = report.shape;
     let mut r = SvdResult {
         certified: false,
@@ -346,9 +354,8 @@ pub fn svd(
     if r.dtype.is_empty() {
         r.dtype = numpy_dtype(&c.report.dtype);
     }
-    r.json = Some(
-        serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?,
-    );
+    r.json =
+        Some(serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?);
     let (sv, summary, schatten) = (&c.sv, &c.summary, &c.schatten);
     r.certified = true;
     r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);

@@ -60,6 +60,18 @@ def cli_error(proc: subprocess.CompletedProcess) -> str:
     return lines[0][len(prefix):]
 
 
+def cli_usage_error(proc: subprocess.CompletedProcess) -> str:
+    """The CLI's one-line usage error (an option value its parser refused):
+    `specbound: invalid value ...: <the library's message> (see --help)`,
+    without the prefix and the `(see --help)`."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    prefix, suffix = "specbound: ", " (see --help)"
+    assert lines[0].startswith(prefix) and lines[0].endswith(suffix), lines[0]
+    return lines[0][len(prefix) : -len(suffix)]
+
+
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 
 

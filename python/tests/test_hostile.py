@@ -55,3 +55,12 @@ def test_decimal_with_a_huge_exponent_took_minutes():
     assert Decimal("0E-999999999") in iv0 or iv0.lo > 0
     assert Decimal("NaN") not in iv and Decimal("Infinity") not in iv
     assert time.monotonic() - t < 5.0
+
+
+def test_an_endless_schatten_p_iterator_exhausted_memory():
+    import itertools
+
+    import pytest
+
+    with pytest.raises(ValueError, match="more than 1024 exponents"):
+        specbound.svd(np.diag([3.0, 0.1]), schatten_p=itertools.repeat(1))

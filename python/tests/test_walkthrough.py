@@ -49,6 +49,19 @@ def test_the_walkthrough_runs_and_shows_what_it_says(tmp_path, monkeypatch):
     for name in ("cert.json", "old.json", "new.json"):
         cert.save(name)
     (tmp_path / "claims.csv").write_text("model_id,bound,value\nm,ours,20573.03\n")
+    # The Hugging Face id the walk-through names, in a cache of its own
+    # (the bundled files linked into the hub's layout).
+    commit = "1" * 40
+    repo = tmp_path / "hub" / "models--sentence-transformers--all-MiniLM-L6-v2"
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    for f in ("config.json", "model.safetensors"):
+        (snap / f).symlink_to(REPO / "data" / "all-MiniLM-L6-v2" / f)
+    for k in ("HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
 
     found = blocks()
     assert len(found) >= 5

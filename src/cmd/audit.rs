@@ -257,13 +257,13 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
             s,
             "  {:>5}  {:<40} {:<20} {:>24}  {:<50} {v}",
             r.line,
-            r.subject,
-            r.quantity,
-            r.claim,
+            crate::io::escape(&r.subject),
+            crate::io::escape(&r.quantity),
+            crate::io::escape(&r.claim),
             interval(r.certified[0], r.certified[1], st)
         );
         if let Some(note) = &r.note {
-            let _ = writeln!(s, "         note: {note}");
+            let _ = writeln!(s, "         note: {}", crate::io::escape_to(note, 4096));
         }
     }
     s
@@ -410,7 +410,7 @@ impl Report for AuditCmdReport {
                 audit,
                 ..
             } => match audit {
-                Err(why) => Some(format!("{input}: {why}")),
+                Err(why) => Some(format!("{input}: inconclusive: {why}")),
                 Ok(rep) => match rep.verdict {
                     Check::Pass => None,
                     Check::Fail => Some(format!(

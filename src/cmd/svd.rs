@@ -187,7 +187,7 @@ impl Report for SvdCmdReport {
         self.outcome
             .as_ref()
             .err()
-            .map(|why| format!("{}: {why}", self.input))
+            .map(|why| format!("{}: inconclusive: {why}", self.input))
     }
 
     fn text(&self, style: Style) -> String {

@@ -58,8 +58,30 @@ fn about_the_cli(command: &Command) -> std::io::Result<Vec<u8>> {
             clap_complete::generate(*shell, &mut def, "specbound", &mut out);
         }
         _ => {
-            clap_mangen::Man::new(def.clone()).render(&mut out)?;
-            // One page: then, per subcommand, its synopsis and options.
+            // One page: the program's sections (no list of `specbound-svd(1)`
+            // pages, which do not exist), a list of the commands, then per
+            // command its synopsis and options.
+            let man = clap_mangen::Man::new(def.clone());
+            man.render_title(&mut out)?;
+            man.render_name_section(&mut out)?;
+            man.render_synopsis_section(&mut out)?;
+            man.render_description_section(&mut out)?;
+            man.render_options_section(&mut out)?;
+            out.extend_from_slice(b".SH COMMANDS\n");
+            for sub in def.get_subcommands() {
+                let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+                out.extend_from_slice(
+                    format!(
+                        ".TP\n\\fB{}\\fR\n{} (section SPECBOUND {} below)\n",
+                        sub.get_name(),
+                        about.replace('\\', "\\\\"),
+                        sub.get_name().to_uppercase()
+                    )
+                    .as_bytes(),
+                );
+            }
+            man.render_extra_section(&mut out)?;
+            man.render_version_section(&mut out)?;
             for sub in def.get_subcommands() {
                 let name = sub.get_name().to_string();
                 let sub = sub.clone().bin_name(format!("specbound {name}"));
