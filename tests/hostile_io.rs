@@ -7,9 +7,8 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use specbound::matrix::DenseMatrix;
 
@@ -510,64 +509,13 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// What a run of the binary gave.
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    max_rss_kib: u64,
-}
+use common::Outcome;
 
-/// Runs the binary with `args`, killing it after `limit`; the peak memory
-/// is that of this child alone (`wait4`), whatever else the tests run.
-// The child is reaped by `wait4` (which also gives its peak memory), not `wait`.
-#[allow(clippy::zombie_processes)]
+/// Runs the binary with `args`, killing it after `limit` ([`common::run_measured`]).
 fn run_measured(args: &[String], limit: Duration) -> Outcome {
-    use std::process::Stdio;
-    let mut child = common::bin()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let pid = child.id() as libc::pid_t;
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: plain out-parameters for a child we spawned and have not reaped.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break (status, usage);
-        }
-        assert!(r == 0, "wait4 failed");
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?}: still running after {limit:?} (blocked or reading forever)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    Outcome {
-        code,
-        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
-        max_rss_kib: usage.ru_maxrss as u64,
-    }
+    let mut cmd = common::bin();
+    cmd.args(args);
+    common::run_measured(cmd, limit)
 }
 
 fn case_dir(name: &str) -> PathBuf {

@@ -14,9 +14,8 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::torch::{
     torch_legacy_with_pickle, torch_zip_with_pickle, write_torch_legacy, write_torch_zip, zip,
@@ -527,18 +526,11 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    max_rss_kib: u64,
-}
+use common::Outcome;
 
-/// Runs the binary (with `HF_HUB_CACHE` at `dir/hub`), killing it after
-/// `limit`; the peak memory is that of this child alone (`wait4`).
-#[allow(clippy::zombie_processes)]
+/// Runs the binary (with `HF_HUB_CACHE` at `dir/hub`, in `dir`), killing it
+/// after `limit` ([`common::run_measured`]).
 fn run_measured(args: &[String], dir: &Path, limit: Duration) -> Outcome {
-    use std::process::Stdio;
     let mut cmd = common::bin();
     for k in [
         "HF_HUB_CACHE",
@@ -548,52 +540,10 @@ fn run_measured(args: &[String], dir: &Path, limit: Duration) -> Outcome {
     ] {
         cmd.env_remove(k);
     }
-    let mut child = cmd
-        .env("HF_HUB_CACHE", dir.join("hub"))
+    cmd.env("HF_HUB_CACHE", dir.join("hub"))
         .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let pid = child.id() as libc::pid_t;
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: plain out-parameters for a child we spawned and have not reaped.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break (status, usage);
-        }
-        assert!(r == 0, "wait4 failed");
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?}: still running after {limit:?} (blocked or reading forever)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    Outcome {
-        code,
-        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
-        max_rss_kib: usage.ru_maxrss as u64,
-    }
+        .args(args);
+    common::run_measured(cmd, limit)
 }
 
 fn case_dir(name: &str) -> PathBuf {

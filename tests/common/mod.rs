@@ -290,3 +290,71 @@ pub fn run_with_data_limit(args: &[&str], bytes: u64) -> Output {
     }
     cmd.output().expect("binary runs")
 }
+
+/// What a run of the binary gave.
+#[allow(dead_code)]
+pub struct Outcome {
+    /// The exit code (None when killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// The child's own peak resident memory.
+    pub max_rss_kib: u64,
+}
+
+/// Runs `cmd` (the binary, its arguments and environment set), killing it
+/// after `limit`; the peak memory is that of this child alone (`wait4`),
+/// whatever else the tests run. Shared by the hostile-input tests.
+// The child is reaped by `wait4` (which also gives its peak memory), not `wait`.
+#[allow(clippy::zombie_processes, dead_code)]
+pub fn run_measured(mut cmd: std::process::Command, limit: std::time::Duration) -> Outcome {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: plain out-parameters for a child we spawned and have not reaped.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break (status, usage);
+        }
+        assert!(r == 0, "wait4 failed");
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{shown}: still running after {limit:?} (blocked or reading forever)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    Outcome {
+        code,
+        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
+        max_rss_kib: usage.ru_maxrss as u64,
+    }
+}
