@@ -25,7 +25,7 @@ mod id;
 mod recipe;
 
 pub use detect::detect;
-pub use families::{FamilySpec, Orientation, Role, TensorSpec, FAMILIES};
+pub use families::{FamilySpec, Fusion, Orientation, Role, TensorSpec, FAMILIES};
 pub use id::{MatrixId, MatrixType};
 pub use recipe::{describe, extract, extract_layer, ProxyDescription, UnmappedTensor};
 
@@ -83,7 +83,7 @@ impl Architecture {
         self.spec.layout
     }
 
-    /// Gated (SwiGLU) feed-forward: `M_in = [W_gate, W_up]`, an extension of the paper.
+    /// Gated (GLU) feed-forward: `M_in = [W_gate, W_up]`, an extension of the paper.
     pub fn gated(&self) -> bool {
         self.spec.gated()
     }
@@ -93,6 +93,8 @@ impl Architecture {
     ///
     /// * a gated feed-forward (LLaMA family): how `M_in`/`M_out` are formed;
     /// * rotary position embeddings (LLaMA family, GGUF): ignored in `QK`;
+    /// * the family's own notes ([`FamilySpec::notes`]: parallel residual,
+    ///   position biases, Gemma 2's logit scale and cap);
     /// * `L_phi`: when `l_phi_text` is the paper's GELU bound `1.13` (the
     ///   default) and the activation is not GELU or a GELU approximation
     ///   ([`families::GELU_VARIANTS`]), or is unknown (no config.json or
@@ -102,7 +104,7 @@ impl Architecture {
         let mut out = Vec::new();
         if self.gated() {
             out.push(format!(
-                "gated (SwiGLU) feed-forward is outside the paper's theorem: M_in is taken as \
+                "gated (GLU: SwiGLU, GeGLU) feed-forward is outside the paper's theorem: M_in is taken as \
                  [W_gate, W_up] side by side ({} x {}) and M_out as W_down ({} x {}); the bounds \
                  of this model are an extension of the paper",
                 self.hidden,
@@ -121,6 +123,7 @@ impl Architecture {
                     .to_string(),
             );
         }
+        out.extend(self.spec.notes.iter().map(|n| n.to_string()));
         if l_phi_text.trim() == PAPER_L_PHI {
             match &self.activation {
                 Some(a) if a.is_gelu() => {}
