@@ -10,7 +10,7 @@ use pyo3::types::{PyBool, PyDict};
 use specbound::arch::ArchOverrides;
 use specbound::certificate::Certificate as Cert;
 use specbound::certify::{CertifyError, CertifyOptions};
-use specbound::cmd::certify::{Certified, CertifyRequest};
+use specbound::cmd::certify::{CertifyRequest, Certified};
 use specbound::cmd::{CertInput, CmdError};
 use specbound::io::output::Outputs;
 use specbound::linalg::Precision;

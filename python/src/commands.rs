@@ -17,8 +17,8 @@ use specbound::cmd::{CertOutputs, Report, Style};
 
 use crate::certify::{cancelled, certify_options, Certificate};
 use crate::{
-    cmd_error, decimal_arg, json_to_py, layers_arg, model_ref, model_ref_of, path_arg, paths_arg,
-    positive, run_command, strings_arg,
+    cmd_error, decimal_arg, json_to_py, layers_arg, model_ref, model_ref_of, path_arg, paths_arg, positive,
+    run_command, strings_arg,
 };
 
 /// The command's JSON, which every command called here has.
@@ -158,7 +158,10 @@ pub fn study<'py>(
         inconclusive.set_item(id, why)?;
     }
     d.set_item("inconclusive", inconclusive)?;
-    d.set_item("report", o.report.as_ref().map(|p| p.display().to_string()))?;
+    d.set_item(
+        "report",
+        o.report.as_ref().map(|p| p.display().to_string()),
+    )?;
     let (figures, skipped) = (PyDict::new(py), PyDict::new(py));
     for (n, f) in &o.figures {
         match f {
@@ -211,8 +214,8 @@ pub fn merge(
         model_id,
     };
     let (named, id) = (req.parts.clone(), req.model_id.clone());
-    let report =
-        run_command(py, false, move |_| specbound::cmd::merge::run(&req))?.map_err(|e| {
+    let report = run_command(py, false, move |_| specbound::cmd::merge::run(&req))?
+        .map_err(|e| {
             let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
             cmd_error(&e, &named)
         })?;
@@ -263,8 +266,8 @@ pub fn report(
         spectrum_layers: layers_arg(spectrum_layers)?,
     };
     let named = req.certs.clone();
-    let report =
-        run_command(py, false, move |_| specbound::cmd::report::run(&req))?.map_err(|e| {
+    let report = run_command(py, false, move |_| specbound::cmd::report::run(&req))?
+        .map_err(|e| {
             let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
             cmd_error(&e, &named)
         })?;

@@ -118,8 +118,10 @@ pub fn verify(
     };
     let req = VerifyRequest { cert, model };
     let job = req.clone();
-    let report = run_command(py, false, move |ui| specbound::cmd::verify::run(&job, ui))?
-        .map_err(|e| cmd_error(&e, &cert_path(&req.cert)))?;
+    let report = run_command(py, false, move |ui| {
+        specbound::cmd::verify::run(&job, ui)
+    })?
+    .map_err(|e| cmd_error(&e, &cert_path(&req.cert)))?;
     let v = report.verdict;
     let exit_code = v.exit_code();
     Ok(VerifyResult {
@@ -405,9 +407,7 @@ pub fn audit(
         tensor,
         rtol,
         atol,
-        precision: precision
-            .parse::<Precision>()
-            .map_err(PyValueError::new_err)?,
+        precision: precision.parse::<Precision>().map_err(PyValueError::new_err)?,
         rounding_units,
     };
     let job = req.clone();

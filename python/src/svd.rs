@@ -306,8 +306,8 @@ pub fn svd(
         precision: prec,
         rtol,
     };
-    let report =
-        run_command(py, false, move |ui| specbound::cmd::svd::run(req, ui))?.map_err(|e| {
+    let report = run_command(py, false, move |ui| specbound::cmd::svd::run(req, ui))?
+        .map_err(|e| {
             let named: Vec<&Path> = named.iter().map(|p| p.as_path()).collect();
             cmd_error(&e, &named)
         })?;
@@ -346,8 +346,9 @@ pub fn svd(
     if r.dtype.is_empty() {
         r.dtype = numpy_dtype(&c.report.dtype);
     }
-    r.json =
-        Some(serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?);
+    r.json = Some(
+        serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?,
+    );
     let (sv, summary, schatten) = (&c.sv, &c.summary, &c.schatten);
     r.certified = true;
     r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);
