@@ -1046,6 +1046,58 @@ fn added_families_certify_as_the_bert_layout_they_are_equivalent_to() {
             &["position bias"],
         ),
     ];
+    // XLM-RoBERTa and ELECTRA: BERT names under their own prefixes.
+    let bert_cfg = |mt: &str| {
+        json!({"model_type": mt, "num_hidden_layers": LAYERS, "hidden_size": N,
+               "num_attention_heads": 12, "intermediate_size": I, "hidden_act": "gelu"})
+    };
+    let mut cases = cases;
+    cases.push((
+        "xlm-roberta",
+        bert_cfg("xlm-roberta"),
+        |l, w, _| {
+            [
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "intermediate.dense",
+                "output.dense",
+            ]
+            .iter()
+            .zip(w)
+            .map(|(n, m)| (format!("roberta.encoder.layer.{l}.{n}.weight"), m.clone()))
+            .collect()
+        },
+        &[],
+    ));
+    cases.push((
+        "electra",
+        bert_cfg("electra"),
+        |l, w, _| {
+            let mut v: Vec<(String, DenseMatrix)> = [
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "intermediate.dense",
+                "output.dense",
+            ]
+            .iter()
+            .zip(w)
+            .map(|(n, m)| (format!("electra.encoder.layer.{l}.{n}.weight"), m.clone()))
+            .collect();
+            if l == 0 {
+                // ELECTRA's embeddings projection (embedding size 128 -> hidden): not a proxy.
+                v.push((
+                    "electra.embeddings_project.weight".into(),
+                    slice(&w[0], 0, N, false),
+                ));
+            }
+            v
+        },
+        &[],
+    ));
     for (mt, cfg, emit, notes) in cases {
         let d = tmpdir(&format!("added-{mt}"));
         let mut ts = Vec::new();
@@ -1070,6 +1122,19 @@ fn added_families_certify_as_the_bert_layout_they_are_equivalent_to() {
                 "{mt}: {n} not in {ext:?}"
             );
         }
+        // inspect says how the paper's bound applies.
+        let j = ok_json(&run(&["inspect", d.to_str().unwrap(), "--json"]));
+        let bound = j["bound"].as_str().unwrap();
+        assert_eq!(
+            bound.contains("applies exactly"),
+            notes.is_empty(),
+            "{mt}: {bound}"
+        );
+        assert_eq!(
+            bound.contains("as an extension"),
+            !notes.is_empty(),
+            "{mt}: {bound}"
+        );
     }
     // Splitting GPT-NeoX's interleaved tensor in thirds is another model:
     // the same tensor read as GPT-2-style stacked thirds certifies otherwise.

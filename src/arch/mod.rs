@@ -146,6 +146,24 @@ impl Architecture {
     }
 }
 
+impl Architecture {
+    /// How the paper's bound applies to this model, one line for `inspect`
+    /// (`docs/architectures.md`): exactly, when [`Architecture::extensions`]
+    /// is empty at `l_phi_text`; otherwise as an extension, for the reasons
+    /// listed there. Families for which the paper's reasoning gives no bound
+    /// are not in the table (detection refuses them).
+    pub fn bound_applies(&self, l_phi_text: &str) -> String {
+        match self.extensions(l_phi_text).len() {
+            0 => "the paper's bound applies exactly (the paper's block and proxies)".to_string(),
+            n => format!(
+                "the paper's bound applies as an extension ({n} departure{} from the paper's model, \
+                 listed below; docs/architectures.md)",
+                if n == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
 /// Values that override (or supply) architecture facts.
 #[derive(Clone, Debug, Default)]
 pub struct ArchOverrides {
