@@ -177,9 +177,10 @@ fn regex(flag: &str, pattern: &Option<String>) -> Result<Option<regex::Regex>, C
 
 /// The slices of a tensor of `shape`: for each, its label, and the
 /// matrix taken from the flattened `[shape[0], rest]` tensor `flat`.
-fn slices(shape: &[usize], flat: &DenseMatrix) -> Vec<(Option<String>, DenseMatrix)> {
+fn slices(shape: &[usize], flat: DenseMatrix) -> Vec<(Option<String>, DenseMatrix)> {
     match shape.len() {
-        2 => vec![(None, flat.clone())],
+        // A matrix is certified as read (not copied).
+        2 => vec![(None, flat)],
         3 | 4 => {
             let (o, i) = (shape[0], shape[1]);
             let spatial: Vec<usize> = shape[2..].to_vec();
@@ -381,7 +382,7 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
             },
         };
         let dtype_shown = loaded.dtype.to_string().to_lowercase();
-        for (slice, m) in slices(&shape, &loaded.matrix) {
+        for (slice, m) in slices(&shape, loaded.matrix) {
             progress.message(&crate::arch::clean_to(&name, 80));
             let outcome = certify_one(&m, &opts, &req.schatten_p);
             rows.push(SpectraRow {
