@@ -585,7 +585,7 @@ fn vstack(mats: &[DenseMatrix]) -> DenseMatrix {
 /// table is tested here without a line of test code.
 #[test]
 fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
-    use specbound::arch::{self, ArchOverrides, Orientation, ProxySource, Role, FAMILIES};
+    use specbound::arch::{self, ArchOverrides, Fusion, Orientation, ProxySource, Role, FAMILIES};
     let w = layer(0); // q, k, v, o, ff1, ff2, [out, in]
     let kv_rows: Vec<usize> = (0..6)
         .flat_map(|g| (2 * g * DH)..(2 * g * DH + DH))
@@ -609,7 +609,25 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
             .tensors
             .iter()
             .map(|ts| {
-                let stacked = vstack(&ts.roles.iter().map(|&r| role(r)).collect::<Vec<_>>());
+                let stacked = match ts.fusion {
+                    Fusion::Stacked => {
+                        vstack(&ts.roles.iter().map(|&r| role(r)).collect::<Vec<_>>())
+                    }
+                    // Per key/value group: its query heads, its key head, its value head.
+                    Fusion::PerGroup => {
+                        let (q, k, v) = (role(Role::Query), role(Role::Key), role(Role::Value));
+                        let r = 12 / kv;
+                        let mut parts = Vec::new();
+                        for g in 0..kv {
+                            for j in 0..r {
+                                parts.push(slice(&q, (g * r + j) * DH, DH, false));
+                            }
+                            parts.push(slice(&k, g * DH, DH, false));
+                            parts.push(slice(&v, g * DH, DH, false));
+                        }
+                        vstack(&parts)
+                    }
+                };
                 let stored = match ts.orientation {
                     Orientation::OutIn => stacked,
                     Orientation::InOut => t(&stacked),
@@ -908,4 +926,307 @@ fn l_phi_note_fires_for_a_non_gelu_or_unknown_activation_at_the_default_l_phi() 
         c["extensions"],
         json!(inspect_extensions(&[d.to_str().unwrap()]))
     );
+}
+
+/// The families added for issue 20, each re-emitted from the real MiniLM
+/// layers in its own tensor names and config keys (as transformers writes
+/// them), certify exactly as the BERT layout they are equivalent to: GPT-NeoX
+/// and BLOOM with `query_key_value` interleaved per head (`[q_h; k_h; v_h]`
+/// for each head; a split in thirds would give other matrices), GPT-J, OPT
+/// and MPNet with separate projections. Their extensions are their own.
+#[test]
+fn added_families_certify_as_the_bert_layout_they_are_equivalent_to() {
+    let reference = bert_reference(&tmpdir("bert-added"), |m| m.clone());
+    let per_head = |w: &[DenseMatrix]| {
+        let mut parts = Vec::new();
+        for h in 0..12 {
+            for m in &w[..3] {
+                parts.push(slice(m, h * DH, DH, false));
+            }
+        }
+        vstack(&parts)
+    };
+    type Emit = fn(
+        usize,
+        &[DenseMatrix],
+        &dyn Fn(&[DenseMatrix]) -> DenseMatrix,
+    ) -> Vec<(String, DenseMatrix)>;
+    let cases: Vec<(&str, Value, Emit, &[&str])> = vec![
+        (
+            "gpt_neox",
+            json!({"model_type": "gpt_neox", "num_hidden_layers": LAYERS, "hidden_size": N,
+                   "num_attention_heads": 12, "intermediate_size": I, "hidden_act": "gelu",
+                   "use_parallel_residual": true, "rotary_pct": 0.25}),
+            |l, w, ph| {
+                let p = format!("gpt_neox.layers.{l}.");
+                vec![
+                    (format!("{p}attention.query_key_value.weight"), ph(w)),
+                    (format!("{p}attention.dense.weight"), w[3].clone()),
+                    (format!("{p}mlp.dense_h_to_4h.weight"), w[4].clone()),
+                    (format!("{p}mlp.dense_4h_to_h.weight"), w[5].clone()),
+                ]
+            },
+            &["rotary position embeddings", "parallel residual"],
+        ),
+        (
+            "bloom",
+            json!({"model_type": "bloom", "n_layer": LAYERS, "hidden_size": N, "n_head": 12}),
+            |l, w, ph| {
+                let p = format!("transformer.h.{l}.");
+                vec![
+                    (format!("{p}self_attention.query_key_value.weight"), ph(w)),
+                    (format!("{p}self_attention.dense.weight"), w[3].clone()),
+                    (format!("{p}mlp.dense_h_to_4h.weight"), w[4].clone()),
+                    (format!("{p}mlp.dense_4h_to_h.weight"), w[5].clone()),
+                ]
+            },
+            &["position bias"],
+        ),
+        (
+            "gptj",
+            json!({"model_type": "gptj", "n_layer": LAYERS, "n_embd": N, "n_head": 12,
+                   "n_inner": null, "rotary_dim": 8}),
+            |l, w, _| {
+                let p = format!("transformer.h.{l}.");
+                [
+                    "attn.q_proj",
+                    "attn.k_proj",
+                    "attn.v_proj",
+                    "attn.out_proj",
+                    "mlp.fc_in",
+                    "mlp.fc_out",
+                ]
+                .iter()
+                .zip(w)
+                .map(|(n, m)| (format!("{p}{n}.weight"), m.clone()))
+                .collect()
+            },
+            &["rotary position embeddings", "parallel residual"],
+        ),
+        (
+            "opt",
+            json!({"model_type": "opt", "num_hidden_layers": LAYERS, "hidden_size": N,
+                   "num_attention_heads": 12, "ffn_dim": I, "activation_function": "gelu"}),
+            |l, w, _| {
+                let p = format!("model.decoder.layers.{l}.");
+                [
+                    "self_attn.q_proj",
+                    "self_attn.k_proj",
+                    "self_attn.v_proj",
+                    "self_attn.out_proj",
+                    "fc1",
+                    "fc2",
+                ]
+                .iter()
+                .zip(w)
+                .map(|(n, m)| (format!("{p}{n}.weight"), m.clone()))
+                .collect()
+            },
+            &[],
+        ),
+        (
+            "mpnet",
+            json!({"model_type": "mpnet", "num_hidden_layers": LAYERS, "hidden_size": N,
+                   "num_attention_heads": 12, "intermediate_size": I}),
+            |l, w, _| {
+                let p = format!("mpnet.encoder.layer.{l}.");
+                [
+                    "attention.attn.q",
+                    "attention.attn.k",
+                    "attention.attn.v",
+                    "attention.attn.o",
+                    "intermediate.dense",
+                    "output.dense",
+                ]
+                .iter()
+                .zip(w)
+                .map(|(n, m)| (format!("{p}{n}.weight"), m.clone()))
+                .collect()
+            },
+            &["position bias"],
+        ),
+    ];
+    // XLM-RoBERTa and ELECTRA: BERT names under their own prefixes.
+    let bert_cfg = |mt: &str| {
+        json!({"model_type": mt, "num_hidden_layers": LAYERS, "hidden_size": N,
+               "num_attention_heads": 12, "intermediate_size": I, "hidden_act": "gelu"})
+    };
+    let mut cases = cases;
+    cases.push((
+        "xlm-roberta",
+        bert_cfg("xlm-roberta"),
+        |l, w, _| {
+            [
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "intermediate.dense",
+                "output.dense",
+            ]
+            .iter()
+            .zip(w)
+            .map(|(n, m)| (format!("roberta.encoder.layer.{l}.{n}.weight"), m.clone()))
+            .collect()
+        },
+        &[],
+    ));
+    cases.push((
+        "electra",
+        bert_cfg("electra"),
+        |l, w, _| {
+            let mut v: Vec<(String, DenseMatrix)> = [
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "intermediate.dense",
+                "output.dense",
+            ]
+            .iter()
+            .zip(w)
+            .map(|(n, m)| (format!("electra.encoder.layer.{l}.{n}.weight"), m.clone()))
+            .collect();
+            if l == 0 {
+                // ELECTRA's embeddings projection (embedding size 128 -> hidden): not a proxy.
+                v.push((
+                    "electra.embeddings_project.weight".into(),
+                    slice(&w[0], 0, N, false),
+                ));
+            }
+            v
+        },
+        &[],
+    ));
+    for (mt, cfg, emit, notes) in cases {
+        let d = tmpdir(&format!("added-{mt}"));
+        let mut ts = Vec::new();
+        for l in 0..LAYERS {
+            ts.extend(emit(l, &layer(l), &per_head));
+        }
+        write_st(&d, &ts, false, cfg);
+        let c = certify(&d);
+        assert_eq!(c["model"]["architecture"], mt);
+        assert_eq!(c["matrices"], reference["matrices"], "{mt}");
+        assert_eq!(c["bounds"], reference["bounds"], "{mt}");
+        let ext: Vec<&str> = c["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(ext.len(), notes.len(), "{mt}: {ext:?}");
+        for n in notes {
+            assert!(
+                ext.iter().any(|e| e.contains(n)),
+                "{mt}: {n} not in {ext:?}"
+            );
+        }
+        // inspect says how the paper's bound applies.
+        let j = ok_json(&run(&["inspect", d.to_str().unwrap(), "--json"]));
+        let bound = j["bound"].as_str().unwrap();
+        assert_eq!(
+            bound.contains("applies exactly"),
+            notes.is_empty(),
+            "{mt}: {bound}"
+        );
+        assert_eq!(
+            bound.contains("as an extension"),
+            !notes.is_empty(),
+            "{mt}: {bound}"
+        );
+    }
+    // Splitting GPT-NeoX's interleaved tensor in thirds is another model:
+    // the same tensor read as GPT-2-style stacked thirds certifies otherwise.
+    let d = tmpdir("added-thirds");
+    let mut ts = Vec::new();
+    for l in 0..LAYERS {
+        let w = layer(l);
+        ts.push((format!("h.{l}.attn.c_attn.weight"), t(&per_head(&w))));
+        ts.push((format!("h.{l}.attn.c_proj.weight"), t(&w[3])));
+        ts.push((format!("h.{l}.mlp.c_fc.weight"), t(&w[4])));
+        ts.push((format!("h.{l}.mlp.c_proj.weight"), t(&w[5])));
+    }
+    write_st(
+        &d,
+        &ts,
+        false,
+        json!({"model_type": "gpt2", "n_layer": LAYERS, "n_embd": N, "n_head": 12, "n_inner": I}),
+    );
+    assert_ne!(certify(&d)["matrices"], reference["matrices"]);
+}
+
+/// Phi-3 (fused `qkv_proj` [Q | K | V] with grouped-query attention, fused
+/// `gate_up_proj` [gate; up]) and Gemma (LLaMA's tensors, its own keys and
+/// GELU default) certify as the LLaMA layout they are equivalent to.
+#[test]
+fn phi3_and_gemma_certify_as_the_llama_layout() {
+    let reference = {
+        let d = tmpdir("llama-added");
+        let mut ts = Vec::new();
+        for l in 0..LAYERS {
+            ts.extend(llama_tensors(l, false));
+        }
+        write_st(&d, &ts, false, llama_config());
+        certify(&d)
+    };
+    // Phi-3: the LLaMA tensors fused.
+    let d = tmpdir("phi3");
+    let mut ts = Vec::new();
+    for l in 0..LAYERS {
+        let w = llama_tensors(l, false);
+        let m = |k: usize| w[k].1.clone();
+        let p = format!("model.layers.{l}.");
+        ts.push((
+            format!("{p}self_attn.qkv_proj.weight"),
+            vstack(&[m(0), m(1), m(2)]),
+        ));
+        ts.push((format!("{p}self_attn.o_proj.weight"), m(3)));
+        ts.push((format!("{p}mlp.gate_up_proj.weight"), vstack(&[m(4), m(5)])));
+        ts.push((format!("{p}mlp.down_proj.weight"), m(6)));
+    }
+    let mut cfg = llama_config();
+    cfg["model_type"] = json!("phi3");
+    write_st(&d, &ts, false, cfg);
+    let c = certify(&d);
+    assert_eq!(c["model"]["architecture"], "phi3");
+    assert_eq!(c["matrices"], reference["matrices"]);
+    assert_eq!(c["bounds"], reference["bounds"]);
+    // gated, rotary, and L_phi for SiLU, as LLaMA (the last names the family).
+    let ext = |c: &Value| c["extensions"].as_array().unwrap().len();
+    assert_eq!((ext(&c), ext(&reference)), (3, 3));
+    // --heads alone: the key/value heads come from the fused height.
+    let j = ok_json(&run(&[
+        "inspect",
+        d.join("model.safetensors").to_str().unwrap(),
+        "--heads",
+        "12",
+        "--json",
+    ]));
+    assert_eq!(
+        (j["layout"].as_str(), j["kv_heads"].as_u64()),
+        (Some("Phi3"), Some(6))
+    );
+    // Gemma and Gemma 2: LLaMA's tensors, a GELU default (no L_phi note).
+    for (mt, extra) in [("gemma", 0), ("gemma2", 1)] {
+        let d = tmpdir(mt);
+        let mut ts = Vec::new();
+        for l in 0..LAYERS {
+            ts.extend(llama_tensors(l, false));
+        }
+        let mut cfg = llama_config();
+        cfg["model_type"] = json!(mt);
+        cfg["query_pre_attn_scalar"] = json!(DH);
+        write_st(&d, &ts, false, cfg);
+        let c = certify(&d);
+        assert_eq!(c["model"]["architecture"], mt);
+        assert_eq!(c["matrices"], reference["matrices"]);
+        assert_eq!(c["bounds"], reference["bounds"]);
+        let ext = c["extensions"].as_array().unwrap();
+        // gated + rotary (+ Gemma 2's logits); no L_phi note: GELU.
+        assert_eq!(ext.len(), 2 + extra, "{mt}: {ext:?}");
+        assert!(ext
+            .iter()
+            .all(|e| !e.as_str().unwrap().starts_with("L_phi")));
+    }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::families::{supported, FactKeys, FamilySpec, Orientation, Role, FAMILIES};
+use super::families::{supported, FactKeys, FamilySpec, Orientation, Role, FAMILIES, SPECTRA_HINT};
 use super::recipe::tensor_shape;
 use super::{clean, clean_to, invalid, Activation, ArchOverrides, Architecture, ModelError};
 use crate::io::checkpoint::Checkpoint;
@@ -258,7 +258,7 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
                 &weights,
                 Some("general.architecture"),
                 format!(
-                    "unsupported GGUF architecture '{}' (supported: {})",
+                    "unsupported GGUF architecture '{}' (supported: {}){SPECTRA_HINT}",
                     clean_to(&a, 64),
                     supported()
                 ),
@@ -284,7 +284,7 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
                         path,
                         Some("model_type"),
                         format!(
-                            "unsupported architecture '{}' (supported: {})",
+                            "unsupported architecture '{}' (supported: {}){SPECTRA_HINT}",
                             clean_to(&mt, 64),
                             supported()
                         ),
@@ -320,7 +320,7 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
             path,
             None,
             format!(
-                "{what} and no recognised 'architectures' entry ({listed}supported: {})",
+                "{what} and no recognised 'architectures' entry ({listed}supported: {}){SPECTRA_HINT}",
                 supported()
             ),
         ));
@@ -341,7 +341,7 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
         &weights,
         None,
         format!(
-            "no layer tensors of a supported layout found (supported: {})",
+            "no layer tensors of a supported layout found (supported: {}){SPECTRA_HINT}",
             supported()
         ),
     ))
@@ -490,7 +490,22 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             .holder(Role::Key)
             .expect("grouped-query families store the key (table test)");
         let kname = kt.name_in(&prefix, 0);
-        let (kr, _) = out_in(kt.orientation, tensor_shape(ck, &kname, 0, layers)?);
+        let (mut kr, _) = out_in(kt.orientation, tensor_shape(ck, &kname, 0, layers)?);
+        if kt.roles.len() > 1 {
+            // A stacked [query; key; value] (table test): the key is half
+            // of what the query leaves.
+            let rest = kr.checked_sub(q_width).filter(|r| r % 2 == 0);
+            kr = rest.ok_or_else(|| {
+                invalid(
+                    &ck.file_of(&kname),
+                    Some(&kname),
+                    format!(
+                        "{kr} rows of the fused query|key|value weight do not hold {h} query \
+                         heads of dimension {dh} and two equal key and value blocks"
+                    ),
+                )
+            })? / 2;
+        }
         let key_tensor = Origin::Derived {
             file: ck.file_of(&kname),
             tensor: kname.clone(),
@@ -575,7 +590,17 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             format!("empty matrix: shape [{f0}, {f1}]"),
         ));
     }
-    let (intermediate, _) = out_in(ft.orientation, (f0, f1));
+    let (fused_height, _) = out_in(ft.orientation, (f0, f1));
+    // A fused [gate; up] holds two blocks of the width I (table test).
+    let parts = ft.roles.len();
+    if fused_height % parts != 0 {
+        return Err(invalid(
+            &ck.file_of(&fname),
+            Some(&fname),
+            format!("{fused_height} rows do not split into {parts} equal feed-forward blocks"),
+        ));
+    }
+    let intermediate = fused_height / parts;
     if let Some(i) = src.fact(|k| k.intermediate)? {
         if i.value != intermediate {
             return Err(invalid(

@@ -50,6 +50,21 @@ pub enum Orientation {
     InOut,
 }
 
+/// How the roles of a fused tensor share its output axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fusion {
+    /// One role after the other, each whole (GPT-2's `c_attn`: all query
+    /// rows, then all key rows, then all value rows; Phi-3's `gate_up_proj`).
+    Stacked,
+    /// Per key/value group `g`: the group's query heads, then its key head,
+    /// then its value head, `head_dim` rows each. Without grouped-query
+    /// attention a group is one head, `[q_h; k_h; v_h]` for each head `h`
+    /// (GPT-NeoX and BLOOM `query_key_value`, whose reshape is
+    /// `view(..., heads, 3 * head_dim)`): splitting such a tensor in thirds
+    /// would be wrong. Only for `[Query, Key, Value]`.
+    PerGroup,
+}
+
 /// One stored tensor of a layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TensorSpec {
@@ -60,6 +75,8 @@ pub struct TensorSpec {
     pub roles: &'static [Role],
     /// Storage orientation.
     pub orientation: Orientation,
+    /// How fused roles share the output axis (one role: [`Fusion::Stacked`]).
+    pub fusion: Fusion,
 }
 
 /// Keys that hold the architecture facts, each list in order of preference.
@@ -125,6 +142,10 @@ pub struct FamilySpec {
     /// Position information enters as rotary embeddings inside the
     /// query-key product (ignored by the QK proxy: an extension).
     pub rotary: bool,
+    /// Further places where the family departs from the paper's model, one
+    /// sentence each, for the certificate's `extensions` (parallel residual,
+    /// a logit scale other than the paper's, position biases).
+    pub notes: &'static [&'static str],
 }
 
 use Orientation::{InOut, OutIn};
@@ -135,8 +156,38 @@ const fn t(name: &'static str, roles: &'static [Role], orientation: Orientation)
         name,
         roles,
         orientation,
+        fusion: Fusion::Stacked,
     }
 }
+
+/// A fused query/key/value tensor laid out per key/value group ([`Fusion::PerGroup`]).
+const fn per_group(name: &'static str) -> TensorSpec {
+    TensorSpec {
+        name,
+        roles: &[Query, Key, Value],
+        orientation: OutIn,
+        fusion: Fusion::PerGroup,
+    }
+}
+
+/// The parallel-residual note (GPT-NeoX, GPT-J).
+const PARALLEL: &str = "parallel residual is outside the paper's model: this block computes \
+x + attn(LN1(x)) + mlp(LN2(x)), the feed-forward reading the block's input rather than the \
+attention output, while the paper's depth factor alpha composes attention and feed-forward in \
+sequence; the proxy matrices are the same, and the bounds of this model are an extension of \
+the paper";
+
+/// Input-independent position biases added to the logits (ALiBi, relative buckets).
+const POSITION_BIAS: &str = "a position bias is added to the attention logits (ALiBi or \
+relative-position buckets): the logits are x_i Q_h^T K_h x_j^T + b_h(i, j) with b fixed by the \
+positions, which the paper's model does not have; QK is taken as Q_h^T K_h, and the bounds of \
+this model are an extension of the paper";
+
+/// Gemma 2's logit scale and soft cap.
+const GEMMA2_LOGITS: &str = "Gemma 2 scales the logits by query_pre_attn_scalar^(-1/2) instead \
+of head_dim^(-1/2) and soft-caps them as c tanh(x / c); QK is taken as Q_h^T K_h without any \
+scale, as the paper's proxy drops 1/sqrt(d_h), and the cap (a 1-Lipschitz map) is outside the \
+paper's model: the bounds of this model are an extension of the paper";
 
 /// The standard Hugging Face keys (BERT, ViT, LLaMA and their kin).
 const HF: FactKeys = FactKeys {
@@ -156,7 +207,28 @@ const HF_GQA: FactKeys = FactKeys {
     ..HF
 };
 
-/// The supported families, in the order tensor names are tried.
+/// The LLaMA layout (also Gemma's).
+const LLAMA_TENSORS: &[TensorSpec] = &[
+    t("layers.{l}.self_attn.q_proj.weight", &[Query], OutIn),
+    t("layers.{l}.self_attn.k_proj.weight", &[Key], OutIn),
+    t("layers.{l}.self_attn.v_proj.weight", &[Value], OutIn),
+    t("layers.{l}.self_attn.o_proj.weight", &[Output], OutIn),
+    t("layers.{l}.mlp.gate_proj.weight", &[FfnGate], OutIn),
+    t("layers.{l}.mlp.up_proj.weight", &[FfnIn], OutIn),
+    t("layers.{l}.mlp.down_proj.weight", &[FfnOut], OutIn),
+];
+
+/// Gemma's keys: its activation is `hidden_activation` (Gemma 1 also has
+/// `hidden_act`, which its code overrides by `hidden_activation`).
+const GEMMA: FactKeys = FactKeys {
+    activation: &["hidden_activation", "hidden_act"],
+    ..HF_GQA
+};
+
+/// The supported families, in the order tensor names are tried (OPT's
+/// `decoder.layers.N.self_attn.q_proj` before LLaMA's `layers.N...`, which
+/// it ends with; Gemma's tensors are LLaMA's, so without config.json a
+/// Gemma checkpoint is read as LLaMA).
 pub const FAMILIES: &[FamilySpec] = &[
     FamilySpec {
         layout: "Bert",
@@ -192,6 +264,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         gguf: FactKeys::NONE,
         default_activation: Some("gelu"),
         rotary: false,
+        notes: &[],
     },
     FamilySpec {
         layout: "Vit",
@@ -231,6 +304,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         gguf: FactKeys::NONE,
         default_activation: Some("gelu"),
         rotary: false,
+        notes: &[],
     },
     FamilySpec {
         layout: "DistilBert",
@@ -274,6 +348,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         gguf: FactKeys::NONE,
         default_activation: Some("gelu"),
         rotary: false,
+        notes: &[],
     },
     FamilySpec {
         layout: "Gpt2",
@@ -299,6 +374,144 @@ pub const FAMILIES: &[FamilySpec] = &[
         gguf: FactKeys::NONE,
         default_activation: Some("gelu_new"),
         rotary: false,
+        notes: &[],
+    },
+    FamilySpec {
+        layout: "Mpnet",
+        family: "mpnet",
+        model_types: &["mpnet"],
+        architectures: &["mpnet"],
+        gguf_architectures: &[],
+        tensors: &[
+            t("encoder.layer.{l}.attention.attn.q.weight", &[Query], OutIn),
+            t("encoder.layer.{l}.attention.attn.k.weight", &[Key], OutIn),
+            t("encoder.layer.{l}.attention.attn.v.weight", &[Value], OutIn),
+            t(
+                "encoder.layer.{l}.attention.attn.o.weight",
+                &[Output],
+                OutIn,
+            ),
+            t(
+                "encoder.layer.{l}.intermediate.dense.weight",
+                &[FfnIn],
+                OutIn,
+            ),
+            t("encoder.layer.{l}.output.dense.weight", &[FfnOut], OutIn),
+        ],
+        config: HF,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[POSITION_BIAS],
+    },
+    FamilySpec {
+        layout: "GptNeoX",
+        family: "gpt_neox",
+        model_types: &["gpt_neox"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: &[
+            per_group("layers.{l}.attention.query_key_value.weight"),
+            t("layers.{l}.attention.dense.weight", &[Output], OutIn),
+            t("layers.{l}.mlp.dense_h_to_4h.weight", &[FfnIn], OutIn),
+            t("layers.{l}.mlp.dense_4h_to_h.weight", &[FfnOut], OutIn),
+        ],
+        config: HF,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: true,
+        notes: &[PARALLEL],
+    },
+    FamilySpec {
+        layout: "Bloom",
+        family: "bloom",
+        model_types: &["bloom"],
+        architectures: &["bloom"],
+        gguf_architectures: &[],
+        tensors: &[
+            per_group("h.{l}.self_attention.query_key_value.weight"),
+            t("h.{l}.self_attention.dense.weight", &[Output], OutIn),
+            t("h.{l}.mlp.dense_h_to_4h.weight", &[FfnIn], OutIn),
+            t("h.{l}.mlp.dense_4h_to_h.weight", &[FfnOut], OutIn),
+        ],
+        config: FactKeys {
+            layers: &["n_layer", "num_hidden_layers"],
+            hidden: &["hidden_size", "n_embed"],
+            heads: &["n_head", "num_attention_heads"],
+            kv_heads: &[],
+            head_dim: &[],
+            intermediate: &[],
+            activation: &[],
+        },
+        gguf: FactKeys::NONE,
+        // BLOOM's bloom_gelu_forward: the tanh approximation of GELU.
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: false,
+        notes: &[POSITION_BIAS],
+    },
+    FamilySpec {
+        layout: "GptJ",
+        family: "gptj",
+        model_types: &["gptj"],
+        architectures: &["gptj"],
+        gguf_architectures: &[],
+        tensors: &[
+            t("h.{l}.attn.q_proj.weight", &[Query], OutIn),
+            t("h.{l}.attn.k_proj.weight", &[Key], OutIn),
+            t("h.{l}.attn.v_proj.weight", &[Value], OutIn),
+            t("h.{l}.attn.out_proj.weight", &[Output], OutIn),
+            t("h.{l}.mlp.fc_in.weight", &[FfnIn], OutIn),
+            t("h.{l}.mlp.fc_out.weight", &[FfnOut], OutIn),
+        ],
+        config: FactKeys {
+            layers: &["n_layer"],
+            hidden: &["n_embd"],
+            heads: &["n_head"],
+            kv_heads: &[],
+            head_dim: &[],
+            intermediate: &["n_inner"],
+            activation: &["activation_function"],
+        },
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_new"),
+        rotary: true,
+        notes: &[PARALLEL],
+    },
+    FamilySpec {
+        layout: "Opt",
+        family: "opt",
+        model_types: &["opt"],
+        architectures: &["opt"],
+        gguf_architectures: &[],
+        tensors: &[
+            t(
+                "decoder.layers.{l}.self_attn.q_proj.weight",
+                &[Query],
+                OutIn,
+            ),
+            t("decoder.layers.{l}.self_attn.k_proj.weight", &[Key], OutIn),
+            t(
+                "decoder.layers.{l}.self_attn.v_proj.weight",
+                &[Value],
+                OutIn,
+            ),
+            t(
+                "decoder.layers.{l}.self_attn.out_proj.weight",
+                &[Output],
+                OutIn,
+            ),
+            t("decoder.layers.{l}.fc1.weight", &[FfnIn], OutIn),
+            t("decoder.layers.{l}.fc2.weight", &[FfnOut], OutIn),
+        ],
+        config: FactKeys {
+            intermediate: &["ffn_dim"],
+            activation: &["activation_function"],
+            ..HF
+        },
+        gguf: FactKeys::NONE,
+        default_activation: Some("relu"),
+        rotary: false,
+        notes: &[],
     },
     FamilySpec {
         layout: "Llama",
@@ -306,19 +519,64 @@ pub const FAMILIES: &[FamilySpec] = &[
         model_types: &["llama", "mistral", "qwen2", "smollm"],
         architectures: &["llama", "mistral", "qwen2"],
         gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: HF_GQA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("silu"),
+        rotary: true,
+        notes: &[],
+    },
+    FamilySpec {
+        layout: "Phi3",
+        family: "phi3",
+        model_types: &["phi3"],
+        architectures: &["phi3"],
+        gguf_architectures: &[],
         tensors: &[
-            t("layers.{l}.self_attn.q_proj.weight", &[Query], OutIn),
-            t("layers.{l}.self_attn.k_proj.weight", &[Key], OutIn),
-            t("layers.{l}.self_attn.v_proj.weight", &[Value], OutIn),
+            t(
+                "layers.{l}.self_attn.qkv_proj.weight",
+                &[Query, Key, Value],
+                OutIn,
+            ),
             t("layers.{l}.self_attn.o_proj.weight", &[Output], OutIn),
-            t("layers.{l}.mlp.gate_proj.weight", &[FfnGate], OutIn),
-            t("layers.{l}.mlp.up_proj.weight", &[FfnIn], OutIn),
+            t(
+                "layers.{l}.mlp.gate_up_proj.weight",
+                &[FfnGate, FfnIn],
+                OutIn,
+            ),
             t("layers.{l}.mlp.down_proj.weight", &[FfnOut], OutIn),
         ],
         config: HF_GQA,
         gguf: FactKeys::NONE,
         default_activation: Some("silu"),
         rotary: true,
+        notes: &[],
+    },
+    FamilySpec {
+        layout: "Gemma2",
+        family: "gemma2",
+        model_types: &["gemma2"],
+        architectures: &["gemma2"],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: GEMMA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: true,
+        notes: &[GEMMA2_LOGITS],
+    },
+    FamilySpec {
+        layout: "Gemma",
+        family: "gemma",
+        model_types: &["gemma"],
+        architectures: &["gemma"],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: GEMMA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: true,
+        notes: &[],
     },
     FamilySpec {
         layout: "Gguf",
@@ -349,6 +607,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         // llama.cpp's graph for these architectures: SiLU-gated feed-forward.
         default_activation: Some("silu"),
         rotary: true,
+        notes: &[],
     },
 ];
 
@@ -393,6 +652,11 @@ impl TensorSpec {
         format!("{prefix}{}", self.name.replace("{l}", &l.to_string()))
     }
 }
+
+/// Said after the list of supported families when a model is not one of
+/// them: `spectra` certifies the spectra of any checkpoint's matrices.
+pub const SPECTRA_HINT: &str = "; `specbound spectra MODEL` certifies the spectra and norms of \
+every weight matrix of any checkpoint, known family or not";
 
 /// Every recognised `model_type` and GGUF architecture, for messages.
 pub fn supported() -> String {
@@ -462,25 +726,52 @@ mod tests {
                     "{}",
                     t.name
                 );
+                // Feed-forward inputs are stored alone or as [gate; up]
+                // (the height over the role count is the width I).
                 if t.roles
                     .iter()
                     .any(|r| matches!(r, Role::FfnIn | Role::FfnGate))
                 {
-                    assert_eq!(t.roles.len(), 1, "{}", t.name);
+                    assert!(
+                        t.roles == [Role::FfnIn]
+                            || t.roles == [Role::FfnGate]
+                            || t.roles == [Role::FfnGate, Role::FfnIn],
+                        "{}",
+                        t.name
+                    );
+                }
+                if t.fusion == Fusion::PerGroup {
+                    assert_eq!(t.roles, &[Role::Query, Role::Key, Role::Value]);
                 }
             }
+            // The key's height gives the key/value heads: stored alone, or
+            // in a stacked [query; key; value].
             if f.grouped_query() {
-                assert_eq!(f.holder(Role::Key).unwrap().0.roles, &[Role::Key]);
+                let kt = f.holder(Role::Key).unwrap().0;
+                assert!(
+                    kt.roles == [Role::Key]
+                        || (kt.roles == [Role::Query, Role::Key, Role::Value]
+                            && kt.fusion == Fusion::Stacked),
+                    "{}",
+                    f.layout
+                );
             }
             assert!(!f.model_types.is_empty() || !f.gguf_architectures.is_empty());
             assert!(f.architectures.iter().all(|a| f.model_types.contains(a)));
             assert!(!f.config.heads.is_empty() || !f.gguf.heads.is_empty());
         }
-        // Layout names are distinct, and so are the query tensor names.
+        // Layout names are distinct, and so are the query tensor names,
+        // except for families of one tensor layout told apart by
+        // config.json alone (Gemma's tensors are LLaMA's).
         for (i, a) in FAMILIES.iter().enumerate() {
             for b in &FAMILIES[i + 1..] {
                 assert_ne!(a.layout, b.layout);
-                assert_ne!(a.anchor().name, b.anchor().name);
+                assert!(
+                    a.anchor().name != b.anchor().name || a.tensors == b.tensors,
+                    "{} {}",
+                    a.layout,
+                    b.layout
+                );
             }
         }
     }

@@ -25,7 +25,7 @@ mod id;
 mod recipe;
 
 pub use detect::detect;
-pub use families::{FamilySpec, Orientation, Role, TensorSpec, FAMILIES};
+pub use families::{FamilySpec, Fusion, Orientation, Role, TensorSpec, FAMILIES};
 pub use id::{MatrixId, MatrixType};
 pub use recipe::{
     describe, extract, extract_layer, extract_raw_layer, ProxyDescription, RawWeight,
@@ -86,7 +86,7 @@ impl Architecture {
         self.spec.layout
     }
 
-    /// Gated (SwiGLU) feed-forward: `M_in = [W_gate, W_up]`, an extension of the paper.
+    /// Gated (GLU) feed-forward: `M_in = [W_gate, W_up]`, an extension of the paper.
     pub fn gated(&self) -> bool {
         self.spec.gated()
     }
@@ -96,6 +96,8 @@ impl Architecture {
     ///
     /// * a gated feed-forward (LLaMA family): how `M_in`/`M_out` are formed;
     /// * rotary position embeddings (LLaMA family, GGUF): ignored in `QK`;
+    /// * the family's own notes ([`FamilySpec::notes`]: parallel residual,
+    ///   position biases, Gemma 2's logit scale and cap);
     /// * `L_phi`: when `l_phi_text` is the paper's GELU bound `1.13` (the
     ///   default) and the activation is not GELU or a GELU approximation
     ///   ([`families::GELU_VARIANTS`]), or is unknown (no config.json or
@@ -105,7 +107,7 @@ impl Architecture {
         let mut out = Vec::new();
         if self.gated() {
             out.push(format!(
-                "gated (SwiGLU) feed-forward is outside the paper's theorem: M_in is taken as \
+                "gated (GLU: SwiGLU, GeGLU) feed-forward is outside the paper's theorem: M_in is taken as \
                  [W_gate, W_up] side by side ({} x {}) and M_out as W_down ({} x {}); the bounds \
                  of this model are an extension of the paper",
                 self.hidden,
@@ -124,6 +126,7 @@ impl Architecture {
                     .to_string(),
             );
         }
+        out.extend(self.spec.notes.iter().map(|n| n.to_string()));
         if l_phi_text.trim() == PAPER_L_PHI {
             match &self.activation {
                 Some(a) if a.is_gelu() => {}
@@ -143,6 +146,24 @@ impl Architecture {
             }
         }
         out
+    }
+}
+
+impl Architecture {
+    /// How the paper's bound applies to this model, one line for `inspect`
+    /// (`docs/architectures.md`): exactly, when [`Architecture::extensions`]
+    /// is empty at `l_phi_text`; otherwise as an extension, for the reasons
+    /// listed there. Families for which the paper's reasoning gives no bound
+    /// are not in the table (detection refuses them).
+    pub fn bound_applies(&self, l_phi_text: &str) -> String {
+        match self.extensions(l_phi_text).len() {
+            0 => "the paper's bound applies exactly (the paper's block and proxies)".to_string(),
+            n => format!(
+                "the paper's bound applies as an extension ({n} departure{} from the paper's model, \
+                 listed below; docs/architectures.md)",
+                if n == 1 { "" } else { "s" }
+            ),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::families::{Orientation, Role};
+use super::families::{Fusion, Orientation, Role};
 use super::{
     clean, invalid, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
 };
@@ -144,6 +144,20 @@ struct RoleAt {
     offset: usize,
     out: usize,
     inn: usize,
+    /// Per-group interleaving ([`Fusion::PerGroup`]): the rows of one
+    /// group, this role's first row within a group, and its heads per group;
+    /// `R`'s head block `b` (of `dh` rows) starts at stored row
+    /// `(b / heads) * per_group + within + (b % heads) * dh`.
+    group: Option<Grouped>,
+}
+
+/// Where the heads of a role of a per-group fused tensor lie.
+#[derive(Clone, Copy, Debug)]
+struct Grouped {
+    per_group: usize,
+    within: usize,
+    heads: usize,
+    dh: usize,
 }
 
 impl RoleAt {
@@ -166,9 +180,25 @@ impl RoleAt {
         }
     }
 
-    /// Rows `start..start + n` of `R` (all columns).
+    /// Rows `start..start + n` of `R` (all columns). In a per-group fused
+    /// tensor the rows of `R` are one head block (`start` a multiple of the
+    /// head dimension, `n` the head dimension), found where the
+    /// interleaving puts it.
     fn rows(&self, start: usize, n: usize, t: bool) -> Block {
-        self.block(start..start + n, 0..self.inn, t)
+        match self.group {
+            None => self.block(start..start + n, 0..self.inn, t),
+            Some(g) => {
+                debug_assert!(start % g.dh == 0 && n == g.dh);
+                let b = start / g.dh;
+                let at = (b / g.heads) * g.per_group + g.within + (b % g.heads) * g.dh;
+                let plain = RoleAt {
+                    offset: 0,
+                    group: None,
+                    ..*self
+                };
+                plain.block(at..at + n, 0..self.inn, t)
+            }
+        }
     }
 
     /// Columns `start..start + n` of `R` (all rows).
@@ -176,8 +206,9 @@ impl RoleAt {
         self.block(0..self.out, start..start + n, t)
     }
 
-    /// All of `R`.
+    /// All of `R` (contiguous: never a role of a per-group fused tensor).
     fn whole(&self, t: bool) -> Block {
+        debug_assert!(self.group.is_none());
         self.block(0..self.out, 0..self.inn, t)
     }
 }
@@ -248,11 +279,25 @@ fn plan_layer(
     let width = |r: Role| role_width(d, r);
     let mut tensors = Vec::new();
     let mut at: Vec<(Role, RoleAt)> = Vec::new();
+    // A per-group fused [query; key; value]: each group holds its query
+    // heads, then one key head, then one value head.
+    let group_q = a.heads / a.kv_heads;
+    let per_group = (group_q + 2).saturating_mul(d.dh); // the fused height is checked below
     for (k, ts) in a.spec.tensors.iter().enumerate() {
         let name = ts.name_in(&a.prefix, l);
         let (mut out, mut inn) = (0usize, 0usize);
         for &role in ts.roles {
             let (o, i) = width(role);
+            let group = (ts.fusion == Fusion::PerGroup).then(|| Grouped {
+                per_group,
+                within: match role {
+                    Role::Query => 0,
+                    Role::Key => group_q * d.dh,
+                    _ => (group_q + 1) * d.dh,
+                },
+                heads: if role == Role::Query { group_q } else { 1 },
+                dh: d.dh,
+            });
             at.push((
                 role,
                 RoleAt {
@@ -261,6 +306,7 @@ fn plan_layer(
                     offset: out,
                     out: o,
                     inn: i,
+                    group,
                 },
             ));
             // At most three roles of widths bounded by a checked product.

@@ -28,6 +28,8 @@ pub struct InspectReport {
     pub unmapped: Vec<UnmappedTensor>,
     /// Where the certificate goes beyond the paper.
     pub extensions: Vec<String>,
+    /// How the paper's bound applies ([`Architecture::bound_applies`]).
+    pub bound: String,
 }
 
 /// Runs `inspect`.
@@ -43,7 +45,9 @@ pub fn run(req: &InspectRequest) -> Result<InspectReport, CmdError> {
     )?;
     let (matrices, unmapped) = arch::describe(&ck, &arch)?;
     let extensions = arch.extensions(&req.l_phi);
+    let bound = arch.bound_applies(&req.l_phi);
     Ok(InspectReport {
+        bound,
         shown: resolved.shown,
         arch,
         matrices,
@@ -70,6 +74,7 @@ impl Report for InspectReport {
             "{}: {} ({} layout, prefix '{}'): {} layers, hidden {}, {} heads of {} ({} key/value heads), feed-forward {}, activation {activation}",
             self.shown, a.family, a.layout(), a.prefix, a.layers, a.hidden, a.heads, a.head_dim, a.kv_heads, a.intermediate
         );
+        let _ = writeln!(s, "bound: {}", self.bound);
         for n in &self.extensions {
             let _ = writeln!(s, "EXTENSION OF THE PAPER: {n}");
         }
@@ -114,6 +119,7 @@ impl Report for InspectReport {
             "head_dim": a.head_dim,
             "intermediate": a.intermediate,
             "activation": a.activation.as_ref().map(|x| serde_json::json!({"name": x.name, "source": x.source})),
+            "bound": self.bound,
             "extensions": self.extensions,
             "matrices": self.matrices,
             "unmapped": self.unmapped.iter().map(|(n, s, d)| serde_json::json!({"tensor": n, "shape": s, "dtype": d})).collect::<Vec<_>>(),

@@ -23,6 +23,7 @@ pub mod diff;
 pub mod inspect;
 pub mod merge;
 pub mod report;
+pub mod spectra;
 pub mod study;
 pub mod svd;
 pub mod verify;

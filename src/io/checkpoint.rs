@@ -602,6 +602,25 @@ impl Checkpoint {
         v
     }
 
+    /// Reads a float tensor of rank >= 2 flattened to
+    /// `[shape[0], product of the other dimensions]`, row-major (the stored
+    /// order); 2-D tensors as [`Self::read`]. Only safetensors files hold
+    /// such tensors for this reader: a higher-rank tensor of a PyTorch or
+    /// GGUF file is refused as not 2-D.
+    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        match self.index.get(name) {
+            Some(&i) => {
+                let r = match &self.files[i] {
+                    Source::St(f) => f.read_flattened(name),
+                    other => other.read(name),
+                };
+                self.files[i].release(name);
+                r
+            }
+            None => self.read(name),
+        }
+    }
+
     /// SHA-256 of every weight file, in a stable order (an error only when
     /// a PyTorch checkpoint, read through its descriptor, fails to read).
     pub fn file_hashes(&self) -> Result<Vec<FileHash>, ReadError> {

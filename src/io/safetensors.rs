@@ -99,6 +99,28 @@ impl SafetensorsFile {
         decode_tensor(&self.path, name, info, bytes)
     }
 
+    /// Reads a float tensor of rank >= 2 as the row-major matrix
+    /// `[shape[0], shape[1] * ... * shape[k-1]]` (its bytes unchanged, so
+    /// entry `(r, c)` is the stored element of flat index `r * cols + c`;
+    /// exact conversion, L1). For 2-D tensors this is [`Self::read`].
+    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        let Some(info) = self.meta.info(name) else {
+            return self.read(name);
+        };
+        if info.shape.len() <= 2 {
+            return self.read(name);
+        }
+        let cols = info.shape[1..]
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| ReadError::format(&self.path, Some(name), "the shape overflows"))?;
+        let mut flat = info.clone();
+        flat.shape = vec![info.shape[0], cols];
+        let (b, e) = info.data_offsets;
+        let bytes = &self.mmap[self.data_start + b..self.data_start + e];
+        decode_tensor(&self.path, name, &flat, bytes)
+    }
+
     /// The file mapping (for [`super::release_pages`]).
     pub(crate) fn bytes_map(&self) -> &Mmap {
         &self.mmap

@@ -158,6 +158,38 @@ pub enum Command {
         #[command(flatten)]
         json: JsonArg,
     },
+    /// Certified spectra and norms of every weight matrix of any checkpoint, known family
+    /// or not, one row per tensor (WeightWatcher's quantities that are Schatten quantities).
+    Spectra {
+        /// A model directory, a .safetensors, PyTorch (.bin, .pt, .pth) or .gguf file, or a
+        /// Hugging Face id in the local cache.
+        model: PathBuf,
+        #[command(flatten)]
+        revision: RevisionArg,
+        #[command(flatten)]
+        json: JsonArg,
+        /// Write spectra.csv (one row per matrix, exact lo/hi columns) into this directory.
+        #[arg(long, value_name = "DIR")]
+        csv: Option<PathBuf>,
+        /// Only tensors whose full name matches this regular expression.
+        #[arg(long, value_name = "REGEX")]
+        include: Option<String>,
+        /// No tensor whose full name matches this regular expression.
+        #[arg(long, value_name = "REGEX")]
+        exclude: Option<String>,
+        /// Skip tensors with more elements than this.
+        #[arg(long, value_name = "N")]
+        max_elements: Option<u64>,
+        /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
+        #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
+        schatten_p: Vec<SchattenP>,
+        /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
+        #[arg(long, default_value = "f64")]
+        precision: Precision,
+        /// Target relative radius for `--precision auto`.
+        #[arg(long, default_value_t = 1e-11)]
+        rtol: f64,
+    },
     /// Certify a whole checkpoint: proxy matrices, their spectra, and the bound proxies.
     Certify {
         /// A Hugging Face model directory (config.json + model.safetensors or
@@ -336,6 +368,8 @@ fn model(arg: &std::path::Path, revision: &RevisionArg) -> Result<ModelRef, CmdE
 pub enum Request {
     /// `svd`.
     Svd(cmd::svd::SvdRequest),
+    /// `spectra`.
+    Spectra(cmd::spectra::SpectraRequest),
     /// `certify`.
     Certify(cmd::certify::CertifyRequest),
     /// `merge`.
@@ -359,6 +393,7 @@ impl Command {
     pub fn json(&self) -> bool {
         match self {
             Command::Svd { json, .. }
+            | Command::Spectra { json, .. }
             | Command::Certify { json, .. }
             | Command::Merge { json, .. }
             | Command::Inspect { json, .. }
@@ -392,6 +427,27 @@ impl Command {
                 schatten_p,
                 precision,
                 rtol,
+            }),
+            Command::Spectra {
+                model: m,
+                revision,
+                csv,
+                include,
+                exclude,
+                max_elements,
+                schatten_p,
+                precision,
+                rtol,
+                ..
+            } => Request::Spectra(cmd::spectra::SpectraRequest {
+                model: model(&m, &revision)?,
+                include,
+                exclude,
+                max_elements,
+                schatten_p,
+                precision,
+                rtol,
+                csv,
             }),
             Command::Certify {
                 model: m,

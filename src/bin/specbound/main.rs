@@ -38,6 +38,7 @@ impl Ui for Terminal {
 fn dispatch(req: Request, ui: &dyn Ui) -> Result<Box<dyn Report>, CmdError> {
     Ok(match req {
         Request::Svd(r) => Box::new(cmd::svd::run(r, ui)?),
+        Request::Spectra(r) => Box::new(cmd::spectra::run(&r, ui)?),
         Request::Certify(r) => Box::new(cmd::certify::run(&r, ui)?),
         Request::Merge(r) => Box::new(cmd::merge::run(&r)?),
         Request::Study(r) => Box::new(cmd::study::run(&r, ui)?),

@@ -1,0 +1,407 @@
+//! `specbound spectra`: every weight matrix of any checkpoint, certified,
+//! driven through the real binary. Containment is checked exactly against
+//! exact oracles: matrices of exactly known singular values, and sums of
+//! squares and of absolute values of the stored entries in rationals.
+
+mod common;
+
+use common::{assert_bad, assert_contains_sqrt, ok_json, root, run};
+use rug::float::Round;
+use rug::{Float, Rational};
+use serde_json::Value;
+use specbound::io::checkpoint::Checkpoint;
+use std::path::{Path, PathBuf};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("specbound-spectra-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A tensor for [`write_st`]: name, dtype (`F64`, `F32`, `I64`), shape, values.
+type Tensor = (String, &'static str, Vec<usize>, Vec<f64>);
+
+/// Writes a safetensors file of tensors of any rank.
+fn write_st(path: &Path, tensors: &[Tensor]) {
+    let mut header = serde_json::Map::new();
+    let mut data: Vec<u8> = Vec::new();
+    for (name, dtype, shape, values) in tensors {
+        assert_eq!(shape.iter().product::<usize>(), values.len(), "{name}");
+        let start = data.len();
+        for &x in values {
+            match *dtype {
+                "F64" => data.extend_from_slice(&x.to_le_bytes()),
+                "F32" => data.extend_from_slice(&(x as f32).to_le_bytes()),
+                "I64" => data.extend_from_slice(&(x as i64).to_le_bytes()),
+                other => panic!("{other}"),
+            }
+        }
+        header.insert(
+            name.clone(),
+            serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let mut h = serde_json::to_vec(&Value::Object(header)).unwrap();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&h);
+    out.extend_from_slice(&data);
+    std::fs::write(path, out).unwrap();
+}
+
+fn lo_hi(v: &Value) -> (f64, f64) {
+    (v["lo"].as_f64().unwrap(), v["hi"].as_f64().unwrap())
+}
+
+/// `lo <= x <= hi` exactly, for an exact rational `x`.
+fn contains(v: &Value, x: &Rational, what: &str) {
+    let (lo, hi) = lo_hi(v);
+    assert!(
+        Rational::from_f64(lo).unwrap() <= *x && *x <= Rational::from_f64(hi).unwrap(),
+        "{what}: {} not in [{lo:e}, {hi:e}]",
+        x.to_f64()
+    );
+}
+
+/// `lo <= log10(x) <= hi` exactly: log10 is rounded down and up by MPFR
+/// at 256 bits, and the enclosure must hold both (`x` is not a power of
+/// ten, so log10(x) is irrational and no binary64 end can fall between).
+fn contains_log10(v: &Value, x: &Rational, what: &str) {
+    let (lo, hi) = lo_hi(v);
+    let (mut d, _) = Float::with_val_round(256, x, Round::Down);
+    d.log10_round(Round::Down);
+    let (mut u, _) = Float::with_val_round(256, x, Round::Up);
+    u.log10_round(Round::Up);
+    assert!(
+        Float::with_val(256, lo) <= d && u <= Float::with_val(256, hi),
+        "{what}: log10 {} not in [{lo:e}, {hi:e}]",
+        x.to_f64()
+    );
+}
+
+fn q(x: f64) -> Rational {
+    Rational::from_f64(x).unwrap()
+}
+
+fn spectra(args: &[&str]) -> Value {
+    let mut a = vec!["spectra", "-q", "--json"];
+    a.extend_from_slice(args);
+    ok_json(&run(&a))
+}
+
+fn bundled() -> String {
+    root()
+        .join("data/all-MiniLM-L6-v2")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn spectra_certifies_every_2d_tensor_of_the_bundled_model() {
+    let ck = Checkpoint::open(&root().join("data/all-MiniLM-L6-v2")).unwrap();
+    let want = ck.two_d_float_tensors();
+    let j = spectra(&[&bundled()]);
+    let rows = j["matrices"].as_array().unwrap();
+    let got: Vec<&str> = rows.iter().map(|r| r["tensor"].as_str().unwrap()).collect();
+    assert_eq!(got, want);
+    assert!(rows.iter().all(|r| r["status"] == "certified"));
+    // One tensor against exact oracles from its stored entries.
+    let name = "encoder.layer.0.attention.self.query.weight";
+    let m = ck.read(name).unwrap().matrix;
+    let r = rows.iter().find(|r| r["tensor"] == name).unwrap();
+    assert_eq!(
+        (r["rows"].as_u64(), r["cols"].as_u64()),
+        (Some(384), Some(384))
+    );
+    assert_eq!(r["dtype"], "f32");
+    let fro2: Rational = m.data.iter().map(|&x| q(x) * q(x)).sum();
+    let l11: Rational = m.data.iter().map(|&x| q(x.abs())).sum();
+    contains(&r["norm"], &fro2, "||W||_F^2");
+    contains_log10(&r["log_norm"], &fro2, "log_norm");
+    contains(&r["norm_11"], &l11, "(1,1) norm");
+    let (flo, fhi) = lo_hi(&r["frobenius_norm"]);
+    assert_contains_sqrt(
+        &specbound::enclosure::Enclosure::new(flo, fhi).unwrap(),
+        &fro2,
+        "Frobenius",
+    );
+    // sigma_max >= every column norm and sigma_max^2 <= ||W||_F^2, exactly.
+    let (slo, shi) = lo_hi(&r["spectral_norm"]);
+    let max_col2 = (0..m.cols)
+        .map(|c| -> Rational {
+            (0..m.rows)
+                .map(|i| q(m.data[i * m.cols + c]).square())
+                .sum()
+        })
+        .max()
+        .unwrap();
+    assert!(q(shi) * q(shi) >= max_col2, "sigma_max below a column norm");
+    assert!(
+        q(slo) * q(slo) <= fro2,
+        "sigma_max above the Frobenius norm"
+    );
+    // log10 sigma_max^2 from the same ends (sigma_max is irrational here).
+    let (llo, lhi) = lo_hi(&r["log_spectral_norm"]);
+    assert!(llo <= lhi && llo > 0.0);
+}
+
+/// A non-Transformer checkpoint: an MLP's weights of exactly known singular
+/// values, a 4-D convolution kernel, a bias, an integer buffer.
+fn mlp_and_conv(dir: &Path) -> PathBuf {
+    // 4 x 6, singular values exactly 3, 2, 1, 1/2.
+    let mut w0 = vec![0.0; 24];
+    for (i, d) in [3.0, -2.0, 1.0, 0.5].into_iter().enumerate() {
+        w0[i * 6 + (i + 1) % 6] = d;
+    }
+    // [out 2, in 3, kh 2, kw 2]: slice (a, b) is k [[1,0,0],[0,2,0]] with
+    // k = 1 + 2a + b (singular values 2k, k).
+    let mut conv = vec![0.0; 2 * 3 * 4];
+    for a in 0..2 {
+        for b in 0..2 {
+            let k = (1 + 2 * a + b) as f64;
+            let s = a * 2 + b;
+            // Flat index of (r, c, a, b) is 12 r + 4 c + s.
+            conv[s] = k; // (0, 0, a, b)
+            conv[12 + 4 + s] = 2.0 * k; // (1, 1, a, b)
+        }
+    }
+    let f = dir.join("model.safetensors");
+    write_st(
+        &f,
+        &[
+            ("mlp.0.weight".into(), "F64", vec![4, 6], w0),
+            ("mlp.0.bias".into(), "F64", vec![4], vec![1.0; 4]),
+            ("conv.weight".into(), "F32", vec![2, 3, 2, 2], conv),
+            ("steps".into(), "I64", vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]),
+        ],
+    );
+    f
+}
+
+#[test]
+fn spectra_of_a_non_transformer_checkpoint_contains_the_exact_values() {
+    let d = tmpdir("mlp");
+    let f = mlp_and_conv(&d);
+    let j = spectra(&[f.to_str().unwrap(), "--schatten-p", "1,2,0.5"]);
+    let rows = j["matrices"].as_array().unwrap();
+    // The 2-D weight and the four slices of the kernel.
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}{}",
+                r["tensor"].as_str().unwrap(),
+                r["slice"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "conv.weight[:, :, 0, 0]",
+            "conv.weight[:, :, 0, 1]",
+            "conv.weight[:, :, 1, 0]",
+            "conv.weight[:, :, 1, 1]",
+            "mlp.0.weight"
+        ]
+    );
+    let w = &rows[4];
+    contains(&w["spectral_norm"], &q(3.0), "sigma_max");
+    contains(&w["sv_min"], &q(0.5), "sigma_min");
+    contains(&w["nuclear_norm"], &q(6.5), "nuclear");
+    contains(&w["norm"], &q(14.25), "||W||_F^2");
+    contains(&w["lambda_max"], &q(9.0), "lambda_max");
+    contains(&w["stable_rank"], &(q(14.25) / q(9.0)), "stable rank");
+    contains_log10(&w["log_norm"], &q(14.25), "log_norm");
+    contains_log10(&w["log_spectral_norm"], &q(9.0), "log_spectral_norm");
+    assert_eq!(w["rank"], serde_json::json!({"lo": 4, "hi": 4}));
+    let sch = w["schatten"].as_array().unwrap();
+    assert_eq!(sch[0]["p"], "1");
+    contains(&sch[0]["power"], &q(6.5), "S_1");
+    contains(&sch[1]["power"], &q(14.25), "S_2^2");
+    // sum sigma_i^(1/2) = sqrt 3 + sqrt 2 + 1 + sqrt(1/2) (irrational), by
+    // MPFR rounded down and up at 256 bits.
+    let (lo, hi) = lo_hi(&sch[2]["power"]);
+    let sum_sqrt = |r: Round| {
+        let mut acc = Float::with_val(256, 0);
+        for x in [3.0, 2.0, 1.0, 0.5] {
+            let mut s = Float::with_val(256, x);
+            s.sqrt_round(r);
+            rug::ops::AddAssignRound::add_assign_round(&mut acc, &s, r);
+        }
+        acc
+    };
+    assert!(
+        Float::with_val(256, lo) <= sum_sqrt(Round::Down)
+            && sum_sqrt(Round::Up) <= Float::with_val(256, hi),
+        "S_1/2^1/2: [{lo}, {hi}]"
+    );
+    for (s, k) in rows[..4].iter().zip([1.0, 2.0, 3.0, 4.0]) {
+        assert_eq!(s["shape"], serde_json::json!([2, 3, 2, 2]));
+        assert_eq!((s["rows"].as_u64(), s["cols"].as_u64()), (Some(2), Some(3)));
+        contains(&s["spectral_norm"], &q(2.0 * k), "slice sigma_max");
+        contains(&s["sv_min"], &q(k), "slice sigma_min");
+    }
+    assert!(j["reshape"].as_str().unwrap().contains("W[:, :, i, j]"));
+    let skipped: Vec<(&str, &str)> = j["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["tensor"].as_str().unwrap(), s["why"].as_str().unwrap()))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(skipped
+        .iter()
+        .any(|(n, w)| *n == "mlp.0.bias" && w.contains("1-D")));
+    assert!(skipped
+        .iter()
+        .any(|(n, w)| *n == "steps" && w.contains("float")));
+    // The text says how the kernel was cut.
+    let out = run(&["spectra", "-q", f.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("conv.weight[:, :, 1, 1] 2 x 3 f32"), "{text}");
+    assert!(text.contains("WeightWatcher"), "{text}");
+    // certify refuses it, names what it supports and points at spectra.
+    let mut c = std::fs::File::create(d.join("config.json")).unwrap();
+    std::io::Write::write_all(&mut c, br#"{"model_type": "mamba"}"#).unwrap();
+    assert_bad(
+        &["certify", d.to_str().unwrap()],
+        &[
+            "unsupported architecture 'mamba'",
+            "supported: bert",
+            "specbound spectra",
+        ],
+    );
+    // spectra takes the directory, config or not.
+    let j = spectra(&[d.to_str().unwrap()]);
+    assert_eq!(j["matrices"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn spectra_filters_by_name_and_size_and_writes_csv() {
+    let j = spectra(&[
+        &bundled(),
+        "--include",
+        r"layer\.[01]\.",
+        "--exclude",
+        "query|key",
+    ]);
+    let names: Vec<&str> = j["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tensor"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    assert!(names
+        .iter()
+        .all(|n| (n.contains("layer.0.") || n.contains("layer.1."))
+            && !n.contains("query")
+            && !n.contains("key")));
+    assert_eq!(j["filtered_out"], 28);
+    // Size: the feed-forward matrices (1536 x 384) are skipped, with the reason.
+    let j = spectra(&[
+        &bundled(),
+        "--include",
+        r"layer\.0\.",
+        "--max-elements",
+        "147456",
+    ]);
+    assert_eq!(j["matrices"].as_array().unwrap().len(), 4);
+    let sk = j["skipped"].as_array().unwrap();
+    assert_eq!(sk.len(), 2);
+    assert!(sk[0]["why"]
+        .as_str()
+        .unwrap()
+        .contains("--max-elements 147456"));
+    // A bad pattern: one line, exit 2.
+    assert_bad(
+        &["spectra", &bundled(), "--include", "(unclosed"],
+        &["--include"],
+    );
+    // Nothing left: an error, not an empty success.
+    assert_bad(
+        &["spectra", &bundled(), "--include", "no-such-tensor"],
+        &["no matrix to certify"],
+    );
+    // CSV: one row per matrix; the ends read back as the JSON's binary64 ends.
+    let d = tmpdir("csv");
+    let out_dir = d.join("tables");
+    let j = spectra(&[
+        &bundled(),
+        "--include",
+        r"layer\.5\.",
+        "--csv",
+        out_dir.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(out_dir.join("spectra.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let body: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let rows = j["matrices"].as_array().unwrap();
+    assert_eq!(body.len(), rows.len());
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    for (b, r) in body.iter().zip(rows) {
+        assert_eq!(b.len(), head.len());
+        assert_eq!(b[col("tensor")], r["tensor"].as_str().unwrap());
+        for q in [
+            "spectral_norm",
+            "log_norm",
+            "stable_rank",
+            "schatten_norm_2",
+        ] {
+            let (lo, hi) = if q == "schatten_norm_2" {
+                lo_hi(&r["schatten"][1]["norm"])
+            } else {
+                lo_hi(&r[q])
+            };
+            assert_eq!(
+                b[col(&format!("{q}_lo"))].parse::<f64>().unwrap(),
+                lo,
+                "{q}"
+            );
+            assert_eq!(
+                b[col(&format!("{q}_hi"))].parse::<f64>().unwrap(),
+                hi,
+                "{q}"
+            );
+        }
+    }
+}
+
+#[test]
+fn spectra_prints_hostile_tensor_names_escaped() {
+    let d = tmpdir("hostile");
+    let f = d.join("m.safetensors");
+    write_st(
+        &f,
+        &[(
+            "w\n\u{1b}[31m,\"x".into(),
+            "F64",
+            vec![2, 2],
+            vec![1.0, 0.0, 0.0, 2.0],
+        )],
+    );
+    let out = run(&["spectra", "-q", f.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(text.contains("w\\n\\u{1b}[31m"), "{text}");
+    let c = d.join("csv");
+    assert!(run(&[
+        "spectra",
+        "-q",
+        f.to_str().unwrap(),
+        "--csv",
+        c.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let csv = std::fs::read_to_string(c.join("spectra.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.contains("\"w\\n\\u{1b}[31m,\"\"x\""), "{csv}");
+}
