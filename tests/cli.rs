@@ -366,6 +366,7 @@ fn help_lists_the_svd_options() {
 #[test]
 fn certify_says_what_a_file_that_is_no_checkpoint_is() {
     let d = tmp("not-a-model");
+    std::fs::create_dir_all(&d).unwrap();
     let npy = d.join("w.npy");
     let m = DenseMatrix {
         rows: 2,
@@ -396,8 +397,13 @@ fn certify_says_what_a_file_that_is_no_checkpoint_is() {
 #[test]
 fn verify_prints_json_when_asked() {
     let d = tmp("verify-json");
+    std::fs::create_dir_all(&d).unwrap();
     let cert = d.join("cert.json");
-    assert!(run(&["certify", "--out", cert.to_str().unwrap(), "--quiet"]).status.success());
+    assert!(
+        run(&["certify", "--out", cert.to_str().unwrap(), "--quiet"])
+            .status
+            .success()
+    );
     let j = ok_json(&run(&["verify", cert.to_str().unwrap(), "--json"]));
     assert_eq!(j["holds"], true);
     assert_eq!(j["exit_code"], 0);

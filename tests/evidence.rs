@@ -466,7 +466,11 @@ fn diff_leads_with_the_matrices_whose_weights_changed(j: &Value, base: &Path, ft
     // Own changes only in layer 3's QK matrices (the query weight enters
     // no other proxy matrix); the rest moved through aggregates.
     for m in mats.iter().filter(|m| m["own_weights_changed"] == true) {
-        assert_eq!((m["layer"].as_u64(), m["type"].as_str()), (Some(3), Some("QK")), "{m}");
+        assert_eq!(
+            (m["layer"].as_u64(), m["type"].as_str()),
+            (Some(3), Some("QK")),
+            "{m}"
+        );
     }
     let rel = &first["largest_relative_change"];
     let (lo, hi) = (rel[0].as_f64().unwrap(), rel[1].as_f64().unwrap());
@@ -476,7 +480,12 @@ fn diff_leads_with_the_matrices_whose_weights_changed(j: &Value, base: &Path, ft
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["label"].as_str().unwrap().starts_with("layer 3 head 0 QK contribution"))
+        .filter(|r| {
+            r["label"]
+                .as_str()
+                .unwrap()
+                .starts_with("layer 3 head 0 QK contribution")
+        })
         .map(|r| {
             let p = r["p"].as_str().unwrap();
             let (k, m) = p.split_once('/').unwrap_or((p, "1"));
@@ -487,12 +496,20 @@ fn diff_leads_with_the_matrices_whose_weights_changed(j: &Value, base: &Path, ft
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["label"].as_str().unwrap().starts_with("layer 3 head 0 QK contribution"))
+        .filter(|r| {
+            r["label"]
+                .as_str()
+                .unwrap()
+                .starts_with("layer 3 head 0 QK contribution")
+        })
         .map(|r| r["exceeds_rtol"].as_bool().unwrap())
         .collect();
     if exceeds.iter().all(|e| *e == exceeds[0]) {
         for w in ps.windows(2) {
-            assert!(w[0].0 * w[1].1 <= w[1].0 * w[0].1, "grid points out of order: {ps:?}");
+            assert!(
+                w[0].0 * w[1].1 <= w[1].0 * w[0].1,
+                "grid points out of order: {ps:?}"
+            );
         }
     }
     let text = run(&["diff", base.to_str().unwrap(), ftc.to_str().unwrap()]);
@@ -501,13 +518,19 @@ fn diff_leads_with_the_matrices_whose_weights_changed(j: &Value, base: &Path, ft
         .lines()
         .find(|l| l.contains("matrices whose own spectrum or norms certainly changed"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(summary.contains("changed only through aggregates"), "{summary}");
+    assert!(
+        summary.contains("changed only through aggregates"),
+        "{summary}"
+    );
     let first_listed = text
         .lines()
         .skip_while(|l| !l.contains("matrices whose own spectrum"))
         .nth(1)
         .unwrap();
-    assert!(first_listed.trim_start().starts_with("layer 3 head"), "{text}");
+    assert!(
+        first_listed.trim_start().starts_with("layer 3 head"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -675,9 +698,15 @@ fn audit_of_a_multi_model_table_judges_only_the_models_own_rows() {
             c["bounds"][b]["lo"].as_f64().unwrap(),
             c["bounds"][b]["hi"].as_f64().unwrap(),
         );
-        t.push_str(&format!("all-MiniLM-L6-v2,{b},{}\n", publishable(lo, hi, 6)));
+        t.push_str(&format!(
+            "all-MiniLM-L6-v2,{b},{}\n",
+            publishable(lo, hi, 6)
+        ));
         // Another model's (different) bounds.
-        t.push_str(&format!("other-model,{b},{}\n", round_sig(0.5 * (lo + hi) * 3.0, 6)));
+        t.push_str(&format!(
+            "other-model,{b},{}\n",
+            round_sig(0.5 * (lo + hi) * 3.0, 6)
+        ));
     }
     let f = d.join("observed_bounds.csv");
     std::fs::write(&f, &t).unwrap();
@@ -689,13 +718,22 @@ fn audit_of_a_multi_model_table_judges_only_the_models_own_rows() {
     assert_eq!(j["other_models"], 2);
     assert_eq!(j["model_id"], "all-MiniLM-L6-v2");
     // The other model's rows, asked for by id, are judged (and wrong here).
-    let out = run(&["audit", ms, f.to_str().unwrap(), "--model-id", "other-model"]);
+    let out = run(&[
+        "audit",
+        ms,
+        f.to_str().unwrap(),
+        "--model-id",
+        "other-model",
+    ]);
     assert_eq!(code(&out), 1);
     // An id the table does not hold.
     let out = run(&["audit", ms, f.to_str().unwrap(), "--model-id", "absent"]);
     assert_eq!(code(&out), 2);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--model-id") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("--model-id") && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 /// Regression (issue 17: `audit MODEL p_contribution_raw.csv` of
@@ -710,7 +748,11 @@ fn every_table_certify_writes_audits_cleanly_against_its_model() {
     let m = bundled();
     let ms = m.to_str().unwrap();
     let out = run(&["certify", ms, "--csv", csv.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for name in specbound::report::csv::TABLE_NAMES {
         let f = csv.join(name);
         let out = run(&["audit", ms, f.to_str().unwrap(), "--quiet"]);
@@ -718,7 +760,11 @@ fn every_table_certify_writes_audits_cleanly_against_its_model() {
         assert!(
             c == 0 || c == 3,
             "{name}: exit {c}: {}{}",
-            String::from_utf8_lossy(&out.stdout).lines().take(3).collect::<Vec<_>>().join("\n"),
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join("\n"),
             String::from_utf8_lossy(&out.stderr)
         );
     }

@@ -693,6 +693,17 @@ pub fn extract_raw_layer(
             continue;
         };
         let s = &plan.tensors[at.tensor];
+        if arch.spec.tensors[at.tensor].fusion == Fusion::PerGroup {
+            // The raw query, key and value weights are interleaved per head
+            // there; reading them is not implemented, and a measure over
+            // fewer matrices would be another measure.
+            return Err(invalid(
+                &ck.file_of(&s.name),
+                Some(&s.name),
+                "the raw-weight measures are not available for attention fused per head \
+                 (GPT-NeoX, BLOOM) yet; certify without --measures",
+            ));
+        }
         if mats[at.tensor].is_none() {
             let m = ck.read(&s.name)?.matrix;
             if (m.rows, m.cols) != s.shape {
@@ -734,6 +745,9 @@ fn plan_role(a: &Architecture, d: &Dims, role: Role) -> Option<RoleAt> {
                     offset,
                     out: o,
                     inn: i,
+                    // Contiguous roles only: extract_raw_layer refuses a
+                    // per-group fused tensor before it asks.
+                    group: None,
                 });
             }
             // plan_layer has checked that these sums do not overflow.

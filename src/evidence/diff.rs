@@ -346,10 +346,12 @@ fn sort_grid_points_by_p(rows: &mut [Row]) {
         while end < rows.len() && same(&rows[start], &rows[end]) {
             end += 1;
         }
-        rows[start..end].sort_by(|x, y| match (grid_point(&x.what.p), grid_point(&y.what.p)) {
-            (Some((a, b)), Some((c, d))) => (a * d).cmp(&(c * b)),
-            _ => std::cmp::Ordering::Equal,
-        });
+        rows[start..end].sort_by(
+            |x, y| match (grid_point(&x.what.p), grid_point(&y.what.p)) {
+                (Some((a, b)), Some((c, d))) => (a * d).cmp(&(c * b)),
+                _ => std::cmp::Ordering::Equal,
+            },
+        );
         start = end;
     }
 }
@@ -383,7 +385,10 @@ fn certain_size(r: &Row) -> f64 {
 fn matrix_changes(rows: &[Row]) -> Vec<MatrixChange> {
     let mut by: BTreeMap<(usize, Option<usize>, &'static str), MatrixChange> = BTreeMap::new();
     let mut best: BTreeMap<(usize, Option<usize>, &'static str), f64> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.verdict != Change::Indistinguishable) {
+    for r in rows
+        .iter()
+        .filter(|r| r.verdict != Change::Indistinguishable)
+    {
         let (Some(layer), Some(kind)) = (r.what.layer, r.what.kind) else {
             continue;
         };
@@ -516,12 +521,7 @@ impl DiffReport {
         for r in changed.iter().take(max_rows) {
             let rel = r
                 .relative_change
-                .map(|[lo, hi]| {
-                    format!(
-                        " (relative {})",
-                        crate::report::fmt::interval(lo, hi, st)
-                    )
-                })
+                .map(|[lo, hi]| format!(" (relative {})", crate::report::fmt::interval(lo, hi, st)))
                 .unwrap_or_default();
             let _ = writeln!(
                 s,

@@ -245,7 +245,11 @@ fn shared(lo: f64, hi: f64) -> String {
     if lo == hi {
         // A point: exact when a short decimal is the number, else outward.
         let (a, b) = (end(lo, false, 17), end(hi, true, 17));
-        return if a == b { a } else { join_shared(&a, &b, "") };
+        return if a == b {
+            a
+        } else {
+            join_shared(&a, &b, "").unwrap_or_else(|| format!("[{a}, {b}]"))
+        };
     }
     let p = last_digit(lo, hi);
     let (rl, rh) = (
@@ -266,9 +270,10 @@ fn shared(lo: f64, hi: f64) -> String {
         };
         let e = p + big.to_string().trim_start_matches('-').len() as i32 - 1;
         let (a, b) = (mantissa(&nl, p, e), mantissa(&nh, p, e));
-        join_shared(&a, &b, &format!("e{e}"))
+        join_shared(&a, &b, &format!("e{e}")).unwrap_or_else(|| plus_minus(lo, hi))
     } else {
         join_shared(&positional(&nl, p), &positional(&nh, p), "")
+            .unwrap_or_else(|| plus_minus(lo, hi))
     }
 }
 
@@ -278,15 +283,16 @@ const MAX_TAIL: usize = 4;
 
 /// `prefix[tail_a, tail_b]suffix`, where `a` and `b` are the ends written
 /// to the same last digit; both ends in full (`[a, b]`) when the signs or
-/// lengths differ, when the ends are negative (a shared `-172[47, 34]`
-/// reads as one number), or when the tails would be longer than
-/// [`MAX_TAIL`] digits.
-fn join_shared(a: &str, b: &str, suffix: &str) -> String {
+/// lengths differ or the ends are negative (a shared `-172[47, 34]` reads
+/// as one number); `None` when the tails would be longer than [`MAX_TAIL`]
+/// digits (the ends share digits only by a carry: the caller prints
+/// `mid ± rad` instead).
+fn join_shared(a: &str, b: &str, suffix: &str) -> Option<String> {
     if a == b {
-        return format!("{a}{suffix}");
+        return Some(format!("{a}{suffix}"));
     }
     if a.starts_with('-') || b.starts_with('-') {
-        return format!("[{a}{suffix}, {b}{suffix}]");
+        return Some(format!("[{a}{suffix}, {b}{suffix}]"));
     }
     let same_shape = a.len() == b.len() && a.starts_with('-') == b.starts_with('-');
     let k = if same_shape {
@@ -297,10 +303,13 @@ fn join_shared(a: &str, b: &str, suffix: &str) -> String {
     // Keep a sign or a lone "0." out of the prefix only when nothing is shared.
     let prefix = &a[..k];
     let tail = |t: &str| t.bytes().filter(u8::is_ascii_digit).count();
-    if prefix.is_empty() || tail(&a[k..]).max(tail(&b[k..])) > MAX_TAIL {
-        return format!("[{a}{suffix}, {b}{suffix}]");
+    if tail(&a[k..]).max(tail(&b[k..])) > MAX_TAIL {
+        return None;
     }
-    format!("{prefix}[{}, {}]{suffix}", &a[k..], &b[k..])
+    if prefix.is_empty() {
+        return Some(format!("[{a}{suffix}, {b}{suffix}]"));
+    }
+    Some(format!("{prefix}[{}, {}]{suffix}", &a[k..], &b[k..]))
 }
 
 fn plus_minus(lo: f64, hi: f64) -> String {

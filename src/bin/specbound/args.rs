@@ -133,231 +133,286 @@ fn schatten(s: &str) -> Result<SchattenP, String> {
     SchattenP::parse(s)
 }
 
+// The arguments of `specbound svd` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct SvdArgs {
+    /// A 2-D `.npy` file (f2/f4/f8, C or Fortran order), a `.safetensors`, `.gguf` or
+    /// PyTorch (`.bin`, `.pt`, `.pth`) file, or a model directory or Hugging Face id
+    /// (with --tensor).
+    pub input: PathBuf,
+    /// Tensor name inside a safetensors, GGUF or PyTorch file or a model.
+    #[arg(long)]
+    pub tensor: Option<String>,
+    #[command(flatten)]
+    pub revision: RevisionArg,
+    /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
+    pub schatten_p: Vec<SchattenP>,
+    /// auto (default: escalate until --rtol is met) | f64 | extended | mpfr:BITS
+    #[arg(long, default_value = "auto")]
+    pub precision: Precision,
+    /// Target relative radius for `--precision auto` (sigma_1 and every value >= 1e-6 sigma_1).
+    #[arg(long, default_value_t = 1e-11)]
+    pub rtol: f64,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+// The arguments of `specbound spectra` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct SpectraArgs {
+    /// A model directory, a .safetensors, PyTorch (.bin, .pt, .pth) or .gguf file, or a
+    /// Hugging Face id in the local cache.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub revision: RevisionArg,
+    #[command(flatten)]
+    pub json: JsonArg,
+    /// Write spectra.csv (one row per matrix, exact lo/hi columns) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Only tensors whose full name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub include: Option<String>,
+    /// No tensor whose full name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub exclude: Option<String>,
+    /// Skip tensors with more elements than this.
+    #[arg(long, value_name = "N")]
+    pub max_elements: Option<u64>,
+    /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
+    pub schatten_p: Vec<SchattenP>,
+    /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
+    #[arg(long, default_value = "f64")]
+    pub precision: Precision,
+    /// Target relative radius for `--precision auto`.
+    #[arg(long, default_value_t = 1e-11)]
+    pub rtol: f64,
+}
+
+// The arguments of `specbound certify` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct CertifyArgs {
+    /// A Hugging Face model directory (config.json + model.safetensors or
+    /// pytorch_model.bin, or a sharded index), a single .safetensors, PyTorch (.bin,
+    /// .pt, .pth) or .gguf file, or a Hugging Face id (org/name) in the local cache.
+    /// Default: the bundled all-MiniLM-L6-v2.
+    pub model: Option<PathBuf>,
+    #[command(flatten)]
+    pub revision: RevisionArg,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
+    pub json: JsonArg,
+    #[command(flatten)]
+    pub params: CertifyParams,
+    /// The model_id column of observed_bounds.csv (default: the model's directory name).
+    #[arg(long)]
+    pub model_id: Option<String>,
+    /// Certify only shard K of N (balanced by estimated cost) and write a part, not a
+    /// certificate; `merge` makes the certificate from the N parts.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<ShardSpec>,
+    /// Keep each finished layer's part in DIR; rerun with the same arguments to skip them.
+    #[arg(long, value_name = "DIR")]
+    pub resume_dir: Option<PathBuf>,
+    /// Also certify the raw weights' norms and the norm-based measures (log_prod_of_spec,
+    /// param_norm, bartlett, ...; docs/measures.md) into the certificate.
+    #[arg(long)]
+    pub measures: bool,
+    /// The initialisation (a checkpoint of the same architecture) for the distance
+    /// measures (frobenius_distance, dist_spec_init, log_spec_init, bartlett_init);
+    /// implies --measures.
+    #[arg(long, value_name = "MODEL")]
+    pub init: Option<PathBuf>,
+}
+
+// The arguments of `specbound merge` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The parts, in any order (every matrix of the model exactly once).
+    #[arg(required = true)]
+    pub parts: Vec<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
+    pub json: JsonArg,
+    /// The model_id column of observed_bounds.csv (default: the last component of model.path).
+    #[arg(long)]
+    pub model_id: Option<String>,
+}
+
+// The arguments of `specbound study` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct StudyArgs {
+    /// Models: directories, files or Hugging Face ids, as `certify` takes them.
+    #[arg(value_name = "MODEL")]
+    pub model: Vec<PathBuf>,
+    /// A file listing models, one per line (`#` comment lines; relative paths are
+    /// taken from the file's directory), after any MODEL arguments.
+    #[arg(long = "models", value_name = "FILE")]
+    pub models_file: Option<PathBuf>,
+    /// Output directory (created if absent): certificates/, tables/, figures/, report.html.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Model ids, one per model in order (default: each directory or file name).
+    #[arg(long = "model-id", value_name = "ID")]
+    pub model_id: Vec<String>,
+    #[command(flatten)]
+    pub figures: FigureArgs,
+    #[command(flatten)]
+    pub params: CertifyParams,
+}
+
+// The arguments of `specbound report` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Certificates (JSON), e.g. a study's DIR/certificates/*.json.
+    #[arg(value_name = "CERT", required = true)]
+    pub certs: Vec<PathBuf>,
+    /// The HTML file to write (atomically).
+    #[arg(long, value_name = "FILE.html")]
+    pub out: PathBuf,
+    /// Model ids, one per certificate in order (default: each file's stem).
+    #[arg(long = "model-id", value_name = "ID")]
+    pub model_id: Vec<String>,
+    #[command(flatten)]
+    pub figures: FigureArgs,
+}
+
+// The arguments of `specbound inspect` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct InspectArgs {
+    /// A model directory, a .safetensors, PyTorch or .gguf file, or a Hugging Face id.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub revision: RevisionArg,
+    #[command(flatten)]
+    pub json: JsonArg,
+    /// Number of attention heads (for a file without config.json or metadata).
+    #[arg(long)]
+    pub heads: Option<usize>,
+    /// L_phi that certify would use (decides the L_phi extension note).
+    #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
+    pub l_phi: String,
+}
+
+// The arguments of `specbound verify` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The certificate (JSON).
+    pub cert: PathBuf,
+    /// The model directory, file or Hugging Face id the certificate describes.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Revision of a Hugging Face id given to --model (default main).
+    #[arg(long)]
+    pub revision: Option<String>,
+    /// The largest MPFR precision (bits) a certificate may state for its
+    /// recomputation from the weights; a certificate stating more is refused.
+    #[arg(long, value_name = "BITS", default_value_t = specbound::evidence::verify::DEFAULT_MAX_MPFR_BITS)]
+    pub max_precision_bits: u32,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+// The arguments of `specbound audit` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct AuditArgs {
+    /// The model (directory, file or Hugging Face id); with a .npy of claimed singular
+    /// values, any `svd` input (with --tensor where it needs one).
+    pub model: PathBuf,
+    /// The claims: a certify --csv table, a generic claims CSV, a WeightWatcher details
+    /// CSV, or a 1-D .npy of claimed singular values (any float dtype, any order).
+    pub claims: PathBuf,
+    #[command(flatten)]
+    pub json: JsonArg,
+    /// Relative tolerance: CSV claims without a tolerance column get at least the window
+    /// c ± (atol + rtol |c|); claimed singular values must meet |c - sigma| <= atol + rtol sigma.
+    #[arg(long, default_value_t = 0.0)]
+    pub rtol: f64,
+    /// Absolute tolerance (see --rtol).
+    #[arg(long, default_value_t = 0.0)]
+    pub atol: f64,
+    /// Method for the certified singular values: f64 (default) | extended | auto | mpfr:BITS.
+    #[arg(long, default_value = "f64")]
+    pub precision: Precision,
+    /// A gap counts as float32 / float64 rounding when it is at most this many unit
+    /// roundoffs (2^-24, 2^-53) of the certified value.
+    #[arg(long, default_value_t = 1.0)]
+    pub rounding_units: f64,
+    /// Tensor name, for claimed singular values of a tensor of a file or model.
+    #[arg(long)]
+    pub tensor: Option<String>,
+    /// In a table with a model_id column (a study's tables), the rows to audit
+    /// (default: the model's id as study gives it, its directory or file name).
+    #[arg(long)]
+    pub model_id: Option<String>,
+    #[command(flatten)]
+    pub revision: RevisionArg,
+}
+
+// The arguments of `specbound completions` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+// The arguments of `specbound diff` (a plain comment: a doc comment would
+// replace the subcommand's about text).
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The old certificate.
+    pub a: PathBuf,
+    /// The new certificate.
+    pub b: PathBuf,
+    /// Relative tolerance: exit 1 only for quantities that certainly changed by more.
+    #[arg(long, default_value_t = 0.0)]
+    pub rtol: f64,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Certified enclosures of all singular values and derived norms of one matrix.
-    Svd {
-        /// A 2-D `.npy` file (f2/f4/f8, C or Fortran order), a `.safetensors`, `.gguf` or
-        /// PyTorch (`.bin`, `.pt`, `.pth`) file, or a model directory or Hugging Face id
-        /// (with --tensor).
-        input: PathBuf,
-        /// Tensor name inside a safetensors, GGUF or PyTorch file or a model.
-        #[arg(long)]
-        tensor: Option<String>,
-        #[command(flatten)]
-        revision: RevisionArg,
-        /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
-        #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
-        schatten_p: Vec<SchattenP>,
-        /// auto (default: escalate until --rtol is met) | f64 | extended | mpfr:BITS
-        #[arg(long, default_value = "auto")]
-        precision: Precision,
-        /// Target relative radius for `--precision auto` (sigma_1 and every value >= 1e-6 sigma_1).
-        #[arg(long, default_value_t = 1e-11)]
-        rtol: f64,
-        #[command(flatten)]
-        json: JsonArg,
-    },
+    Svd(SvdArgs),
     /// Certified spectra and norms of every weight matrix of any checkpoint, known family
     /// or not, one row per tensor (WeightWatcher's quantities that are Schatten quantities).
-    Spectra {
-        /// A model directory, a .safetensors, PyTorch (.bin, .pt, .pth) or .gguf file, or a
-        /// Hugging Face id in the local cache.
-        model: PathBuf,
-        #[command(flatten)]
-        revision: RevisionArg,
-        #[command(flatten)]
-        json: JsonArg,
-        /// Write spectra.csv (one row per matrix, exact lo/hi columns) into this directory.
-        #[arg(long, value_name = "DIR")]
-        csv: Option<PathBuf>,
-        /// Only tensors whose full name matches this regular expression.
-        #[arg(long, value_name = "REGEX")]
-        include: Option<String>,
-        /// No tensor whose full name matches this regular expression.
-        #[arg(long, value_name = "REGEX")]
-        exclude: Option<String>,
-        /// Skip tensors with more elements than this.
-        #[arg(long, value_name = "N")]
-        max_elements: Option<u64>,
-        /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
-        #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
-        schatten_p: Vec<SchattenP>,
-        /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
-        #[arg(long, default_value = "f64")]
-        precision: Precision,
-        /// Target relative radius for `--precision auto`.
-        #[arg(long, default_value_t = 1e-11)]
-        rtol: f64,
-    },
+    Spectra(SpectraArgs),
     /// Certify a whole checkpoint: proxy matrices, their spectra, and the bound proxies.
-    Certify {
-        /// A Hugging Face model directory (config.json + model.safetensors or
-        /// pytorch_model.bin, or a sharded index), a single .safetensors, PyTorch (.bin,
-        /// .pt, .pth) or .gguf file, or a Hugging Face id (org/name) in the local cache.
-        /// Default: the bundled all-MiniLM-L6-v2.
-        model: Option<PathBuf>,
-        #[command(flatten)]
-        revision: RevisionArg,
-        #[command(flatten)]
-        outputs: OutputArgs,
-        #[command(flatten)]
-        json: JsonArg,
-        #[command(flatten)]
-        params: CertifyParams,
-        /// The model_id column of observed_bounds.csv (default: the model's directory name).
-        #[arg(long)]
-        model_id: Option<String>,
-        /// Certify only shard K of N (balanced by estimated cost) and write a part, not a
-        /// certificate; `merge` makes the certificate from the N parts.
-        #[arg(long, value_name = "K/N")]
-        shard: Option<ShardSpec>,
-        /// Keep each finished layer's part in DIR; rerun with the same arguments to skip them.
-        #[arg(long, value_name = "DIR")]
-        resume_dir: Option<PathBuf>,
-        /// Also certify the raw weights' norms and the norm-based measures (log_prod_of_spec,
-        /// param_norm, bartlett, ...; docs/measures.md) into the certificate.
-        #[arg(long)]
-        measures: bool,
-        /// The initialisation (a checkpoint of the same architecture) for the distance
-        /// measures (frobenius_distance, dist_spec_init, log_spec_init, bartlett_init);
-        /// implies --measures.
-        #[arg(long, value_name = "MODEL")]
-        init: Option<PathBuf>,
-    },
+    Certify(CertifyArgs),
     /// Merge the parts of a sharded run (certify --shard K/N) into one certificate.
-    Merge {
-        /// The parts, in any order (every matrix of the model exactly once).
-        #[arg(required = true)]
-        parts: Vec<PathBuf>,
-        #[command(flatten)]
-        outputs: OutputArgs,
-        #[command(flatten)]
-        json: JsonArg,
-        /// The model_id column of observed_bounds.csv (default: the last component of model.path).
-        #[arg(long)]
-        model_id: Option<String>,
-    },
+    Merge(MergeArgs),
     /// Certify many checkpoints and write the paper's tables, five figures and an HTML report.
-    Study {
-        /// Models: directories, files or Hugging Face ids, as `certify` takes them.
-        #[arg(value_name = "MODEL")]
-        model: Vec<PathBuf>,
-        /// A file listing models, one per line (`#` comment lines; relative paths are
-        /// taken from the file's directory), after any MODEL arguments.
-        #[arg(long = "models", value_name = "FILE")]
-        models_file: Option<PathBuf>,
-        /// Output directory (created if absent): certificates/, tables/, figures/, report.html.
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-        /// Model ids, one per model in order (default: each directory or file name).
-        #[arg(long = "model-id", value_name = "ID")]
-        model_id: Vec<String>,
-        #[command(flatten)]
-        figures: FigureArgs,
-        #[command(flatten)]
-        params: CertifyParams,
-    },
+    Study(StudyArgs),
     /// The study's HTML report from existing certificates.
-    Report {
-        /// Certificates (JSON), e.g. a study's DIR/certificates/*.json.
-        #[arg(value_name = "CERT", required = true)]
-        certs: Vec<PathBuf>,
-        /// The HTML file to write (atomically).
-        #[arg(long, value_name = "FILE.html")]
-        out: PathBuf,
-        /// Model ids, one per certificate in order (default: each file's stem).
-        #[arg(long = "model-id", value_name = "ID")]
-        model_id: Vec<String>,
-        #[command(flatten)]
-        figures: FigureArgs,
-    },
+    Report(ReportArgs),
     /// Show the recognised architecture and the proxy matrices, without computing spectra.
-    Inspect {
-        /// A model directory, a .safetensors, PyTorch or .gguf file, or a Hugging Face id.
-        model: PathBuf,
-        #[command(flatten)]
-        revision: RevisionArg,
-        #[command(flatten)]
-        json: JsonArg,
-        /// Number of attention heads (for a file without config.json or metadata).
-        #[arg(long)]
-        heads: Option<usize>,
-        /// L_phi that certify would use (decides the L_phi extension note).
-        #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
-        l_phi: String,
-    },
+    Inspect(InspectArgs),
     /// Check a certificate: re-derive every aggregate; with --model, also the hashes and every matrix.
-    Verify {
-        /// The certificate (JSON).
-        cert: PathBuf,
-        /// The model directory, file or Hugging Face id the certificate describes.
-        #[arg(long)]
-        model: Option<PathBuf>,
-        /// Revision of a Hugging Face id given to --model (default main).
-        #[arg(long)]
-        revision: Option<String>,
-        /// The largest MPFR precision (bits) a certificate may state for its
-        /// recomputation from the weights; a certificate stating more is refused.
-        #[arg(long, value_name = "BITS", default_value_t = specbound::evidence::verify::DEFAULT_MAX_MPFR_BITS)]
-        max_precision_bits: u32,
-        #[command(flatten)]
-        json: JsonArg,
-    },
+    Verify(VerifyArgs),
     /// Check claimed numbers against certified values: a CSV of claims about a model, or
     /// another tool's singular values (a 1-D .npy) of one matrix.
-    Audit {
-        /// The model (directory, file or Hugging Face id); with a .npy of claimed singular
-        /// values, any `svd` input (with --tensor where it needs one).
-        model: PathBuf,
-        /// The claims: a certify --csv table, a generic claims CSV, a WeightWatcher details
-        /// CSV, or a 1-D .npy of claimed singular values (any float dtype, any order).
-        claims: PathBuf,
-        #[command(flatten)]
-        json: JsonArg,
-        /// Relative tolerance: CSV claims without a tolerance column get at least the window
-        /// c ± (atol + rtol |c|); claimed singular values must meet |c - sigma| <= atol + rtol sigma.
-        #[arg(long, default_value_t = 0.0)]
-        rtol: f64,
-        /// Absolute tolerance (see --rtol).
-        #[arg(long, default_value_t = 0.0)]
-        atol: f64,
-        /// Method for the certified singular values: f64 (default) | extended | auto | mpfr:BITS.
-        #[arg(long, default_value = "f64")]
-        precision: Precision,
-        /// A gap counts as float32 / float64 rounding when it is at most this many unit
-        /// roundoffs (2^-24, 2^-53) of the certified value.
-        #[arg(long, default_value_t = 1.0)]
-        rounding_units: f64,
-        /// Tensor name, for claimed singular values of a tensor of a file or model.
-        #[arg(long)]
-        tensor: Option<String>,
-        /// In a table with a model_id column (a study's tables), the rows to audit
-        /// (default: the model's id as study gives it, its directory or file name).
-        #[arg(long)]
-        model_id: Option<String>,
-        #[command(flatten)]
-        revision: RevisionArg,
-    },
+    Audit(AuditArgs),
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
-    Completions {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
+    Completions(CompletionsArgs),
     /// Print the manual page (roff) to stdout: `specbound man | man -l -`.
     Man,
     /// Compare two certificates quantity by quantity.
-    Diff {
-        /// The old certificate.
-        a: PathBuf,
-        /// The new certificate.
-        b: PathBuf,
-        /// Relative tolerance: exit 1 only for quantities that certainly changed by more.
-        #[arg(long, default_value_t = 0.0)]
-        rtol: f64,
-        #[command(flatten)]
-        json: JsonArg,
-    },
+    Diff(DiffArgs),
 }
 
 fn model(arg: &std::path::Path, revision: &RevisionArg) -> Result<ModelRef, CmdError> {
@@ -392,14 +447,14 @@ impl Command {
     /// `--json` of the command, when it has one.
     pub fn json(&self) -> bool {
         match self {
-            Command::Svd { json, .. }
-            | Command::Spectra { json, .. }
-            | Command::Certify { json, .. }
-            | Command::Merge { json, .. }
-            | Command::Inspect { json, .. }
-            | Command::Verify { json, .. }
-            | Command::Audit { json, .. }
-            | Command::Diff { json, .. } => json.json,
+            Command::Svd(SvdArgs { json, .. })
+            | Command::Spectra(SpectraArgs { json, .. })
+            | Command::Certify(CertifyArgs { json, .. })
+            | Command::Merge(MergeArgs { json, .. })
+            | Command::Inspect(InspectArgs { json, .. })
+            | Command::Verify(VerifyArgs { json, .. })
+            | Command::Audit(AuditArgs { json, .. })
+            | Command::Diff(DiffArgs { json, .. }) => json.json,
             _ => false,
         }
     }
@@ -407,168 +462,248 @@ impl Command {
     /// The request of a computing command (completions and man are the
     /// binary's own, answered before).
     pub fn request(self, style: Style) -> Result<Request, CmdError> {
-        Ok(match self {
-            Command::Completions { .. } | Command::Man => {
-                return Err(CmdError::usage("completions and man compute nothing"))
+        match self {
+            Command::Completions(_) | Command::Man => {
+                Err(CmdError::usage("completions and man compute nothing"))
             }
-            Command::Svd {
-                input,
+            Command::Svd(a) => a.request(),
+            Command::Spectra(a) => a.request(),
+            Command::Certify(a) => a.request(),
+            Command::Merge(a) => a.request(),
+            Command::Study(a) => a.request(style),
+            Command::Report(a) => a.request(),
+            Command::Inspect(a) => a.request(),
+            Command::Verify(a) => a.request(),
+            Command::Audit(a) => a.request(),
+            Command::Diff(a) => a.request(),
+        }
+    }
+}
+
+impl SvdArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let SvdArgs {
+            input,
+            tensor,
+            revision,
+            schatten_p,
+            precision,
+            rtol,
+            ..
+        } = self;
+        Ok(Request::Svd(cmd::svd::SvdRequest {
+            source: cmd::svd::MatrixSource::Model {
+                model: model(&input, &revision)?,
                 tensor,
-                revision,
-                schatten_p,
-                precision,
-                rtol,
-                ..
-            } => Request::Svd(cmd::svd::SvdRequest {
-                source: cmd::svd::MatrixSource::Model {
-                    model: model(&input, &revision)?,
-                    tensor,
-                },
-                schatten_p,
-                precision,
-                rtol,
-            }),
-            Command::Spectra {
-                model: m,
-                revision,
-                csv,
-                include,
-                exclude,
-                max_elements,
-                schatten_p,
-                precision,
-                rtol,
-                ..
-            } => Request::Spectra(cmd::spectra::SpectraRequest {
-                model: model(&m, &revision)?,
-                include,
-                exclude,
-                max_elements,
-                schatten_p,
-                precision,
-                rtol,
-                csv,
-            }),
-            Command::Certify {
-                model: m,
-                revision,
-                outputs,
-                params,
-                model_id,
-                shard,
-                resume_dir,
-                measures,
-                init,
-                ..
-            } => Request::Certify(cmd::certify::CertifyRequest {
-                model: ModelRef::parse(m.as_deref(), revision.revision.as_deref())?,
-                options: params.options(),
-                outputs: outputs.outputs(),
-                model_id,
-                shard,
-                resume_dir,
-                keep_results: false,
-                measures,
-                init: init
-                    .as_deref()
-                    .map(|p| ModelRef::parse(Some(p), None))
-                    .transpose()?,
-            }),
-            Command::Merge {
-                parts,
-                outputs,
-                model_id,
-                ..
-            } => Request::Merge(cmd::merge::MergeRequest {
-                parts,
-                outputs: outputs.outputs(),
-                model_id,
-            }),
-            Command::Study {
-                model: models,
-                models_file,
-                out,
-                model_id,
-                figures,
-                params,
-            } => Request::Study(cmd::study::StudyRequest {
-                models: models
-                    .iter()
-                    .map(|m| ModelRef::parse(Some(m), None))
-                    .collect::<Result<_, _>>()?,
-                models_file,
-                model_ids: model_id,
-                out,
-                certify: params.options(),
-                primary: figures.primary,
-                spectrum_layers: figures.spectrum_layers.0,
-                style,
-            }),
-            Command::Report {
-                certs,
-                out,
-                model_id,
-                figures,
-            } => Request::Report(cmd::report::ReportRequest {
-                certs,
-                out,
-                model_ids: model_id,
-                primary: figures.primary,
-                spectrum_layers: figures.spectrum_layers.0,
-            }),
-            Command::Inspect {
-                model: m,
-                revision,
-                heads,
-                l_phi,
-                ..
-            } => Request::Inspect(cmd::inspect::InspectRequest {
-                model: model(&m, &revision)?,
-                heads,
-                l_phi,
-            }),
-            Command::Verify {
-                cert,
-                model: m,
-                revision,
-                max_precision_bits,
-                ..
-            } => Request::Verify(cmd::verify::VerifyRequest {
-                cert: cmd::CertInput::File(cert),
-                model: match m {
-                    Some(m) => Some(model(&m, &RevisionArg { revision })?),
-                    None => None,
-                },
-                options: specbound::evidence::verify::VerifyOptions {
-                    max_mpfr_bits: max_precision_bits,
-                },
-            }),
-            Command::Audit {
-                model: m,
-                claims,
-                rtol,
-                atol,
-                precision,
-                rounding_units,
-                tensor,
-                model_id,
-                revision,
-                ..
-            } => Request::Audit(cmd::audit::AuditRequest {
-                model: model(&m, &revision)?,
-                claims,
-                tensor,
-                rtol,
-                atol,
-                precision,
-                rounding_units,
-                model_id,
-            }),
-            Command::Diff { a, b, rtol, .. } => Request::Diff(cmd::diff::DiffRequest {
-                a: cmd::CertInput::File(a),
-                b: cmd::CertInput::File(b),
-                rtol,
-            }),
-        })
+            },
+            schatten_p,
+            precision,
+            rtol,
+        }))
+    }
+}
+
+impl SpectraArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let SpectraArgs {
+            model: m,
+            revision,
+            csv,
+            include,
+            exclude,
+            max_elements,
+            schatten_p,
+            precision,
+            rtol,
+            ..
+        } = self;
+        Ok(Request::Spectra(cmd::spectra::SpectraRequest {
+            model: model(&m, &revision)?,
+            include,
+            exclude,
+            max_elements,
+            schatten_p,
+            precision,
+            rtol,
+            csv,
+        }))
+    }
+}
+
+impl CertifyArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let CertifyArgs {
+            model: m,
+            revision,
+            outputs,
+            params,
+            model_id,
+            shard,
+            resume_dir,
+            measures,
+            init,
+            ..
+        } = self;
+        Ok(Request::Certify(cmd::certify::CertifyRequest {
+            model: ModelRef::parse(m.as_deref(), revision.revision.as_deref())?,
+            options: params.options(),
+            outputs: outputs.outputs(),
+            model_id,
+            shard,
+            resume_dir,
+            keep_results: false,
+            measures,
+            init: init
+                .as_deref()
+                .map(|p| ModelRef::parse(Some(p), None))
+                .transpose()?,
+        }))
+    }
+}
+
+impl MergeArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let MergeArgs {
+            parts,
+            outputs,
+            model_id,
+            ..
+        } = self;
+        Ok(Request::Merge(cmd::merge::MergeRequest {
+            parts,
+            outputs: outputs.outputs(),
+            model_id,
+        }))
+    }
+}
+
+impl StudyArgs {
+    /// The command layer's request.
+    fn request(self, style: Style) -> Result<Request, CmdError> {
+        let StudyArgs {
+            model: models,
+            models_file,
+            out,
+            model_id,
+            figures,
+            params,
+        } = self;
+        Ok(Request::Study(cmd::study::StudyRequest {
+            models: models
+                .iter()
+                .map(|m| ModelRef::parse(Some(m), None))
+                .collect::<Result<_, _>>()?,
+            models_file,
+            model_ids: model_id,
+            out,
+            certify: params.options(),
+            primary: figures.primary,
+            spectrum_layers: figures.spectrum_layers.0,
+            style,
+        }))
+    }
+}
+
+impl ReportArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let ReportArgs {
+            certs,
+            out,
+            model_id,
+            figures,
+        } = self;
+        Ok(Request::Report(cmd::report::ReportRequest {
+            certs,
+            out,
+            model_ids: model_id,
+            primary: figures.primary,
+            spectrum_layers: figures.spectrum_layers.0,
+        }))
+    }
+}
+
+impl InspectArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let InspectArgs {
+            model: m,
+            revision,
+            heads,
+            l_phi,
+            ..
+        } = self;
+        Ok(Request::Inspect(cmd::inspect::InspectRequest {
+            model: model(&m, &revision)?,
+            heads,
+            l_phi,
+        }))
+    }
+}
+
+impl VerifyArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let VerifyArgs {
+            cert,
+            model: m,
+            revision,
+            max_precision_bits,
+            ..
+        } = self;
+        Ok(Request::Verify(cmd::verify::VerifyRequest {
+            cert: cmd::CertInput::File(cert),
+            model: match m {
+                Some(m) => Some(model(&m, &RevisionArg { revision })?),
+                None => None,
+            },
+            options: specbound::evidence::verify::VerifyOptions {
+                max_mpfr_bits: max_precision_bits,
+            },
+        }))
+    }
+}
+
+impl AuditArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let AuditArgs {
+            model: m,
+            claims,
+            rtol,
+            atol,
+            precision,
+            rounding_units,
+            tensor,
+            model_id,
+            revision,
+            ..
+        } = self;
+        Ok(Request::Audit(cmd::audit::AuditRequest {
+            model: model(&m, &revision)?,
+            claims,
+            tensor,
+            rtol,
+            atol,
+            precision,
+            rounding_units,
+            model_id,
+        }))
+    }
+}
+
+impl DiffArgs {
+    /// The command layer's request.
+    fn request(self) -> Result<Request, CmdError> {
+        let DiffArgs { a, b, rtol, .. } = self;
+        Ok(Request::Diff(cmd::diff::DiffRequest {
+            a: cmd::CertInput::File(a),
+            b: cmd::CertInput::File(b),
+            rtol,
+        }))
     }
 }

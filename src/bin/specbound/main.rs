@@ -55,8 +55,9 @@ fn about_the_cli(command: &Command) -> std::io::Result<Vec<u8>> {
     let mut def = Cli::command();
     let mut out = Vec::new();
     match command {
-        Command::Completions { shell } => {
-            clap_complete::generate(*shell, &mut def, "specbound", &mut out);
+        Command::Completions(c) => {
+            let shell = c.shell;
+            clap_complete::generate(shell, &mut def, "specbound", &mut out);
         }
         _ => {
             // One page: the program's sections (no list of `specbound-svd(1)`
@@ -165,7 +166,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    if matches!(cli.command, Command::Completions { .. } | Command::Man) {
+    if matches!(cli.command, Command::Completions(_) | Command::Man) {
         return match about_the_cli(&cli.command) {
             Ok(bytes) => print_out(&bytes),
             Err(e) => {
