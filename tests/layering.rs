@@ -27,10 +27,11 @@ const LEVELS: &[(&str, usize)] = &[
     ("certificate", 6),
     ("certify", 7),
     ("shard", 7),
-    ("merge", 7),
     ("report", 8),
     ("evidence", 9),
     ("study", 10),
+    // Merging parts re-derives them as evidence first (evidence::rederive_part).
+    ("merge", 10),
     ("cmd", 11),
 ];
 

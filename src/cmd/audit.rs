@@ -213,7 +213,7 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
     let _ = writeln!(
         s,
         "{} ({} layout): {} claims: {} consistent, {} inconsistent ({} within float32 rounding, {} within float64 rounding), {} undecided",
-        super::shown(&claims),
+        super::shown(claims),
         rep.layout,
         rep.results.len(),
         rep.consistent,
@@ -290,7 +290,7 @@ fn spectrum_text(
     let _ = writeln!(
         s,
         "{} ({} claimed {} values{}) against the certified singular values of {} ({} x {}, precision {prec}):",
-        super::shown(&claims),
+        super::shown(claims),
         rep.claimed,
         rep.claimed_dtype,
         if rep.sorted { ", sorted largest first" } else { "" },

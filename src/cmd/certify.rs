@@ -239,7 +239,7 @@ impl Report for CertifyReport {
             .map(|(dir, layers, back, now)| {
                 format!(
                     "resumed from {}: {layers} finished layers read back ({back} matrices), {now} matrices certified now",
-                    super::shown(&dir)
+                    super::shown(dir)
                 )
             })
             .collect()
@@ -275,7 +275,7 @@ impl Report for CertifyReport {
                 100.0 * cost_share,
                 self.secs,
                 match &self.outputs.out {
-                    Some(p) => format!(", part written to {}", super::shown(&p)),
+                    Some(p) => format!(", part written to {}", super::shown(p)),
                     None => " (use --out FILE to write the part, then merge the parts)".into(),
                 }
             ),

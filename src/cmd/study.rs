@@ -83,7 +83,7 @@ pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
             let what = match d.status {
                 ModelStatus::Reused => format!(
                     "reused {} (model hashes and parameters match)",
-                    super::shown(&d.cert_path)
+                    super::shown(d.cert_path)
                 ),
                 ModelStatus::Certified(secs) => format!("certified in {secs:.2} s"),
                 ModelStatus::Inconclusive(why) => format!("inconclusive: {why}"),
@@ -157,7 +157,7 @@ impl Report for StudyReport {
         let mut s = String::new();
         for (n, f) in &o.figures {
             let _ = match f {
-                Ok(p) => writeln!(s, "figure {n}: {}", super::shown(&p)),
+                Ok(p) => writeln!(s, "figure {n}: {}", super::shown(p)),
                 Err(why) => writeln!(s, "figure {n} {why}"),
             };
         }
@@ -165,7 +165,7 @@ impl Report for StudyReport {
             let _ = writeln!(
                 s,
                 "removed {} (left by an earlier run; not drawn now)",
-                super::shown(&p)
+                super::shown(p)
             );
         }
         if let Some(note) = &o.primary_note {
@@ -176,7 +176,7 @@ impl Report for StudyReport {
             let _ = writeln!(
                 s,
                 "{}: {n} model{} ({} certified now, {} reused), tables in {}, in {:.2} s",
-                super::shown(&r),
+                super::shown(r),
                 if n == 1 { "" } else { "s" },
                 o.certified,
                 o.reused,

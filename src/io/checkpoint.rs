@@ -391,7 +391,7 @@ fn weight_kind(p: &Path) -> Result<Kind, ReadError> {
         ReadError::format(
             p,
             None,
-            &format!("this is {what}, not a model checkpoint (safetensors, PyTorch or GGUF)"),
+            format!("this is {what}, not a model checkpoint (safetensors, PyTorch or GGUF)"),
         )
     };
     if head.starts_with(b"\x93NUMPY") {

@@ -351,7 +351,7 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
     Err(ReadError::format(
         path,
         None,
-        "unrecognised file kind: the extension is none of .npy, .safetensors, .gguf, .pt, .pth, \
+        "unrecognised file kind: the extension is none of .npy, .safetensors, .gguf, .bin, .pt, .pth, \
          and the content starts with none of the NumPy magic \\x93NUMPY, a safetensors header, \
          the GGUF magic, a PyTorch zip archive or legacy pickle stream",
     ))
