@@ -207,6 +207,9 @@ fn numpy_dtype(d: &str) -> String {
     }
 }
 
+/// The most Schatten exponents one call takes.
+const MAX_SCHATTEN_P: usize = 1024;
+
 /// Certified enclosures of all singular values of a 2-D array, and of its
 /// norms, rank and Schatten quantities (the command line's ``specbound svd``).
 ///
@@ -236,9 +239,6 @@ fn numpy_dtype(d: &str) -> String {
 /// >>> r = specbound.svd(np.ones((2, 3), dtype=np.float16))
 /// >>> r.lo.shape, Fraction(r.spectral_norm.lo) ** 2 <= 6 <= Fraction(r.spectral_norm.hi) ** 2
 /// ((2,), True)
-/// The most Schatten exponents one call takes.
-const MAX_SCHATTEN_P: usize = 1024;
-
 #[pyfunction]
 #[pyo3(
     signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None),
