@@ -90,19 +90,6 @@ impl Bar {
         }
     }
 
-    /// A bar that draws nothing.
-    pub fn hidden() -> Self {
-        Self {
-            pb: None,
-            quiet: true,
-        }
-    }
-
-    /// Whether this bar draws.
-    pub fn is_drawn(&self) -> bool {
-        self.pb.is_some()
-    }
-
     /// Prints a line on stderr above the bar (the bar is redrawn after it).
     pub fn println(&self, line: &str) {
         match &self.pb {
