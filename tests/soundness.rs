@@ -1166,3 +1166,96 @@ fn a_cluster_too_large_for_inverse_iteration_falls_back_to_faer_and_stays_contai
     let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
     assert_contains_all(&sv.enclosures(), &sorted_abs(&d), "cluster of 520");
 }
+
+/// The split product of L27 (`dense::split_product`) on a float16-grid
+/// matrix: every column's error, computed exactly in rationals, is within
+/// the bound it reports, and the product was split (so the test exercises
+/// the exact slice).
+#[test]
+fn split_product_error_is_within_its_bound_exactly() {
+    use specbound::linalg::dense;
+    for seed in [1u64, 2, 3] {
+        let mut rng = Rng(seed);
+        let (m, k, p) = (40usize, 24usize, 7usize);
+        // A: float16 values (11-bit integers times 2^-12); B: full doubles.
+        let a = faer::Mat::<f64>::from_fn(m, k, |_, _| {
+            rng.sign() * rng.below(2048) as f64 * 2f64.powi(-12)
+        });
+        let b = faer::Mat::<f64>::from_fn(k, p, |_, _| {
+            (rng.next_u64() >> 11) as f64 * 2f64.powi(-53) - 0.5
+        });
+        let q = dense::grid_exponent(a.as_ref()).unwrap();
+        let (row_max, _) = dense::max_row_col_norms_ru(a.as_ref());
+        let beta = dense::abs_norm2_ru(a.as_ref());
+        let cp = dense::split_product(a.as_ref(), b.as_ref(), Some((q, row_max)), faer::Par::Seq);
+        assert!(cp.split, "seed {seed}: the product was not split");
+        let bp = cp.bounded(beta);
+        for j in 0..p {
+            let mut err2 = Rational::new();
+            for i in 0..m {
+                let mut exact = Rational::new();
+                for l in 0..k {
+                    exact += Rational::from_f64(a[(i, l)]).unwrap()
+                        * Rational::from_f64(b[(l, j)]).unwrap();
+                }
+                let d = Rational::from_f64(bp.computed[(i, j)]).unwrap() - exact;
+                err2 += Rational::from(&d * &d);
+            }
+            let bound = Rational::from_f64(bp.col_err[j]).unwrap();
+            assert!(
+                err2 <= Rational::from(&bound * &bound),
+                "seed {seed}, column {j}: error above the bound {:e}",
+                bp.col_err[j]
+            );
+        }
+    }
+}
+
+/// Issue 19 item 2: a float16 `(D Q)^T` with `Q` block-Hadamard (`|| |A| ||`
+/// about 16 times `||A||`), condition 29, certified at f64 through the split
+/// residual products (L27): every value contains the exact `|d_i|`.
+#[test]
+fn float16_weights_with_a_wide_abs_norm_gap_contain_exact_values_at_f64() {
+    for (rows, k, j, seed) in [(256usize, 64usize, 2u32, 1u64), (512, 150, 3, 2)] {
+        let d: Vec<f64> = (0..k)
+            .map(|i| f16(29f64.powf(-(i as f64) / (k - 1) as f64)))
+            .collect();
+        let a = dq_t(rows, &d, j, seed);
+        for p in [Precision::F64, Precision::Extended, Precision::Auto] {
+            let sv = certify_singular_values(&a, &opts(p)).unwrap();
+            assert_contains_all(&sv.enclosures(), &sorted_abs(&d), &format!("{rows}x{k} {p}"));
+        }
+    }
+}
+
+/// Issue 19 item 6: exact clusters (each value of `D` repeated 32 times in
+/// a float16 `(D Q)^T`, and `kron(I_16, B)`), contained at every precision;
+/// the oracle of `kron` is the exact inertia of `B^T B` (each eigenvalue
+/// of `kron(I_k, B^T B)` is one of `B^T B`'s, repeated `k` times).
+#[test]
+fn exact_clusters_of_float16_matrices_contain_exact_values() {
+    #[path = "common/inertia.rs"]
+    mod inertia;
+    let d: Vec<f64> = [1.0, 0.75, 0.5, 0.375]
+        .iter()
+        .flat_map(|&x| std::iter::repeat_n(x, 32))
+        .collect();
+    let a = dq_t(256, &d, 2, 4);
+    for p in [Precision::F64, Precision::Extended, Precision::Auto] {
+        let sv = certify_singular_values(&a, &opts(p)).unwrap();
+        assert_contains_all(&sv.enclosures(), &sorted_abs(&d), &format!("D Q clusters {p}"));
+    }
+    let (a, b) = kron_blocks(16, 12, 6, 5);
+    let g = inertia::exact_gram(&b);
+    for p in [Precision::F64, Precision::Extended, Precision::Auto] {
+        let sv = certify_singular_values(&a, &opts(p)).unwrap();
+        for (i, v) in sv.values.iter().enumerate() {
+            assert!(
+                inertia::sigma_in(&g, i / 16 + 1, &v.enclosure),
+                "kron {p}: sigma_{} not in {:?}",
+                i + 1,
+                v.enclosure
+            );
+        }
+    }
+}

@@ -282,6 +282,212 @@ pub fn product_with_bound(
     }
 }
 
+/// Exponent `q` of the finest power-of-two grid holding every entry of `a`:
+/// every entry is an integer multiple of `2^q` (`q` = the smallest
+/// [`lowest_bit`] over the nonzero entries); `None` for a zero matrix.
+pub fn grid_exponent(a: MatRef<'_, f64>) -> Option<i32> {
+    let mut q: Option<i32> = None;
+    for j in 0..a.ncols() {
+        for &x in a.col(j).iter() {
+            if x != 0.0 {
+                let b = lowest_bit(x);
+                q = Some(q.map_or(b, |q: i32| q.min(b)));
+            }
+        }
+    }
+    q
+}
+
+/// Upper bounds `(max_i ||a_{i,:}||_2, max_j ||a_{:,j}||_2)`: the largest
+/// row and column norms of `a` (L3 b; non-finite when they overflow).
+pub fn max_row_col_norms_ru(a: MatRef<'_, f64>) -> (f64, f64) {
+    let (m, n) = (a.nrows(), a.ncols());
+    let mut rows = vec![0.0f64; m];
+    let mut col_max = 0.0f64;
+    for j in 0..n {
+        let col = a.col(j);
+        let mut c2 = 0.0f64;
+        for (ri, &x) in rows.iter_mut().zip(col.iter()) {
+            *ri = x.mul_add(x, *ri);
+            c2 = x.mul_add(x, c2);
+        }
+        // Entries are finite: an overflow gives +inf, which max keeps.
+        col_max = col_max.max(r::sqrt_ru(r::nonneg_sum_ru(c2, m)));
+    }
+    let mut row_max = 0.0f64;
+    for &ri in &rows {
+        let b = r::sqrt_ru(r::nonneg_sum_ru(ri, n));
+        if !b.is_finite() {
+            return (f64::INFINITY, f64::INFINITY);
+        }
+        row_max = row_max.max(b);
+    }
+    if !col_max.is_finite() {
+        return (f64::INFINITY, f64::INFINITY);
+    }
+    (row_max, col_max)
+}
+
+/// Columns of a split product keep at least this many bits in their exact
+/// slice, or the product is not split (the gain would be below `2^-8`).
+pub const MIN_SPLIT_BITS: i32 = 8;
+
+/// A product `fl(A B)` with what its error bound needs: either computed
+/// plainly (chunked, L4), or split as `fl(fl(A B_hi) + fl(A B_lo))` with
+/// `fl(A B_hi)` exact (`proofs/split-product.md`, L27).
+pub struct ComputedProduct {
+    /// The computed product.
+    pub computed: Mat<f64>,
+    /// Rounding depth of the (tail) product (L4, blocked form).
+    pub depth: usize,
+    /// Inner dimension `k`.
+    pub inner: usize,
+    /// Upper bounds of `||B_lo e_j||_2` (split) or of `||B e_j||_2` (plain).
+    pub tail_norm: Vec<f64>,
+    /// Whether the product was split (then one more rounding per entry).
+    pub split: bool,
+}
+
+impl ComputedProduct {
+    /// The product with its column error bounds, `beta >= || |A| ||_2`:
+    /// `gamma_d beta ||B e_j|| + sqrt(rows) k eta` (plain, L4), or
+    /// `u/(1-u) ||C e_j|| + gamma_d beta ||B_lo e_j|| + sqrt(rows) k eta`
+    /// (split, L27).
+    pub fn bounded(self, beta: f64) -> BoundedProduct {
+        let rows = self.computed.nrows();
+        let g = r::mul_ru(r::gamma_ru(self.depth), beta);
+        let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(self.inner as f64, ETA));
+        // u / (1 - u) rounded up; 1 - u is a float.
+        let rel = r::div_ru(U, 1.0 - U);
+        let col_err = (0..self.computed.ncols())
+            .map(|j| {
+                let mut e = r::add_ru(r::mul_ru(g, self.tail_norm[j]), under);
+                if self.split {
+                    let c: Vec<f64> = self.computed.col(j).iter().copied().collect();
+                    e = r::add_ru(e, r::mul_ru(rel, r::norm2_ru(&c)));
+                }
+                e
+            })
+            .collect();
+        BoundedProduct {
+            computed: self.computed,
+            col_err,
+        }
+    }
+}
+
+/// `B = B_hi + B_lo` exactly, column by column, with column `j` of `B_hi` on
+/// the grid `2^h_j` such that every entry of `fl(A B_hi)` is exact for any
+/// `A` on the grid `2^q` whose rows have norms at most `row_max`:
+/// `row_max ||B_hi e_j|| < 2^(53 + q + h_j)` and `q + h_j >= -1074`
+/// (L27, with the one-slice splitting of L11). Returns the two parts and
+/// the fewest bits a nonzero column kept in `B_hi`; `None` when no column
+/// can keep [`MIN_SPLIT_BITS`].
+fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, Mat<f64>, i32)> {
+    let (k, p) = (b.nrows(), b.ncols());
+    let mut hi = Mat::<f64>::zeros(k, p);
+    let mut lo = b.to_owned();
+    let mut fewest = i32::MAX;
+    for j in 0..p {
+        let col: Vec<f64> = b.col(j).iter().copied().collect();
+        let maxabs = col.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        if maxabs == 0.0 {
+            continue;
+        }
+        let x = r::mul_ru(row_max, r::norm2_ru(&col));
+        if !(x > 0.0) || !x.is_finite() {
+            return None;
+        }
+        // |b_lj| <= maxabs < 2^f (L11 with e = f <= 1000).
+        let f = exponent_of(maxabs) + 1;
+        // 2^(53 + q + h) >= 2^(exponent_of(x) + 2) > 2 x.
+        if f > 1000 {
+            return None;
+        }
+        let h0 = (exponent_of(x) + 2 - 53 - q).max(-1022).max(-1074 - q);
+        let mut h = h0.max(f - 52);
+        let mut kept = false;
+        for _ in 0..3 {
+            let t = f - h;
+            if t < MIN_SPLIT_BITS {
+                break;
+            }
+            let mut hc = vec![0.0f64; k];
+            for (l, &v) in col.iter().enumerate() {
+                let n = r::scale_pow2_rn(v, -h).round();
+                hc[l] = r::scale_pow2_rn(n, h);
+            }
+            // The hypothesis of L27, checked on the slice itself.
+            let limit_exp = 53 + q + h;
+            let ok = limit_exp > 1023
+                || r::mul_ru(row_max, r::norm2_ru(&hc)) < r::scale_pow2_rn(1.0, limit_exp);
+            if ok {
+                for (l, &v) in col.iter().enumerate() {
+                    hi[(l, j)] = hc[l];
+                    lo[(l, j)] = v - hc[l]; // exact (L11 item 2)
+                }
+                fewest = fewest.min(t);
+                kept = true;
+                break;
+            }
+            h += 1;
+        }
+        if !kept {
+            return None;
+        }
+    }
+    (fewest != i32::MAX).then_some((hi, lo, fewest))
+}
+
+/// `fl(A B)`, split (L27) when `grid = Some((q, row_max))` describes `A`
+/// (every entry a multiple of `2^q`, every row norm at most `row_max`) and
+/// every column of `B` keeps [`MIN_SPLIT_BITS`] in its exact slice;
+/// otherwise the plain chunked product (L4).
+pub fn split_product(
+    a: MatRef<'_, f64>,
+    b: MatRef<'_, f64>,
+    grid: Option<(i32, f64)>,
+    par: Par,
+) -> ComputedProduct {
+    let inner = a.ncols();
+    let norms = |x: MatRef<'_, f64>| -> Vec<f64> {
+        (0..x.ncols())
+            .map(|j| {
+                let c: Vec<f64> = x.col(j).iter().copied().collect();
+                r::norm2_ru(&c)
+            })
+            .collect()
+    };
+    if let Some((hi, lo, _)) = grid.and_then(|(q, rm)| split_columns(b, q, rm)) {
+        // fl(A B_hi) is exact in any evaluation order (L27).
+        let mut c = Mat::<f64>::zeros(a.nrows(), b.ncols());
+        faer::linalg::matmul::matmul(&mut c, Accum::Replace, a, hi.as_ref(), 1.0, par);
+        drop(hi);
+        let (t, depth) = chunked_product(a, lo.as_ref(), par);
+        for j in 0..c.ncols() {
+            let dst = c.col_as_slice_mut(j);
+            for (d, &s) in dst.iter_mut().zip(t.col_as_slice(j)) {
+                *d += s;
+            }
+        }
+        return ComputedProduct {
+            computed: c,
+            depth,
+            inner,
+            tail_norm: norms(lo.as_ref()),
+            split: true,
+        };
+    }
+    let (c, depth) = chunked_product(a, b, par);
+    ComputedProduct {
+        computed: c,
+        depth,
+        inner,
+        tail_norm: norms(b),
+        split: false,
+    }
+}
+
 /// Upper bound of `||(P_exact - s_j X) e_j||_2` per column, where `P` is a
 /// bounded product and the residual is evaluated as `fma(-s_j, x_ij, p_ij)`
 /// (one rounding each; L3, L4).
@@ -345,23 +551,53 @@ pub fn gram_defect_ru(y: MatRef<'_, f64>, members: &[usize]) -> Option<f64> {
 
 /// Certified groups for the approximate SVD of `a` (`m >= n`), all `n` pairs.
 /// Each returned hull contains exactly `members.len()` singular values (L7).
+/// The products are split wherever that tightens them
+/// ([`certify_pairs_within`] with a target of 0).
 pub fn certify_pairs(
     a: MatRef<'_, f64>,
     svd: &ApproxSvd,
     par: Par,
 ) -> Result<Vec<Group<f64>>, Inconclusive> {
+    certify_pairs_within(a, svd, par, 0.0)
+}
+
+/// [`certify_pairs`], with the products `A V~` and `A^T U~` split
+/// (`proofs/split-product.md`, L27) only where their a priori error term
+/// `gamma_d || |A| || / s_min` (relative to the smallest positive
+/// approximate value) exceeds `rel_target`, and `A` lies on a grid coarse
+/// enough for the exact slice (float16 weights): the term is then replaced
+/// by one of the order of `u`, at the cost of one more GEMM per product.
+/// Same guarantee: each returned hull contains exactly `members.len()`
+/// singular values (L4, L5, L6, L7, L8, L27).
+pub fn certify_pairs_within(
+    a: MatRef<'_, f64>,
+    svd: &ApproxSvd,
+    par: Par,
+    rel_target: f64,
+) -> Result<Vec<Group<f64>>, Inconclusive> {
     let beta = abs_norm2_ru(a);
     if !beta.is_finite() {
         return Err(Inconclusive::new("|| |A| || bound overflowed"));
     }
-    let pv = match &svd.av {
-        Some((p, depth)) => BoundedProduct {
-            computed: p.clone(),
-            col_err: product_col_err(*depth, a.ncols(), a.nrows(), beta, svd.v.as_ref()),
-        },
-        None => product_with_bound(a, svd.v.as_ref(), beta, par),
+    let (m, n) = (a.nrows(), a.ncols());
+    let s_min = svd.s.iter().copied().filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min);
+    let depth = |k: usize| if k <= CHUNK { k } else { (CHUNK + k.div_ceil(CHUNK) - 1).min(k) };
+    let worth = |k: usize| !(r::mul_ru(r::gamma_ru(depth(k)), beta) <= rel_target * s_min);
+    let grid = if worth(m.max(n)) { grid_exponent(a) } else { None };
+    let (row_max, col_max) = match grid {
+        Some(_) => max_row_col_norms_ru(a),
+        None => (f64::INFINITY, f64::INFINITY),
     };
-    let qu = product_with_bound(a.transpose(), svd.u.as_ref(), beta, par);
+    let pv = match (&svd.av, grid.filter(|_| worth(n) && row_max.is_finite())) {
+        (_, Some(q)) => split_product(a, svd.v.as_ref(), Some((q, row_max)), par).bounded(beta),
+        (Some((p, depth)), None) => BoundedProduct {
+            computed: p.clone(),
+            col_err: product_col_err(*depth, n, m, beta, svd.v.as_ref()),
+        },
+        (None, None) => product_with_bound(a, svd.v.as_ref(), beta, par),
+    };
+    let qu_grid = grid.filter(|_| worth(m) && col_max.is_finite()).map(|q| (q, col_max));
+    let qu = split_product(a.transpose(), svd.u.as_ref(), qu_grid, par).bounded(beta);
     let e = residual_col_bounds(&pv, svd.u.as_ref(), &svd.s);
     let f = residual_col_bounds(&qu, svd.v.as_ref(), &svd.s);
     pair_bounds_and_merge(&svd.s, &e, &f, svd.v.as_ref())

@@ -157,6 +157,85 @@ pub fn scaled_rows(d: &[f64], n: usize, transpose: bool, rng: &mut Rng) -> Dense
     }
 }
 
+/// `n x n` block-diagonal `H_b / sqrt(b)` (`b = 4^j`), rows and columns
+/// permuted with random signs: exactly orthogonal, entries `+-2^-j`.
+pub fn block_hadamard(n: usize, j: u32, rng: &mut Rng) -> Vec<f64> {
+    let b = 4usize.pow(j);
+    assert_eq!(n % b, 0);
+    let h = hadamard(2 * j);
+    let scale = 0.5f64.powi(j as i32);
+    let mut pr: Vec<usize> = (0..n).collect();
+    let mut pc: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        pr.swap(i, rng.below(i + 1));
+        pc.swap(i, rng.below(i + 1));
+    }
+    let sr: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
+    let sc: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for c in 0..n {
+            let (a, bb) = (pr[i], pc[c]);
+            if a / b == bb / b {
+                out[i * n + c] = sr[i] * sc[c] * h[a % b][bb % b] * scale;
+            }
+        }
+    }
+    out
+}
+
+/// `rows x d.len()` matrix `(D Q[0..k, :])^T` with `Q` from
+/// [`block_hadamard`]: its singular values are exactly `|d|`.
+pub fn dq_t(rows: usize, d: &[f64], j: u32, seed: u64) -> DenseMatrix {
+    let mut rng = Rng(seed);
+    let q = block_hadamard(rows, j, &mut rng);
+    let k = d.len();
+    let mut data = vec![0.0; rows * k];
+    for (i, &di) in d.iter().enumerate() {
+        for c in 0..rows {
+            data[c * k + i] = di * q[i * rows + c];
+        }
+    }
+    DenseMatrix {
+        rows,
+        cols: k,
+        data,
+    }
+}
+
+/// Nearest float16 value of a positive normal-range `x` (11 significant bits).
+pub fn f16(x: f64) -> f64 {
+    let e = x.log2().floor() as i32;
+    let q = 2f64.powi(e - 10);
+    (x / q).round() * q
+}
+
+/// `kron(I_k, B)` for a `br x bc` block `B` of random float16 integers
+/// times `2^-10` (row-major): every singular value of `B` repeated `k` times.
+pub fn kron_blocks(k: usize, br: usize, bc: usize, seed: u64) -> (DenseMatrix, DenseMatrix) {
+    let mut rng = Rng(seed);
+    let b: Vec<f64> = (0..br * bc)
+        .map(|_| rng.sign() * (1 + rng.below(2047)) as f64 * 2f64.powi(-10))
+        .collect();
+    let (rows, cols) = (k * br, k * bc);
+    let mut data = vec![0.0; rows * cols];
+    for blk in 0..k {
+        for i in 0..br {
+            for j in 0..bc {
+                data[(blk * br + i) * cols + blk * bc + j] = b[i * bc + j];
+            }
+        }
+    }
+    (
+        DenseMatrix { rows, cols, data },
+        DenseMatrix {
+            rows: br,
+            cols: bc,
+            data: b,
+        },
+    )
+}
+
 /// The exact singular values |d_i| sorted descending, padded with zeros to
 /// min(rows, cols) (for the D Q construction min(rows, cols) = len(d)).
 pub fn sorted_abs(d: &[f64]) -> Vec<f64> {
