@@ -1223,7 +1223,11 @@ fn float16_weights_with_a_wide_abs_norm_gap_contain_exact_values_at_f64() {
         let a = dq_t(rows, &d, j, seed);
         for p in [Precision::F64, Precision::Extended, Precision::Auto] {
             let sv = certify_singular_values(&a, &opts(p)).unwrap();
-            assert_contains_all(&sv.enclosures(), &sorted_abs(&d), &format!("{rows}x{k} {p}"));
+            assert_contains_all(
+                &sv.enclosures(),
+                &sorted_abs(&d),
+                &format!("{rows}x{k} {p}"),
+            );
         }
     }
 }
@@ -1243,7 +1247,11 @@ fn exact_clusters_of_float16_matrices_contain_exact_values() {
     let a = dq_t(256, &d, 2, 4);
     for p in [Precision::F64, Precision::Extended, Precision::Auto] {
         let sv = certify_singular_values(&a, &opts(p)).unwrap();
-        assert_contains_all(&sv.enclosures(), &sorted_abs(&d), &format!("D Q clusters {p}"));
+        assert_contains_all(
+            &sv.enclosures(),
+            &sorted_abs(&d),
+            &format!("D Q clusters {p}"),
+        );
     }
     let (a, b) = kron_blocks(16, 12, 6, 5);
     let g = inertia::exact_gram(&b);

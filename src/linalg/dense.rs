@@ -3,7 +3,9 @@
 //!
 //! Pipeline: exact power-of-two prescaling (L2), approximate thin SVD by faer
 //! (no guarantee), residual products `A V~` and `A^T U~` by faer GEMM with the
-//! order-independent bound of L4 (using `beta >= || |A| ||_2` from L5),
+//! order-independent bound of L4 (using `beta >= || |A| ||_2` from L5) or,
+//! for matrices on a coarse grid such as float16 weights, split into an
+//! exact slice product and a short tail (`proofs/split-product.md`, L27),
 //! per-pair bounds (L6), cluster merging (L7, L8), index matching.
 
 use faer::{Accum, Mat, MatRef, Par};
@@ -580,10 +582,25 @@ pub fn certify_pairs_within(
         return Err(Inconclusive::new("|| |A| || bound overflowed"));
     }
     let (m, n) = (a.nrows(), a.ncols());
-    let s_min = svd.s.iter().copied().filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min);
-    let depth = |k: usize| if k <= CHUNK { k } else { (CHUNK + k.div_ceil(CHUNK) - 1).min(k) };
+    let s_min = svd
+        .s
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let depth = |k: usize| {
+        if k <= CHUNK {
+            k
+        } else {
+            (CHUNK + k.div_ceil(CHUNK) - 1).min(k)
+        }
+    };
     let worth = |k: usize| !(r::mul_ru(r::gamma_ru(depth(k)), beta) <= rel_target * s_min);
-    let grid = if worth(m.max(n)) { grid_exponent(a) } else { None };
+    let grid = if worth(m.max(n)) {
+        grid_exponent(a)
+    } else {
+        None
+    };
     let (row_max, col_max) = match grid {
         Some(_) => max_row_col_norms_ru(a),
         None => (f64::INFINITY, f64::INFINITY),
@@ -596,7 +613,9 @@ pub fn certify_pairs_within(
         },
         (None, None) => product_with_bound(a, svd.v.as_ref(), beta, par),
     };
-    let qu_grid = grid.filter(|_| worth(m) && col_max.is_finite()).map(|q| (q, col_max));
+    let qu_grid = grid
+        .filter(|_| worth(m) && col_max.is_finite())
+        .map(|q| (q, col_max));
     let qu = split_product(a.transpose(), svd.u.as_ref(), qu_grid, par).bounded(beta);
     let e = residual_col_bounds(&pv, svd.u.as_ref(), &svd.s);
     let f = residual_col_bounds(&qu, svd.v.as_ref(), &svd.s);

@@ -572,8 +572,7 @@ pub fn certify_prepared(
     let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
         // Split products (L27) where their a priori term would be above a
         // quarter of the target.
-        let groups =
-            dense::certify_pairs_within(prep.a.as_ref(), svd, opts.par, opts.rtol / 4.0)?;
+        let groups = dense::certify_pairs_within(prep.a.as_ref(), svd, opts.par, opts.rtol / 4.0)?;
         Ok(SingularValues {
             rows,
             cols,
