@@ -62,6 +62,26 @@ pub fn hadamard(k: u32) -> Vec<Vec<f64>> {
     h
 }
 
+/// `S_r P_r Q P_c S_c` for the `n x n` row-major `q`: random signed
+/// permutations on both sides (exactly orthogonal if `q` is).
+fn signed_permutations(q: &[f64], n: usize, rng: &mut Rng) -> Vec<f64> {
+    let mut pr: Vec<usize> = (0..n).collect();
+    let mut pc: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        pr.swap(i, rng.below(i + 1));
+        pc.swap(i, rng.below(i + 1));
+    }
+    let sr: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
+    let sc: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            out[i * n + j] = sr[i] * sc[j] * q[pr[i] * n + pc[j]];
+        }
+    }
+    out
+}
+
 /// An exactly orthogonal dyadic n x n matrix (row-major), dense within blocks
 /// of size up to 64, mixed by random signed permutations; `mix` multiplies
 /// two such matrices (still exact: entries are short sums of powers of two).
@@ -85,22 +105,7 @@ pub fn dyadic_orthogonal(n: usize, rng: &mut Rng, mix: bool) -> Vec<f64> {
             }
             start += b;
         }
-        // Random signed permutations on both sides.
-        let mut pr: Vec<usize> = (0..n).collect();
-        let mut pc: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            pr.swap(i, rng.below(i + 1));
-            pc.swap(i, rng.below(i + 1));
-        }
-        let sr: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
-        let sc: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
-        let mut out = vec![0.0; n * n];
-        for i in 0..n {
-            for j in 0..n {
-                out[i * n + j] = sr[i] * sc[j] * q[pr[i] * n + pc[j]];
-            }
-        }
-        out
+        signed_permutations(&q, n, rng)
     };
     let q1 = one(rng);
     if !mix {
@@ -164,24 +169,13 @@ pub fn block_hadamard(n: usize, j: u32, rng: &mut Rng) -> Vec<f64> {
     assert_eq!(n % b, 0);
     let h = hadamard(2 * j);
     let scale = 0.5f64.powi(j as i32);
-    let mut pr: Vec<usize> = (0..n).collect();
-    let mut pc: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        pr.swap(i, rng.below(i + 1));
-        pc.swap(i, rng.below(i + 1));
-    }
-    let sr: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
-    let sc: Vec<f64> = (0..n).map(|_| rng.sign()).collect();
-    let mut out = vec![0.0; n * n];
+    let mut q = vec![0.0; n * n];
     for i in 0..n {
-        for c in 0..n {
-            let (a, bb) = (pr[i], pc[c]);
-            if a / b == bb / b {
-                out[i * n + c] = sr[i] * sc[c] * h[a % b][bb % b] * scale;
-            }
+        for c in (i / b * b)..(i / b * b + b) {
+            q[i * n + c] = h[i % b][c % b] * scale;
         }
     }
-    out
+    signed_permutations(&q, n, rng)
 }
 
 /// `rows x d.len()` matrix `(D Q[0..k, :])^T` with `Q` from
