@@ -420,9 +420,12 @@ fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, 
                 hc[l] = r::scale_pow2_rn(n, h);
             }
             // The hypothesis of L27, checked on the slice itself.
+            // A finite upper bound is below 2^1024, hence below 2^limit_exp
+            // when limit_exp > 1023; an overflowed one proves nothing.
             let limit_exp = 53 + q + h;
-            let ok = limit_exp > 1023
-                || r::mul_ru(row_max, r::norm2_ru(&hc)) < r::scale_pow2_rn(1.0, limit_exp);
+            let bound = r::mul_ru(row_max, r::norm2_ru(&hc));
+            let ok =
+                bound.is_finite() && (limit_exp > 1023 || bound < r::scale_pow2_rn(1.0, limit_exp));
             if ok {
                 for (l, &v) in col.iter().enumerate() {
                     hi[(l, j)] = hc[l];
