@@ -152,12 +152,12 @@ def svd(
     tensor: Optional[str] = None,
     revision: Optional[str] = None,
 ) -> SvdResult:
-    """Certified enclosures of all singular values of a 2-D float array, or
+    """Certified enclosures of all singular values of a 2-D float or integer array (integers converted exactly or refused), or
     of a matrix file, or of a tensor of a model or Hugging Face id.
 
     >>> import numpy as np, specbound
     >>> specbound.svd(np.ones((2, 3), dtype=np.float16)).rank.lo
-    2.0
+    1
     """
 
 @final
