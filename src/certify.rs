@@ -1088,6 +1088,13 @@ pub fn run_header(
             depth: arch.layers,
             precision,
             rank: "exact rank of the stored matrix (certified), not a numerical rank".into(),
+            heads_override: arch.heads_override.as_ref().map(|o| {
+                crate::certificate::HeadsOverrideEntry {
+                    heads: o.heads,
+                    replaced: o.replaced,
+                    source: o.source.clone(),
+                }
+            }),
         },
         extensions: arch.extensions(l_phi_text),
     }

@@ -51,6 +51,10 @@ pub enum SourceDtype {
     F64,
     /// A GGUF block format (Q8_0, Q4_0, Q4_1), decoded exactly (L19).
     Quantized(&'static str),
+    /// An integer type (`I8` ... `U64`, arrays from Python), every value
+    /// converted to f64 exactly or refused
+    /// ([`crate::io::npy::matrix_from_int_le_bytes`]).
+    Int(&'static str),
 }
 
 impl SourceDtype {
@@ -62,6 +66,7 @@ impl SourceDtype {
             SourceDtype::F32 => 4,
             SourceDtype::F64 => 8,
             SourceDtype::Quantized(_) => 1,
+            SourceDtype::Int(t) => t[1..].parse::<usize>().map_or(8, |bits| bits / 8),
         }
     }
 }
@@ -94,7 +99,7 @@ impl fmt::Display for SourceDtype {
             SourceDtype::BF16 => "BF16",
             SourceDtype::F32 => "F32",
             SourceDtype::F64 => "F64",
-            SourceDtype::Quantized(q) => q,
+            SourceDtype::Quantized(q) | SourceDtype::Int(q) => q,
         })
     }
 }

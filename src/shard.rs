@@ -182,6 +182,7 @@ mod tests {
             head_dim: hidden / heads,
             intermediate: ff,
             activation: None,
+            heads_override: None,
         }
     }
 

@@ -668,3 +668,161 @@ fn bundled_tensors_are_byte_identical_to_the_source_model() {
     assert_eq!(full["bounds"], certificate()["bounds"]);
     assert_eq!(full["matrices"], certificate()["matrices"]);
 }
+
+/// `certify` run by `args`, its exit code and stderr.
+fn certify_to(args: &[&str]) -> (Option<i32>, String) {
+    let out = run(args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn heads_flag_overriding_config_is_said_recorded_in_parameters_and_verified() {
+    let d = tmpdir("heads-override");
+    one_layer(&d, "", Some(cfg(1, 384, 12, "bert")), None, false);
+    let cert = d.join("cert.json");
+    let (code, err) = certify_to(&[
+        "certify",
+        d.to_str().unwrap(),
+        "--heads",
+        "6",
+        "--out",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--heads 6 overrides the 12 heads of 'num_attention_heads' in config.json"),
+        "{err}"
+    );
+    let j: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
+    assert_eq!(j["model"]["heads"], 6);
+    assert_eq!(
+        j["parameters"]["heads_override"],
+        serde_json::json!({"heads": 6, "replaced": 12,
+            "source": "'num_attention_heads' in config.json"})
+    );
+    let schema: Value = serde_json::from_slice(
+        &std::fs::read(root().join("docs/certificate.schema.json")).unwrap(),
+    )
+    .unwrap();
+    common::schema::validate(&schema, &j).unwrap();
+    // verify re-reads what the file states, with and without the weights.
+    let verify = |c: &Path, model: bool| {
+        let mut args = vec!["verify", c.to_str().unwrap()];
+        if model {
+            args.extend(["--model", d.to_str().unwrap()]);
+        }
+        let out = run(&args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(verify(&cert, true).0, Some(0), "{}", verify(&cert, true).1);
+    assert_eq!(verify(&cert, false).0, Some(0));
+    // A record that is not what the file states is refuted.
+    let forged = d.join("forged.json");
+    let mut bad = j.clone();
+    bad["parameters"]["heads_override"]["replaced"] = serde_json::json!(16);
+    std::fs::write(&forged, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let (code, err) = verify(&forged, true);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("$.parameters.heads_override.replaced"),
+        "{err}"
+    );
+    // A record that disagrees with model.heads is refused on reading.
+    let mut bad = j.clone();
+    bad["parameters"]["heads_override"]["heads"] = serde_json::json!(12);
+    std::fs::write(&forged, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let (code, err) = verify(&forged, false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("$.parameters.heads_override.heads"), "{err}");
+    // An older certificate (no key) of the same run still verifies.
+    let mut old = j.clone();
+    old["parameters"]
+        .as_object_mut()
+        .unwrap()
+        .remove("heads_override");
+    std::fs::write(&forged, serde_json::to_vec(&old).unwrap()).unwrap();
+    assert_eq!(
+        verify(&forged, true).0,
+        Some(0),
+        "{}",
+        verify(&forged, true).1
+    );
+    // Without --heads: no key and no notice; --heads equal to the file's: a
+    // record, no notice.
+    let (code, err) = certify_to(&[
+        "certify",
+        d.to_str().unwrap(),
+        "--out",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("overrides"), "{err}");
+    let j: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
+    assert!(j["parameters"].get("heads_override").is_none(), "{j}");
+    let (code, err) = certify_to(&[
+        "certify",
+        d.to_str().unwrap(),
+        "--heads",
+        "12",
+        "--out",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("overrides"), "{err}");
+    let j: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
+    assert_eq!(j["parameters"]["heads_override"]["replaced"], 12);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn verify_model_explains_a_file_hash_mismatch_in_one_line() {
+    let a = tmpdir("hash-a");
+    let b = tmpdir("hash-b");
+    one_layer(&a, "", Some(cfg(1, 384, 12, "bert")), None, false);
+    // The same layer under another prefix: another file of the same name.
+    one_layer(&b, "bert.", Some(cfg(1, 384, 12, "bert")), None, false);
+    let cert = a.join("cert.json");
+    let (code, err) = certify_to(&[
+        "certify",
+        a.to_str().unwrap(),
+        "--out",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let out = run(&[
+        "verify",
+        cert.to_str().unwrap(),
+        "--model",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let sha = |dir: &Path| {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(std::fs::read(dir.join("model.safetensors")).unwrap());
+        h.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let (expected, found) = (sha(&a), sha(&b));
+    assert!(err.contains("'model.safetensors'"), "{err}");
+    assert!(
+        err.contains(&format!("SHA-256 {}...", &found[..12])),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("expects {}...", &expected[..12])),
+        "{err}"
+    );
+    assert!(
+        err.contains("the certificate is for other weights"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}

@@ -445,3 +445,273 @@ fn a_full_disk_on_stdout_is_one_error_line_and_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn docs_state_the_rust_version_both_crates_need() {
+    let rust_version = |toml: &str| {
+        let text = std::fs::read_to_string(root().join(toml)).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("rust-version = \""))
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{toml} has no rust-version"))
+            .to_string()
+    };
+    let v = rust_version("Cargo.toml");
+    // The Python crate builds the library: it needs at least as much.
+    assert_eq!(rust_version("python/Cargo.toml"), v);
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("Rust {v} or newer")),
+        "README.md must say Rust {v}"
+    );
+    let python = std::fs::read_to_string(root().join("docs/python.md")).unwrap();
+    assert!(
+        python.contains(&format!("Rust {v}+")),
+        "docs/python.md must say Rust {v}+"
+    );
+}
+
+/// The character offset at which the last column (after the last run of two
+/// or more spaces) starts in each of `rows`.
+fn last_column_starts(rows: &[&str]) -> Vec<usize> {
+    rows.iter()
+        .map(|r| r.rfind("  ").expect("a padded column") + 2)
+        .collect()
+}
+
+#[test]
+fn wide_mpfr_decimals_keep_the_svd_table_columns_aligned() {
+    let dir = std::env::temp_dir().join(format!("specbound-cli-align-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("diag.npy");
+    // Values whose MPFR decimal ends differ in length (0.1 is not dyadic).
+    let m = DenseMatrix {
+        rows: 3,
+        cols: 3,
+        data: vec![0.1, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 1e-5],
+    };
+    write_npy_f64(&f, &m).unwrap();
+    let out = run(&["svd", f.to_str().unwrap(), "--precision", "mpfr:256"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("singular values"))
+        .skip(1)
+        .collect();
+    assert_eq!(table.len(), 4, "{text}");
+    // Decimals far wider than the default column of 44 characters ...
+    assert!(table[1..].iter().any(|r| r.len() > 60), "{text}");
+    // ... and the method column starts at the same place on every row.
+    let starts = last_column_starts(&table);
+    assert!(starts.iter().all(|&s| s == starts[0]), "{starts:?}\n{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn certify_text_keeps_the_contributors_columns_aligned_in_every_style() {
+    let out = run(&["certify", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let cert = specbound::certificate::Certificate::parse(&out.stdout, "cert.json").unwrap();
+    for style in [
+        specbound::cmd::Style::Shared,
+        specbound::cmd::Style::PlusMinus,
+        specbound::cmd::Style::Bounds,
+    ] {
+        let text = specbound::report::summary_text_with(&cert, 1.0, style);
+        for head in ["largest contributions to B_ours", "largest terms of B_Edel"] {
+            let rows: Vec<&str> = text
+                .lines()
+                .skip_while(|l| !l.starts_with(head))
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .collect();
+            assert!(rows.len() > 1, "{head}: {text}");
+            // The share column: where the `%` falls.
+            let pct: Vec<usize> = rows.iter().map(|r| r.find('%').unwrap()).collect();
+            assert!(
+                pct.iter().all(|&p| p == pct[0]),
+                "{style:?} {head}: {pct:?}\n{text}"
+            );
+        }
+        let layers: Vec<usize> = text
+            .lines()
+            .filter(|l| l.starts_with("  layer "))
+            .map(|l| l.find(" xi ").unwrap())
+            .collect();
+        assert!(
+            layers.iter().all(|&p| p == layers[0]),
+            "{style:?}: {layers:?}\n{text}"
+        );
+    }
+}
+
+/// A scratch directory of this test process.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("specbound-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A version-1 `.npy` file of `descr` and shape (rows, cols) holding `data`.
+fn npy_bytes(descr: &str, rows: usize, cols: usize, data: &[u8]) -> Vec<u8> {
+    let mut h =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    b.extend_from_slice(h.as_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+#[test]
+fn big_endian_npy_gives_the_same_certificate_as_little_endian() {
+    let d = scratch("big-endian");
+    let vals = [1.5f64, -0.1, 3.0e-3, 65504.0, -2.0, 0.0];
+    type Enc = fn(f64, bool) -> Vec<u8>;
+    let encoders: [(&str, Enc); 3] = [
+        ("f8", |x, be| {
+            if be {
+                x.to_be_bytes().to_vec()
+            } else {
+                x.to_le_bytes().to_vec()
+            }
+        }),
+        ("f4", |x, be| {
+            let y = x as f32;
+            if be {
+                y.to_be_bytes().to_vec()
+            } else {
+                y.to_le_bytes().to_vec()
+            }
+        }),
+        ("f2", |x, be| {
+            let y = half::f16::from_f64(x);
+            if be {
+                y.to_be_bytes().to_vec()
+            } else {
+                y.to_le_bytes().to_vec()
+            }
+        }),
+    ];
+    for (code, enc) in encoders {
+        let mut outs = Vec::new();
+        for (order, be) in [("<", false), (">", true)] {
+            let data: Vec<u8> = vals.iter().flat_map(|&x| enc(x, be)).collect();
+            let f = d.join(format!("m-{code}-{}.npy", if be { "be" } else { "le" }));
+            std::fs::write(&f, npy_bytes(&format!("{order}{code}"), 2, 3, &data)).unwrap();
+            let mut j = ok_json(&run(&["svd", f.to_str().unwrap(), "--json"]));
+            j.as_object_mut().unwrap().remove("input");
+            outs.push(j);
+        }
+        assert_eq!(outs[0], outs[1], "{code}");
+    }
+    // A big-endian NaN is found: read as little-endian it would be finite.
+    let f = d.join("nan.npy");
+    std::fs::write(&f, npy_bytes(">f8", 1, 1, &f64::NAN.to_be_bytes())).unwrap();
+    let out = run(&["svd", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NaN"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_bin_that_is_not_a_state_dict_is_said_as_what_it_is_never_told_to_rename() {
+    let d = scratch("not-state-dict");
+    // A zip archive that is not a PyTorch checkpoint, and plain text.
+    let mut z = b"PK\x03\x04".to_vec();
+    z.extend_from_slice(&[0u8; 22]);
+    z.extend_from_slice(&9u16.to_le_bytes());
+    z.extend_from_slice(&[0, 0]);
+    z.extend_from_slice(b"notes.txt");
+    z.extend_from_slice(&[0u8; 64]);
+    let zip = d.join("zip.bin");
+    std::fs::write(&zip, &z).unwrap();
+    let text = d.join("text.bin");
+    std::fs::write(&text, b"just text, not a checkpoint").unwrap();
+    let pickle = d.join("pickle.pt");
+    std::fs::write(&pickle, b"\x80\x02\x8a\x0aplain pickle, no magic").unwrap();
+    for (file, says) in [
+        (&zip, "is a zip archive"),
+        (
+            &text,
+            "is not a PyTorch checkpoint (neither a zip archive nor a pickle stream)",
+        ),
+        (&pickle, "is a pickle stream without the magic number"),
+    ] {
+        let f = file.to_str().unwrap();
+        for args in [vec!["svd", f], vec!["certify", f, "--heads", "1"]] {
+            let out = run(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(!err.contains("rename"), "{args:?}: {err}");
+            assert!(!err.contains("safetensors file: header"), "{args:?}: {err}");
+            assert!(!err.contains("extension is none of"), "{args:?}: {err}");
+            if args[0] == "svd" || file != &zip {
+                assert!(err.contains(says), "{args:?}: {err}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn integer_arrays_convert_exactly_or_are_refused_with_the_index() {
+    use specbound::io::npy::matrix_from_int_le_bytes as ints;
+    let name = Path::new("array");
+    let i8s: Vec<u8> = [-128i8, -1, 0, 127].iter().map(|&x| x as u8).collect();
+    let m = ints(name, true, 1, 2, 2, &i8s).unwrap();
+    assert_eq!(m.matrix.data, vec![-128.0, -1.0, 0.0, 127.0]);
+    assert_eq!(m.dtype.to_string(), "I8");
+    let i32s: Vec<u8> = [i32::MIN, i32::MAX]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let m = ints(name, true, 4, 1, 2, &i32s).unwrap();
+    assert_eq!(m.matrix.data, vec![-2147483648.0, 2147483647.0]);
+    let m = ints(name, false, 4, 1, 1, &u32::MAX.to_le_bytes()).unwrap();
+    assert_eq!(m.matrix.data, vec![4294967295.0]);
+    // 64 bits: 2^53, -2^63 and 2^63 + 2^11 are floats; 2^53 + 1 and
+    // i64::MAX are not.
+    let ok: Vec<u8> = [1i64 << 53, i64::MIN, -(1 << 53)]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let m = ints(name, true, 8, 1, 3, &ok).unwrap();
+    assert_eq!(
+        m.matrix.data,
+        vec![2f64.powi(53), -(2f64.powi(63)), -(2f64.powi(53))]
+    );
+    let u = ((1u64 << 63) + (1 << 11)).to_le_bytes();
+    let m = ints(name, false, 8, 1, 1, &u).unwrap();
+    assert_eq!(m.matrix.data[0], 2f64.powi(63) + 2048.0);
+    for (v, shown) in [
+        ((1i64 << 53) + 1, "9007199254740993"),
+        (i64::MAX, "9223372036854775807"),
+    ] {
+        let b: Vec<u8> = [0i64, v].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let msg = ints(name, true, 8, 1, 2, &b).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!(
+                "I64 value {shown} at [0, 1] is not exactly a float64"
+            )),
+            "{msg}"
+        );
+    }
+    let msg = ints(name, false, 8, 1, 1, &u64::MAX.to_le_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("U64 value 18446744073709551615"), "{msg}");
+    assert!(ints(name, true, 3, 1, 1, &[0, 0, 0]).is_err());
+    assert!(ints(name, true, 1, 2, 2, &[0, 0, 0]).is_err());
+}

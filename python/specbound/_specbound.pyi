@@ -67,6 +67,26 @@ class Interval:
         """Exactly whether ``x`` lies in the enclosure (decimal bounds included)."""
 
 @final
+class RankInterval:
+    """The exact rank bounded by two integers, ``lo <= rank <= hi``.
+
+    >>> import numpy as np, specbound
+    >>> r = specbound.svd(np.eye(3)).rank
+    >>> r.lo, r.hi, 3 in r
+    (3, 3, True)
+    """
+
+    @property
+    def lo(self) -> int: ...
+    @property
+    def hi(self) -> int: ...
+    @property
+    def decided(self) -> bool:
+        """Whether the rank is decided (``lo == hi``)."""
+    def __contains__(self, x: _Real, /) -> bool:
+        """Exactly whether ``x`` is an integer in ``[lo, hi]``."""
+
+@final
 class SvdResult:
     """Certified singular values and norms of one matrix (see :func:`svd`).
 
@@ -114,7 +134,7 @@ class SvdResult:
     @property
     def stable_rank(self) -> Optional[Interval]: ...
     @property
-    def rank(self) -> Optional[Interval]: ...
+    def rank(self) -> Optional[RankInterval]: ...
     @property
     def schatten(self) -> Optional[Dict[Any, Tuple[Optional[Interval], Optional[Interval]]]]:
         """p (as given) -> (sum sigma^p, Schatten norm); None where it overflowed."""
@@ -132,12 +152,12 @@ def svd(
     tensor: Optional[str] = None,
     revision: Optional[str] = None,
 ) -> SvdResult:
-    """Certified enclosures of all singular values of a 2-D float array, or
+    """Certified enclosures of all singular values of a 2-D float or integer array (integers converted exactly or refused), or
     of a matrix file, or of a tensor of a model or Hugging Face id.
 
     >>> import numpy as np, specbound
     >>> specbound.svd(np.ones((2, 3), dtype=np.float16)).rank.lo
-    2.0
+    1
     """
 
 @final

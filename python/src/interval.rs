@@ -243,3 +243,44 @@ impl Interval {
         Ok(s)
     }
 }
+
+/// The exact rank of a matrix, bounded by two integers: ``lo <= rank <= hi``
+/// (equal when the rank is decided). ``lo`` and ``hi`` are ``int``; ``x in
+/// r`` is whether the real number ``x`` is an integer in ``[lo, hi]``.
+///
+/// Example:
+///
+/// >>> import numpy as np, specbound
+/// >>> r = specbound.svd(np.eye(3)).rank
+/// >>> r.lo, r.hi, 3 in r, 2.5 in r
+/// (3, 3, True, False)
+#[pyclass(frozen, eq, module = "specbound")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankInterval {
+    /// The least the rank can be.
+    #[pyo3(get)]
+    pub lo: u64,
+    /// The most the rank can be.
+    #[pyo3(get)]
+    pub hi: u64,
+}
+
+#[pymethods]
+impl RankInterval {
+    /// Whether the rank is decided (``lo == hi``).
+    #[getter]
+    fn decided(&self) -> bool {
+        self.lo == self.hi
+    }
+
+    fn __contains__(&self, x: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Some(v) = exact_value(x)? else {
+            return Ok(false);
+        };
+        Ok(*v.denom() == 1 && Rational::from(self.lo) <= v && v <= Rational::from(self.hi))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("RankInterval({}, {})", self.lo, self.hi)
+    }
+}

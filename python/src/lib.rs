@@ -51,6 +51,7 @@ fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .build_global();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<interval::Interval>()?;
+    m.add_class::<interval::RankInterval>()?;
     m.add_class::<svd::SvdResult>()?;
     m.add_class::<certify::Certificate>()?;
     m.add_class::<certify::Bounds>()?;

@@ -12,7 +12,7 @@ use specbound::linalg::Precision;
 use specbound::matrix::SourceDtype;
 use specbound::spectral::SchattenP;
 
-use crate::interval::Interval;
+use crate::interval::{Interval, RankInterval};
 use crate::{cmd_error, decimal_arg, error, is_pathlike, model_ref, run_command, type_name};
 
 /// What an array is called in messages (where the command line names its file).
@@ -29,7 +29,7 @@ const ARRAY: &str = "array";
 /// >>> import numpy as np, specbound
 /// >>> r = specbound.svd(np.array([[3.0, 0.0], [0.0, 4.0]], dtype=np.float32))
 /// >>> r.certified, 4.0 in r.spectral_norm, r.rank.lo
-/// (True, True, 2.0)
+/// (True, True, 2)
 #[pyclass(frozen, module = "specbound")]
 pub struct SvdResult {
     /// Whether every value below is certified.
@@ -86,9 +86,9 @@ pub struct SvdResult {
     /// Stable rank; None also when sigma_1 > 0 could not be certified.
     #[pyo3(get)]
     stable_rank: Option<Interval>,
-    /// The exact rank's integer bounds, as an Interval.
+    /// The exact rank's integer bounds.
     #[pyo3(get)]
-    rank: Option<Interval>,
+    rank: Option<RankInterval>,
     /// p -> (Interval of sum sigma^p, Interval of the Schatten norm).
     #[pyo3(get)]
     schatten: Option<Py<PyDict>>,
@@ -137,9 +137,10 @@ impl SvdResult {
     }
 }
 
-/// The array as the library's exact matrix: any 2-D float16/32/64 array,
-/// any strides or byte order (NumPy copies it to little-endian row-major
-/// bytes, which the `.npy` decoder converts exactly).
+/// The array as the library's exact matrix: any 2-D float16/32/64 or
+/// integer array, any strides or byte order (NumPy copies it to
+/// little-endian row-major bytes, which the `.npy` decoder converts
+/// exactly; a 64-bit integer that is not a float64 is refused, not rounded).
 fn to_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, String)> {
     let py = a.py();
     let np = py.import("numpy")?;
@@ -150,16 +151,19 @@ fn to_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, Str
     let dtype_name: String = dtype.getattr("name")?.extract()?;
     let kind: String = dtype.getattr("kind")?.extract()?;
     let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+    let integer = matches!((kind.as_str(), itemsize), ("i" | "u", 1 | 2 | 4 | 8));
     let source = match (kind.as_str(), itemsize) {
         ("f", 2) => SourceDtype::F16,
         ("f", 4) => SourceDtype::F32,
         ("f", 8) => SourceDtype::F64,
+        _ if integer => SourceDtype::F64,
         _ => {
             let e = ReadError::UnsupportedDtype {
                 path: name.into(),
                 tensor: None,
                 dtype: dtype_name,
-                supported: "float16, float32, float64",
+                supported: "float16, float32, float64, and integers (int8 to int64, uint8 to \
+                            uint64; 64-bit values only where each is exactly a float64)",
                 note: None,
             };
             return Err(error(&e, &[]));
@@ -172,6 +176,25 @@ fn to_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, Str
             shape,
         };
         return Err(error(&e, &[]));
+    }
+    if integer {
+        // Integers: little-endian bytes, converted exactly or refused
+        // (a 64-bit value that is not a float64) by the library.
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("dtype", format!("<{kind}{itemsize}"))?;
+        let le = np.call_method("ascontiguousarray", (arr,), Some(&kwargs))?;
+        let bytes = le.call_method0("tobytes")?;
+        let bytes = bytes.cast::<PyBytes>()?.as_bytes();
+        let m = specbound::io::npy::matrix_from_int_le_bytes(
+            name,
+            kind == "i",
+            itemsize,
+            shape[0],
+            shape[1],
+            bytes,
+        )
+        .map_err(|e| error(&e, &[]))?;
+        return Ok((m, dtype_name));
     }
     let kwargs = PyDict::new(py);
     kwargs.set_item("dtype", format!("<f{itemsize}"))?;
@@ -213,9 +236,11 @@ const MAX_SCHATTEN_P: usize = 1024;
 /// Certified enclosures of all singular values of a 2-D array, and of its
 /// norms, rank and Schatten quantities (the command line's ``specbound svd``).
 ///
-/// ``a`` is anything ``numpy.asarray`` turns into a 2-D float16, float32 or
-/// float64 array, in any order or strides; its values are converted to
-/// float64 exactly, and every result is about that exact matrix. Or ``a``
+/// ``a`` is anything ``numpy.asarray`` turns into a 2-D float16, float32,
+/// float64 or integer array (int8 to int64, uint8 to uint64), in any order,
+/// strides or byte order; its values are converted to float64 exactly (a
+/// 64-bit integer that no float64 equals is refused with its index, never
+/// rounded), and every result is about that exact matrix. Or ``a``
 /// is a path (``str`` or ``os.PathLike``) as the command line takes it: a
 /// 2-D ``.npy``, a ``.safetensors``, GGUF or PyTorch file, or a model
 /// directory or Hugging Face id (``org/name``, in the local cache at
@@ -227,8 +252,8 @@ const MAX_SCHATTEN_P: usize = 1024;
 /// interpreter lock; Ctrl-C returns at once with ``KeyboardInterrupt``
 /// (the computation under way finishes in the background and is dropped).
 ///
-/// Raises ``ValueError`` for an array that is not 2-D, empty, not float,
-/// or holds NaN or infinities, and for a bad ``precision``, ``rtol`` or ``p``
+/// Raises ``ValueError`` for an array that is not 2-D, empty, neither
+/// float nor integer, or holds NaN, infinities or an inexact 64-bit integer, and for a bad ``precision``, ``rtol`` or ``p``
 /// (``FileNotFoundError`` for a path that does not exist). An array that
 /// cannot be certified gives ``certified = False``.
 ///
@@ -381,10 +406,10 @@ pub fn svd(
     r.norm_21 = Some(Interval::of(&summary.norm_21));
     r.norm_11 = Some(Interval::of(&summary.norm_11));
     r.stable_rank = summary.stable_rank.as_ref().map(Interval::of);
-    r.rank = Some(Interval::from_ends(
-        summary.rank.lo as f64,
-        summary.rank.hi as f64,
-    ));
+    r.rank = Some(RankInterval {
+        lo: summary.rank.lo,
+        hi: summary.rank.hi,
+    });
     let dict = PyDict::new(py);
     for ((key, _), s) in ps.iter().zip(schatten) {
         let pair = PyTuple::new(

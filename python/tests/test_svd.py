@@ -252,8 +252,8 @@ def test_bad_arrays_give_the_clis_messages(cli, tmp_path):
             specbound.svd(a)
         assert str(e.value) == expected, name
     for a, dtype in [
-        (np.ones((2, 2), dtype=np.int64), "int64"),
         (np.ones((2, 2), dtype=np.complex128), "complex128"),
+        (np.ones((2, 2), dtype=bool), "bool"),
         (np.ones((2, 2), dtype=np.longdouble), np.dtype(np.longdouble).name),
         ([["a", "b"]], "<U1"),
     ]:
@@ -305,3 +305,65 @@ def test_interval_membership_is_exact():
         "0.1" in iv  # noqa: B015
     assert repr(r.spectral_norm).startswith("Interval(")
     assert r.spectral_norm == r.singular_values[0] and r.spectral_norm != iv
+
+
+def test_integer_arrays_convert_exactly_or_are_refused_with_the_reason():
+    # int8..int32 and their unsigned kinds: always exact, the same matrix as
+    # its float64 copy.
+    rng = np.random.default_rng(11)
+    for dtype in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32):
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max, size=(6, 4), dtype=dtype, endpoint=True)
+        a[0, 0], a[1, 1] = info.min, info.max
+        r = specbound.svd(a)
+        base = specbound.svd(a.astype(np.float64))
+        assert r.dtype == np.dtype(dtype).name
+        assert np.array_equal(r.lo, base.lo) and np.array_equal(r.hi, base.hi), dtype
+    # 64 bits: taken when every value is exactly a float64 ...
+    ok = np.array([[2**53, -(2**63)], [2**62 + 2**10, 7]], dtype=np.int64)
+    r = specbound.svd(ok)
+    exact = specbound.svd(np.array([[float(x) for x in row] for row in ok.tolist()]))
+    assert np.array_equal(r.lo, exact.lo) and np.array_equal(r.hi, exact.hi)
+    assert np.array_equal(specbound.svd(np.array([[2**64 - 2**11]], dtype=np.uint64)).hi,
+                          specbound.svd(np.array([[float(2**64 - 2**11)]])).hi)
+    # ... and refused, with the value, its index and why, when one is not.
+    for a, text in [
+        (np.array([[0, 1], [2**53 + 1, 3]], dtype=np.int64), "I64 value 9007199254740993 at [1, 0]"),
+        (np.array([[np.iinfo(np.int64).max]], dtype=np.int64), "I64 value 9223372036854775807 at [0, 0]"),
+        (np.array([[2**64 - 1]], dtype=np.uint64), "U64 value 18446744073709551615 at [0, 0]"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            specbound.svd(a)
+        msg = str(e.value)
+        assert msg.startswith("array: ") and text in msg, msg
+        assert "is not exactly a float64" in msg and "refused" in msg, msg
+
+
+def test_rank_is_an_integer_interval():
+    r = specbound.svd(np.ones((2, 3), dtype=np.float16)).rank
+    assert isinstance(r, specbound.RankInterval)
+    assert type(r.lo) is int and type(r.hi) is int
+    assert (r.lo, r.hi) == (1, 1) and r.decided
+    assert 1 in r and Fraction(1) in r and 1.0 in r
+    assert 2 not in r and 0.5 not in r and math.nan not in r
+    assert repr(r) == "RankInterval(1, 1)"
+    assert r == specbound.svd(np.ones((3, 2))).rank
+    assert json.loads(specbound.svd(np.ones((2, 3))).to_json())["rank"] == {"lo": r.lo, "hi": r.hi}
+
+
+def test_big_endian_arrays_are_read_as_the_cli_reads_big_endian_npy(cli, tmp_path):
+    rng = np.random.default_rng(7)
+    for code in (">f2", ">f4", ">f8"):
+        a = rng.standard_normal((5, 7)).astype(code)
+        f = tmp_path / f"be{code[1:]}.npy"
+        np.save(f, a)
+        assert np.load(f).dtype.str == code  # the file is big-endian
+        proc = run_cli(cli, "svd", f, "--json")
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        py = json.loads(specbound.svd(a).to_json())
+        from_path = json.loads(specbound.svd(f).to_json())
+        little = json.loads(specbound.svd(a.astype(code.replace(">", "<"))).to_json())
+        for j in (out, py, from_path, little):
+            j.pop("input")
+        assert py == out == from_path == little, code

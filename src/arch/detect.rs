@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::families::{supported, FactKeys, FamilySpec, Orientation, Role, FAMILIES, SPECTRA_HINT};
 use super::recipe::tensor_shape;
-use super::{clean, clean_to, invalid, Activation, ArchOverrides, Architecture, ModelError};
+use super::{
+    clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, ModelError,
+};
 use crate::io::checkpoint::Checkpoint;
 use crate::io::gguf::MetaValue;
 
@@ -41,6 +43,14 @@ impl Fact {
             Origin::Key { file, key } => invalid(file, Some(key), message.to_string()),
             Origin::Derived { file, tensor } => invalid(file, Some(tensor), message.to_string()),
         }
+    }
+
+    /// `'hidden_size' in config.json`: where a file states this fact.
+    fn source(&self) -> String {
+        self.place()
+            .trim_start_matches("of ")
+            .trim_start_matches("given by ")
+            .to_string()
     }
 
     /// `of 'hidden_size' in /m/config.json`, for messages about a disagreement.
@@ -422,6 +432,16 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         }
     }
 
+    // What the file states, for the record when --heads replaces it; a
+    // number the file cannot give is the flag's to replace, not an error.
+    let heads_override = ov.heads.map(|heads| {
+        let stated = src.fact(|k| k.heads).ok().flatten();
+        HeadsOverride {
+            heads,
+            replaced: stated.as_ref().map(|f| f.value),
+            source: stated.as_ref().map(Fact::source),
+        }
+    });
     let heads = match ov.heads {
         Some(value) => Fact {
             value,
@@ -626,5 +646,6 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         head_dim: dh,
         intermediate,
         activation,
+        heads_override,
     })
 }

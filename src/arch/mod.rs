@@ -78,6 +78,21 @@ pub struct Architecture {
     pub intermediate: usize,
     /// The activation, when config.json or GGUF metadata tells it.
     pub activation: Option<Activation>,
+    /// What `--heads` replaced, when the number of heads came from the flag.
+    pub heads_override: Option<HeadsOverride>,
+}
+
+/// The number of heads given by `--heads`, with what the file states (when
+/// it states a number): recorded in a certificate's parameters so that a
+/// reader knows the heads are the user's, not the file's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeadsOverride {
+    /// The heads given by the flag (the model's heads).
+    pub heads: usize,
+    /// The heads the file states (config.json or GGUF metadata), if any.
+    pub replaced: Option<usize>,
+    /// Where the file states it (`'num_attention_heads' in config.json`).
+    pub source: Option<String>,
 }
 
 impl Architecture {

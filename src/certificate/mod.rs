@@ -344,6 +344,40 @@ pub struct Parameters {
     pub precision: Precision,
     /// Statement that ranks are exact ranks.
     pub rank: String,
+    /// The heads given by `--heads` and what they replaced; absent when the
+    /// heads are the file's (and in certificates written before the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads_override: Option<HeadsOverrideEntry>,
+}
+
+/// `parameters.heads_override`: the number of heads came from `--heads`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadsOverrideEntry {
+    /// The heads given (equal to `model.heads`).
+    pub heads: usize,
+    /// The heads the file states (config.json or GGUF metadata), or `null`
+    /// when it states none.
+    pub replaced: Option<usize>,
+    /// Where the file states them (`'num_attention_heads' in config.json`),
+    /// or `null`.
+    pub source: Option<String>,
+}
+
+impl HeadsOverrideEntry {
+    /// The notice for stderr when the flag changed the file's number:
+    /// `None` when the file states none or the same number.
+    pub fn notice(&self) -> Option<String> {
+        match (self.replaced, &self.source) {
+            (Some(r), Some(src)) if r != self.heads => Some(format!(
+                "--heads {} overrides the {r} heads of {src}; the certificate records it \
+                 (parameters.heads_override)",
+                self.heads,
+                src = crate::io::escape(src)
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The value of `c(W, p)` at one grid point.

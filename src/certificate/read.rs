@@ -581,6 +581,26 @@ pub(crate) fn validate_header(
     if let Err(e) = crate::spectral::positive_decimal_interval(&p.l_phi) {
         return err("$.parameters.l_phi".into(), format!("invalid l_phi: {e}"));
     }
+    if let Some(o) = &p.heads_override {
+        if o.heads != md.heads {
+            return err(
+                "$.parameters.heads_override.heads".into(),
+                format!("{} disagrees with model.heads = {}", o.heads, md.heads),
+            );
+        }
+        if o.source.as_ref().is_some_and(|s| s.chars().count() > 200) {
+            return err(
+                "$.parameters.heads_override.source".into(),
+                "longer than 200 characters".into(),
+            );
+        }
+        if o.replaced.is_some() != o.source.is_some() {
+            return err(
+                "$.parameters.heads_override".into(),
+                "replaced and source are both null or both given".into(),
+            );
+        }
+    }
     Ok(())
 }
 

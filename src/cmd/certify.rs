@@ -93,6 +93,9 @@ pub struct CertifyReport {
     /// `(directory, layers, matrices read back, matrices certified now)`
     /// when a run resumed.
     pub resumed: Option<(PathBuf, usize, usize, usize)>,
+    /// What `--heads` replaced, when it changed the file's number of heads
+    /// (said on stderr; the certificate or part records it).
+    pub heads_override: Option<crate::certificate::HeadsOverrideEntry>,
 }
 
 impl CertifyReport {
@@ -147,6 +150,7 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         secs: 0.0,
         outputs: req.outputs.clone(),
         resumed: None,
+        heads_override: None,
     };
     let run = match outcome {
         Outcome::Certified(r) => r,
@@ -163,6 +167,7 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
             run.certified,
         ));
     }
+    report.heads_override = run.header.parameters.heads_override.clone();
     report.secs = t.elapsed().as_secs_f64();
     if let Some(shard) = req.shard {
         let (matrices, cost_share, total) = (
@@ -234,14 +239,15 @@ impl Report for CertifyReport {
     }
 
     fn notices(&self) -> Vec<String> {
-        self.resumed
-            .iter()
-            .map(|(dir, layers, back, now)| {
+        let heads = self.heads_override.as_ref().and_then(|o| o.notice());
+        heads
+            .into_iter()
+            .chain(self.resumed.iter().map(|(dir, layers, back, now)| {
                 format!(
                     "resumed from {}: {layers} finished layers read back ({back} matrices), {now} matrices certified now",
                     super::shown(dir)
                 )
-            })
+            }))
             .collect()
     }
 

@@ -938,6 +938,20 @@ pub fn check_budget(c: &Certificate, opts: &VerifyOptions) -> Result<(), Evidenc
     }
 }
 
+/// The one line of a weight file whose SHA-256 is not the certificate's:
+/// which file, the certificate's and the file's hash (first 12 hex digits),
+/// and what it means.
+fn hash_mismatch(i: usize, file: &str, stated: &str, found: &str) -> String {
+    let short = |h: &str| h.chars().take(12).collect::<String>();
+    format!(
+        "$.model.files[{i}].sha256: '{}' has SHA-256 {}..., the certificate expects {}...: \
+         the certificate is for other weights (a different or changed file), not for this model",
+        crate::io::escape(file),
+        short(found),
+        crate::io::escape(&short(stated))
+    )
+}
+
 /// Checks a validated certificate against the model it claims to describe
 /// (see the module documentation): hashes, architecture, then every
 /// spectral quantity recomputed, refined where needed. Default
@@ -979,12 +993,7 @@ pub fn verify_with_model_options(
                 return Ok(v);
             }
             Some(h) if h.sha256 != f.sha256 => {
-                v.failure = Some(format!(
-                    "$.model.files[{i}].sha256: '{}' has SHA-256 {}, the certificate says {}",
-                    crate::io::escape(&f.file),
-                    h.sha256,
-                    crate::io::escape(&f.sha256)
-                ));
+                v.failure = Some(hash_mismatch(i, &f.file, &f.sha256, &h.sha256));
                 return Ok(v);
             }
             Some(_) => v.checks += 1,
@@ -1006,6 +1015,21 @@ pub fn verify_with_model_options(
         },
     )
     .map_err(|e| EvidenceError::Model(e.to_string()))?;
+    // --heads: what the certificate says the file states is re-read.
+    if let Some(o) = &c.parameters.heads_override {
+        let found = a.heads_override.as_ref().and_then(|h| h.replaced);
+        if found != o.replaced {
+            let said =
+                |n: Option<usize>| n.map_or("no number of heads".into(), |n| format!("{n} heads"));
+            v.failure = Some(format!(
+                "$.parameters.heads_override.replaced: the certificate says the model's files state {}, they state {}",
+                said(o.replaced),
+                said(found)
+            ));
+            return Ok(v);
+        }
+        v.checks += 1;
+    }
     let md = &c.model;
     for (key, stated, actual) in [
         ("hidden", md.hidden, a.hidden),

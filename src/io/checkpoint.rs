@@ -412,6 +412,17 @@ fn weight_kind(p: &Path) -> Result<Kind, ReadError> {
             not_a_model("a JSON file")
         });
     }
+    // A PyTorch name on a file that is no PyTorch checkpoint (nor, by its
+    // first bytes, safetensors or GGUF): said as what it is, not read as
+    // safetensors ("header too large").
+    let torch_name = matches!(ext.as_deref(), Some("bin" | "pt" | "pth"));
+    if torch_name
+        && head.get(8) != Some(&b'{')
+        && !head.starts_with(b"GGUF")
+        && super::pytorch::container_of(head).is_none()
+    {
+        return Err(ReadError::format(p, None, super::not_a_state_dict(head)));
+    }
     Ok(if head.starts_with(b"GGUF") {
         Kind::Gguf
     } else if head.get(8) != Some(&b'{') && super::pytorch::container_of(head).is_some() {

@@ -345,6 +345,9 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
         }
         _ => {}
     }
+    if ext.as_deref() == Some("bin") {
+        return Err(ReadError::format(path, None, not_a_state_dict(head)));
+    }
     if let Some(what) = foreign_format(head) {
         return Err(ReadError::format(path, None, what));
     }
@@ -389,6 +392,42 @@ pub(crate) fn foreign_head(rest: &mut impl std::io::Read, pre: &[u8]) -> Option<
 /// expected (said in the messages).
 pub const CONVERT_PYTORCH: &str = "specbound reads PyTorch checkpoints under a .bin, .pt or .pth \
      name (or as pytorch_model.bin in a model directory): rename the file";
+
+/// What a `.bin` (`.pt`, `.pth`) file is that is no PyTorch checkpoint
+/// (nor any other format read by content), by its first bytes `head`: the
+/// name already is a PyTorch name, so the message never says to rename it.
+pub(crate) fn not_a_state_dict(head: &[u8]) -> String {
+    const READ_AS: &str =
+        "a file named .bin, .pt or .pth is read as a PyTorch state dict, and this one is not";
+    let zip = head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06");
+    let pickle = head.len() >= 2 && head[0] == 0x80 && (2..=5).contains(&head[1]);
+    if head.starts_with(npy::MAGIC) {
+        return format!("is a NumPy .npy array (name it .npy to read it): {READ_AS}");
+    }
+    if head.starts_with(b"GGUF") {
+        return format!("is a GGUF file (name it .gguf to read it): {READ_AS}");
+    }
+    if head.get(8) == Some(&b'{') {
+        return format!(
+            "looks like a safetensors file (a length, then a JSON header; name it .safetensors \
+             to read it): {READ_AS}"
+        );
+    }
+    match foreign_format(head) {
+        Some(what) if !what.contains(CONVERT_PYTORCH) => what,
+        _ if zip => format!(
+            "is a zip archive whose first entry is neither .../data.pkl nor under .../data/, \
+             not a PyTorch checkpoint: {READ_AS}"
+        ),
+        _ if pickle => format!(
+            "is a pickle stream without the magic number of a legacy PyTorch checkpoint: {READ_AS}"
+        ),
+        _ => format!(
+            "is not a PyTorch checkpoint (neither a zip archive nor a pickle stream), nor by its \
+             first bytes a .npy, safetensors or GGUF file: {READ_AS}"
+        ),
+    }
+}
 
 /// Names a file that none of the readers accepts by its first bytes
 /// (`head`, up to 512), with what to do: a PyTorch checkpoint

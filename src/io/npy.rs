@@ -24,8 +24,9 @@ use crate::matrix::{DenseMatrix, SourceDtype};
 /// The first six bytes of every `.npy` file.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
-const SUPPORTED: &str = "'<f2', '<f4', '<f8' (little-endian float16/32/64; 'f2', 'f4', 'f8' \
-                         and '=' native order are read as little-endian)";
+const SUPPORTED: &str = "'<f2', '<f4', '<f8' and '>f2', '>f4', '>f8' (float16/32/64, little- \
+                         or big-endian; 'f2', 'f4', 'f8' and '=' native order are read as \
+                         little-endian)";
 
 /// Nesting limit of the header literal (a real header nests two levels).
 const MAX_DEPTH: usize = 16;
@@ -113,13 +114,14 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
     let header = parse_header(&header_text).map_err(|m| fmt_err(format!("bad npy header: {m}")))?;
 
     // dtype
-    let dtype = npy_dtype(&header.descr).map_err(|(dtype, note)| ReadError::UnsupportedDtype {
-        path: path.to_path_buf(),
-        tensor: None,
-        dtype,
-        supported: SUPPORTED,
-        note,
-    })?;
+    let (dtype, big) =
+        npy_dtype(&header.descr).map_err(|(dtype, note)| ReadError::UnsupportedDtype {
+            path: path.to_path_buf(),
+            tensor: None,
+            dtype,
+            supported: SUPPORTED,
+            note,
+        })?;
     let itemsize = dtype.itemsize();
 
     // shape
@@ -183,7 +185,15 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
         let buf = &mut chunk[..take * itemsize];
         read_exact_or_format(&mut reader, buf, path, "npy data")?;
         for bytes in buf.chunks_exact(itemsize) {
-            let v = decode(dtype, bytes);
+            let v = if big {
+                // Big-endian: the same value from the bytes reversed.
+                let mut le = [0u8; 8];
+                le[..itemsize].copy_from_slice(bytes);
+                le[..itemsize].reverse();
+                decode(dtype, &le[..itemsize])
+            } else {
+                decode(dtype, bytes)
+            };
             if header.fortran_order {
                 data[i * cols + j] = v;
                 i += 1;
@@ -227,7 +237,7 @@ pub fn matrix_from_le_bytes(
     cols: usize,
     bytes: &[u8],
 ) -> Result<LoadedMatrix, ReadError> {
-    if let SourceDtype::Quantized(q) = dtype {
+    if let SourceDtype::Quantized(q) | SourceDtype::Int(q) = dtype {
         return Err(ReadError::UnsupportedDtype {
             path: name.to_path_buf(),
             tensor: None,
@@ -268,14 +278,116 @@ pub fn matrix_from_le_bytes(
     Ok(LoadedMatrix { matrix, dtype })
 }
 
+/// The integer counterpart of [`matrix_from_le_bytes`]: a `rows` x `cols`
+/// array of little-endian integers (`signed`, `itemsize` 1, 2, 4 or 8
+/// bytes) in row-major order, every value converted to f64 exactly. Up to
+/// 32 bits every integer is a binary64 number; a 64-bit value is one
+/// exactly when its significant bits (from the highest set bit down to the
+/// lowest) number at most 53, and any other value is refused with its
+/// index and the reason, never rounded (`proofs/exact-conversion.md`, L1:
+/// the conversion is exact or refused). `name` stands for the file.
+pub fn matrix_from_int_le_bytes(
+    name: &Path,
+    signed: bool,
+    itemsize: usize,
+    rows: usize,
+    cols: usize,
+    bytes: &[u8],
+) -> Result<LoadedMatrix, ReadError> {
+    let dtype: &'static str = match (signed, itemsize) {
+        (true, 1) => "I8",
+        (true, 2) => "I16",
+        (true, 4) => "I32",
+        (true, 8) => "I64",
+        (false, 1) => "U8",
+        (false, 2) => "U16",
+        (false, 4) => "U32",
+        (false, 8) => "U64",
+        _ => {
+            return Err(ReadError::format(
+                name,
+                None,
+                format!("integers of {itemsize} bytes are not read (1, 2, 4 or 8)"),
+            ))
+        }
+    };
+    if rows == 0 || cols == 0 {
+        return Err(ReadError::Empty {
+            path: name.to_path_buf(),
+            tensor: None,
+            shape: vec![rows, cols],
+        });
+    }
+    let needed = rows.checked_mul(cols).and_then(|n| n.checked_mul(itemsize));
+    if needed != Some(bytes.len()) {
+        return Err(ReadError::format(
+            name,
+            None,
+            format!(
+                "shape ({rows}, {cols}) of {dtype} needs {} bytes, found {}",
+                needed.map_or_else(
+                    || "more than the address space of".into(),
+                    |n| n.to_string()
+                ),
+                bytes.len()
+            ),
+        ));
+    }
+    let mut data = Vec::with_capacity(rows * cols);
+    for (k, b) in bytes.chunks_exact(itemsize).enumerate() {
+        let mut w = [0u8; 8];
+        w[..itemsize].copy_from_slice(b);
+        // Sign-extend a negative signed value to 64 bits.
+        if signed && b[itemsize - 1] & 0x80 != 0 {
+            w[itemsize..].fill(0xff);
+        }
+        let raw = u64::from_le_bytes(w);
+        let (negative, magnitude) = if signed {
+            let v = raw as i64;
+            (v < 0, v.unsigned_abs())
+        } else {
+            (false, raw)
+        };
+        let significant = match magnitude {
+            0 => 0,
+            m => 64 - m.leading_zeros() - m.trailing_zeros(),
+        };
+        if significant > 53 {
+            let shown = if signed {
+                (raw as i64).to_string()
+            } else {
+                raw.to_string()
+            };
+            return Err(ReadError::format(
+                name,
+                None,
+                format!(
+                    "{dtype} value {shown} at [{}, {}] is not exactly a float64 ({significant} \
+                     significant bits, at most 53 fit): it would be rounded, so the array is \
+                     refused; convert it yourself if the rounded values are what you mean",
+                    k / cols,
+                    k % cols
+                ),
+            ));
+        }
+        // Exact: at most 53 significant bits (L1).
+        let x = magnitude as f64;
+        data.push(if negative { -x } else { x });
+    }
+    Ok(LoadedMatrix {
+        matrix: DenseMatrix { rows, cols, data },
+        dtype: SourceDtype::Int(dtype),
+    })
+}
+
 fn decode(dtype: SourceDtype, b: &[u8]) -> f64 {
     match dtype {
         SourceDtype::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
         SourceDtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
         SourceDtype::F16 => half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
         SourceDtype::BF16 => half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
-        SourceDtype::Quantized(_) => {
-            unreachable!("the npy header parser never yields block formats")
+        SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
+            unreachable!("the npy header parser never yields block or integer formats")
         }
     }
 }
@@ -299,8 +411,9 @@ fn read_exact_or_format<R: Read>(
     })
 }
 
-/// Maps a `descr` to a dtype, or gives (descr as written, note) for the error.
-fn npy_dtype(descr: &PyValue) -> Result<SourceDtype, (String, Option<&'static str>)> {
+/// Maps a `descr` to a dtype and whether it is big-endian (`>`), or gives
+/// (descr as written, note) for the error.
+fn npy_dtype(descr: &PyValue) -> Result<(SourceDtype, bool), (String, Option<&'static str>)> {
     let s = match descr {
         PyValue::Str(s) => s.as_str(),
         other => {
@@ -322,12 +435,12 @@ fn npy_dtype(descr: &PyValue) -> Result<SourceDtype, (String, Option<&'static st
     };
     let quoted = format!("'{s}'");
     match (order, dtype) {
-        (Some('>'), Some(_)) => Err((quoted, Some("big-endian data is not supported"))),
+        (Some('>'), Some(d)) => Ok((d, true)),
         (Some('|'), Some(_)) => Err((
             quoted,
             Some("byte order '|' (not applicable) is meaningless for a multi-byte float"),
         )),
-        (_, Some(d)) => Ok(d),
+        (_, Some(d)) => Ok((d, false)),
         (_, None) => Err((quoted, None)),
     }
 }
@@ -1020,7 +1133,7 @@ mod tests {
     #[test]
     fn unsupported_dtypes() {
         let cases: [(&str, &str); 6] = [
-            (">f8", "big-endian"),
+            (">i8", "'>i8'"),
             ("<i8", "'<i8'"),
             ("|f4", "'|'"),
             ("<c16", "'<c16'"),

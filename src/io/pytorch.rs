@@ -120,14 +120,8 @@ impl PytorchFile {
         let (mut file, meta) = super::limits::open_regular(path, "PyTorch checkpoint")?;
         let mut head = [0u8; 512];
         let n = super::read_head(&mut file, &mut head).map_err(|e| ReadError::io(path, e))?;
-        let container = container_of(&head[..n]).ok_or_else(|| {
-            ReadError::format(
-                path,
-                None,
-                "not a PyTorch checkpoint: neither a zip archive (torch 1.6 and later) nor a \
-                 legacy pickle stream (torch 0.1.10 to 1.5)",
-            )
-        })?;
+        let container = container_of(&head[..n])
+            .ok_or_else(|| ReadError::format(path, None, super::not_a_state_dict(&head[..n])))?;
         match container {
             Container::Tar => {
                 return Err(ReadError::format(
@@ -282,7 +276,9 @@ impl PytorchFile {
                 .chunks_exact(2)
                 .map(|b| half::bf16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64())
                 .collect(),
-            SourceDtype::Quantized(_) => unreachable!("torch dtypes are dense"),
+            SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
+                unreachable!("torch dtypes are dense")
+            }
         };
         let matrix = DenseMatrix { rows, cols, data };
         check_finite(&self.path, tname, &matrix)?;

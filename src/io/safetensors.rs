@@ -317,7 +317,9 @@ fn decode_tensor(
             .chunks_exact(2)
             .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
             .collect(),
-        SourceDtype::Quantized(_) => unreachable!("safetensors dtypes never map to block formats"),
+        SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
+            unreachable!("safetensors dtypes never map to block formats")
+        }
     };
     let matrix = DenseMatrix { rows, cols, data };
     check_finite(path, tname, &matrix)?;

@@ -220,32 +220,46 @@ impl SvdReport {
             let _ = writeln!(s, "note: {note}");
         }
         let _ = writeln!(s, "singular values (largest first):");
-        let _ = writeln!(s, "  {:>5}  {:<44}  method", "i", "enclosure");
+        // The rows first, then the enclosure column as wide as its widest
+        // cell: MPFR's decimal ends can be far wider than binary64's, and
+        // the method column stays aligned.
         let n = self.singular_values.len();
-        for (i, v) in self.singular_values.iter().enumerate() {
-            if n > max_rows && i >= max_rows / 2 && i < n - max_rows / 2 {
-                if i == max_rows / 2 {
-                    let _ = writeln!(s, "  ... {} more (use --json for all)", n - max_rows);
-                }
-                continue;
-            }
-            // MPFR values carry decimal bounds tighter than binary64.
-            let enc = match (&v.lo_exact, &v.hi_exact) {
-                (Some(l), Some(h)) => format!("[{l}, {h}]"),
-                _ => fmt::interval(v.lo, v.hi, st),
-            };
-            let _ = writeln!(
-                s,
-                "  {:>5}  {:<44}  {}{}",
-                i + 1,
-                enc,
-                v.method,
-                if v.cluster_size > 1 {
-                    format!(" (cluster of {})", v.cluster_size)
+        let shown = |i: usize| n <= max_rows || i < max_rows / 2 || i >= n - max_rows / 2;
+        let rows: Vec<(usize, String, String)> = self
+            .singular_values
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| shown(*i))
+            .map(|(i, v)| {
+                // MPFR values carry decimal bounds tighter than binary64.
+                let enc = match (&v.lo_exact, &v.hi_exact) {
+                    (Some(l), Some(h)) => format!("[{l}, {h}]"),
+                    _ => fmt::interval(v.lo, v.hi, st),
+                };
+                let method = if v.cluster_size > 1 {
+                    format!("{} (cluster of {})", v.method, v.cluster_size)
                 } else {
-                    String::new()
-                }
-            );
+                    v.method.clone()
+                };
+                (i, enc, method)
+            })
+            .collect();
+        let w = rows
+            .iter()
+            .map(|(_, e, _)| e.chars().count())
+            .fold(44, usize::max);
+        let _ = writeln!(s, "  {:>5}  {:<w$}  method", "i", "enclosure");
+        let more = format!("  ... {} more (use --json for all)\n", n - rows.len());
+        let mut next = 0;
+        for (i, enc, method) in &rows {
+            if *i != next {
+                s.push_str(&more);
+            }
+            next = i + 1;
+            let _ = writeln!(s, "  {:>5}  {enc:<w$}  {method}", i + 1);
+        }
+        if next < n {
+            s.push_str(&more);
         }
         s
     }

@@ -54,6 +54,17 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
         c.matrices.len(),
         secs
     );
+    if let Some(o) = &c.parameters.heads_override {
+        let _ = writeln!(
+            s,
+            "heads {} given by --heads{}",
+            o.heads,
+            match (o.replaced, &o.source) {
+                (Some(r), Some(src)) => format!(" (the file states {r}: {})", escape(src)),
+                _ => " (the file states none)".into(),
+            }
+        );
+    }
     for e in &c.extensions {
         let _ = writeln!(
             s,
@@ -68,12 +79,16 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
     let _ = writeln!(s, "  B_ours    {}", iv(&c.bounds.ours, st));
     let _ = writeln!(s, "  B_Edel    {}", iv(&c.bounds.edelman, st));
     let _ = writeln!(s, "per layer:");
-    for x in &c.layers {
+    let alphas: Vec<String> = c.layers.iter().map(|x| iv(&x.alpha, st)).collect();
+    let (wa, wl) = (
+        width(&alphas),
+        c.layers.len().saturating_sub(1).to_string().len(),
+    );
+    for (x, alpha) in c.layers.iter().zip(&alphas) {
         let _ = writeln!(
             s,
-            "  layer {}: alpha {}  xi {}",
+            "  layer {:>wl$}: alpha {alpha:<wa$}  xi {}",
             x.layer,
-            iv(&x.alpha, st),
             iv(&x.xi, st)
         );
     }
@@ -177,6 +192,11 @@ fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {
     (t.inf().is_finite() && t.sup().is_finite()).then_some(t)
 }
 
+/// The width of a column: its widest cell, in characters.
+fn width(cells: &[String]) -> usize {
+    cells.iter().map(|c| c.chars().count()).max().unwrap_or(0)
+}
+
 fn top_contributors(s: &mut String, c: &Certificate, st: Style) {
     let name = |w: &MatrixEntry| w.id().to_string();
     let total_ours: f64 = c.matrices.iter().map(|w| w.min_contribution.mid()).sum();
@@ -190,12 +210,19 @@ fn top_contributors(s: &mut String, c: &Certificate, st: Style) {
         s,
         "largest contributions to B_ours (min over the grid of c(W, p); share of the sum about):"
     );
-    for w in by_ours.iter().take(TOP) {
+    // The interval column as wide as its widest cell (full-precision and
+    // MPFR intervals differ in length), so that the shares stay aligned.
+    let cells: Vec<String> = by_ours
+        .iter()
+        .take(TOP)
+        .map(|w| iv(&w.min_contribution, st))
+        .collect();
+    let wd = width(&cells);
+    for (w, cell) in by_ours.iter().zip(&cells) {
         let _ = writeln!(
             s,
-            "  {:<28} {}  {:>5.1}%  at p = {}",
+            "  {:<28} {cell:<wd$}  {:>5.1}%  at p = {}",
             name(w),
-            iv(&w.min_contribution, st),
             100.0 * w.min_contribution.mid() / total_ours,
             p_opt_text(w)
         );
@@ -213,12 +240,17 @@ fn top_contributors(s: &mut String, c: &Certificate, st: Style) {
             s,
             "largest terms of B_Edel's inner sum (alpha_l^(2/3) (gamma ||W||_2,1)^(2/3); share about):"
         );
-        for (w, t) in terms.iter().take(TOP) {
+        let cells: Vec<String> = terms
+            .iter()
+            .take(TOP)
+            .map(|(_, t)| interval(t.inf(), t.sup(), st))
+            .collect();
+        let wd = width(&cells);
+        for ((w, t), cell) in terms.iter().zip(&cells) {
             let _ = writeln!(
                 s,
-                "  {:<28} {}  {:>5.1}%",
+                "  {:<28} {cell:<wd$}  {:>5.1}%",
                 name(w),
-                interval(t.inf(), t.sup(), st),
                 100.0 * t.mid() / total
             );
         }

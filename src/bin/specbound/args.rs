@@ -137,7 +137,7 @@ fn schatten(s: &str) -> Result<SchattenP, String> {
 // replace the subcommand's about text).
 #[derive(Args)]
 pub struct SvdArgs {
-    /// A 2-D `.npy` file (f2/f4/f8, C or Fortran order), a `.safetensors`, `.gguf` or
+    /// A 2-D `.npy` file (f2/f4/f8, either byte order, C or Fortran order), a `.safetensors`, `.gguf` or
     /// PyTorch (`.bin`, `.pt`, `.pth`) file, or a model directory or Hugging Face id
     /// (with --tensor).
     pub input: PathBuf,
