@@ -79,6 +79,7 @@ fn unescape(s: &str) -> String {
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
+        .replace("&#39;", "'")
         .replace("&amp;", "&")
 }
 
@@ -170,7 +171,9 @@ fn marker_box(d: &str) -> Box2 {
 }
 
 fn centre(d: &str) -> (f64, f64) {
-    let rest = d.strip_prefix("M ").expect("marker path starts at its centre");
+    let rest = d
+        .strip_prefix("M ")
+        .expect("marker path starts at its centre");
     let xy = rest.split(' ').next().unwrap();
     let (x, y) = xy.split_once(',').unwrap();
     (x.parse().unwrap(), y.parse().unwrap())
@@ -351,7 +354,10 @@ fn check_figure(name: &str, svg: &str) {
             );
         }
         for b in &boxes {
-            assert!(!overlaps(*b, *lbox), "{name}: legend covers a marker at {b:?}");
+            assert!(
+                !overlaps(*b, *lbox),
+                "{name}: legend covers a marker at {b:?}"
+            );
         }
         // Different legend entries are told apart by their samples.
         let samples: BTreeSet<&Sample> = entries.values().map(|(s, _)| s).collect();
@@ -371,9 +377,9 @@ fn check_figure(name: &str, svg: &str) {
                 .map(|k| k.parse().unwrap())
                 .collect();
             let ok = keys.iter().any(|k| {
-                entries.get(k).is_some_and(|(s, _)| {
-                    s.shape == shape(e.a("d")) && s.fill == e.a("fill")
-                })
+                entries
+                    .get(k)
+                    .is_some_and(|(s, _)| s.shape == shape(e.a("d")) && s.fill == e.a("fill"))
             });
             assert!(
                 ok,
@@ -401,7 +407,11 @@ fn check_figure(name: &str, svg: &str) {
 /// The widest relative width the subtitle states.
 fn stated_widest(svg: &str) -> String {
     let s = subtitle(&parse(svg));
-    s.split(WIDEST_WIDTH).nth(1).expect("widest width").trim().to_string()
+    s.split(WIDEST_WIDTH)
+        .nth(1)
+        .expect("widest width")
+        .trim()
+        .to_string()
 }
 
 // -------------------------------------------------------------- tables ---
@@ -413,7 +423,13 @@ fn csv(path: &Path) -> Vec<Row> {
     let mut lines = text.lines();
     let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
     lines
-        .map(|l| header.iter().cloned().zip(l.split(',').map(String::from)).collect())
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
         .collect()
 }
 
@@ -482,8 +498,17 @@ fn widest_from_tables(out: &Path, primary: &str) -> BTreeMap<usize, String> {
     }
     let pc = csv(&t.join("p_contribution_raw.csv"));
     let mut c0: BTreeMap<(String, String, String), CertInterval> = BTreeMap::new();
-    let key = |r: &Row| (r["layer"].clone(), r["head"].clone(), r["matrix_type"].clone());
-    for r in pc.iter().filter(|r| r["model_id"] == primary && r["p"] == "0") {
+    let key = |r: &Row| {
+        (
+            r["layer"].clone(),
+            r["head"].clone(),
+            r["matrix_type"].clone(),
+        )
+    };
+    for r in pc
+        .iter()
+        .filter(|r| r["model_id"] == primary && r["p"] == "0")
+    {
         c0.insert(key(r), iv(r, "contribution"));
     }
     let ratios: Vec<CertInterval> = pc
@@ -515,11 +540,23 @@ fn bert(dir: &Path, layers: usize, hidden: usize, seed: u64) {
         let s = 0.2 * (1 + l) as f64;
         let p = format!("encoder.layer.{l}.");
         for m in ["query", "key", "value"] {
-            t.push((format!("{p}attention.self.{m}.weight"), mat(hidden, hidden, s)));
+            t.push((
+                format!("{p}attention.self.{m}.weight"),
+                mat(hidden, hidden, s),
+            ));
         }
-        t.push((format!("{p}attention.output.dense.weight"), mat(hidden, hidden, s)));
-        t.push((format!("{p}intermediate.dense.weight"), mat(2 * hidden, hidden, s)));
-        t.push((format!("{p}output.dense.weight"), mat(hidden, 2 * hidden, s)));
+        t.push((
+            format!("{p}attention.output.dense.weight"),
+            mat(hidden, hidden, s),
+        ));
+        t.push((
+            format!("{p}intermediate.dense.weight"),
+            mat(2 * hidden, hidden, s),
+        ));
+        t.push((
+            format!("{p}output.dense.weight"),
+            mat(hidden, 2 * hidden, s),
+        ));
     }
     let refs: Vec<(String, &DenseMatrix)> = t.iter().map(|(n, m)| (n.clone(), m)).collect();
     common::write_safetensors(&dir.join("model.safetensors"), &refs, "F32");
@@ -541,7 +578,10 @@ fn generated_study() -> &'static PathBuf {
     S.get_or_init(|| {
         let dir = tmpdir("generated");
         let mut args = vec!["study".to_string()];
-        for (i, (l, n)) in [(1, 32), (1, 64), (2, 32), (2, 64), (3, 32)].iter().enumerate() {
+        for (i, (l, n)) in [(1, 32), (1, 64), (2, 32), (2, 64), (3, 32)]
+            .iter()
+            .enumerate()
+        {
             let p = dir.join(format!("gen-L{l}-H{n}"));
             bert(&p, *l, *n, 0x5EED + i as u64);
             args.push(p.display().to_string());
@@ -572,8 +612,16 @@ fn legends_cover_no_data_markers_are_the_legends_shapes_and_axes_use_one_notatio
 fn x_ticks_of_the_scaling_and_norm_figures_are_the_models_widths_and_depths() {
     let out = generated_study();
     let xt = |n| ticks(&parse(&figure(out, n)), "xtick");
-    assert_eq!(xt(2), ["32", "64"], "figure 2: widths of the depths with two widths");
-    assert_eq!(xt(3), ["1", "2", "3"], "figure 3: depths of the width with several");
+    assert_eq!(
+        xt(2),
+        ["32", "64"],
+        "figure 2: widths of the depths with two widths"
+    );
+    assert_eq!(
+        xt(3),
+        ["1", "2", "3"],
+        "figure 3: depths of the width with several"
+    );
     // Figure 4: three panels, each ticked at the widths of depth 1.
     assert_eq!(xt(4), ["32", "64", "32", "64", "32", "64"]);
 }
@@ -598,12 +646,19 @@ fn figure_5_draws_one_colour_per_layer_with_its_legend_entry() {
     for e in els.iter().filter(|e| e.class() == "line") {
         let g = e.in_group("series").unwrap();
         let layer: usize = g["data-layer"].parse().unwrap();
-        colours.entry(layer).or_default().insert(e.a("stroke").into());
+        colours
+            .entry(layer)
+            .or_default()
+            .insert(e.a("stroke").into());
         // The series names its layer's legend entry.
         let first: usize = g["data-legend"].split(' ').next().unwrap().parse().unwrap();
         assert_eq!(entries[&first].1, format!("layer {layer}"));
     }
-    assert_eq!(colours.keys().copied().collect::<Vec<_>>(), [0, 1], "gen-L2-H64 has two layers");
+    assert_eq!(
+        colours.keys().copied().collect::<Vec<_>>(),
+        [0, 1],
+        "gen-L2-H64 has two layers"
+    );
     let per_layer: Vec<&String> = colours
         .values()
         .map(|c| {
@@ -613,7 +668,10 @@ fn figure_5_draws_one_colour_per_layer_with_its_legend_entry() {
         .collect();
     assert_ne!(per_layer[0], per_layer[1], "layers share a colour");
     for (l, c) in per_layer.iter().enumerate() {
-        let (s, label) = entries.values().find(|(_, t)| *t == format!("layer {l}")).unwrap();
+        let (s, label) = entries
+            .values()
+            .find(|(_, t)| *t == format!("layer {l}"))
+            .unwrap();
         assert_eq!(&&s.stroke, c, "legend of {label}");
     }
 }
@@ -627,7 +685,11 @@ fn ours_and_edelman_are_drawn_with_different_line_styles() {
     let legend = legends(&els);
     let entries = &legend[0].1;
     let dashes: BTreeSet<&str> = entries.values().map(|(s, _)| s.dash.as_str()).collect();
-    assert_eq!(dashes.len(), 2, "Ours and Edelman are drawn with different line styles: {entries:?}");
+    assert_eq!(
+        dashes.len(),
+        2,
+        "Ours and Edelman are drawn with different line styles: {entries:?}"
+    );
 }
 
 // ------------------------------------------- the documented MiniLM family --
@@ -639,7 +701,11 @@ fn header(path: &Path) -> (serde_json::Map<String, serde_json::Value>, Vec<u8>) 
     (h, bytes[8 + n..].to_vec())
 }
 
-fn tensor<'a>(h: &serde_json::Map<String, serde_json::Value>, data: &'a [u8], name: &str) -> &'a [u8] {
+fn tensor<'a>(
+    h: &serde_json::Map<String, serde_json::Value>,
+    data: &'a [u8],
+    name: &str,
+) -> &'a [u8] {
     let off = h[name]["data_offsets"].as_array().unwrap();
     &data[off[0].as_u64().unwrap() as usize..off[1].as_u64().unwrap() as usize]
 }
@@ -731,18 +797,39 @@ fn docs_show_figures_1_3_5_of_the_minilm_family_and_say_why_2_and_4_are_not_draw
     assert!(doc.contains("scripts/study-family /tmp/family"));
     for n in [1, 3, 5] {
         let file = FILE_NAMES[n - 1];
-        assert!(doc.contains(&format!("(study/{file})")), "docs/study.md does not show {file}");
+        assert!(
+            doc.contains(&format!("(study/{file})")),
+            "docs/study.md does not show {file}"
+        );
         let svg = std::fs::read_to_string(root.join("docs/study").join(file)).unwrap();
         check_figure(&format!("docs/study/{file}"), &svg);
     }
     for n in [2, 4] {
         let file = FILE_NAMES[n - 1];
-        assert!(!root.join("docs/study").join(file).exists(), "{file} is not from this family");
-        assert!(doc.contains(&format!("figure {n} skipped:")), "docs say why figure {n} is not drawn");
+        assert!(
+            !root.join("docs/study").join(file).exists(),
+            "{file} is not from this family"
+        );
+        assert!(
+            doc.contains(&format!("figure {n} skipped:")),
+            "docs say why figure {n} is not drawn"
+        );
     }
-    let sub = |n| subtitle(&parse(&std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[n - 1])).unwrap()));
-    assert!(sub(1).starts_with("minilm-L6 (L = 6, N = 384)"), "{}", sub(1));
-    assert!(sub(5).starts_with("minilm-L6 (L = 6, N = 384"), "{}", sub(5));
+    let sub = |n| {
+        subtitle(&parse(
+            &std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[n - 1])).unwrap(),
+        ))
+    };
+    assert!(
+        sub(1).starts_with("minilm-L6 (L = 6, N = 384)"),
+        "{}",
+        sub(1)
+    );
+    assert!(
+        sub(5).starts_with("minilm-L6 (L = 6, N = 384"),
+        "{}",
+        sub(5)
+    );
     let fig3 = std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[2])).unwrap();
     assert_eq!(ticks(&parse(&fig3), "xtick"), ["2", "4", "6"]);
 }

@@ -34,6 +34,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::fmt::approx;
+use super::html::esc;
 use super::set::{ratio, scaling, Axis, Bound, StudySet};
 use crate::arch::MatrixType;
 use crate::certificate::CertInterval;
@@ -198,7 +199,9 @@ impl Shape {
             Shape::Square => "m -4,-4 h 8 v 8 h -8 z",
             Shape::Triangle => "m 0,-5 l 4.5,8 h -9 z",
             Shape::Diamond => "m 0,-5 l 5,5 l -5,5 l -5,-5 z",
-            Shape::Plus => "m -1.5,-5 h 3 v 3.5 h 3.5 v 3 h -3.5 v 3.5 h -3 v -3.5 h -3.5 v -3 h 3.5 z",
+            Shape::Plus => {
+                "m -1.5,-5 h 3 v 3.5 h 3.5 v 3 h -3.5 v 3.5 h -3 v -3.5 h -3.5 v -3 h 3.5 z"
+            }
         }
     }
 }
@@ -471,21 +474,6 @@ fn x_range(curves: &[Curve], ticks: &[f64]) -> Range<f64> {
     lo - pad..hi + pad
 }
 
-/// Text for SVG: `&`, `<`, `>` and `"` escaped.
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 /// A pixel coordinate, two decimals at most.
 fn px(v: f64) -> String {
     let s = format!("{v:.2}");
@@ -579,7 +567,11 @@ fn coincident(
 
 /// Draws `panel` into the box at `(x, y)` of size `(w, h)`; returns the
 /// notes to print under the figure (coinciding curves).
-fn draw_panel(o: &mut String, (bx, by, bw, bh): (f64, f64, f64, f64), panel: &Panel) -> Result<Vec<String>, String> {
+fn draw_panel(
+    o: &mut String,
+    (bx, by, bw, bh): (f64, f64, f64, f64),
+    panel: &Panel,
+) -> Result<Vec<String>, String> {
     let y = y_range(&panel.curves).ok_or("nothing positive to draw on a log axis")?;
     let (y_lo, y_hi) = (y.start, y.end);
     let x_at: Vec<f64> = match &panel.x_ticks {
@@ -616,11 +608,20 @@ fn draw_panel(o: &mut String, (bx, by, bw, bh): (f64, f64, f64, f64), panel: &Pa
     }
     // Axes: grid lines, ticks, labels.
     let xt: Vec<Tick> = match &panel.x_ticks {
-        XTicks::At(v) => v.iter().map(|&m| Tick { mant: m as u64, exp: 0 }).collect(),
+        XTicks::At(v) => v
+            .iter()
+            .map(|&m| Tick {
+                mant: m as u64,
+                exp: 0,
+            })
+            .collect(),
         XTicks::Nice => linear_ticks(x.start, x.end, 9),
     };
     let yt = log_ticks(y_lo, y_hi);
-    let _ = writeln!(o, "<g class=\"axes\" font-family=\"{FONT}\" font-size=\"13\">");
+    let _ = writeln!(
+        o,
+        "<g class=\"axes\" font-family=\"{FONT}\" font-size=\"13\">"
+    );
     for (t, label) in xt.iter().zip(tick_labels(&xt)) {
         let xp = sx(t.value());
         let _ = writeln!(
@@ -712,7 +713,10 @@ fn draw_panel(o: &mut String, (bx, by, bw, bh): (f64, f64, f64, f64), panel: &Pa
             .map(|(x, v)| (sx(*x), sy(v.mid())))
             .collect();
         if c.show != Show::Marks && line.len() >= 2 {
-            let pts: Vec<String> = line.iter().map(|(a, b)| format!("{},{}", px(*a), px(*b))).collect();
+            let pts: Vec<String> = line
+                .iter()
+                .map(|(a, b)| format!("{},{}", px(*a), px(*b)))
+                .collect();
             let _ = writeln!(
                 o,
                 "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{}\" stroke-width=\"{}\"{}/>",
@@ -798,7 +802,9 @@ fn draw_panel(o: &mut String, (bx, by, bw, bh): (f64, f64, f64, f64), panel: &Pa
         })
         .collect();
     if more > 0 {
-        notes.push(format!("{more} more pairs of curves coincide within a pixel."));
+        notes.push(format!(
+            "{more} more pairs of curves coincide within a pixel."
+        ));
     }
     Ok(notes)
 }
@@ -943,7 +949,10 @@ fn spectral_decay(set: &StudySet) -> Figure {
             .map(|(i, v)| ((i + 1) as f64, *v))
             .collect();
         all_iv.extend(w.singular_values.iter().copied());
-        let mut style = Style::line(type_colour(w.kind), if w.kind.per_head() { 1.0 } else { 2.0 });
+        let mut style = Style::line(
+            type_colour(w.kind),
+            if w.kind.per_head() { 1.0 } else { 2.0 },
+        );
         style.opacity = if w.kind.per_head() { 0.55 } else { 0.95 };
         curves.push(Curve {
             style,
@@ -1169,7 +1178,8 @@ fn norms_vs_width(set: &StudySet) -> Figure {
                 .any(|&i| set.models[i].cert.matrices.iter().any(|w| w.kind == *k))
         })
         .collect();
-    let shape_of = |k: MatrixType| SHAPES[kinds.iter().position(|x| *x == k).unwrap_or(0) % SHAPES.len()];
+    let shape_of =
+        |k: MatrixType| SHAPES[kinds.iter().position(|x| *x == k).unwrap_or(0) % SHAPES.len()];
     let mut panels = Vec::new();
     let mut ivs = Vec::new();
     for (name, get) in norms {
@@ -1238,8 +1248,8 @@ fn norms_vs_width(set: &StudySet) -> Figure {
         ids.join(", "),
         approx(rel)
     );
-    let caption = caption
-        + &clamp_note(panels.iter().map(|p| p.curves.as_slice())).unwrap_or_default();
+    let caption =
+        caption + &clamp_note(panels.iter().map(|p| p.curves.as_slice())).unwrap_or_default();
     figure(4, caption, render(TITLES[3], &sub, &panels))
 }
 
@@ -1434,19 +1444,30 @@ mod tests {
             ],
             x_ticks: XTicks::Nice,
         };
-        assert!(!render("t", "s", &[panel]).unwrap().contains("class=\"note\""));
+        assert!(!render("t", "s", &[panel])
+            .unwrap()
+            .contains("class=\"note\""));
     }
 
     #[test]
     fn tick_labels_share_one_notation_per_axis() {
         let t = |mant, exp| Tick { mant, exp };
-        assert_eq!(tick_labels(&[t(5, -2), t(1, -1), t(15, -1)]), ["0.05", "0.1", "1.5"]);
-        assert_eq!(tick_labels(&[t(1, 0), t(1, 3), t(1, 6)]), ["1e0", "1e3", "1e6"]);
+        assert_eq!(
+            tick_labels(&[t(5, -2), t(1, -1), t(15, -1)]),
+            ["0.05", "0.1", "1.5"]
+        );
+        assert_eq!(
+            tick_labels(&[t(1, 0), t(1, 3), t(1, 6)]),
+            ["1e0", "1e3", "1e6"]
+        );
         assert_eq!(tick_labels(&[t(25, 2), t(1, 7)]), ["2.5e3", "1e7"]);
         for (lo, hi) in [(0.9, 1.1), (1e-30, 1e10), (2.0, 30.0), (1.0, 1.0000001)] {
             let ticks = log_ticks(lo, hi);
             assert!(ticks.len() >= 2, "{lo}..{hi}: {ticks:?}");
-            assert!(ticks.iter().all(|t| (lo..=hi).contains(&t.value())), "{lo}..{hi}: {ticks:?}");
+            assert!(
+                ticks.iter().all(|t| (lo..=hi).contains(&t.value())),
+                "{lo}..{hi}: {ticks:?}"
+            );
         }
     }
 }
