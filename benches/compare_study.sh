@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Side-by-side wall time: one `specbound study` over the test family (the
-# bundled MiniLM truncated to 2, 4 and 6 layers; generated BERT checkpoints of
-# widths 128/256 and depths 2/4; built by examples/study_family.rs) versus the
+# Side-by-side wall time: one `specbound study` over the docs' family (the
+# bundled MiniLM truncated to 2, 4 and 6 layers, built by
+# examples/study_family.rs as scripts/study-family does) versus the
 # sum of one `specbound certify MODEL --out FILE` per model, in one run,
 # REPEATS times each (the minimum is reported), with the ratio.
 #

@@ -1,11 +1,14 @@
-//! Builds the study's test family (the bundled MiniLM truncated to 2, 4 and
-//! 6 layers, and generated BERT checkpoints of widths 128/256 and depths
-//! 2/4) under a directory, for `specbound study DIR/* --out OUT`:
+//! Builds the family of docs/study.md's figures: the bundled MiniLM
+//! truncated to 2, 4 and 6 layers (its real weights, tensors byte for byte),
+//! as `scripts/study-family` does without cargo:
 //!
 //! ```sh
 //! cargo run --release --example study_family -- /tmp/family
 //! cargo run --release -- study /tmp/family/* --out /tmp/study
 //! ```
+//!
+//! (`tests/study.rs` uses a larger family that adds generated checkpoints;
+//! its figures mix random and trained weights and are not the docs'.)
 
 #[path = "../tests/common/family.rs"]
 mod family;
@@ -23,7 +26,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    for p in family::build(&dir, &bundle) {
+    for layers in [2, 4, 6] {
+        let p = dir.join(format!("minilm-L{layers}"));
+        family::minilm(&bundle, &p, layers);
         println!("{}", p.display());
     }
 }

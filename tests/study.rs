@@ -792,29 +792,6 @@ fn the_browser_check_sees_a_page_that_loads_from_outside() {
 }
 
 #[test]
-fn docs_show_the_five_figures_of_the_bundled_family() {
-    let root = common::root();
-    let doc = std::fs::read_to_string(root.join("docs/study.md")).unwrap();
-    for (file, title) in FILE_NAMES.iter().zip(TITLES) {
-        assert!(
-            doc.contains(&format!("(study/{file})")),
-            "docs/study.md does not show {file}"
-        );
-        let svg = std::fs::read_to_string(root.join("docs/study").join(file))
-            .unwrap_or_else(|e| panic!("docs/study/{file}: {e}"));
-        assert!(
-            svg.starts_with("<svg") && svg.contains(title),
-            "docs/study/{file}"
-        );
-    }
-    // Drawn from the family: the primary model and the smallest depth's models.
-    let fig1 = std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[0])).unwrap();
-    assert!(fig1.contains("minilm-L6 (L = 6, N = 384)"));
-    let fig4 = std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[3])).unwrap();
-    assert!(fig4.contains("L = 2: bert-L2-H128, bert-L2-H256, minilm-L2"));
-}
-
-#[test]
 fn an_inconclusive_model_is_reported_and_the_others_written() {
     // The smallest family member with every weight times 1e30: B_Edel
     // overflows binary64, so the certificate is inconclusive.

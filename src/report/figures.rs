@@ -1,23 +1,40 @@
-//! The paper's five figures as SVG (plotters, SVG backend), drawn from
-//! certificates, each point with its certified interval: error bars where
-//! there are few points, bands (the region between the lower and upper
-//! ends) along curves. Colours are the authors' (QK tomato, V_tilde royal
-//! blue, M_in dark olive green, M_out dark sea green; ours orange, Edelman
-//! slate blue). A figure whose data are missing is not drawn: its
-//! [`Figure::svg`] is `Err` with the reason.
+//! The paper's five figures as SVG, written here by hand (no plotting
+//! library), drawn from certificates, each point with its certified
+//! interval: error bars where there are few points, bands (the region
+//! between the lower and upper ends) along curves. Colours are the
+//! authors' (QK tomato, V_tilde royal blue, M_in dark olive green, M_out
+//! dark sea green; ours orange, Edelman slate blue); figure 5 colours by
+//! layer instead, and draws the matrix types with distinct line styles. A
+//! figure whose data are missing is not drawn: its [`Figure::svg`] is `Err`
+//! with the reason.
+//!
+//! What every drawn figure promises (and `tests/figures.rs` checks on the
+//! SVG): the legend sits in its own column right of the plot area, so it
+//! never covers data; every marker drawn is a shape its legend entry shows
+//! (one path per shape, the same in both); two curves of different legend
+//! entries that lie within a pixel of each other at every point are named
+//! in a note under the figure, and different entries never share the same
+//! colour, line style and marker; the x ticks of figures 2 to 4 are the
+//! models' widths or depths; the tick labels of one axis share one
+//! notation (plain decimals, or all `d.ddde±x`); each subtitle ends with the
+//! widest relative width `(hi - lo)/lo` of the intervals drawn.
+//!
+//! The SVG marks its parts for readers and tests: `class="plot"` (the plot
+//! area's frame), `"series"` groups (with `data-legend`, the indices of the
+//! legend entries describing it, and for figure 5 `data-layer`),
+//! `"legend"` (its frame `"legend-box"` and one `"legend-entry"` per entry
+//! with `data-entry`), `"marker"` paths, `"xtick"`/`"ytick"` labels,
+//! `"subtitle"` lines and `"note"` lines.
 //!
 //! Ratios drawn (normalised bounds, `c(W,p)/c(W,0)`) are certified interval
 //! divisions (`proofs/ratio-enclosure.md`); positions on a log axis of an
 //! interval end that is 0 are clamped to the axis' lower edge.
 
-use std::error::Error;
+use std::fmt::Write as _;
 use std::ops::Range;
 
-use plotters::coord::types::RangedCoordf64;
-use plotters::coord::Shift;
-use plotters::prelude::*;
-
 use super::fmt::approx;
+use super::html::esc;
 use super::set::{ratio, scaling, Axis, Bound, StudySet};
 use crate::arch::MatrixType;
 use crate::certificate::CertInterval;
@@ -40,6 +57,10 @@ pub const FILE_NAMES: [&str; 5] = [
     "fig5_contribution_vs_p.svg",
 ];
 
+/// The words every subtitle ends with, before the widest relative width of
+/// the intervals drawn (as [`approx`] writes it).
+pub const WIDEST_WIDTH: &str = "widest relative width (hi - lo)/lo of the intervals drawn: ";
+
 /// One figure: drawn, or skipped with the reason.
 #[derive(Clone, Debug)]
 pub struct Figure {
@@ -55,22 +76,53 @@ pub struct Figure {
     pub svg: Result<String, String>,
 }
 
+/// An sRGB colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+impl Rgb {
+    /// `#RRGGBB`.
+    pub fn hex(self) -> String {
+        format!("#{:02X}{:02X}{:02X}", self.0, self.1, self.2)
+    }
+}
+
 /// The authors' colour of a matrix type.
-pub fn type_colour(kind: MatrixType) -> RGBColor {
+pub fn type_colour(kind: MatrixType) -> Rgb {
     match kind {
-        MatrixType::QK => RGBColor(255, 99, 71),      // tomato
-        MatrixType::VTilde => RGBColor(65, 105, 225), // royal blue
-        MatrixType::MIn => RGBColor(85, 107, 47),     // dark olive green
-        MatrixType::MOut => RGBColor(143, 188, 143),  // dark sea green
+        MatrixType::QK => Rgb(255, 99, 71),      // tomato
+        MatrixType::VTilde => Rgb(65, 105, 225), // royal blue
+        MatrixType::MIn => Rgb(85, 107, 47),     // dark olive green
+        MatrixType::MOut => Rgb(143, 188, 143),  // dark sea green
     }
 }
 
 /// The authors' colour of a bound.
-pub fn bound_colour(b: Bound) -> RGBColor {
+pub fn bound_colour(b: Bound) -> Rgb {
     match b {
-        Bound::Ours => RGBColor(255, 165, 0),     // orange
-        Bound::Edelman => RGBColor(106, 90, 205), // slate blue
+        Bound::Ours => Rgb(255, 165, 0),     // orange
+        Bound::Edelman => Rgb(106, 90, 205), // slate blue
     }
+}
+
+/// The colour of layer `l` in figure 5 (twelve distinct colours, then
+/// again, with a marker per round of twelve).
+pub fn layer_colour(l: usize) -> Rgb {
+    const P: [Rgb; 12] = [
+        Rgb(31, 119, 180),
+        Rgb(214, 39, 40),
+        Rgb(44, 160, 44),
+        Rgb(148, 103, 189),
+        Rgb(255, 127, 14),
+        Rgb(140, 86, 75),
+        Rgb(227, 119, 194),
+        Rgb(23, 190, 207),
+        Rgb(188, 189, 34),
+        Rgb(127, 127, 127),
+        Rgb(0, 0, 128),
+        Rgb(128, 0, 0),
+    ];
+    P[l % P.len()]
 }
 
 /// The authors' legend name of a matrix type.
@@ -90,6 +142,23 @@ fn bound_label(b: Bound) -> &'static str {
     }
 }
 
+fn bound_dash(b: Bound) -> Option<&'static str> {
+    match b {
+        Bound::Ours => None,
+        Bound::Edelman => Some("7 4"),
+    }
+}
+
+/// Line style of a matrix type in figure 5 (colours are the layers').
+fn type_dash(kind: MatrixType) -> Option<&'static str> {
+    match kind {
+        MatrixType::QK => None,
+        MatrixType::VTilde => Some("5 3"),
+        MatrixType::MIn => Some("1.5 2.5"),
+        MatrixType::MOut => Some("9 3 2 3"),
+    }
+}
+
 const TYPES: [MatrixType; 4] = [
     MatrixType::QK,
     MatrixType::VTilde,
@@ -98,35 +167,231 @@ const TYPES: [MatrixType; 4] = [
 ];
 
 const FONT: &str = "serif";
-const SIZE: (u32, u32) = (820, 540);
+const WIDTH: f64 = 860.0;
+const PANEL_HEIGHT: f64 = 470.0;
+const GREY: Rgb = Rgb(80, 80, 80);
+const BLACK: Rgb = Rgb(0, 0, 0);
 
-type Res<T> = Result<T, Box<dyn Error>>;
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>;
+/// A marker shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    Plus,
+}
 
-/// How an interval is drawn along a curve.
+const SHAPES: [Shape; 5] = [
+    Shape::Circle,
+    Shape::Square,
+    Shape::Triangle,
+    Shape::Diamond,
+    Shape::Plus,
+];
+
+impl Shape {
+    /// The shape as relative path commands from its centre: the same text
+    /// wherever the shape is drawn, in the plot and in the legend.
+    fn path(self) -> &'static str {
+        match self {
+            Shape::Circle => "m -4,0 a 4,4 0 1,0 8,0 a 4,4 0 1,0 -8,0 z",
+            Shape::Square => "m -4,-4 h 8 v 8 h -8 z",
+            Shape::Triangle => "m 0,-5 l 4.5,8 h -9 z",
+            Shape::Diamond => "m 0,-5 l 5,5 l -5,5 l -5,-5 z",
+            Shape::Plus => {
+                "m -1.5,-5 h 3 v 3.5 h 3.5 v 3 h -3.5 v 3.5 h -3 v -3.5 h -3.5 v -3 h 3.5 z"
+            }
+        }
+    }
+}
+
+/// How a curve's intervals are drawn.
 #[derive(Clone, Copy, PartialEq)]
 enum Show {
-    /// A vertical bar with caps at every point.
+    /// A vertical bar with caps at every point, and the line of midpoints.
     Bars,
-    /// A filled band between the lower and upper ends.
+    /// A filled band between the lower and upper ends, and the line of
+    /// midpoints.
     Band,
+    /// Markers only, at the midpoints.
+    Marks,
+}
+
+/// How a curve looks.
+#[derive(Clone, Copy)]
+struct Style {
+    colour: Rgb,
+    opacity: f64,
+    width: f64,
+    dash: Option<&'static str>,
+    marker: Option<Shape>,
+}
+
+impl Style {
+    fn line(colour: Rgb, width: f64) -> Self {
+        Self {
+            colour,
+            opacity: 1.0,
+            width,
+            dash: None,
+            marker: None,
+        }
+    }
 }
 
 /// A curve: points `(x, interval)` in x order.
 struct Curve {
-    colour: RGBColor,
-    opacity: f64,
+    style: Style,
     points: Vec<(f64, CertInterval)>,
     show: Show,
-    /// Marker shape index (see [`marker`]), or none.
-    marker: Option<usize>,
-    width: u32,
+    /// Indices of the legend entries that describe it.
+    legend: Vec<usize>,
+    /// Extra attributes of its group (`data-layer="3"`), or empty.
+    attrs: String,
 }
 
-/// A legend entry: a line, or a marker of a shape.
-enum Legend {
-    Line(String, RGBColor),
-    Marker(String, usize, RGBColor),
+/// A legend entry: its label and sample (a line, a marker, or both).
+struct Entry {
+    label: String,
+    line: Option<(Rgb, f64, Option<&'static str>)>,
+    marker: Option<(Shape, Rgb)>,
+}
+
+impl Entry {
+    fn line(label: impl Into<String>, colour: Rgb, dash: Option<&'static str>) -> Self {
+        Self {
+            label: label.into(),
+            line: Some((colour, 2.0, dash)),
+            marker: None,
+        }
+    }
+}
+
+/// A tick value `mant * 10^exp`, exact as written.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tick {
+    mant: u64,
+    exp: i32,
+}
+
+impl Tick {
+    fn value(self) -> f64 {
+        format!("{}e{}", self.mant, self.exp)
+            .parse()
+            .unwrap_or(f64::NAN)
+    }
+
+    /// Plain decimal: `0.05`, `20`, `1.5`.
+    fn plain(self) -> String {
+        let d = self.mant.to_string();
+        if self.mant == 0 {
+            return "0".into();
+        }
+        if self.exp >= 0 {
+            return d + &"0".repeat(self.exp as usize);
+        }
+        let k = self.exp.unsigned_abs() as usize;
+        let s = if d.len() > k {
+            format!("{}.{}", &d[..d.len() - k], &d[d.len() - k..])
+        } else {
+            format!("0.{}{d}", "0".repeat(k - d.len()))
+        };
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+
+    /// Scientific: `1e-5`, `2.5e3`.
+    fn sci(self) -> String {
+        if self.mant == 0 {
+            return "0e0".into();
+        }
+        let d = self.mant.to_string();
+        let d = d.trim_end_matches('0');
+        let e = self.exp + (self.mant.to_string().len() as i32) - 1;
+        if d.len() == 1 {
+            format!("{d}e{e}")
+        } else {
+            format!("{}.{}e{e}", &d[..1], &d[1..])
+        }
+    }
+}
+
+/// The labels of one axis' ticks, in one notation: plain decimals when
+/// every tick is 0 or between 1e-4 and 1e6, scientific for all otherwise.
+fn tick_labels(ticks: &[Tick]) -> Vec<String> {
+    let plain = ticks.iter().all(|t| {
+        let v = t.value();
+        v == 0.0 || (1e-4..1e6).contains(&v)
+    });
+    ticks
+        .iter()
+        .map(|t| if plain { t.plain() } else { t.sci() })
+        .collect()
+}
+
+/// Ticks `k * step` inside `[lo, hi]`, `k >= 0`, with `step` one of 1, 2,
+/// 5 times a power of ten chosen for at most `most` ticks.
+fn linear_ticks(lo: f64, hi: f64, most: usize) -> Vec<Tick> {
+    if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+        return Vec::new();
+    }
+    let raw = (hi - lo) / most.max(1) as f64;
+    let mut e = raw.log10().floor() as i32;
+    let mut m = 1u64;
+    'find: for _ in 0..4 {
+        for cand in [1u64, 2, 5] {
+            if (Tick { mant: cand, exp: e }).value() >= raw {
+                m = cand;
+                break 'find;
+            }
+        }
+        e += 1;
+    }
+    let step = Tick { mant: m, exp: e }.value();
+    let first = (lo / step).ceil().max(0.0) as u64;
+    let last = (hi / step).floor();
+    if last < 0.0 {
+        return Vec::new();
+    }
+    (first..=last as u64)
+        .map(|k| Tick {
+            mant: k * m,
+            exp: e,
+        })
+        .collect()
+}
+
+/// Ticks of a log axis over `[lo, hi]`: powers of ten (every k-th, for at
+/// most 8) when two or more lie inside; else 1, 2, 5 times powers of ten;
+/// else 1 to 9 times; else linear ticks.
+fn log_ticks(lo: f64, hi: f64) -> Vec<Tick> {
+    let e_lo = lo.log10().floor() as i32 - 1;
+    let e_hi = hi.log10().ceil() as i32 + 1;
+    let inside = |t: &Tick| {
+        let v = t.value();
+        v >= lo && v <= hi
+    };
+    let decades: Vec<Tick> = (e_lo..=e_hi)
+        .map(|e| Tick { mant: 1, exp: e })
+        .filter(inside)
+        .collect();
+    if decades.len() >= 2 {
+        let step = decades.len().div_ceil(8) as i32;
+        return decades
+            .into_iter()
+            .filter(|t| t.exp.rem_euclid(step) == 0)
+            .collect();
+    }
+    for mants in [&[1u64, 2, 5][..], &[1, 2, 3, 4, 5, 6, 7, 8, 9]] {
+        let t: Vec<Tick> = (e_lo..=e_hi)
+            .flat_map(|e| mants.iter().map(move |&m| Tick { mant: m, exp: e }))
+            .filter(inside)
+            .collect();
+        if t.len() >= 2 {
+            return t;
+        }
+    }
+    linear_ticks(lo, hi, 5)
 }
 
 /// Most decades a log axis spans: the data's largest positive value and
@@ -134,8 +399,7 @@ enum Legend {
 /// certificate can hold singular values hundreds of decades apart) are
 /// drawn at the axis' lower edge and the caption says so
 /// ([`clamp_note`]), so that drawing a figure takes time bounded by its
-/// data, whatever the numbers (the mesh of a log axis grows with its
-/// decades, and a range reaching into the subnormals never finished).
+/// data, whatever the numbers.
 pub const MAX_LOG_DECADES: f64 = 24.0;
 
 /// The smallest and largest positive finite ends of the curves.
@@ -195,219 +459,420 @@ fn clamp_note<'a>(panels: impl IntoIterator<Item = &'a [Curve]>) -> Option<Strin
     ))
 }
 
-fn x_range(curves: &[Curve]) -> Range<f64> {
-    let xs = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
+fn x_range(curves: &[Curve], ticks: &[f64]) -> Range<f64> {
+    let xs = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .chain(ticks.iter().copied());
     let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
     });
     if !(lo < hi) {
         return lo - 1.0..lo + 1.0;
     }
-    let pad = (hi - lo) * 0.04;
+    let pad = (hi - lo) * 0.05;
     lo - pad..hi + pad
 }
 
-/// Draws a marker of shape `shape` (0 circle, 1 square, 2 triangle, 3
-/// diamond, 4 cross, then again) at `(x, y)`.
-fn marker(chart: &mut Chart, shape: usize, at: (f64, f64), style: ShapeStyle) -> Res<()> {
-    match shape % 5 {
-        0 => {
-            chart.draw_series(std::iter::once(Circle::new(at, 4, style)))?;
-        }
-        1 => {
-            chart.draw_series(std::iter::once(
-                EmptyElement::at(at) + Rectangle::new([(-4, -4), (4, 4)], style),
-            ))?;
-        }
-        2 => {
-            chart.draw_series(std::iter::once(TriangleMarker::new(at, 5, style)))?;
-        }
-        3 => {
-            chart.draw_series(std::iter::once(
-                EmptyElement::at(at) + Polygon::new(vec![(0, -5), (5, 0), (0, 5), (-5, 0)], style),
-            ))?;
-        }
-        _ => {
-            chart.draw_series(std::iter::once(Cross::new(at, 4, style)))?;
-        }
+/// A pixel coordinate, two decimals at most.
+fn px(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
     }
-    Ok(())
 }
 
-/// Draws one log-y chart of `curves` into `area`.
-#[allow(clippy::too_many_arguments)]
-fn log_chart(
-    area: &DrawingArea<SVGBackend, Shift>,
-    caption: Option<&str>,
-    x_desc: &str,
-    y_desc: &str,
-    curves: &[Curve],
-    legend: &[Legend],
-    extra: &[(f64, f64)],
-    integer_x: bool,
-) -> Res<()> {
-    let y = y_range(curves).ok_or("nothing positive to draw on a log axis")?;
-    let y_lo = y.start;
-    let x = x_range(curves);
-    let mut builder = ChartBuilder::on(area);
-    builder
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(72);
-    if let Some(c) = caption {
-        builder.caption(c, (FONT, 20));
-    }
-    let mut chart = builder.build_cartesian_2d(x, y.log_scale())?;
-    let xfmt = |v: &f64| {
-        if integer_x {
-            if (v - v.round()).abs() < 1e-9 {
-                format!("{}", v.round() as i64)
-            } else {
-                String::new()
+fn dash_attr(dash: Option<&str>) -> String {
+    dash.map(|d| format!(" stroke-dasharray=\"{d}\""))
+        .unwrap_or_default()
+}
+
+fn marker_svg(o: &mut String, shape: Shape, (x, y): (f64, f64), fill: Rgb, opacity: f64) {
+    let _ = writeln!(
+        o,
+        "<path class=\"marker\" d=\"M {},{} {}\" fill=\"{}\" fill-opacity=\"{}\" stroke=\"none\"/>",
+        px(x),
+        px(y),
+        shape.path(),
+        fill.hex(),
+        px(opacity)
+    );
+}
+
+/// How the x axis is ticked.
+enum XTicks {
+    /// At these values (the models' widths or depths), integers.
+    At(Vec<usize>),
+    /// Nice linear ticks.
+    Nice,
+}
+
+/// One log-y chart.
+struct Panel {
+    caption: Option<String>,
+    x_desc: String,
+    y_desc: String,
+    curves: Vec<Curve>,
+    legend: Vec<Entry>,
+    x_ticks: XTicks,
+}
+
+/// The label of the legend entries `keys` together (`Ours, L = 2`).
+fn key_label(legend: &[Entry], keys: &[usize]) -> String {
+    keys.iter()
+        .filter_map(|&k| legend.get(k).map(|e| e.label.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Pairs of curves of different legend entries whose midpoint lines lie
+/// within a pixel of each other at every (common) point, by their entries'
+/// labels; at most `most`, and how many more pairs there are.
+fn coincident(
+    legend: &[Entry],
+    lines: &[(Vec<usize>, Vec<(f64, f64)>)],
+    most: usize,
+) -> (Vec<(String, String)>, usize) {
+    let mut seen: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    for (i, (ka, a)) in lines.iter().enumerate() {
+        for (kb, b) in &lines[i + 1..] {
+            if ka == kb || a.len() < 2 || a.len() != b.len() {
+                continue;
             }
-        } else {
-            approx(*v)
+            let same = a
+                .iter()
+                .zip(b)
+                .all(|(p, q)| (p.0 - q.0).abs() < 0.5 && (p.1 - q.1).abs() <= 1.0);
+            let pair = if ka < kb {
+                (ka.clone(), kb.clone())
+            } else {
+                (kb.clone(), ka.clone())
+            };
+            if same && !seen.contains(&pair) {
+                seen.push(pair);
+            }
         }
-    };
-    let yfmt = |v: &f64| approx(*v);
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 13))
-        .x_label_formatter(&xfmt)
-        .y_label_formatter(&yfmt)
-        .light_line_style(BLACK.mix(0.06))
-        .bold_line_style(BLACK.mix(0.15))
-        .draw()?;
-    let clamp = |v: f64| if v > y_lo { v } else { y_lo };
-    // Bands first, under the lines.
-    for c in curves.iter().filter(|c| c.show == Show::Band) {
-        if c.points.len() < 2 {
-            continue;
-        }
-        let mut poly: Vec<(f64, f64)> = c.points.iter().map(|(x, v)| (*x, clamp(v.lo))).collect();
-        poly.extend(c.points.iter().rev().map(|(x, v)| (*x, clamp(v.hi))));
-        chart.draw_series(std::iter::once(Polygon::new(
-            poly,
-            c.colour.mix(0.25 * c.opacity).filled(),
-        )))?;
     }
-    for c in curves {
-        let style = c.colour.mix(c.opacity).stroke_width(c.width);
+    let more = seen.len().saturating_sub(most);
+    let named = seen
+        .iter()
+        .take(most)
+        .map(|(a, b)| (key_label(legend, a), key_label(legend, b)))
+        .collect();
+    (named, more)
+}
+
+/// Draws `panel` into the box at `(x, y)` of size `(w, h)`; returns the
+/// notes to print under the figure (coinciding curves).
+fn draw_panel(
+    o: &mut String,
+    (bx, by, bw, bh): (f64, f64, f64, f64),
+    panel: &Panel,
+) -> Result<Vec<String>, String> {
+    let y = y_range(&panel.curves).ok_or("nothing positive to draw on a log axis")?;
+    let (y_lo, y_hi) = (y.start, y.end);
+    let x_at: Vec<f64> = match &panel.x_ticks {
+        XTicks::At(v) => v.iter().map(|&x| x as f64).collect(),
+        XTicks::Nice => Vec::new(),
+    };
+    let x = x_range(&panel.curves, &x_at);
+    let chars = panel
+        .legend
+        .iter()
+        .map(|e| e.label.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let legend_w = (40.0 + 7.2 * chars).clamp(110.0, 280.0);
+    let top = by + if panel.caption.is_some() { 30.0 } else { 8.0 };
+    let (left, right, bottom) = (bx + 84.0, bx + bw - legend_w - 24.0, by + bh - 52.0);
+    if !(right > left + 50.0 && bottom > top + 50.0) {
+        return Err("the figure is too small for its legend".into());
+    }
+    let sx = |v: f64| left + (v - x.start) / (x.end - x.start) * (right - left);
+    let (ly0, ly1) = (y_lo.log10(), y_hi.log10());
+    let sy = |v: f64| {
+        let v = if v > y_lo { v.min(y_hi) } else { y_lo };
+        bottom - (v.log10() - ly0) / (ly1 - ly0) * (bottom - top)
+    };
+    if let Some(c) = &panel.caption {
+        let _ = writeln!(
+            o,
+            "<text class=\"panel-caption\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-family=\"{FONT}\" font-size=\"16\">{}</text>",
+            px((left + right) / 2.0),
+            px(by + 18.0),
+            esc(c)
+        );
+    }
+    // Axes: grid lines, ticks, labels.
+    let xt: Vec<Tick> = match &panel.x_ticks {
+        XTicks::At(v) => v
+            .iter()
+            .map(|&m| Tick {
+                mant: m as u64,
+                exp: 0,
+            })
+            .collect(),
+        XTicks::Nice => linear_ticks(x.start, x.end, 9),
+    };
+    let yt = log_ticks(y_lo, y_hi);
+    let _ = writeln!(
+        o,
+        "<g class=\"axes\" font-family=\"{FONT}\" font-size=\"13\">"
+    );
+    for (t, label) in xt.iter().zip(tick_labels(&xt)) {
+        let xp = sx(t.value());
+        let _ = writeln!(
+            o,
+            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\" stroke-opacity=\"0.1\"/>\n\
+             <line x1=\"{0}\" y1=\"{2}\" x2=\"{0}\" y2=\"{3}\" stroke=\"#000000\"/>\n\
+             <text class=\"xtick\" x=\"{0}\" y=\"{4}\" text-anchor=\"middle\">{5}</text>",
+            px(xp),
+            px(top),
+            px(bottom),
+            px(bottom + 5.0),
+            px(bottom + 19.0),
+            esc(&label)
+        );
+    }
+    for (t, label) in yt.iter().zip(tick_labels(&yt)) {
+        let yp = sy(t.value());
+        let _ = writeln!(
+            o,
+            "<line x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\" stroke=\"#000000\" stroke-opacity=\"0.1\"/>\n\
+             <line x1=\"{3}\" y1=\"{2}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\"/>\n\
+             <text class=\"ytick\" x=\"{4}\" y=\"{5}\" text-anchor=\"end\">{6}</text>",
+            px(left),
+            px(right),
+            px(yp),
+            px(left - 5.0),
+            px(left - 8.0),
+            px(yp + 4.5),
+            esc(&label)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"15\">{}</text>",
+        px((left + right) / 2.0),
+        px(bottom + 40.0),
+        esc(&panel.x_desc)
+    );
+    let (yx, yy) = (px(bx + 18.0), px((top + bottom) / 2.0));
+    let _ = writeln!(
+        o,
+        "<text class=\"axis-label\" x=\"{yx}\" y=\"{yy}\" text-anchor=\"middle\" font-size=\"15\" transform=\"rotate(-90 {yx} {yy})\">{}</text>\n</g>",
+        esc(&panel.y_desc)
+    );
+    let _ = writeln!(
+        o,
+        "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#000000\" stroke-opacity=\"0.5\"/>",
+        px(left),
+        px(top),
+        px(right - left),
+        px(bottom - top)
+    );
+    // Data: bands first, under every line.
+    let mut lines = Vec::new();
+    let _ = writeln!(o, "<g class=\"data\">");
+    for c in &panel.curves {
+        let st = c.style;
+        let keys = c
+            .legend
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let _ = writeln!(o, "<g class=\"series\" data-legend=\"{keys}\"{}>", c.attrs);
+        if c.show == Show::Band && c.points.len() >= 2 {
+            let mut pts: Vec<String> = c
+                .points
+                .iter()
+                .map(|(x, v)| format!("{},{}", px(sx(*x)), px(sy(v.lo))))
+                .collect();
+            pts.extend(
+                c.points
+                    .iter()
+                    .rev()
+                    .map(|(x, v)| format!("{},{}", px(sx(*x)), px(sy(v.hi)))),
+            );
+            let _ = writeln!(
+                o,
+                "<polygon class=\"band\" points=\"{}\" fill=\"{}\" fill-opacity=\"{}\" stroke=\"none\"/>",
+                pts.join(" "),
+                st.colour.hex(),
+                px(0.25 * st.opacity)
+            );
+        }
         let line: Vec<(f64, f64)> = c
             .points
             .iter()
             .filter(|(_, v)| v.mid() > 0.0)
-            .map(|(x, v)| (*x, clamp(v.mid())))
+            .map(|(x, v)| (sx(*x), sy(v.mid())))
             .collect();
-        if line.len() >= 2 {
-            chart.draw_series(LineSeries::new(line.clone(), style))?;
+        if c.show != Show::Marks && line.len() >= 2 {
+            let pts: Vec<String> = line
+                .iter()
+                .map(|(a, b)| format!("{},{}", px(*a), px(*b)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{}\" stroke-width=\"{}\"{}/>",
+                pts.join(" "),
+                st.colour.hex(),
+                px(st.opacity),
+                px(st.width),
+                dash_attr(st.dash)
+            );
+            lines.push((c.legend.clone(), line.clone()));
         }
         if c.show == Show::Bars {
-            chart.draw_series(c.points.iter().map(|(x, v)| {
-                ErrorBar::new_vertical(
-                    *x,
-                    clamp(v.lo),
-                    clamp(v.mid()),
-                    clamp(v.hi),
-                    c.colour.mix(c.opacity).stroke_width(1),
-                    8,
-                )
-            }))?;
+            for (x, v) in &c.points {
+                let (xp, lo, hi) = (sx(*x), sy(v.lo), sy(v.hi));
+                let _ = writeln!(
+                    o,
+                    "<path class=\"bar\" d=\"M {0},{1} V {2} M {3},{1} h 8 M {3},{2} h 8\" fill=\"none\" stroke=\"{4}\" stroke-opacity=\"{5}\"/>",
+                    px(xp),
+                    px(lo),
+                    px(hi),
+                    px(xp - 4.0),
+                    st.colour.hex(),
+                    px(st.opacity)
+                );
+            }
         }
-        if let Some(shape) = c.marker {
+        if let Some(shape) = st.marker {
             for p in &line {
-                marker(&mut chart, shape, *p, c.colour.mix(c.opacity).filled())?;
+                marker_svg(o, shape, *p, st.colour, st.opacity);
             }
         }
+        let _ = writeln!(o, "</g>");
     }
-    for &(x, yv) in extra {
-        if yv > 0.0 {
-            let yv = clamp(yv);
-            chart.draw_series(std::iter::once(Circle::new((x, yv), 3, BLACK.filled())))?;
+    let _ = writeln!(o, "</g>");
+    // The legend, in its own column right of the plot area.
+    let lx = right + 16.0;
+    let row = ((bottom - top - 12.0) / panel.legend.len().max(1) as f64).clamp(12.0, 20.0);
+    let lh = 12.0 + row * panel.legend.len() as f64;
+    let _ = writeln!(
+        o,
+        "<g class=\"legend\" font-family=\"{FONT}\" font-size=\"13\">\n\
+         <rect class=\"legend-box\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#FFFFFF\" stroke=\"#000000\" stroke-opacity=\"0.3\"/>",
+        px(lx),
+        px(top),
+        px(legend_w),
+        px(lh)
+    );
+    for (i, e) in panel.legend.iter().enumerate() {
+        let ey = top + 6.0 + row / 2.0 + row * i as f64;
+        let _ = writeln!(o, "<g class=\"legend-entry\" data-entry=\"{i}\">");
+        if let Some((colour, width, dash)) = e.line {
+            let _ = writeln!(
+                o,
+                "<line class=\"sample\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{}\" stroke-width=\"{}\"{}/>",
+                px(lx + 8.0),
+                px(lx + 34.0),
+                colour.hex(),
+                px(width),
+                dash_attr(dash),
+                y = px(ey),
+            );
         }
-    }
-    if !legend.is_empty() {
-        for l in legend {
-            match l {
-                Legend::Line(text, colour) => {
-                    let colour = *colour;
-                    chart
-                        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-                        .label(text.clone())
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                        });
-                }
-                Legend::Marker(text, shape, colour) => {
-                    let style = colour.filled();
-                    let shape = *shape;
-                    chart
-                        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-                        .label(text.clone())
-                        .legend(move |(x, y)| legend_marker(shape, (x + 10, y), style));
-                }
-            }
+        if let Some((shape, fill)) = e.marker {
+            marker_svg(o, shape, (lx + 21.0, ey), fill, 1.0);
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 14))
-            .draw()?;
+        let _ = writeln!(
+            o,
+            "<text x=\"{}\" y=\"{}\">{}</text>\n</g>",
+            px(lx + 40.0),
+            px(ey + 4.5),
+            esc(&e.label)
+        );
     }
-    Ok(())
+    let _ = writeln!(o, "</g>");
+    let (pairs, more) = coincident(&panel.legend, &lines, 4);
+    let mut notes: Vec<String> = pairs
+        .into_iter()
+        .map(|(a, b)| {
+            format!(
+                "{}{a} and {b} coincide within a pixel (drawn over each other; told apart by line style or marker).",
+                panel.caption.as_ref().map(|c| format!("{c}: ")).unwrap_or_default()
+            )
+        })
+        .collect();
+    if more > 0 {
+        notes.push(format!(
+            "{more} more pairs of curves coincide within a pixel."
+        ));
+    }
+    Ok(notes)
 }
 
-/// A legend marker in pixel coordinates (circles, squares and triangles;
-/// the legend needs one element type).
-fn legend_marker<DB: DrawingBackend>(
-    shape: usize,
-    at: (i32, i32),
-    style: ShapeStyle,
-) -> DynElement<'static, DB, (i32, i32)> {
-    match shape % 5 {
-        0 => Circle::new(at, 4, style).into_dyn(),
-        1 => Rectangle::new([(at.0 - 4, at.1 - 4), (at.0 + 4, at.1 + 4)], style).into_dyn(),
-        2 => TriangleMarker::new(at, 5, style).into_dyn(),
-        3 => Polygon::new(
-            vec![
-                (at.0, at.1 - 5),
-                (at.0 + 5, at.1),
-                (at.0, at.1 + 5),
-                (at.0 - 5, at.1),
-            ],
-            style,
-        )
-        .into_dyn(),
-        _ => Cross::new(at, 4, style).into_dyn(),
+/// Splits `s` into lines of at most about `width` characters at spaces.
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in s.split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
     }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
-/// Renders into an SVG string of `size` with a title and a subtitle line.
-fn svg(
-    size: (u32, u32),
-    title: &str,
-    subtitle: &str,
-    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Res<()>,
-) -> Result<String, String> {
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
-        let run = || -> Res<()> {
-            root.fill(&WHITE)?;
-            let area = root.titled(title, (FONT, 24))?;
-            let area = area.titled(subtitle, (FONT, 14).into_font().color(&BLACK.mix(0.7)))?;
-            draw(&area)?;
-            root.present()?;
-            Ok(())
-        };
-        run().map_err(|e| format!("drawing failed: {e}"))?;
+/// The SVG of a figure: title, subtitle (wrapped), the panels one above
+/// the other, then the notes.
+fn render(title: &str, subtitle: &str, panels: &[Panel]) -> Result<String, String> {
+    let sub = wrap(subtitle, 118);
+    let head = 40.0 + 17.0 * sub.len() as f64;
+    let mut body = String::new();
+    let mut notes = Vec::new();
+    for (i, p) in panels.iter().enumerate() {
+        let b = (0.0, head + PANEL_HEIGHT * i as f64, WIDTH, PANEL_HEIGHT);
+        notes.extend(draw_panel(&mut body, b, p)?);
     }
-    Ok(buf)
+    let note_lines: Vec<String> = notes.iter().flat_map(|n| wrap(n, 118)).collect();
+    let height = head + PANEL_HEIGHT * panels.len() as f64 + 17.0 * note_lines.len() as f64 + 8.0;
+    let mut o = String::with_capacity(body.len() + 4096);
+    let _ = writeln!(
+        o,
+        "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#FFFFFF\"/>\n\
+         <text class=\"title\" x=\"{}\" y=\"28\" text-anchor=\"middle\" font-family=\"{FONT}\" font-size=\"22\">{}</text>",
+        px(WIDTH / 2.0),
+        esc(title),
+        w = px(WIDTH),
+        h = px(height),
+    );
+    for (i, l) in sub.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "<text class=\"subtitle\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-family=\"{FONT}\" font-size=\"13\" fill=\"#444444\">{}</text>",
+            px(WIDTH / 2.0),
+            px(50.0 + 17.0 * i as f64),
+            esc(l)
+        );
+    }
+    o.push_str(&body);
+    let base = head + PANEL_HEIGHT * panels.len() as f64;
+    for (i, l) in note_lines.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "<text class=\"note\" x=\"20\" y=\"{}\" font-family=\"{FONT}\" font-size=\"13\">{}</text>",
+            px(base + 17.0 * i as f64),
+            esc(l)
+        );
+    }
+    o.push_str("</svg>\n");
+    Ok(o)
 }
 
 /// The widest relative width `(hi - lo) / lo` among positive intervals.
@@ -415,6 +880,12 @@ fn widest_rel<'a>(xs: impl Iterator<Item = &'a CertInterval>) -> f64 {
     xs.filter(|x| x.lo > 0.0)
         .map(|x| (x.hi - x.lo) / x.lo)
         .fold(0.0, f64::max)
+}
+
+/// The subtitle's last clause for the intervals `xs`.
+fn widest_clause<'a>(xs: impl Iterator<Item = &'a CertInterval>) -> (f64, String) {
+    let rel = widest_rel(xs);
+    (rel, format!("{WIDEST_WIDTH}{}", approx(rel)))
 }
 
 /// Every figure of the study, drawn or skipped.
@@ -457,6 +928,15 @@ fn spectral_decay(set: &StudySet) -> Figure {
         );
         return figure(1, why.clone(), Err(why));
     }
+    let kinds: Vec<MatrixType> = TYPES
+        .iter()
+        .copied()
+        .filter(|k| c.matrices.iter().any(|w| w.kind == *k))
+        .collect();
+    let legend: Vec<Entry> = kinds
+        .iter()
+        .map(|k| Entry::line(type_label(*k), type_colour(*k), None))
+        .collect();
     let mut curves = Vec::new();
     let mut zeros = 0usize;
     let mut all_iv = Vec::new();
@@ -469,28 +949,24 @@ fn spectral_decay(set: &StudySet) -> Figure {
             .map(|(i, v)| ((i + 1) as f64, *v))
             .collect();
         all_iv.extend(w.singular_values.iter().copied());
+        let mut style = Style::line(
+            type_colour(w.kind),
+            if w.kind.per_head() { 1.0 } else { 2.0 },
+        );
+        style.opacity = if w.kind.per_head() { 0.55 } else { 0.95 };
         curves.push(Curve {
-            colour: type_colour(w.kind),
-            opacity: if w.kind.per_head() { 0.55 } else { 0.95 },
+            style,
             points: pts,
             show: Show::Band,
-            marker: None,
-            width: if w.kind.per_head() { 1 } else { 2 },
+            legend: vec![kinds.iter().position(|k| *k == w.kind).unwrap_or(0)],
+            attrs: format!(" data-layer=\"{}\"", w.layer),
         });
     }
-    let legend: Vec<Legend> = TYPES
-        .iter()
-        .filter(|k| c.matrices.iter().any(|w| w.kind == **k))
-        .map(|k| Legend::Line(type_label(*k).into(), type_colour(*k)))
-        .collect();
-    let rel = widest_rel(all_iv.iter());
+    let (rel, widest) = widest_clause(all_iv.iter());
     let layers_text = layer_list(&layers);
     let sub = format!(
-        "{} (L = {}, N = {}), layers {layers_text}, all heads; bands: certified intervals (widest relative width {})",
-        p.id,
-        c.model.layers,
-        c.model.hidden,
-        approx(rel)
+        "{} (L = {}, N = {}), layers {layers_text}, all heads; bands: certified intervals; {widest}",
+        p.id, c.model.layers, c.model.hidden,
     );
     let caption = format!(
         "Singular values sigma_i of every proxy matrix of {} in layers {layers_text} (all heads), largest first, \
@@ -501,19 +977,15 @@ fn spectral_decay(set: &StudySet) -> Figure {
         approx(rel)
     );
     let caption = caption + &clamp_note([curves.as_slice()]).unwrap_or_default();
-    let svg = svg(SIZE, TITLES[0], &sub, |a| {
-        log_chart(
-            a,
-            None,
-            "Singular value index i",
-            "Singular value",
-            &curves,
-            &legend,
-            &[],
-            true,
-        )
-    });
-    figure(1, caption, svg)
+    let panel = Panel {
+        caption: None,
+        x_desc: "Singular value index i".into(),
+        y_desc: "Singular value".into(),
+        curves,
+        legend,
+        x_ticks: XTicks::Nice,
+    };
+    figure(1, caption, render(TITLES[0], &sub, &[panel]))
 }
 
 fn layer_list(layers: &[usize]) -> String {
@@ -535,7 +1007,8 @@ fn layer_list(layers: &[usize]) -> String {
 
 /// Figures 2 and 3: both bounds normalised by their anchor, one curve per
 /// group of models sharing the fixed coordinate, groups with at least two
-/// distinct x values only.
+/// distinct x values only; the x ticks are the drawn models' widths or
+/// depths.
 fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
     let number = if axis == Axis::HiddenSize { 2 } else { 3 };
     let (x_name, fixed_name, x_desc) = match axis {
@@ -578,12 +1051,16 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
         return figure(number, why.clone(), Err(why));
     }
     let mut curves = Vec::new();
+    let mut legend = Vec::new();
     let mut undefined = Vec::new();
     let mut ivs = Vec::new();
+    let mut xs = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
+        let shape = SHAPES[gi % SHAPES.len()];
         for bound in Bound::ALL {
             let mut pts: Vec<(f64, CertInterval)> = Vec::new();
             for r in rows.iter().filter(|r| r.fixed == *g && r.bound == bound) {
+                xs.push(r.x);
                 match r.ratio {
                     Some(q) => {
                         pts.push((r.x as f64, q));
@@ -593,38 +1070,45 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
                 }
             }
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let colour = bound_colour(bound);
+            let dash = bound_dash(bound);
+            legend.push(Entry {
+                label: format!("{}, {fixed_name} = {g}", bound_label(bound)),
+                line: Some((colour, 2.0, dash)),
+                marker: Some((shape, colour)),
+            });
             curves.push(Curve {
-                colour: bound_colour(bound),
-                opacity: 1.0,
+                style: Style {
+                    colour,
+                    opacity: 1.0,
+                    width: 2.0,
+                    dash,
+                    marker: Some(shape),
+                },
                 points: pts,
                 show: Show::Bars,
-                marker: Some(gi),
-                width: 2,
+                legend: vec![legend.len() - 1],
+                attrs: String::new(),
             });
         }
     }
-    let mut legend: Vec<Legend> = Bound::ALL
-        .iter()
-        .map(|b| Legend::Line(bound_label(*b).into(), bound_colour(*b)))
-        .collect();
-    legend.extend(
-        groups.iter().enumerate().map(|(gi, g)| {
-            Legend::Marker(format!("{fixed_name} = {g}"), gi, RGBColor(105, 105, 105))
-        }),
-    );
+    undefined.sort();
+    undefined.dedup();
+    xs.sort_unstable();
+    xs.dedup();
     let anchor_word = if axis == Axis::HiddenSize {
         "narrowest"
     } else {
         "shallowest"
     };
-    let rel = widest_rel(ivs.iter());
+    let (rel, widest) = widest_clause(ivs.iter());
     let sub = format!(
-        "each curve divided by its value at the {anchor_word} model of its group (certified interval division); bars: certified intervals"
+        "each curve divided by its value at the {anchor_word} model of its group (certified interval division); bars: certified intervals; {widest}"
     );
     let mut caption = format!(
-        "B_ours (orange) and B_Edel (slate blue) against {}, one curve per fixed {fixed_name}, each divided by the value of \
-         the {anchor_word} model with the same {fixed_name} (the paper normalises at {}). Every point is a certified \
-         interval (interval division of the two certified bounds; bars, widest relative width {}). Log scale.",
+        "B_ours (orange, solid) and B_Edel (slate blue, dashed) against {}, one curve per fixed {fixed_name} (marker per \
+         {fixed_name}), each divided by the value of the {anchor_word} model with the same {fixed_name} (the paper normalises at {}). \
+         Every point is a certified interval (interval division of the two certified bounds; bars, widest relative width {}). Log scale.",
         if axis == Axis::HiddenSize { "the hidden dimension N" } else { "the depth L" },
         if axis == Axis::HiddenSize { "N = 128" } else { "L = 2" },
         approx(rel)
@@ -636,30 +1120,27 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
         ));
     }
     caption.push_str(&clamp_note([curves.as_slice()]).unwrap_or_default());
-    let svg = svg(SIZE, TITLES[number - 1], &sub, |a| {
-        log_chart(
-            a,
-            None,
-            x_desc,
-            "Bound / bound of the anchor model",
-            &curves,
-            &legend,
-            &[],
-            true,
-        )
-    });
-    figure(number, caption, svg)
+    let panel = Panel {
+        caption: None,
+        x_desc: x_desc.into(),
+        y_desc: "Bound / bound of the anchor model".into(),
+        curves,
+        legend,
+        x_ticks: XTicks::At(xs),
+    };
+    figure(number, caption, render(TITLES[number - 1], &sub, &[panel]))
 }
 
 /// Figure 4: (2,1), (1,1) and spectral norms of every proxy matrix against
-/// N, for the models of the smallest depth; one line per (type, layer, head).
+/// N, for the models of the smallest depth; one line per (type, layer,
+/// head), a marker per type; the x ticks are the models' widths.
 fn norms_vs_width(set: &StudySet) -> Figure {
     let depth = set
         .models
         .iter()
         .map(|m| m.cert.model.layers)
         .min()
-        .expect("a study has a model");
+        .unwrap_or(0);
     let at_depth: Vec<usize> = (0..set.models.len())
         .filter(|&i| set.models[i].cert.model.layers == depth)
         .collect();
@@ -677,7 +1158,7 @@ fn norms_vs_width(set: &StudySet) -> Figure {
                 .map(|&i| set.models[i].id.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            widths[0]
+            widths.first().copied().unwrap_or(0)
         );
         return figure(4, why.clone(), Err(why));
     }
@@ -688,12 +1169,22 @@ fn norms_vs_width(set: &StudySet) -> Figure {
         ("(1,1) norm", |w| w.norm_11),
         ("Spectral norm", |w| w.spectral_norm),
     ];
+    let kinds: Vec<MatrixType> = TYPES
+        .iter()
+        .copied()
+        .filter(|k| {
+            at_depth
+                .iter()
+                .any(|&i| set.models[i].cert.matrices.iter().any(|w| w.kind == *k))
+        })
+        .collect();
+    let shape_of =
+        |k: MatrixType| SHAPES[kinds.iter().position(|x| *x == k).unwrap_or(0) % SHAPES.len()];
     let mut panels = Vec::new();
-    let mut rels = Vec::new();
+    let mut ivs = Vec::new();
     for (name, get) in norms {
         let mut lines: std::collections::BTreeMap<Key, Vec<(f64, CertInterval)>> =
             Default::default();
-        let mut ivs = Vec::new();
         for &i in &at_depth {
             let c = &set.models[i].cert;
             for w in &c.matrices {
@@ -705,71 +1196,97 @@ fn norms_vs_width(set: &StudySet) -> Figure {
                     .push((c.model.hidden as f64, v));
             }
         }
-        rels.push(widest_rel(ivs.iter()));
         let curves: Vec<Curve> = lines
             .into_iter()
-            .map(|((kind, _, head), mut pts)| {
+            .map(|((kind, layer, head), mut pts)| {
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 Curve {
-                    colour: type_colour(kind),
-                    opacity: if head >= 0 { 0.55 } else { 0.95 },
+                    style: Style {
+                        colour: type_colour(kind),
+                        opacity: if head >= 0 { 0.55 } else { 0.95 },
+                        width: if head >= 0 { 1.0 } else { 2.0 },
+                        dash: None,
+                        marker: Some(shape_of(kind)),
+                    },
                     points: pts,
                     show: Show::Bars,
-                    marker: Some(0),
-                    width: if head >= 0 { 1 } else { 2 },
+                    legend: vec![kinds.iter().position(|x| *x == kind).unwrap_or(0)],
+                    attrs: format!(" data-layer=\"{layer}\""),
                 }
             })
             .collect();
-        panels.push((name, curves));
+        let legend = kinds
+            .iter()
+            .map(|k| Entry {
+                label: type_label(*k).into(),
+                line: Some((type_colour(*k), 2.0, None)),
+                marker: Some((shape_of(*k), type_colour(*k))),
+            })
+            .collect();
+        panels.push(Panel {
+            caption: Some(format!("{name} of the proxy matrices, L = {depth}")),
+            x_desc: "Hidden dimension N".into(),
+            y_desc: name.into(),
+            curves,
+            legend,
+            x_ticks: XTicks::At(widths.clone()),
+        });
     }
-    let legend: Vec<Legend> = TYPES
-        .iter()
-        .map(|k| Legend::Line(type_label(*k).into(), type_colour(*k)))
-        .collect();
-    let rel = rels.iter().copied().fold(0.0, f64::max);
+    let (rel, widest) = widest_clause(ivs.iter());
     let ids: Vec<&str> = at_depth
         .iter()
         .map(|&i| set.models[i].id.as_str())
         .collect();
     let sub = format!(
-        "L = {depth}: {}; one line per matrix (per head for QK and Ṽ); bars: certified intervals",
+        "L = {depth}: {}; one line per matrix (per head for QK and Ṽ); bars: certified intervals; {widest}",
         ids.join(", ")
     );
     let caption = format!(
         "The (2,1), (1,1) and spectral norms of every proxy matrix of the models of the smallest depth (L = {depth}: {}) \
-         against the hidden dimension N, one line per matrix type, layer and head (the paper shows L = 2). Bars are the \
-         certified intervals (widest relative width {}). Log scale.",
+         against the hidden dimension N, one line per matrix type, layer and head, a marker per type (the paper shows L = 2). \
+         Bars are the certified intervals (widest relative width {}). Log scale.",
         ids.join(", "),
         approx(rel)
     );
     let caption =
-        caption + &clamp_note(panels.iter().map(|(_, c)| c.as_slice())).unwrap_or_default();
-    let size = (SIZE.0, 1400);
-    let svg = svg(size, TITLES[3], &sub, |a| {
-        let parts = a.split_evenly((3, 1));
-        for (part, (name, curves)) in parts.iter().zip(&panels) {
-            log_chart(
-                part,
-                Some(&format!("{name} of the proxy matrices, L = {depth}")),
-                "Hidden dimension N",
-                name,
-                curves,
-                &legend,
-                &[],
-                true,
-            )?;
-        }
-        Ok(())
-    });
-    figure(4, caption, svg)
+        caption + &clamp_note(panels.iter().map(|p| p.curves.as_slice())).unwrap_or_default();
+    figure(4, caption, render(TITLES[3], &sub, &panels))
 }
 
 /// Figure 5: `c(W, p) / c(W, 0)` against p for every matrix of the primary
-/// model, with the certified minimiser set marked.
+/// model, coloured by layer, a line style per matrix type, with the
+/// certified minimiser set marked.
 fn contribution_vs_p(set: &StudySet) -> Figure {
     let p = set.primary();
     let c = &p.cert;
     let m = c.parameters.grid_m;
+    let layers = c.model.layers;
+    let kinds: Vec<MatrixType> = TYPES
+        .iter()
+        .copied()
+        .filter(|k| c.matrices.iter().any(|w| w.kind == *k))
+        .collect();
+    // Entries: one per layer (its colour), one per type (its line style),
+    // the argmin marker.
+    let layer_marker = |l: usize| (layers > 12).then(|| SHAPES[(l / 12) % SHAPES.len()]);
+    let mut legend: Vec<Entry> = (0..layers)
+        .map(|l| Entry {
+            label: format!("layer {l}"),
+            line: Some((layer_colour(l), 2.0, None)),
+            marker: layer_marker(l).map(|s| (s, layer_colour(l))),
+        })
+        .collect();
+    legend.extend(
+        kinds
+            .iter()
+            .map(|k| Entry::line(type_label(*k), GREY, type_dash(*k))),
+    );
+    let argmin_entry = legend.len();
+    legend.push(Entry {
+        label: "certified argmin set".into(),
+        line: None,
+        marker: Some((Shape::Circle, BLACK)),
+    });
     let mut curves = Vec::new();
     let mut marks = Vec::new();
     let mut undefined = 0usize;
@@ -802,16 +1319,22 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         }
         for g in &w.p_opt_fraction {
             if let Some((_, r)) = pts.iter().find(|(x, _)| *x == g.approx()) {
-                marks.push((g.approx(), r.mid()));
+                marks.push((g.approx(), CertInterval::point(r.mid())));
             }
         }
+        let type_entry = layers + kinds.iter().position(|k| *k == w.kind).unwrap_or(0);
         curves.push(Curve {
-            colour: type_colour(w.kind),
-            opacity: if w.kind.per_head() { 0.35 } else { 0.9 },
+            style: Style {
+                colour: layer_colour(w.layer),
+                opacity: if w.kind.per_head() { 0.45 } else { 0.95 },
+                width: if w.kind.per_head() { 1.0 } else { 2.0 },
+                dash: type_dash(w.kind),
+                marker: layer_marker(w.layer),
+            },
             points: pts,
             show: Show::Band,
-            marker: None,
-            width: if w.kind.per_head() { 1 } else { 2 },
+            legend: vec![w.layer, type_entry],
+            attrs: format!(" data-layer=\"{}\"", w.layer),
         });
     }
     if curves.is_empty() {
@@ -821,29 +1344,35 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         );
         return figure(5, why.clone(), Err(why));
     }
-    let mut legend: Vec<Legend> = TYPES
-        .iter()
-        .filter(|k| c.matrices.iter().any(|w| w.kind == **k))
-        .map(|k| Legend::Line(type_label(*k).into(), type_colour(*k)))
-        .collect();
-    legend.push(Legend::Marker(
-        "certified argmin set".into(),
-        0,
-        RGBColor(0, 0, 0),
-    ));
-    let rel = widest_rel(ivs.iter());
+    let drawn = curves.len();
+    marks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.lo.total_cmp(&b.1.lo)));
+    marks.dedup_by(|a, b| a.0 == b.0 && a.1.lo == b.1.lo);
+    curves.push(Curve {
+        style: Style {
+            colour: BLACK,
+            opacity: 1.0,
+            width: 1.0,
+            dash: None,
+            marker: Some(Shape::Circle),
+        },
+        points: marks,
+        show: Show::Marks,
+        legend: vec![argmin_entry],
+        attrs: String::new(),
+    });
+    let (rel, widest) = widest_clause(ivs.iter());
     let sub = format!(
-        "{} (L = {}, N = {}, m = {m}); bands: certified intervals; circles: every grid point the certificate allows as the minimiser",
+        "{} (L = {}, N = {}, m = {m}); colour: layer, line style: matrix type; bands: certified intervals; \
+         circles: every grid point the certificate allows as the minimiser; {widest}",
         p.id, c.model.layers, c.model.hidden
     );
     let mut caption = format!(
-        "c(W, p)/c(W, 0) on the grid P_m = {{0, 1/{m}, ..., 2}} for every head and layer matrix of {} ({} matrices), \
-         as certified interval divisions (bands, widest relative width {}). Black circles mark the certified argmin \
-         set of each matrix: {unique} of {} minimisers are certified unique. Log scale.",
+        "c(W, p)/c(W, 0) on the grid P_m = {{0, 1/{m}, ..., 2}} for every head and layer matrix of {} ({drawn} matrices), \
+         one colour per layer and one line style per matrix type, as certified interval divisions (bands, widest relative \
+         width {}). Black circles mark the certified argmin set of each matrix: {unique} of {drawn} minimisers are \
+         certified unique. Log scale.",
         p.id,
-        curves.len(),
         approx(rel),
-        curves.len()
     );
     if undefined > 0 {
         caption.push_str(&format!(
@@ -851,17 +1380,94 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         ));
     }
     caption.push_str(&clamp_note([curves.as_slice()]).unwrap_or_default());
-    let svg = svg(SIZE, TITLES[4], &sub, |a| {
-        log_chart(
-            a,
-            None,
-            "Schatten index p",
-            "c(W, p) / c(W, 0)",
-            &curves,
-            &legend,
-            &marks,
-            false,
-        )
-    });
-    figure(5, caption, svg)
+    let panel = Panel {
+        caption: None,
+        x_desc: "Schatten index p".into(),
+        y_desc: "c(W, p) / c(W, 0)".into(),
+        curves,
+        legend,
+        x_ticks: XTicks::Nice,
+    };
+    figure(5, caption, render(TITLES[4], &sub, &[panel]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve(entry: usize, dash: Option<&'static str>) -> Curve {
+        let mut style = Style::line(Rgb(255, 165, 0), 2.0);
+        style.dash = dash;
+        Curve {
+            style,
+            points: vec![
+                (1.0, CertInterval::point(1.0)),
+                (2.0, CertInterval::point(3.0)),
+                (3.0, CertInterval::point(7.0)),
+            ],
+            show: Show::Bars,
+            legend: vec![entry],
+            attrs: String::new(),
+        }
+    }
+
+    #[test]
+    fn coinciding_curves_are_named_in_a_note() {
+        let panel = Panel {
+            caption: None,
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            curves: vec![curve(0, None), curve(1, Some("7 4"))],
+            legend: vec![
+                Entry::line("Ours, N = 32", Rgb(255, 165, 0), None),
+                Entry::line("Ours, N = 64", Rgb(255, 165, 0), Some("7 4")),
+            ],
+            x_ticks: XTicks::At(vec![1, 2, 3]),
+        };
+        let svg = render("t", "s", &[panel]).unwrap();
+        assert!(
+            svg.contains("Ours, N = 32 and Ours, N = 64 coincide within a pixel"),
+            "{svg}"
+        );
+        assert!(svg.contains("stroke-dasharray=\"7 4\""));
+        // Curves apart get no note.
+        let mut far = curve(1, Some("7 4"));
+        far.points[1].1 = CertInterval::point(4.0);
+        let panel = Panel {
+            caption: None,
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            curves: vec![curve(0, None), far],
+            legend: vec![
+                Entry::line("a", Rgb(1, 2, 3), None),
+                Entry::line("b", Rgb(1, 2, 3), Some("7 4")),
+            ],
+            x_ticks: XTicks::Nice,
+        };
+        assert!(!render("t", "s", &[panel])
+            .unwrap()
+            .contains("class=\"note\""));
+    }
+
+    #[test]
+    fn tick_labels_share_one_notation_per_axis() {
+        let t = |mant, exp| Tick { mant, exp };
+        assert_eq!(
+            tick_labels(&[t(5, -2), t(1, -1), t(15, -1)]),
+            ["0.05", "0.1", "1.5"]
+        );
+        assert_eq!(
+            tick_labels(&[t(1, 0), t(1, 3), t(1, 6)]),
+            ["1e0", "1e3", "1e6"]
+        );
+        assert_eq!(tick_labels(&[t(25, 2), t(1, 7)]), ["2.5e3", "1e7"]);
+        for (lo, hi) in [(0.9, 1.1), (1e-30, 1e10), (2.0, 30.0), (1.0, 1.0000001)] {
+            let ticks = log_ticks(lo, hi);
+            assert!(ticks.len() >= 2, "{lo}..{hi}: {ticks:?}");
+            assert!(
+                ticks.iter().all(|t| (lo..=hi).contains(&t.value())),
+                "{lo}..{hi}: {ticks:?}"
+            );
+        }
+    }
 }

@@ -49,8 +49,9 @@ fn write_safetensors(path: &Path, tensors: &[Tensor]) {
     std::fs::write(path, out).unwrap();
 }
 
-/// The bundled MiniLM's first `layers` layers, tensors byte-identical.
-fn minilm(bundle: &Path, dir: &Path, layers: usize) {
+/// The bundled MiniLM's first `layers` layers, tensors byte-identical
+/// (what `scripts/study-family` writes).
+pub fn minilm(bundle: &Path, dir: &Path, layers: usize) {
     let bytes = std::fs::read(bundle.join("model.safetensors")).unwrap();
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Map<String, serde_json::Value> =
