@@ -1168,17 +1168,20 @@ fn added_families_certify_as_the_bert_layout_they_are_equivalent_to() {
 /// Phi-3 (fused `qkv_proj` [Q | K | V] with grouped-query attention, fused
 /// `gate_up_proj` [gate; up]) and Gemma (LLaMA's tensors, its own keys and
 /// GELU default) certify as the LLaMA layout they are equivalent to.
+/// The certificate of the LLaMA re-emission of every layer (directory `name`).
+fn llama_reference(name: &str) -> Value {
+    let d = tmpdir(name);
+    let mut ts = Vec::new();
+    for l in 0..LAYERS {
+        ts.extend(llama_tensors(l, false));
+    }
+    write_st(&d, &ts, false, llama_config());
+    certify(&d)
+}
+
 #[test]
 fn phi3_and_gemma_certify_as_the_llama_layout() {
-    let reference = {
-        let d = tmpdir("llama-added");
-        let mut ts = Vec::new();
-        for l in 0..LAYERS {
-            ts.extend(llama_tensors(l, false));
-        }
-        write_st(&d, &ts, false, llama_config());
-        certify(&d)
-    };
+    let reference = llama_reference("llama-added");
     // Phi-3: the LLaMA tensors fused.
     let d = tmpdir("phi3");
     let mut ts = Vec::new();
@@ -1249,7 +1252,10 @@ fn one_dimensional_gains(dir: &Path, n: usize) {
     let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header = String::from_utf8(bytes[8..8 + len].to_vec()).unwrap();
     let from = format!("\"shape\":[1,{n}]");
-    let to = format!("\"shape\":[{n}]{}", " ".repeat(from.len() - n.to_string().len() - 10));
+    let to = format!(
+        "\"shape\":[{n}]{}",
+        " ".repeat(from.len() - n.to_string().len() - 10)
+    );
     assert_eq!(from.len(), to.len());
     let header = header.replace(&from, &to);
     bytes[8..8 + len].copy_from_slice(header.as_bytes());
@@ -1314,15 +1320,7 @@ const SPECTRAL_KEYS: [&str; 15] = [
 /// the tensor names alone.
 #[test]
 fn qk_norm_families_certify_the_llama_spectra_without_a_bound() {
-    let reference = {
-        let d = tmpdir("llama-qknorm");
-        let mut ts = Vec::new();
-        for l in 0..LAYERS {
-            ts.extend(llama_tensors(l, false));
-        }
-        write_st(&d, &ts, false, llama_config());
-        certify(&d)
-    };
+    let reference = llama_reference("llama-qknorm");
     let want: Vec<Value> = reference["matrices"]
         .as_array()
         .unwrap()
@@ -1364,14 +1362,21 @@ fn qk_norm_families_certify_the_llama_spectra_without_a_bound() {
         // The text summary says why, and names no bound.
         let out = run(&["certify", d.to_str().unwrap()]);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(text.contains("NO BOUND: QK-norm"), "{text}");
         assert!(!text.contains("B_ours"), "{text}");
         // inspect: with config.json, and from the tensor names alone.
         let j = ok_json(&run(&["inspect", d.to_str().unwrap(), "--json"]));
         assert_eq!(j["layout"], layout);
         assert!(
-            j["bound"].as_str().unwrap().starts_with("the paper's bound does not apply"),
+            j["bound"]
+                .as_str()
+                .unwrap()
+                .starts_with("the paper's bound does not apply"),
             "{}",
             j["bound"]
         );
@@ -1387,7 +1392,11 @@ fn qk_norm_families_certify_the_llama_spectra_without_a_bound() {
         assert_eq!(j["layout"], layout, "{mt} from tensor names");
     }
     // The same tensors without the norms are LLaMA's, with a bound.
-    let j = ok_json(&run(&["inspect", reference["model"]["path"].as_str().unwrap(), "--json"]));
+    let j = ok_json(&run(&[
+        "inspect",
+        reference["model"]["path"].as_str().unwrap(),
+        "--json",
+    ]));
     assert_eq!(j["layout"], "Llama");
 }
 
@@ -1414,7 +1423,11 @@ fn a_certificate_without_a_bound_verifies_diffs_reports_and_audits() {
         let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), err)
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            err,
+        )
     };
     let g = good.to_str().unwrap();
     let (rc, out, err) = code(&["verify", g]);
@@ -1427,7 +1440,12 @@ fn a_certificate_without_a_bound_verifies_diffs_reports_and_audits() {
     bad["spectra"][0]["singular_values"][0] = json!({"lo": 1e6, "hi": 1e6});
     bad["spectra"][0]["spectral_norm"] = json!({"lo": 1e6, "hi": 1e6});
     let p = write_value(&dir, "moved.json", &bad);
-    let (rc, _, err) = code(&["verify", p.to_str().unwrap(), "--model", d.to_str().unwrap()]);
+    let (rc, _, err) = code(&[
+        "verify",
+        p.to_str().unwrap(),
+        "--model",
+        d.to_str().unwrap(),
+    ]);
     assert_eq!(rc, Some(1), "{err}");
     // Another reason.
     let mut bad = c.clone();
@@ -1486,7 +1504,10 @@ fn a_certificate_without_a_bound_verifies_diffs_reports_and_audits() {
     ]);
     assert_eq!(rc, Some(0), "{out}{err}");
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("no bound"), "the page does not list the certificate without a bound");
+    assert!(
+        html.contains("no bound"),
+        "the page does not list the certificate without a bound"
+    );
     let (rc, _, err) = code(&["report", g, "--out", page.to_str().unwrap()]);
     assert_eq!(rc, Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

@@ -858,6 +858,18 @@ mod tests {
                     f.layout
                 );
             }
+            // Markers are per layer (layer 0 is looked up), and only a
+            // family without a bound needs them here (its tensors are
+            // another's; the table tries it first).
+            assert!(f.markers.iter().all(|m| m.contains("{l}")), "{}", f.layout);
+            if f.no_bound.is_some() {
+                assert!(!f.markers.is_empty(), "{}", f.layout);
+                let shared = FAMILIES.iter().position(|g| {
+                    g.no_bound.is_none() && g.anchor().name == f.anchor().name
+                });
+                let me = FAMILIES.iter().position(|g| g.layout == f.layout);
+                assert!(shared.is_none_or(|k| me < Some(k)), "{}", f.layout);
+            }
             assert!(!f.model_types.is_empty() || !f.gguf_architectures.is_empty());
             assert!(f.architectures.iter().all(|a| f.model_types.contains(a)));
             assert!(!f.config.heads.is_empty() || !f.gguf.heads.is_empty());

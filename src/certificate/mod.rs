@@ -129,7 +129,9 @@ use serde::{Deserialize, Serialize};
 pub use part::{
     Header, HeaderDifference, Part, ShardSpec, SpectrumEntry, MAX_SHARDS, PART_FORMAT, PART_VERSION,
 };
-pub use quantity::{matrix_quantities, spectrum_quantities, Quantity, QuantityFields, QuantityId, Subject};
+pub use quantity::{
+    matrix_quantities, spectrum_quantities, Quantity, QuantityFields, QuantityId, Subject,
+};
 pub use read::{CertificateError, MAX_BYTES, MAX_GRID_M, MAX_MATRICES};
 
 use crate::arch::{MatrixId, MatrixType};

@@ -195,21 +195,28 @@ impl QuantityId {
     }
 }
 
-/// The spectral quantities of one matrix (its entry's JSON path `at`), in
-/// a fixed order: norms, stable rank, rank, every singular value
-/// (structural zeros as `[0, 0]`).
-pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, CertInterval)> {
-    let s = Subject::Matrix(w.id());
-    let q = |quantity: Quantity, key: String, v: CertInterval| {
+/// A quantity of `subject` at key `key` of the entry at JSON path `at`.
+fn keyed(
+    subject: Subject,
+    at: &str,
+) -> impl Fn(Quantity, String, CertInterval) -> (QuantityId, CertInterval) + '_ {
+    move |quantity, key, v| {
         (
             QuantityId {
-                subject: s,
+                subject,
                 quantity,
                 path: format!("{at}.{key}"),
             },
             v,
         )
-    };
+    }
+}
+
+/// The spectral quantities of one matrix (its entry's JSON path `at`), in
+/// a fixed order: norms, stable rank, rank, every singular value
+/// (structural zeros as `[0, 0]`).
+pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, CertInterval)> {
+    let q = keyed(Subject::Matrix(w.id()), at);
     let mut v = vec![
         q(
             Quantity::SpectralNorm,
@@ -253,17 +260,7 @@ pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, Cert
 pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInterval)> {
     let at = format!("$.matrices[{i}]");
     let mut v = spectrum_quantities(&w.spectrum(), &at);
-    let s = Subject::Matrix(w.id());
-    let q = |quantity: Quantity, key: String, v: CertInterval| {
-        (
-            QuantityId {
-                subject: s,
-                quantity,
-                path: format!("{at}.{key}"),
-            },
-            v,
-        )
-    };
+    let q = keyed(Subject::Matrix(w.id()), at);
     v.push(q(Quantity::Alpha, "alpha".into(), w.alpha));
     v.push(q(Quantity::Gamma, "gamma".into(), w.gamma));
     v.push(q(Quantity::Scale, "scale".into(), w.scale));
@@ -313,9 +310,12 @@ impl Certificate {
                 ),
             ]
         });
-        let spectra = self.spectra.iter().flatten().enumerate().flat_map(|(i, w)| {
-            spectrum_quantities(w, &format!("$.spectra[{i}]"))
-        });
+        let spectra = self
+            .spectra
+            .iter()
+            .flatten()
+            .enumerate()
+            .flat_map(|(i, w)| spectrum_quantities(w, &format!("$.spectra[{i}]")));
         let bounds = self.bounds.iter().flat_map(|b| {
             [
                 (

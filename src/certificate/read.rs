@@ -380,7 +380,9 @@ fn validate_no_bound(c: &Certificate, ids: &[MatrixId]) -> Result<(), (String, S
         None => {
             return err(
                 "$.bound_absent".into(),
-                format!("missing: a certificate of version {VERSION_NO_BOUND} states why it has no bound"),
+                format!(
+                "missing: a certificate of version {VERSION_NO_BOUND} states why it has no bound"
+            ),
             )
         }
         Some(r) if r.trim().is_empty() || r.chars().any(char::is_control) || r.len() > 4096 => {

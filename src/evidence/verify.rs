@@ -149,6 +149,20 @@ struct SpectrumView<'a> {
     stable_rank: Option<CertInterval>,
 }
 
+impl<'a> SpectrumView<'a> {
+    /// The stated spectral keys of a part's or spectra's entry.
+    fn of(w: &'a crate::certificate::SpectrumEntry) -> Self {
+        SpectrumView {
+            singular_values: &w.singular_values,
+            spectral_norm: w.spectral_norm,
+            nuclear_norm: w.nuclear_norm,
+            frobenius_norm: w.frobenius_norm,
+            rank: w.rank,
+            stable_rank: w.stable_rank,
+        }
+    }
+}
+
 /// The per-matrix re-derivation: sigma_1, the nuclear norm, the Frobenius
 /// norm (intersects), the rank and the stable rank from the stated singular
 /// values and norms.
@@ -224,18 +238,7 @@ pub fn verify_part(p: &crate::certificate::Part) -> Verdict {
         v: Verdict::default(),
     };
     for (i, w) in p.matrices.iter().enumerate() {
-        check_spectrum(
-            &mut ck,
-            &format!("$.matrices[{i}]"),
-            &SpectrumView {
-                singular_values: &w.singular_values,
-                spectral_norm: w.spectral_norm,
-                nuclear_norm: w.nuclear_norm,
-                frobenius_norm: w.frobenius_norm,
-                rank: w.rank,
-                stable_rank: w.stable_rank,
-            },
-        );
+        check_spectrum(&mut ck, &format!("$.matrices[{i}]"), &SpectrumView::of(w));
         if ck.v.failure.is_some() {
             break;
         }
@@ -500,18 +503,7 @@ fn verify_no_bound(
     }
     ck.v.checks += 1;
     for (i, w) in spectra.iter().enumerate() {
-        check_spectrum(
-            ck,
-            &format!("$.spectra[{i}]"),
-            &SpectrumView {
-                singular_values: &w.singular_values,
-                spectral_norm: w.spectral_norm,
-                nuclear_norm: w.nuclear_norm,
-                frobenius_norm: w.frobenius_norm,
-                rank: w.rank,
-                stable_rank: w.stable_rank,
-            },
-        );
+        check_spectrum(ck, &format!("$.spectra[{i}]"), &SpectrumView::of(w));
         if ck.v.failure.is_some() {
             return;
         }
@@ -1098,7 +1090,11 @@ pub fn verify_with_model_options(
             "$.model.architecture: the model is read as '{}', for which the paper's reasoning \
              gives {}, but the certificate states {}",
             crate::io::escape(&a.family),
-            if a.spec.no_bound.is_some() { "no bound" } else { "a bound" },
+            if a.spec.no_bound.is_some() {
+                "no bound"
+            } else {
+                "a bound"
+            },
             if c.bounds.is_some() { "one" } else { "none" }
         ));
         return Ok(v);

@@ -48,7 +48,10 @@ impl StudySet {
         let mut inconclusive = inconclusive;
         inconclusive.extend(unbound.into_iter().map(|m| {
             let why = m.cert.bound_absent.clone().unwrap_or_default();
-            (m.id, format!("no bound (the certificate states spectra only): {why}"))
+            (
+                m.id,
+                format!("no bound (the certificate states spectra only): {why}"),
+            )
         }));
         if models.is_empty() {
             return Err(match inconclusive.first() {
