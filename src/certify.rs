@@ -678,9 +678,12 @@ pub struct MeasuresRun {
 }
 
 impl MeasuresRun {
-    /// Adds the raw weights, the measures and the initialisation to `cert`.
+    /// Adds the raw weights, the measures and the initialisation to `cert`
+    /// (a certificate without a bound keeps its version, which allows them).
     pub fn attach(self, cert: &mut Certificate) {
-        cert.version = crate::certificate::VERSION_MEASURES;
+        if cert.version != crate::certificate::VERSION_NO_BOUND {
+            cert.version = crate::certificate::VERSION_MEASURES;
+        }
         cert.raw_weights = Some(self.raw_weights);
         cert.measures = Some(self.measures);
         cert.init_model = self.init_model;
@@ -1109,6 +1112,12 @@ pub fn run_header(
 /// enclosures as inputs (`bounds::evaluate`, `proofs/proxy-formulas.md`,
 /// L18); inconclusive when a proxy overflows f64, or when `spectra` is not
 /// one entry per matrix of the model (in any order).
+///
+/// For a family whose block the paper's reasoning does not cover
+/// ([`crate::arch::families::bound_absent_reason`] of the model's
+/// architecture), no proxy and no bound is computed: the certificate
+/// ([`crate::certificate::VERSION_NO_BOUND`]) states the given spectra, in
+/// certificate order, and the family's reason.
 pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificate, Inconclusive> {
     let md = &header.model;
     let mut order: Vec<&SpectrumEntry> = spectra.iter().collect();
@@ -1120,6 +1129,24 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
             spectra.len(),
             expected.len()
         )));
+    }
+    if let Some(reason) = crate::arch::families::bound_absent_reason(&md.architecture) {
+        return Ok(Certificate {
+            format: FORMAT.into(),
+            version: crate::certificate::VERSION_NO_BOUND,
+            tool: header.tool.clone(),
+            model: header.model.clone(),
+            parameters: header.parameters.clone(),
+            matrices: Vec::new(),
+            layers: Vec::new(),
+            bounds: None,
+            bound_absent: Some(reason.to_string()),
+            spectra: Some(order.into_iter().cloned().collect()),
+            extensions: header.extensions.clone(),
+            init_model: None,
+            raw_weights: None,
+            measures: None,
+        });
     }
     let p = &header.parameters;
     let l_phi = crate::spectral::positive_decimal_interval(&p.l_phi)
@@ -1230,10 +1257,12 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
         parameters: header.parameters.clone(),
         matrices,
         layers,
-        bounds: BoundsEntry {
+        bounds: Some(BoundsEntry {
             ours: iv(proxies.ours, &"B_ours")?,
             edelman: iv(proxies.edelman, &"B_Edel")?,
-        },
+        }),
+        bound_absent: None,
+        spectra: None,
         extensions: header.extensions.clone(),
         init_model: None,
         raw_weights: None,

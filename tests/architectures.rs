@@ -759,6 +759,15 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
             .map(|e| e.as_str().unwrap().to_string())
             .collect();
         assert_eq!(ext, a.extensions("1.13"), "{}", spec.layout);
+        if spec.no_bound.is_some() {
+            // No bound, so nothing to extend: the reason says why.
+            assert!(ext.is_empty(), "{}: {ext:?}", spec.layout);
+            assert!(j["bound"]
+                .as_str()
+                .unwrap()
+                .contains(spec.no_bound.unwrap()));
+            continue;
+        }
         assert_eq!(
             ext.iter().any(|e| e.contains("[W_gate, W_up]")),
             spec.gated(),
@@ -1159,17 +1168,20 @@ fn added_families_certify_as_the_bert_layout_they_are_equivalent_to() {
 /// Phi-3 (fused `qkv_proj` [Q | K | V] with grouped-query attention, fused
 /// `gate_up_proj` [gate; up]) and Gemma (LLaMA's tensors, its own keys and
 /// GELU default) certify as the LLaMA layout they are equivalent to.
+/// The certificate of the LLaMA re-emission of every layer (directory `name`).
+fn llama_reference(name: &str) -> Value {
+    let d = tmpdir(name);
+    let mut ts = Vec::new();
+    for l in 0..LAYERS {
+        ts.extend(llama_tensors(l, false));
+    }
+    write_st(&d, &ts, false, llama_config());
+    certify(&d)
+}
+
 #[test]
 fn phi3_and_gemma_certify_as_the_llama_layout() {
-    let reference = {
-        let d = tmpdir("llama-added");
-        let mut ts = Vec::new();
-        for l in 0..LAYERS {
-            ts.extend(llama_tensors(l, false));
-        }
-        write_st(&d, &ts, false, llama_config());
-        certify(&d)
-    };
+    let reference = llama_reference("llama-added");
     // Phi-3: the LLaMA tensors fused.
     let d = tmpdir("phi3");
     let mut ts = Vec::new();
@@ -1229,4 +1241,282 @@ fn phi3_and_gemma_certify_as_the_llama_layout() {
             .iter()
             .all(|e| !e.as_str().unwrap().starts_with("L_phi")));
     }
+}
+
+/// Rewrites the shapes `[1, n]` of the safetensors file in `dir` as `[n]`
+/// (padded with spaces, so the header keeps its length): the 1-D gains of
+/// an RMSNorm as transformers stores them.
+fn one_dimensional_gains(dir: &Path, n: usize) {
+    let f = dir.join("model.safetensors");
+    let mut bytes = std::fs::read(&f).unwrap();
+    let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header = String::from_utf8(bytes[8..8 + len].to_vec()).unwrap();
+    let from = format!("\"shape\":[1,{n}]");
+    let to = format!(
+        "\"shape\":[{n}]{}",
+        " ".repeat(from.len() - n.to_string().len() - 10)
+    );
+    assert_eq!(from.len(), to.len());
+    let header = header.replace(&from, &to);
+    bytes[8..8 + len].copy_from_slice(header.as_bytes());
+    std::fs::write(&f, bytes).unwrap();
+}
+
+/// A LLaMA checkpoint with QK-norm (Qwen3's and Gemma 3's names: per-head
+/// `q_norm`/`k_norm` gains, and Gemma 3's `pre_feedforward_layernorm`)
+/// under `model_type` `mt`.
+fn qk_norm_model(name: &str, mt: &str, gemma: bool) -> PathBuf {
+    let d = tmpdir(name);
+    let gain = |n: usize| DenseMatrix {
+        rows: 1,
+        cols: n,
+        data: (0..n).map(|i| 1.0 + i as f64 / 64.0).collect(),
+    };
+    let mut ts = Vec::new();
+    for l in 0..LAYERS {
+        ts.extend(llama_tensors(l, false));
+        let p = format!("model.layers.{l}.");
+        ts.push((format!("{p}self_attn.q_norm.weight"), gain(DH)));
+        ts.push((format!("{p}self_attn.k_norm.weight"), gain(DH)));
+        if gemma {
+            ts.push((format!("{p}pre_feedforward_layernorm.weight"), gain(N)));
+        }
+    }
+    let mut cfg = llama_config();
+    cfg["model_type"] = json!(mt);
+    if gemma {
+        cfg["query_pre_attn_scalar"] = json!(DH);
+    }
+    write_st(&d, &ts, false, cfg);
+    one_dimensional_gains(&d, DH);
+    one_dimensional_gains(&d, N);
+    d
+}
+
+/// The fifteen spectral keys of a certificate's matrix entry.
+const SPECTRAL_KEYS: [&str; 15] = [
+    "layer",
+    "head",
+    "type",
+    "rows",
+    "cols",
+    "spectral_norm",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+    "rank",
+    "singular_values",
+    "structural_zeros",
+    "method",
+];
+
+/// Qwen3, OLMo 2 and Gemma 3 (QK-norm) are LLaMA's tensors beside the
+/// norms' gains: the certificate (version 3) states exactly the LLaMA
+/// certificate's spectra of every proxy matrix, the family's reason, and
+/// no bound, no proxy and no extension; it matches the published schema,
+/// and `inspect` says the bound does not apply, with config.json and from
+/// the tensor names alone.
+#[test]
+fn qk_norm_families_certify_the_llama_spectra_without_a_bound() {
+    let reference = llama_reference("llama-qknorm");
+    let want: Vec<Value> = reference["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let o = m.as_object().unwrap();
+            Value::Object(
+                SPECTRAL_KEYS
+                    .iter()
+                    .map(|k| (k.to_string(), o[*k].clone()))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(want.len(), LAYERS * (2 * 12 + 2));
+    let schema: Value = serde_json::from_slice(
+        &std::fs::read(root().join("docs/certificate.schema.json")).unwrap(),
+    )
+    .unwrap();
+    for (mt, gemma, layout) in [
+        ("qwen3", false, "Qwen3"),
+        ("olmo2", false, "Qwen3"),
+        ("gemma3_text", true, "Gemma3"),
+    ] {
+        let d = qk_norm_model(mt, mt, gemma);
+        let c = certify(&d);
+        assert_eq!(c["model"]["architecture"], mt);
+        assert_eq!(c["version"], 3, "{mt}");
+        assert!(c.get("bounds").is_none(), "{mt}: a bound was computed");
+        assert_eq!(
+            c["bound_absent"].as_str(),
+            Some(specbound::arch::families::QK_NORM)
+        );
+        assert_eq!(c["matrices"], json!([]));
+        assert_eq!(c["layers"], json!([]));
+        assert_eq!(c["extensions"], json!([]));
+        assert_eq!(c["spectra"].as_array().unwrap(), &want, "{mt}");
+        common::schema::validate(&schema, &c).unwrap();
+        // The text summary says why, and names no bound.
+        let out = run(&["certify", d.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("NO BOUND: QK-norm"), "{text}");
+        assert!(!text.contains("B_ours"), "{text}");
+        // inspect: with config.json, and from the tensor names alone.
+        let j = ok_json(&run(&["inspect", d.to_str().unwrap(), "--json"]));
+        assert_eq!(j["layout"], layout);
+        assert!(
+            j["bound"]
+                .as_str()
+                .unwrap()
+                .starts_with("the paper's bound does not apply"),
+            "{}",
+            j["bound"]
+        );
+        std::fs::remove_file(d.join("config.json")).unwrap();
+        let st = d.join("model.safetensors");
+        let j = ok_json(&run(&[
+            "inspect",
+            st.to_str().unwrap(),
+            "--heads",
+            "12",
+            "--json",
+        ]));
+        assert_eq!(j["layout"], layout, "{mt} from tensor names");
+    }
+    // The same tensors without the norms are LLaMA's, with a bound.
+    let j = ok_json(&run(&[
+        "inspect",
+        reference["model"]["path"].as_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(j["layout"], "Llama");
+}
+
+fn write_value(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    p
+}
+
+/// A certificate without a bound through every command that reads one,
+/// with the real binary: `verify` re-derives it (alone and against the
+/// weights) and refuses a bound stated for a family without one, a bound
+/// left out for a family with one, another reason, and the new keys in a
+/// version-1 certificate; `diff` compares its spectra; `report` lists it as
+/// having no bound beside a certificate with one, and refuses it alone in
+/// one line; `audit` refuses a bound claim about it in one line.
+#[test]
+fn a_certificate_without_a_bound_verifies_diffs_reports_and_audits() {
+    let d = qk_norm_model("qwen3-commands", "qwen3", false);
+    let dir = tmpdir("qwen3-commands-out");
+    let c = certify(&d);
+    let good = write_value(&dir, "qwen3.json", &c);
+    let code = |args: &[&str]| {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            err,
+        )
+    };
+    let g = good.to_str().unwrap();
+    let (rc, out, err) = code(&["verify", g]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    let (rc, out, err) = code(&["verify", g, "--model", d.to_str().unwrap()]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert!(out.contains("hashes and weights"), "{out}");
+    // Tampered: a singular value moved away from the weights' value.
+    let mut bad = c.clone();
+    bad["spectra"][0]["singular_values"][0] = json!({"lo": 1e6, "hi": 1e6});
+    bad["spectra"][0]["spectral_norm"] = json!({"lo": 1e6, "hi": 1e6});
+    let p = write_value(&dir, "moved.json", &bad);
+    let (rc, _, err) = code(&[
+        "verify",
+        p.to_str().unwrap(),
+        "--model",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, Some(1), "{err}");
+    // Another reason.
+    let mut bad = c.clone();
+    bad["bound_absent"] = json!("no reason");
+    let p = write_value(&dir, "reason.json", &bad);
+    let (rc, out, err) = code(&["verify", p.to_str().unwrap()]);
+    assert_eq!(rc, Some(1), "{out}{err}");
+    assert!(err.contains("bound_absent"), "{err}");
+    // No reason at all, or a bound beside it: refused when read (exit 2).
+    for (what, edit) in [
+        ("no reason", json!({"bound_absent": null})),
+        (
+            "bounds",
+            json!({"bounds": {"ours": {"lo": 1.0, "hi": 2.0}, "edelman": {"lo": 1.0, "hi": 2.0}}}),
+        ),
+        ("version 1", json!({"version": 1})),
+    ] {
+        let mut bad = c.clone();
+        for (k, v) in edit.as_object().unwrap() {
+            if v.is_null() {
+                bad.as_object_mut().unwrap().remove(k);
+            } else {
+                bad[k] = v.clone();
+            }
+        }
+        let p = write_value(&dir, "edited.json", &bad);
+        let (rc, _, err) = code(&["verify", p.to_str().unwrap()]);
+        assert_eq!(rc, Some(2), "{what}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+    }
+    // A family with a bound whose certificate states none, and the converse.
+    let bert = certify(&root().join("data/all-MiniLM-L6-v2"));
+    let mut bad = c.clone();
+    bad["model"]["architecture"] = json!("llama");
+    let p = write_value(&dir, "llama-unbound.json", &bad);
+    let (rc, _, err) = code(&["verify", p.to_str().unwrap()]);
+    assert_eq!(rc, Some(1), "{err}");
+    let mut bad = bert.clone();
+    bad["model"]["architecture"] = json!("qwen3");
+    let p = write_value(&dir, "qwen3-bound.json", &bad);
+    let (rc, _, err) = code(&["verify", p.to_str().unwrap()]);
+    assert_eq!(rc, Some(1), "{err}");
+    assert!(err.contains("$.bounds"), "{err}");
+    // diff: equal to itself; a moved spectrum is a change.
+    let (rc, out, err) = code(&["diff", g, g]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    // report: beside a certificate with a bound, listed with its reason.
+    let b = write_value(&dir, "bert.json", &bert);
+    let page = dir.join("page.html");
+    let (rc, out, err) = code(&[
+        "report",
+        g,
+        b.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("no bound"),
+        "the page does not list the certificate without a bound"
+    );
+    let (rc, _, err) = code(&["report", g, "--out", page.to_str().unwrap()]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("no bound"), "{err}");
+    // audit: a claim of a bound about the model is refused with the reason.
+    let claims = dir.join("claims.csv");
+    std::fs::write(&claims, "model_id,bound,value\nqwen3,ours,1.0\n").unwrap();
+    let (rc, _, err) = code(&["audit", d.to_str().unwrap(), claims.to_str().unwrap()]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("QK-norm"), "{err}");
 }

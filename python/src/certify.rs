@@ -227,16 +227,18 @@ impl Certificate {
         self.cert.is_some()
     }
 
-    /// The bounds B_ours and B_Edel (``None`` when inconclusive).
+    /// The bounds B_ours and B_Edel (``None`` when inconclusive, or when
+    /// the model's family has no bound: see the certificate's ``bound_absent``).
     ///
     /// >>> import specbound
     /// >>> 0 < specbound.certify().bounds.edelman.lo
     /// True
     #[getter]
     fn bounds(&self) -> Option<Bounds> {
-        self.cert.as_ref().map(|c| Bounds {
-            ours: Interval::of_cert(&c.bounds.ours),
-            edelman: Interval::of_cert(&c.bounds.edelman),
+        let b = self.cert.as_ref()?.bounds.as_ref()?;
+        Some(Bounds {
+            ours: Interval::of_cert(&b.ours),
+            edelman: Interval::of_cert(&b.edelman),
         })
     }
 

@@ -335,9 +335,15 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
             ),
         ));
     }
-    // Neither config.json nor GGUF metadata: the tensor names decide.
+    // Neither config.json nor GGUF metadata: the tensor names decide (a
+    // family with markers only when its markers are there too).
     for spec in FAMILIES {
-        if let Some(prefix) = find_prefix(ck, spec) {
+        let marked = |p: &String| {
+            spec.markers
+                .iter()
+                .all(|m| ck.contains(&format!("{p}{}", m.replace("{l}", "0"))))
+        };
+        if let Some(prefix) = find_prefix(ck, spec).filter(marked) {
             return Ok(Recognised {
                 spec,
                 family: spec.family.to_string(),

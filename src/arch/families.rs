@@ -146,6 +146,16 @@ pub struct FamilySpec {
     /// sentence each, for the certificate's `extensions` (parallel residual,
     /// a logit scale other than the paper's, position biases).
     pub notes: &'static [&'static str],
+    /// Why the paper's reasoning gives no bound for this family, when it
+    /// gives none (QK-norm): `certify` then states the certified spectra and
+    /// norms of every proxy matrix and this reason, and computes no proxy
+    /// and no bound (`docs/architectures.md`).
+    pub no_bound: Option<&'static str>,
+    /// Tensors (after the prefix, `{l}` the layer) whose presence in layer
+    /// 0 is needed to recognise the family from tensor names alone: a
+    /// family whose other tensors are another's (Qwen3's `q_norm` beside
+    /// LLaMA's projections) is recognised by them, and tried first.
+    pub markers: &'static [&'static str],
 }
 
 use Orientation::{InOut, OutIn};
@@ -188,6 +198,21 @@ const GEMMA2_LOGITS: &str = "Gemma 2 scales the logits by query_pre_attn_scalar^
 of head_dim^(-1/2) and soft-caps them as c tanh(x / c); QK is taken as Q_h^T K_h without any \
 scale, as the paper's proxy drops 1/sqrt(d_h), and the cap (a 1-Lipschitz map) is outside the \
 paper's model: the bounds of this model are an extension of the paper";
+
+/// QK-norm (Qwen3, Gemma 3): why the paper's reasoning gives no bound.
+pub const QK_NORM: &str = "QK-norm: q_norm and k_norm (an RMSNorm with learned gains over each \
+head's query and key in Qwen3 and Gemma 3, over the whole query and key in OLMo 2) sit between W_Q, W_K and the attention logit, which is \
+RMSNorm(x_i Q_h^T) RMSNorm(x_j K_h^T)^T (per head): a function of x_i and x_j that is not the bilinear form \
+x_i Q_h^T K_h x_j^T, so Q_h^T K_h is not the score matrix and the paper's Lipschitz accounting \
+of attention through ||QK||_2 (its factor 1 + 4 ||QK||_2, the sensitivity gamma and the \
+contributions of QK) does not hold for this block; no proxy and no bound is computed, and the \
+certificate states the certified spectra and norms of every proxy matrix";
+
+/// The QK-norm tensors of a LLaMA-style layer.
+const QK_NORM_MARKERS: &[&str] = &[
+    "layers.{l}.self_attn.q_norm.weight",
+    "layers.{l}.self_attn.k_norm.weight",
+];
 
 /// The standard Hugging Face keys (BERT, ViT, LLaMA and their kin).
 const HF: FactKeys = FactKeys {
@@ -265,6 +290,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu"),
         rotary: false,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Vit",
@@ -305,6 +332,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu"),
         rotary: false,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "DistilBert",
@@ -349,6 +378,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu"),
         rotary: false,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Gpt2",
@@ -375,6 +406,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu_new"),
         rotary: false,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Mpnet",
@@ -403,6 +436,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu"),
         rotary: false,
         notes: &[POSITION_BIAS],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "GptNeoX",
@@ -421,6 +456,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu"),
         rotary: true,
         notes: &[PARALLEL],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Bloom",
@@ -448,6 +485,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu_pytorch_tanh"),
         rotary: false,
         notes: &[POSITION_BIAS],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "GptJ",
@@ -476,6 +515,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu_new"),
         rotary: true,
         notes: &[PARALLEL],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Opt",
@@ -512,6 +553,42 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("relu"),
         rotary: false,
         notes: &[],
+        no_bound: None,
+        markers: &[],
+    },
+    FamilySpec {
+        layout: "Gemma3",
+        family: "gemma3_text",
+        model_types: &["gemma3_text"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: GEMMA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: true,
+        notes: &[],
+        no_bound: Some(QK_NORM),
+        markers: &[
+            "layers.{l}.self_attn.q_norm.weight",
+            "layers.{l}.self_attn.k_norm.weight",
+            "layers.{l}.pre_feedforward_layernorm.weight",
+        ],
+    },
+    FamilySpec {
+        layout: "Qwen3",
+        family: "qwen3",
+        model_types: &["qwen3", "olmo2"],
+        architectures: &["qwen3"],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: HF_GQA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("silu"),
+        rotary: true,
+        notes: &[],
+        no_bound: Some(QK_NORM),
+        markers: QK_NORM_MARKERS,
     },
     FamilySpec {
         layout: "Llama",
@@ -525,6 +602,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("silu"),
         rotary: true,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Phi3",
@@ -551,6 +630,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("silu"),
         rotary: true,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Gemma2",
@@ -564,6 +645,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu_pytorch_tanh"),
         rotary: true,
         notes: &[GEMMA2_LOGITS],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Gemma",
@@ -577,6 +660,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("gelu_pytorch_tanh"),
         rotary: true,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
     FamilySpec {
         layout: "Gguf",
@@ -608,6 +693,8 @@ pub const FAMILIES: &[FamilySpec] = &[
         default_activation: Some("silu"),
         rotary: true,
         notes: &[],
+        no_bound: None,
+        markers: &[],
     },
 ];
 
@@ -621,6 +708,21 @@ pub const GELU_VARIANTS: &[&str] = &[
     "gelu_accurate",
     "gelu_python",
 ];
+
+/// Why the paper's reasoning gives no bound for the model of
+/// `architecture` (a certificate's `model.architecture`: a `model_type`, a
+/// GGUF architecture or a family name of the table), or `None` when it
+/// gives one ([`FamilySpec::no_bound`]).
+pub fn bound_absent_reason(architecture: &str) -> Option<&'static str> {
+    FAMILIES
+        .iter()
+        .find(|f| {
+            f.model_types.contains(&architecture)
+                || f.gguf_architectures.contains(&architecture)
+                || f.family == architecture
+        })
+        .and_then(|f| f.no_bound)
+}
 
 impl FamilySpec {
     /// The tensor that holds the query (names the layout in detection).
@@ -755,6 +857,18 @@ mod tests {
                     "{}",
                     f.layout
                 );
+            }
+            // Markers are per layer (layer 0 is looked up), and only a
+            // family without a bound needs them here (its tensors are
+            // another's; the table tries it first).
+            assert!(f.markers.iter().all(|m| m.contains("{l}")), "{}", f.layout);
+            if f.no_bound.is_some() {
+                assert!(!f.markers.is_empty(), "{}", f.layout);
+                let shared = FAMILIES.iter().position(|g| {
+                    g.no_bound.is_none() && g.anchor().name == f.anchor().name
+                });
+                let me = FAMILIES.iter().position(|g| g.layout == f.layout);
+                assert!(shared.is_none_or(|k| me < Some(k)), "{}", f.layout);
             }
             assert!(!f.model_types.is_empty() || !f.gguf_architectures.is_empty());
             assert!(f.architectures.iter().all(|a| f.model_types.contains(a)));

@@ -118,8 +118,15 @@ impl Architecture {
     ///   ([`families::GELU_VARIANTS`]), or is unknown (no config.json or
     ///   GGUF metadata said it). A user who passes another `--l-phi` has
     ///   chosen the constant, and no note is made.
+    ///
+    /// A family for which the paper's reasoning gives no bound
+    /// ([`FamilySpec::no_bound`]) has none: there is no bound to extend,
+    /// and its reason says why.
     pub fn extensions(&self, l_phi_text: &str) -> Vec<String> {
         let mut out = Vec::new();
+        if self.spec.no_bound.is_some() {
+            return out;
+        }
         if self.gated() {
             out.push(format!(
                 "gated (GLU: SwiGLU, GeGLU) feed-forward is outside the paper's theorem: M_in is taken as \
@@ -168,9 +175,12 @@ impl Architecture {
     /// How the paper's bound applies to this model, one line for `inspect`
     /// (`docs/architectures.md`): exactly, when [`Architecture::extensions`]
     /// is empty at `l_phi_text`; otherwise as an extension, for the reasons
-    /// listed there. Families for which the paper's reasoning gives no bound
-    /// are not in the table (detection refuses them).
+    /// listed there; not at all for a family whose [`FamilySpec::no_bound`]
+    /// says why.
     pub fn bound_applies(&self, l_phi_text: &str) -> String {
+        if let Some(reason) = self.spec.no_bound {
+            return format!("the paper's bound does not apply, and none is computed: {reason}");
+        }
         match self.extensions(l_phi_text).len() {
             0 => "the paper's bound applies exactly (the paper's block and proxies)".to_string(),
             n => format!(

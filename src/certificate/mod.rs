@@ -129,7 +129,9 @@ use serde::{Deserialize, Serialize};
 pub use part::{
     Header, HeaderDifference, Part, ShardSpec, SpectrumEntry, MAX_SHARDS, PART_FORMAT, PART_VERSION,
 };
-pub use quantity::{matrix_quantities, Quantity, QuantityFields, QuantityId, Subject};
+pub use quantity::{
+    matrix_quantities, spectrum_quantities, Quantity, QuantityFields, QuantityId, Subject,
+};
 pub use read::{CertificateError, MAX_BYTES, MAX_GRID_M, MAX_MATRICES};
 
 use crate::arch::{MatrixId, MatrixType};
@@ -145,6 +147,15 @@ pub const VERSION: u32 = 1;
 /// (`docs/measures.md`). A certificate without measures is still written as
 /// version 1, and version-1 certificates are read and verified unchanged.
 pub const VERSION_MEASURES: u32 = 2;
+/// Certificate format version of a certificate **without a bound**: the
+/// family's block is outside the paper's reasoning (QK-norm, ...), so the
+/// certificate states the certified spectra and norms of every proxy matrix
+/// in `spectra`, the reason in `bound_absent`, and no `bounds` (its
+/// `matrices` and `layers`, which hold the bound's proxies, are empty). The
+/// measures section may accompany it. Certificates of versions 1 and 2 are
+/// read and verified unchanged (`docs/certificate.md`, "Certificates
+/// without a bound").
+pub const VERSION_NO_BOUND: u32 = 3;
 
 /// A closed interval `[lo, hi]` as a certificate states it (finite ends,
 /// `lo <= hi` once validated). Written as the shortest decimals that parse
@@ -486,8 +497,24 @@ pub struct Certificate {
     /// One entry per layer.
     #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_LAYERS }>")]
     pub layers: Vec<LayerEntry>,
-    /// The bounds.
-    pub bounds: BoundsEntry,
+    /// The bounds; absent exactly in a certificate without a bound
+    /// ([`VERSION_NO_BOUND`]), which says why in [`Certificate::bound_absent`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<BoundsEntry>,
+    /// Why the paper's reasoning gives no bound for this model (its
+    /// family's reason, `docs/architectures.md`); present exactly when
+    /// `bounds` is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_absent: Option<String>,
+    /// The certified spectral quantities of every proxy matrix, in
+    /// [`MatrixId`] order, in a certificate without a bound (whose
+    /// `matrices` are empty); absent otherwise.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read::opt_vec_max::<_, _, { read::MAX_MATRICES }>"
+    )]
+    pub spectra: Option<Vec<SpectrumEntry>>,
     /// Where the proxies go beyond the paper's setting.
     #[serde(deserialize_with = "read::vec_max::<_, _, 64>")]
     pub extensions: Vec<String>,

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::{CertInterval, Certificate, GridPoint, MatrixEntry};
+use super::{CertInterval, Certificate, GridPoint, MatrixEntry, SpectrumEntry};
 use crate::arch::MatrixId;
 
 /// What a quantity belongs to.
@@ -195,22 +195,28 @@ impl QuantityId {
     }
 }
 
-/// The quantities of one matrix entry (at position `i` of the certificate),
-/// in a fixed order: norms, stable rank, rank, every singular value
-/// (structural zeros as `[0, 0]`), then the proxies.
-pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInterval)> {
-    let at = format!("$.matrices[{i}]");
-    let s = Subject::Matrix(w.id());
-    let q = |quantity: Quantity, key: String, v: CertInterval| {
+/// A quantity of `subject` at key `key` of the entry at JSON path `at`.
+fn keyed(
+    subject: Subject,
+    at: &str,
+) -> impl Fn(Quantity, String, CertInterval) -> (QuantityId, CertInterval) + '_ {
+    move |quantity, key, v| {
         (
             QuantityId {
-                subject: s,
+                subject,
                 quantity,
                 path: format!("{at}.{key}"),
             },
             v,
         )
-    };
+    }
+}
+
+/// The spectral quantities of one matrix (its entry's JSON path `at`), in
+/// a fixed order: norms, stable rank, rank, every singular value
+/// (structural zeros as `[0, 0]`).
+pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, CertInterval)> {
+    let q = keyed(Subject::Matrix(w.id()), at);
     let mut v = vec![
         q(
             Quantity::SpectralNorm,
@@ -238,15 +244,23 @@ pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInte
         },
     ));
     let nz = w.singular_values.len();
-    for j in 0..w.min_dim() {
-        let key = if j < nz {
-            format!("singular_values[{j}]")
+    for j in 0..w.rows.min(w.cols) {
+        let (key, x) = if j < nz {
+            (format!("singular_values[{j}]"), w.singular_values[j])
         } else {
-            "structural_zeros".to_string()
+            ("structural_zeros".to_string(), CertInterval::point(0.0))
         };
-        let x = w.singular_value(j).expect("j < min(rows, cols)");
         v.push(q(Quantity::SingularValue(j), key, x));
     }
+    v
+}
+
+/// The quantities of one matrix entry (at position `i` of the certificate),
+/// in a fixed order: its [`spectrum_quantities`], then the proxies.
+pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInterval)> {
+    let at = format!("$.matrices[{i}]");
+    let mut v = spectrum_quantities(&w.spectrum(), &at);
+    let q = keyed(Subject::Matrix(w.id()), at);
     v.push(q(Quantity::Alpha, "alpha".into(), w.alpha));
     v.push(q(Quantity::Gamma, "gamma".into(), w.gamma));
     v.push(q(Quantity::Scale, "scale".into(), w.scale));
@@ -267,8 +281,9 @@ pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInte
 
 impl Certificate {
     /// Every certified quantity with its interval, each exactly once: the
-    /// matrices in order ([`matrix_quantities`]), then `alpha` and `xi` of
-    /// every layer, then the two bounds. Ranks appear as integer intervals.
+    /// matrices in order ([`matrix_quantities`]), the spectra of a
+    /// certificate without a bound ([`spectrum_quantities`]), then `alpha`
+    /// and `xi` of every layer, then the two bounds when stated. Ranks appear as integer intervals.
     pub fn quantities(&self) -> impl Iterator<Item = (QuantityId, CertInterval)> + '_ {
         let mats = self
             .matrices
@@ -295,24 +310,32 @@ impl Certificate {
                 ),
             ]
         });
-        let bounds = [
-            (
-                QuantityId {
-                    subject: Subject::Model,
-                    quantity: Quantity::BoundOurs,
-                    path: "$.bounds.ours".into(),
-                },
-                self.bounds.ours,
-            ),
-            (
-                QuantityId {
-                    subject: Subject::Model,
-                    quantity: Quantity::BoundEdelman,
-                    path: "$.bounds.edelman".into(),
-                },
-                self.bounds.edelman,
-            ),
-        ];
-        mats.chain(layers).chain(bounds)
+        let spectra = self
+            .spectra
+            .iter()
+            .flatten()
+            .enumerate()
+            .flat_map(|(i, w)| spectrum_quantities(w, &format!("$.spectra[{i}]")));
+        let bounds = self.bounds.iter().flat_map(|b| {
+            [
+                (
+                    QuantityId {
+                        subject: Subject::Model,
+                        quantity: Quantity::BoundOurs,
+                        path: "$.bounds.ours".into(),
+                    },
+                    b.ours,
+                ),
+                (
+                    QuantityId {
+                        subject: Subject::Model,
+                        quantity: Quantity::BoundEdelman,
+                        path: "$.bounds.edelman".into(),
+                    },
+                    b.edelman,
+                ),
+            ]
+        });
+        mats.chain(spectra).chain(layers).chain(bounds)
     }
 }

@@ -13,9 +13,9 @@ use serde::Serializer;
 
 use super::{
     expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, ModelInfo, NormsEntry,
-    Parameters, RankBounds, Tool, FORMAT, VERSION, VERSION_MEASURES,
+    Parameters, RankBounds, Tool, FORMAT, VERSION, VERSION_MEASURES, VERSION_NO_BOUND,
 };
-use crate::arch::MatrixType;
+use crate::arch::{MatrixId, MatrixType};
 
 /// Largest certificate file read (bytes).
 pub const MAX_BYTES: u64 = 1 << 30;
@@ -250,7 +250,12 @@ impl Certificate {
     /// Parses and validates certificate JSON (untrusted input); `file` names
     /// it in messages.
     pub fn parse(bytes: &[u8], file: &str) -> Result<Certificate, CertificateError> {
-        let cert: Certificate = parse_strict(bytes, file, FORMAT, &[VERSION, VERSION_MEASURES])?;
+        let cert: Certificate = parse_strict(
+            bytes,
+            file,
+            FORMAT,
+            &[VERSION, VERSION_MEASURES, VERSION_NO_BOUND],
+        )?;
         cert.validate()
             .map_err(|(at, message)| invalid(file, at, message))?;
         Ok(cert)
@@ -267,7 +272,7 @@ impl Certificate {
         if self.format != FORMAT {
             return err("$.format".into(), format!("expected \"{FORMAT}\""));
         }
-        if self.version != VERSION && self.version != VERSION_MEASURES {
+        if ![VERSION, VERSION_MEASURES, VERSION_NO_BOUND].contains(&self.version) {
             return err(
                 "$.version".into(),
                 format!("unsupported version {}", self.version),
@@ -277,6 +282,32 @@ impl Certificate {
         let md = &self.model;
         let m = self.parameters.grid_m;
         let ids = expected_ids(md.layers, md.heads);
+        if self.version == VERSION_NO_BOUND {
+            return validate_no_bound(self, &ids);
+        }
+        for (key, present) in [
+            ("bound_absent", self.bound_absent.is_some()),
+            ("spectra", self.spectra.is_some()),
+        ] {
+            if present {
+                return err(
+                    format!("$.{key}"),
+                    format!(
+                        "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
+                         a certificate without a bound, has it)"
+                    ),
+                );
+            }
+        }
+        let Some(bounds) = &self.bounds else {
+            return err(
+                "$.bounds".into(),
+                format!(
+                    "missing (a certificate without a bound is version {VERSION_NO_BOUND} and \
+                     says why in bound_absent)"
+                ),
+            );
+        };
         if self.matrices.len() != ids.len() {
             return err(
                 "$.matrices".into(),
@@ -333,10 +364,86 @@ impl Certificate {
             check_iv(&x.alpha, &format!("{at}.alpha"), true)?;
             check_iv(&x.xi, &format!("{at}.xi"), true)?;
         }
-        check_iv(&self.bounds.ours, "$.bounds.ours", true)?;
-        check_iv(&self.bounds.edelman, "$.bounds.edelman", true)?;
+        check_iv(&bounds.ours, "$.bounds.ours", true)?;
+        check_iv(&bounds.edelman, "$.bounds.edelman", true)?;
         validate_measures(self)
     }
+}
+
+/// A certificate without a bound ([`VERSION_NO_BOUND`]): a nonempty
+/// one-line `bound_absent`, no `bounds`, empty `matrices` and `layers`
+/// (they hold the bound's proxies), and `spectra` with one valid entry per
+/// expected matrix in [`MatrixId`] order.
+fn validate_no_bound(c: &Certificate, ids: &[MatrixId]) -> Result<(), (String, String)> {
+    let err = |at: String, m: String| Err((at, m));
+    match &c.bound_absent {
+        None => {
+            return err(
+                "$.bound_absent".into(),
+                format!(
+                "missing: a certificate of version {VERSION_NO_BOUND} states why it has no bound"
+            ),
+            )
+        }
+        Some(r) if r.trim().is_empty() || r.chars().any(char::is_control) || r.len() > 4096 => {
+            return err(
+                "$.bound_absent".into(),
+                "expected a one-line reason of at most 4096 bytes".into(),
+            )
+        }
+        Some(_) => {}
+    }
+    if c.bounds.is_some() {
+        return err(
+            "$.bounds".into(),
+            format!("stated in a certificate without a bound (version {VERSION_NO_BOUND})"),
+        );
+    }
+    for (key, n) in [("matrices", c.matrices.len()), ("layers", c.layers.len())] {
+        if n != 0 {
+            return err(
+                format!("$.{key}"),
+                format!(
+                    "{n} entries in a certificate without a bound (its matrices' spectra are \
+                     in spectra; it has no proxies)"
+                ),
+            );
+        }
+    }
+    let Some(spectra) = &c.spectra else {
+        return err(
+            "$.spectra".into(),
+            "missing: a certificate without a bound states the spectra of every proxy matrix"
+                .into(),
+        );
+    };
+    let md = &c.model;
+    if spectra.len() != ids.len() {
+        return err(
+            "$.spectra".into(),
+            format!(
+                "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer)",
+                spectra.len(),
+                ids.len(),
+                md.layers,
+                md.heads
+            ),
+        );
+    }
+    for (i, (w, want)) in spectra.iter().zip(ids).enumerate() {
+        let at = format!("$.spectra[{i}]");
+        validate_spectrum(&w.spectral_fields(), &at)?;
+        if w.id() != *want {
+            return err(
+                at,
+                format!(
+                    "expected {want} here, found {} (entries are ordered by layer, type, head, each once)",
+                    w.id()
+                ),
+            );
+        }
+    }
+    validate_measures(c)
 }
 
 /// The raw weights and measures (`docs/measures.md`): both present or both
@@ -347,7 +454,8 @@ impl Certificate {
 fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
     let err = |at: String, m: String| Err((at, m));
     let stated = c.raw_weights.is_some() || c.measures.is_some() || c.init_model.is_some();
-    if stated != (c.version == VERSION_MEASURES) {
+    // A certificate without a bound may carry the measures or not.
+    if c.version != VERSION_NO_BOUND && stated != (c.version == VERSION_MEASURES) {
         return err(
             "$.version".into(),
             if stated {

@@ -87,15 +87,20 @@ impl Report for MergeReport {
             cert.model.path,
             cert.model.architecture
         );
-        s.push_str("certified bounds (each interval contains the exact value):\n");
-        s.push_str(&format!(
-            "  B_ours    [{:e}, {:e}]\n",
-            cert.bounds.ours.lo, cert.bounds.ours.hi
-        ));
-        s.push_str(&format!(
-            "  B_Edel    [{:e}, {:e}]\n",
-            cert.bounds.edelman.lo, cert.bounds.edelman.hi
-        ));
+        match (&cert.bounds, &cert.bound_absent) {
+            (Some(b), _) => {
+                s.push_str("certified bounds (each interval contains the exact value):\n");
+                s.push_str(&format!("  B_ours    [{:e}, {:e}]\n", b.ours.lo, b.ours.hi));
+                s.push_str(&format!(
+                    "  B_Edel    [{:e}, {:e}]\n",
+                    b.edelman.lo, b.edelman.hi
+                ));
+            }
+            (None, why) => s.push_str(&format!(
+                "no bound: {}\n",
+                crate::io::escape_to(why.as_deref().unwrap_or(""), 4096)
+            )),
+        }
         if self.outputs.out.is_none() {
             s.push_str(
                 "(use --out FILE or --json for the certificate, --csv DIR for the tables)\n",

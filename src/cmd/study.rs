@@ -92,12 +92,13 @@ pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
                 |x: &crate::certificate::CertInterval| crate::report::fmt::interval(x.lo, x.hi, st);
             let bounds = d
                 .cert
-                .map(|c| {
-                    format!(
+                .map(|c| match &c.bounds {
+                    Some(b) => format!(
                         ": B_ours {}, B_Edel {}",
-                        fmt_iv(&c.bounds.ours),
-                        fmt_iv(&c.bounds.edelman)
-                    )
+                        fmt_iv(&b.ours),
+                        fmt_iv(&b.edelman)
+                    ),
+                    None => ": no bound (spectra only)".to_string(),
                 })
                 .unwrap_or_default();
             let not = d

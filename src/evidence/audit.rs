@@ -592,7 +592,14 @@ fn find_matrix(
     head: i64,
     kind: MatrixType,
 ) -> Result<usize, String> {
-    let missing = || format!("no proxy matrix layer {layer} head {head} {kind}");
+    let missing = || match &cert.bound_absent {
+        Some(why) => format!(
+            "the model has no bound, so no proxies to audit (its certificate states spectra \
+             only; `specbound verify` checks them): {}",
+            crate::io::escape_to(why, 400)
+        ),
+        None => format!("no proxy matrix layer {layer} head {head} {kind}"),
+    };
     let id = MatrixId::from_columns(layer, head, kind).ok_or_else(missing)?;
     cert.position(id).ok_or_else(missing)
 }
@@ -992,9 +999,21 @@ pub fn audit_with(
                 }
                 "bound" => {
                     let c = ensure_cert(&mut cert, model, opts, progress)?;
+                    let Some(bounds) = &c.cert.bounds else {
+                        return Err(bad(
+                            line,
+                            format!(
+                                "a claim of a bound, but the model has none: {}",
+                                crate::io::escape_to(
+                                    c.cert.bound_absent.as_deref().unwrap_or(""),
+                                    400
+                                )
+                            ),
+                        ));
+                    };
                     let b = match quantity.as_str() {
-                        "ours" | "B_ours" => iv(c.cert.bounds.ours),
-                        "edelman" | "B_Edel" | "edel" => iv(c.cert.bounds.edelman),
+                        "ours" | "B_ours" => iv(bounds.ours),
+                        "edelman" | "B_Edel" | "edel" => iv(bounds.edelman),
                         other => {
                             return Err(bad(
                                 line,

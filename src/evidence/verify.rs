@@ -32,7 +32,7 @@ use super::mpfr_interval::{MI, PREC};
 use super::EvidenceError;
 use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
 use crate::certificate::{
-    matrix_quantities, CertInterval, Certificate, MatrixEntry, Quantity, RankBounds,
+    spectrum_quantities, CertInterval, Certificate, MatrixEntry, Quantity, RankBounds,
 };
 use crate::certify::certify_matrix;
 use crate::enclosure::{Enclosure, Inconclusive};
@@ -149,6 +149,20 @@ struct SpectrumView<'a> {
     stable_rank: Option<CertInterval>,
 }
 
+impl<'a> SpectrumView<'a> {
+    /// The stated spectral keys of a part's or spectra's entry.
+    fn of(w: &'a crate::certificate::SpectrumEntry) -> Self {
+        SpectrumView {
+            singular_values: &w.singular_values,
+            spectral_norm: w.spectral_norm,
+            nuclear_norm: w.nuclear_norm,
+            frobenius_norm: w.frobenius_norm,
+            rank: w.rank,
+            stable_rank: w.stable_rank,
+        }
+    }
+}
+
 /// The per-matrix re-derivation: sigma_1, the nuclear norm, the Frobenius
 /// norm (intersects), the rank and the stable rank from the stated singular
 /// values and norms.
@@ -224,18 +238,7 @@ pub fn verify_part(p: &crate::certificate::Part) -> Verdict {
         v: Verdict::default(),
     };
     for (i, w) in p.matrices.iter().enumerate() {
-        check_spectrum(
-            &mut ck,
-            &format!("$.matrices[{i}]"),
-            &SpectrumView {
-                singular_values: &w.singular_values,
-                spectral_norm: w.spectral_norm,
-                nuclear_norm: w.nuclear_norm,
-                frobenius_norm: w.frobenius_norm,
-                rank: w.rank,
-                stable_rank: w.stable_rank,
-            },
-        );
+        check_spectrum(&mut ck, &format!("$.matrices[{i}]"), &SpectrumView::of(w));
         if ck.v.failure.is_some() {
             break;
         }
@@ -249,6 +252,14 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
     let mut ck = Checker {
         v: Verdict::default(),
     };
+    if let Some(spectra) = &c.spectra {
+        verify_no_bound(c, spectra, &mut ck);
+        return ck.v;
+    }
+    if let Some(f) = bound_presence_failure(c) {
+        ck.fail(f);
+        return ck.v;
+    }
     let Some(l_phi) = MI::decimal(&c.parameters.l_phi) else {
         ck.fail(format!(
             "$.parameters.l_phi: \"{}\" is not a nonnegative decimal",
@@ -429,9 +440,13 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
         }
         ours = ours.add(&mi(w.min_contribution));
     }
+    let Some(bounds) = &c.bounds else {
+        ck.fail("$.bounds: missing".into());
+        return ck.v;
+    };
     ck.contains(
         "$.bounds.ours",
-        c.bounds.ours,
+        bounds.ours,
         &ours,
         "the stated minimum contributions plus sqrt(L)",
     );
@@ -440,12 +455,60 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
     });
     ck.contains(
         "$.bounds.edelman",
-        c.bounds.edelman,
+        bounds.edelman,
         &inner.pow_q(3, 2),
         "alpha and xi of every layer",
     );
     verify_measures(c, &mut ck);
     ck.v
+}
+
+/// Whether the certificate states a bound exactly when the paper's reasoning
+/// gives one for its architecture (`arch::families::bound_absent_reason`),
+/// and, when it states none, the family's reason: `Some(failure)` when not.
+fn bound_presence_failure(c: &Certificate) -> Option<String> {
+    let arch_name = crate::io::escape(&c.model.architecture);
+    let want = arch::families::bound_absent_reason(&c.model.architecture);
+    match (want, &c.bounds, c.bound_absent.as_deref()) {
+        (None, Some(_), None) => None,
+        (None, _, _) => Some(format!(
+            "$.bound_absent: the certificate states no bound, but the paper's reasoning gives one \
+             for architecture '{arch_name}'"
+        )),
+        (Some(_), Some(_), _) => Some(format!(
+            "$.bounds: stated, but the paper's reasoning gives no bound for architecture \
+             '{arch_name}'"
+        )),
+        (Some(w), None, Some(s)) if w == s => None,
+        (Some(_), None, Some(_)) => Some(format!(
+            "$.bound_absent: not this program's reason for architecture '{arch_name}' \
+             (docs/architectures.md)"
+        )),
+        (Some(_), None, None) => Some("$.bound_absent: missing".into()),
+    }
+}
+
+/// [`verify_internal`] of a certificate without a bound: the architecture
+/// has no bound and the reason is the family's; every stated spectrum is
+/// consistent (sigma_1, nuclear, Frobenius, stable rank, rank from the
+/// singular values); the measures, when stated, re-derive.
+fn verify_no_bound(
+    c: &Certificate,
+    spectra: &[crate::certificate::SpectrumEntry],
+    ck: &mut Checker,
+) {
+    if let Some(f) = bound_presence_failure(c) {
+        ck.fail(f);
+        return;
+    }
+    ck.v.checks += 1;
+    for (i, w) in spectra.iter().enumerate() {
+        check_spectrum(ck, &format!("$.spectra[{i}]"), &SpectrumView::of(w));
+        if ck.v.failure.is_some() {
+            return;
+        }
+    }
+    verify_measures(c, ck);
 }
 
 /// A signed interval over MPFR for the log measures: `lo` may be `-inf`
@@ -770,12 +833,11 @@ fn intersect(a: EntryNorms, b: EntryNorms) -> Result<EntryNorms, Inconclusive> {
 }
 
 fn check_matrix(
-    i: usize,
-    w: &MatrixEntry,
+    at: &str,
+    w: &crate::certificate::SpectrumEntry,
     pm: &ProxyMatrix,
     precision: Precision,
 ) -> Result<MatrixCheck, String> {
-    let at = format!("$.matrices[{i}]");
     if (pm.rows, pm.cols) != (w.rows, w.cols) {
         return Ok(MatrixCheck {
             confirmed: 0,
@@ -790,10 +852,7 @@ fn check_matrix(
             unconfirmed: Vec::new(),
         });
     }
-    let mut pending: Vec<_> = matrix_quantities(w, i)
-        .into_iter()
-        .filter(|(q, _)| q.quantity.is_spectral())
-        .collect();
+    let mut pending: Vec<_> = spectrum_quantities(w, at);
     let opts = |p: Precision| SvdOptions {
         precision: p,
         par: faer::Par::Seq,
@@ -1050,17 +1109,44 @@ pub fn verify_with_model_options(
         .into_iter()
         .map(|p| (p.id, p))
         .collect();
+    if a.spec.no_bound.is_some() != c.bounds.is_none() {
+        v.failure = Some(format!(
+            "$.model.architecture: the model is read as '{}', for which the paper's reasoning \
+             gives {}, but the certificate states {}",
+            crate::io::escape(&a.family),
+            if a.spec.no_bound.is_some() {
+                "no bound"
+            } else {
+                "a bound"
+            },
+            if c.bounds.is_some() { "one" } else { "none" }
+        ));
+        return Ok(v);
+    }
+    v.checks += 1;
     let precision = c.parameters.precision;
-    progress.matrices_total(c.matrices.len());
-    let checks: Vec<Result<MatrixCheck, String>> = c
-        .matrices
+    // The spectral keys of every matrix, with the JSON path of its entry.
+    let entries: Vec<(String, crate::certificate::SpectrumEntry)> = match &c.spectra {
+        Some(s) => s
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("$.spectra[{i}]"), w.clone()))
+            .collect(),
+        None => c
+            .matrices
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("$.matrices[{i}]"), w.spectrum()))
+            .collect(),
+    };
+    progress.matrices_total(entries.len());
+    let checks: Vec<Result<MatrixCheck, String>> = entries
         .par_iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let pm = mats.get(&w.id()).ok_or_else(|| {
-                format!("$.matrices[{i}]: the model has no proxy matrix {}", w.id())
-            })?;
-            let r = check_matrix(i, w, pm, precision);
+        .map(|(at, w)| {
+            let pm = mats
+                .get(&w.id())
+                .ok_or_else(|| format!("{at}: the model has no proxy matrix {}", w.id()))?;
+            let r = check_matrix(at, w, pm, precision);
             progress.matrix_done(w.id());
             r
         })

@@ -120,12 +120,18 @@ pub fn matrix_rows(cert: &Certificate) -> [Vec<String>; 3] {
     [summary, opt_t, raw]
 }
 
-/// `bound,value,value_lo,value_hi` rows of the two bounds (`ours`, `edelman`).
-pub fn bound_rows(cert: &Certificate) -> [String; 2] {
-    [
-        format!("ours,{}", mid(&cert.bounds.ours)),
-        format!("edelman,{}", mid(&cert.bounds.edelman)),
-    ]
+/// `bound,value,value_lo,value_hi` rows of the two bounds (`ours`,
+/// `edelman`); none for a certificate without a bound.
+pub fn bound_rows(cert: &Certificate) -> Vec<String> {
+    cert.bounds
+        .iter()
+        .flat_map(|b| {
+            [
+                format!("ours,{}", mid(&b.ours)),
+                format!("edelman,{}", mid(&b.edelman)),
+            ]
+        })
+        .collect()
 }
 
 /// `(file name, contents)` of the four tables. `model_id` fills the
@@ -143,8 +149,10 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
         s
     };
     let id = model_id.replace([',', '\n', '"'], "_");
-    let [ours, edel] = bound_rows(cert);
-    let bounds = format!("model_id,bound,value,value_lo,value_hi\n{id},{ours}\n{id},{edel}\n");
+    let mut bounds = String::from("model_id,bound,value,value_lo,value_hi\n");
+    for r in bound_rows(cert) {
+        bounds.push_str(&format!("{id},{r}\n"));
+    }
     TABLE_NAMES
         .into_iter()
         .zip([

@@ -284,7 +284,7 @@ pub fn explain_p_opt(w: &MatrixEntry, n: usize, m: usize, claim_k: usize) -> Opt
 /// round-off values up to each matrix's rank tolerance can raise the sum
 /// of minima to it.
 pub fn explain_bound_ours(cert: &Certificate, claim: f64) -> Option<String> {
-    let exact = cert.bounds.ours;
+    let exact = cert.bounds.as_ref()?.ours;
     if !(claim > exact.hi) || cert.matrices.iter().all(|w| w.structural_zeros == 0) {
         return None;
     }

@@ -104,8 +104,8 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
             md.layers,
             md.hidden,
             md.heads,
-            interval(&m.cert.bounds.ours),
-            interval(&m.cert.bounds.edelman)
+            interval(&crate::report::set::Bound::Ours.of(&m.cert)),
+            interval(&crate::report::set::Bound::Edelman.of(&m.cert))
         );
     }
     h.push_str("</table>\n");

@@ -41,8 +41,23 @@ impl StudySet {
         spectrum_layers: Vec<usize>,
         inconclusive: Vec<(String, String)>,
     ) -> Result<Self, String> {
+        // A certificate without a bound has none of the proxies and bounds
+        // the tables and figures draw: it is listed with its reason.
+        let (models, unbound): (Vec<ModelCert>, Vec<ModelCert>) =
+            models.into_iter().partition(|m| m.cert.bounds.is_some());
+        let mut inconclusive = inconclusive;
+        inconclusive.extend(unbound.into_iter().map(|m| {
+            let why = m.cert.bound_absent.clone().unwrap_or_default();
+            (
+                m.id,
+                format!("no bound (the certificate states spectra only): {why}"),
+            )
+        }));
         if models.is_empty() {
-            return Err("no certified model".into());
+            return Err(match inconclusive.first() {
+                Some((id, why)) => format!("no certified model with a bound ('{id}': {why})"),
+                None => "no certified model".into(),
+            });
         }
         let primary = match primary {
             Some(p) => models.iter().position(|m| m.id == p).ok_or_else(|| {
@@ -152,11 +167,17 @@ impl Bound {
         }
     }
 
-    /// The certified value of this bound in `cert`.
+    /// The certified value of this bound in `cert` (the whole line when
+    /// `cert` states no bound, which a [`StudySet`] never holds).
     pub fn of(self, cert: &Certificate) -> CertInterval {
-        match self {
-            Bound::Ours => cert.bounds.ours,
-            Bound::Edelman => cert.bounds.edelman,
+        let none = CertInterval {
+            lo: f64::NEG_INFINITY,
+            hi: f64::INFINITY,
+        };
+        match (self, &cert.bounds) {
+            (_, None) => none,
+            (Bound::Ours, Some(b)) => b.ours,
+            (Bound::Edelman, Some(b)) => b.edelman,
         }
     }
 }

@@ -51,7 +51,7 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
         escape(&c.parameters.l_phi),
         c.parameters.grid_m,
         c.parameters.precision,
-        c.matrices.len(),
+        c.matrices.len() + c.spectra.as_ref().map_or(0, Vec::len),
         secs
     );
     if let Some(o) = &c.parameters.heads_override {
@@ -72,12 +72,16 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
             crate::io::escape_to(e, 4096)
         );
     }
+    let Some(bounds) = &c.bounds else {
+        no_bound_text(&mut s, c, st);
+        return s;
+    };
     let _ = writeln!(
         s,
         "certified bounds (each interval, read as decimals, contains the exact value):"
     );
-    let _ = writeln!(s, "  B_ours    {}", iv(&c.bounds.ours, st));
-    let _ = writeln!(s, "  B_Edel    {}", iv(&c.bounds.edelman, st));
+    let _ = writeln!(s, "  B_ours    {}", iv(&bounds.ours, st));
+    let _ = writeln!(s, "  B_Edel    {}", iv(&bounds.edelman, st));
     let _ = writeln!(s, "per layer:");
     let alphas: Vec<String> = c.layers.iter().map(|x| iv(&x.alpha, st)).collect();
     let (wa, wl) = (
@@ -99,6 +103,29 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
         "(use --json or --out for the full certificate, --csv DIR for the tables)"
     );
     s
+}
+
+/// The rest of the summary of a certificate without a bound: its reason,
+/// and the five proxy matrices of largest certified spectral norm.
+fn no_bound_text(s: &mut String, c: &Certificate, st: Style) {
+    let _ = writeln!(
+        s,
+        "NO BOUND: {}",
+        crate::io::escape_to(c.bound_absent.as_deref().unwrap_or(""), 4096)
+    );
+    let mut spectra: Vec<_> = c.spectra.iter().flatten().collect();
+    spectra.sort_by(|a, b| b.spectral_norm.hi.total_cmp(&a.spectral_norm.hi));
+    let _ = writeln!(
+        s,
+        "largest certified spectral norms (each interval contains the exact value):"
+    );
+    for w in spectra.iter().take(5) {
+        let _ = writeln!(s, "  {}  {}", w.id(), iv(&w.spectral_norm, st));
+    }
+    let _ = writeln!(
+        s,
+        "(use --json or --out for the certified spectra of every proxy matrix)"
+    );
 }
 
 /// The p_opt set of a matrix as text: `0`, `1/6`, or `{0, 1/12}` when the
