@@ -190,6 +190,8 @@ class Certificate:
     def reason(self) -> Optional[str]: ...
     @property
     def bounds(self) -> Optional[Bounds]: ...
+    @property
+    def measures(self) -> Optional[Dict[str, Interval]]: ...
     def to_json(self) -> str: ...
     def to_dict(self) -> Dict[str, Any]: ...
     def save(self, path: _Path) -> None: ...
@@ -213,6 +215,8 @@ def certify(
     layers: Optional[int] = None,
     revision: Optional[str] = None,
     model_id: Optional[str] = None,
+    measures: bool = False,
+    init: Optional[_Path] = None,
 ) -> Certificate:
     """Certifies a whole checkpoint: a path or a Hugging Face id (None: the
     bundled all-MiniLM-L6-v2).
@@ -306,6 +310,7 @@ def audit(
     tensor: Optional[str] = None,
     revision: Optional[str] = None,
     model_id: Optional[str] = None,
+    init: Optional[_Path] = None,
 ) -> Union[AuditResult, SpectrumAuditResult]:
     """Checks published numbers (a CSV about ``model``, or a 1-D ``.npy`` of
     claimed singular values of one matrix) against certified values."""

@@ -242,6 +242,25 @@ impl Certificate {
         })
     }
 
+    /// The norm-based measures (``certify(..., measures=True)`` or
+    /// ``init=...``; ``docs/measures.md``) as a dict of name -> certified
+    /// :class:`Interval`; ``None`` when the certificate has none.
+    ///
+    /// >>> import specbound
+    /// >>> specbound.certify().measures is None
+    /// True
+    #[getter]
+    fn measures<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(m) = self.cert.as_ref().and_then(|c| c.measures.as_ref()) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        for (name, x) in m.stated() {
+            d.set_item(name, Interval::of_cert(&x))?;
+        }
+        Ok(Some(d))
+    }
+
     /// The certificate JSON, exactly as ``specbound certify --out`` writes it.
     ///
     /// >>> import json, specbound
@@ -422,6 +441,10 @@ enum Sink {
 /// the model's directory name, or the name of a Hugging Face id).
 /// ``progress=True`` writes ``done/total matrices`` to ``sys.stderr``; a
 /// callable is called as ``progress(done, total)`` instead.
+/// ``measures=True`` adds the raw weights' norms and the norm-based measures
+/// (``certify --measures``, :attr:`Certificate.measures`); ``init`` (a model
+/// as ``model``, of the same architecture) adds the distance measures from
+/// that initialisation (``certify --init``; implies ``measures``).
 ///
 /// The computation runs without the interpreter lock. Ctrl-C raises
 /// ``KeyboardInterrupt`` after the matrices under way have finished (no
@@ -436,8 +459,8 @@ enum Sink {
 /// >>> b.ours.hi < b.edelman.lo
 /// True
 #[pyfunction]
-#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None),
-       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None)")]
+#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None),
+       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn certify(
     py: Python<'_>,
@@ -450,6 +473,8 @@ pub fn certify(
     layers: Option<i64>,
     revision: Option<&str>,
     model_id: Option<String>,
+    measures: bool,
+    init: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Certificate> {
     let options = certify_options(l_phi, grid_m, precision, heads, layers)?;
     let sink = match progress {
@@ -471,6 +496,8 @@ pub fn certify(
     };
     let mut req = CertifyRequest::new(model_ref(model, revision)?, options);
     req.model_id = model_id;
+    req.measures = measures;
+    req.init = init.map(|i| model_ref(Some(i), None)).transpose()?;
     let watch = Arc::new(Watch::default());
     let ui = PyUi(Arc::clone(&watch));
     let mut shown = (usize::MAX, usize::MAX);

@@ -388,6 +388,10 @@ impl SpectrumAuditResult {
 /// float64 rounding when at most ``rounding_units`` unit roundoffs. In a
 /// table with a ``model_id`` column (a study's tables), ``model_id`` picks
 /// the rows to audit (default: the model's id as :func:`study` gives it).
+/// A measures table (``measure,value`` rows, or a column per measure) or
+/// a raw-weights table (``layer,role`` and norm columns) is audited against
+/// the model's certified measures (``docs/measures.md``); ``init`` is the
+/// initialisation for the distance measures, as ``certify --init``.
 ///
 /// Runs without the interpreter lock; Ctrl-C returns at once (the audit
 /// under way finishes in the background and is dropped). Bad input raises
@@ -401,7 +405,7 @@ impl SpectrumAuditResult {
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None))]
+#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None, init = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
@@ -414,6 +418,7 @@ pub fn audit(
     tensor: Option<String>,
     revision: Option<&str>,
     model_id: Option<String>,
+    init: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let req = AuditRequest {
         model: model_ref(Some(model), revision)?,
@@ -426,6 +431,7 @@ pub fn audit(
             .map_err(PyValueError::new_err)?,
         rounding_units,
         model_id,
+        init: init.map(|i| model_ref(Some(i), None)).transpose()?,
     };
     let job = req.clone();
     let report = run_command(py, false, move |ui| specbound::cmd::audit::run(&job, ui))?

@@ -32,6 +32,8 @@ pub struct AuditRequest {
     pub rounding_units: f64,
     /// The rows of a multi-model table to audit (default: the model's id).
     pub model_id: Option<String>,
+    /// The initialisation, for claims of the distance measures.
+    pub init: Option<ModelRef>,
 }
 
 /// The report of `audit`.
@@ -89,6 +91,12 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
         model_id: req.model_id.clone(),
         // A Hub model's id is its name, which its path does not show.
         default_id: resolved.hub.as_ref().map(|h| h.name().to_string()),
+        init: req
+            .init
+            .as_ref()
+            .map(ModelRef::resolve)
+            .transpose()?
+            .map(|i| i.path),
     };
     let model = resolved.path;
     let report = {

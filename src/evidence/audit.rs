@@ -29,7 +29,10 @@ use serde::Serialize;
 use super::EvidenceError;
 use crate::arch::{MatrixId, MatrixType};
 use crate::certificate::{CertInterval, Certificate, GridPoint};
-use crate::certify::{certify_run, CertifyOptions, MatrixResult, Outcome, Run, RunScope};
+use crate::certify::{
+    certify_measures, certify_run, CertifyOptions, MatrixResult, MeasuresRun, Outcome, Run,
+    RunScope,
+};
 use crate::progress::Progress;
 
 /// A model's certificate with the certified spectra behind it.
@@ -210,6 +213,10 @@ pub struct AuditOptions {
     /// The model's default id when its path does not show it (a Hugging
     /// Face model's name); `None`: the name of its directory or file.
     pub default_id: Option<String>,
+    /// The initialisation for claims of the distance measures
+    /// (`frobenius_distance`, ...; `certify --init`); `None`: such claims
+    /// are refused with a line saying so.
+    pub init: Option<std::path::PathBuf>,
 }
 
 impl Default for AuditOptions {
@@ -221,6 +228,7 @@ impl Default for AuditOptions {
             rounding_units: 1.0,
             model_id: None,
             default_id: None,
+            init: None,
         }
     }
 }
@@ -717,6 +725,126 @@ fn ensure_cert<'a>(
     Ok(slot.as_ref().expect("just set"))
 }
 
+/// The model's raw weights and measures (`certify --measures`, with
+/// `opts.init` as `--init`), certified on first use.
+fn ensure_measures<'a>(
+    slot: &'a mut Option<MeasuresRun>,
+    model: &Path,
+    opts: &AuditOptions,
+    progress: &dyn Progress,
+) -> Result<&'a MeasuresRun, EvidenceError> {
+    if slot.is_none() {
+        let copts = CertifyOptions {
+            precision: opts.precision,
+            ..CertifyOptions::default()
+        };
+        let run = match certify_measures(model, opts.init.as_deref(), &copts, progress)
+            .map_err(|e| EvidenceError::Model(e.to_string()))?
+        {
+            Outcome::Certified(x) => x,
+            Outcome::Inconclusive(i) => {
+                return Err(EvidenceError::Model(format!(
+                    "{}: the measures could not be certified: {}",
+                    model.display(),
+                    i.reason
+                )))
+            }
+        };
+        *slot = Some(run);
+    }
+    Ok(slot.as_ref().expect("just set"))
+}
+
+/// The names of the measures (`docs/measures.md`), those needing the
+/// initialisation last.
+pub const MEASURE_NAMES: [&str; 13] = [
+    "log_prod_of_spec",
+    "log_sum_of_spec",
+    "log_prod_of_fro",
+    "log_sum_of_fro",
+    "param_norm",
+    "log_spec_orig",
+    "bartlett",
+    "log_bartlett",
+    "frobenius_distance",
+    "dist_spec_init",
+    "log_spec_init",
+    "bartlett_init",
+    "log_bartlett_init",
+];
+
+/// The certified interval of measure `name` in `m`, or why there is none.
+fn measure_quantity(m: &MeasuresRun, name: &str, init: bool) -> Result<Interval, String> {
+    let idx = MEASURE_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .ok_or_else(|| {
+            format!(
+                "unknown measure '{}' (one of {})",
+                crate::io::escape(name),
+                MEASURE_NAMES.join(", ")
+            )
+        })?;
+    if idx >= 8 && !init {
+        return Err(format!(
+            "{name} needs the initialisation: pass --init MODEL"
+        ));
+    }
+    m.measures
+        .stated()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, x)| iv(x))
+        .ok_or_else(|| format!("{name}: not certified finite for this model (docs/measures.md)"))
+}
+
+/// The certified norm `q` of the raw weight `role` of `layer`.
+fn raw_weight_quantity(
+    m: &MeasuresRun,
+    layer: usize,
+    role: &str,
+    q: &str,
+) -> Result<Interval, String> {
+    let w = m
+        .raw_weights
+        .iter()
+        .find(|w| w.layer == layer && w.role == role)
+        .ok_or_else(|| {
+            format!(
+                "no raw weight '{}' in layer {layer} (query, key, value, output, ffn_gate, ffn_in, ffn_out)",
+                crate::io::escape(role)
+            )
+        })?;
+    let dist = || {
+        w.init_distance
+            .ok_or_else(|| format!("{q} needs the initialisation: pass --init MODEL"))
+    };
+    Ok(iv(match q {
+        "spectral_norm" => w.spectral_norm,
+        "frobenius_norm" => w.frobenius_norm,
+        "norm_21_rows" => w.norm_21_rows,
+        "init_distance_spectral_norm" => dist()?.spectral_norm,
+        "init_distance_frobenius_norm" => dist()?.frobenius_norm,
+        "init_distance_norm_21_rows" => dist()?.norm_21_rows,
+        other => {
+            return Err(format!(
+                "unknown raw-weight quantity '{}'",
+                crate::io::escape(other)
+            ))
+        }
+    }))
+}
+
+/// The raw-weight norm columns a `raw_weights` table may carry.
+const RAW_WEIGHT_COLUMNS: [&str; 6] = [
+    "spectral_norm",
+    "frobenius_norm",
+    "norm_21_rows",
+    "init_distance_spectral_norm",
+    "init_distance_frobenius_norm",
+    "init_distance_norm_21_rows",
+];
+
 /// Runs an audit of `claims` against `model` with the default options.
 pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> {
     audit_with(
@@ -754,7 +882,13 @@ pub fn audit_with(
         .collect();
     let col = |n: &str| header.iter().position(|h| h == n);
     let has = |n: &str| col(n).is_some();
-    let layout = if has("layer_id")
+    let layout = if has("role") && has("layer") && RAW_WEIGHT_COLUMNS.iter().any(|q| has(q)) {
+        "raw_weights"
+    } else if has("measure") && has("value") {
+        "measures"
+    } else if MEASURE_NAMES.iter().any(|q| has(q)) && !has("matrix_type") {
+        "measures_wide"
+    } else if has("layer_id")
         && has("name")
         && (has("log_spectral_norm") || has("lambda_max") || has("sv_max"))
     {
@@ -774,12 +908,14 @@ pub fn audit_with(
             file: cfile,
             at: "line 1".into(),
             message: "unrecognised header: expected one of the certify --csv layouts, the generic layout \
-                      (tensor or layer,head,matrix_type; quantity; [p]; value; [tolerance]) or a WeightWatcher details CSV".into(),
+                      (tensor or layer,head,matrix_type; quantity; [p]; value; [tolerance]), a WeightWatcher details CSV, \
+                      a measures table (measure,value or a column per measure) or a raw-weights table (layer,role,norm columns)".into(),
         });
     };
     let ck = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
     // The model certificate is computed only when a claim needs it.
     let mut cert: Option<Certified> = None;
+    let mut meas: Option<MeasuresRun> = None;
     let mut tensor_cache: HashMap<String, Facts> = HashMap::new();
     let mut results = Vec::new();
     let bad = |line: usize, msg: String| EvidenceError::Malformed {
@@ -894,6 +1030,26 @@ pub fn audit_with(
                     ));
                 }
             }
+            "measures" => {
+                if let Some(v) = cell("value") {
+                    let name = cell("measure").unwrap_or_default();
+                    claims_here.push(("measure".into(), name, None, v, cell("tolerance")));
+                }
+            }
+            "measures_wide" => {
+                for q in MEASURE_NAMES {
+                    if let Some(v) = cell(q) {
+                        claims_here.push(("measure".into(), q.into(), None, v, cell("tolerance")));
+                    }
+                }
+            }
+            "raw_weights" => {
+                for q in RAW_WEIGHT_COLUMNS {
+                    if let Some(v) = cell(q) {
+                        claims_here.push(("raw".into(), q.into(), None, v, cell("tolerance")));
+                    }
+                }
+            }
             "observed_bounds" => {
                 if let Some(v) = cell("value") {
                     claims_here.push((
@@ -995,6 +1151,26 @@ pub fn audit_with(
                             p.as_deref(),
                         )
                         .map_err(|e| bad(line, e))?,
+                    )
+                }
+                "measure" => {
+                    let m = ensure_measures(&mut meas, model, opts, progress)?;
+                    (
+                        "model".to_string(),
+                        measure_quantity(m, &quantity, opts.init.is_some())
+                            .map_err(|e| bad(line, e))?,
+                    )
+                }
+                "raw" => {
+                    let layer = cell("layer")
+                        .and_then(|l| l.parse::<usize>().ok())
+                        .ok_or_else(|| bad(line, "missing or bad layer".into()))?;
+                    let role = cell("role").unwrap_or_default();
+                    let m = ensure_measures(&mut meas, model, opts, progress)?;
+                    (
+                        format!("layer {layer} {}", crate::io::escape(&role)),
+                        raw_weight_quantity(m, layer, &role, &quantity)
+                            .map_err(|e| bad(line, e))?,
                     )
                 }
                 "bound" => {

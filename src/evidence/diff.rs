@@ -152,6 +152,13 @@ pub struct DiffReport {
     /// first, by the size of their largest certain relative change, then
     /// those changed only through aggregates.
     pub matrices: Vec<MatrixChange>,
+    /// The norm-based measures (`docs/measures.md`) stated in both
+    /// certificates, in the certificate's order, each with its certified
+    /// change; a measure stated in one certificate only is in
+    /// [`DiffReport::unmatched`]. Not counted in `compared`.
+    pub measures: Vec<Row>,
+    /// Measures certainly changed by more than rtol (relative).
+    pub measures_beyond_rtol: usize,
 }
 
 impl DiffReport {
@@ -301,11 +308,14 @@ pub fn diff(a: &Certificate, b: &Certificate, rtol: f64) -> DiffReport {
     sort_grid_points_by_p(&mut rows);
     rows.sort_by_key(|x| (!x.exceeds_rtol, x.verdict == Change::Indistinguishable));
     let matrices = matrix_changes(&rows);
+    let measures = measure_rows(a, b, rtol, &mut unmatched);
+    let measures_beyond_rtol = measures.iter().filter(|x| x.exceeds_rtol).count();
     let count = |c: Change| rows.iter().filter(|x| x.verdict == c).count();
     let beyond_rtol = rows.iter().filter(|x| x.exceeds_rtol).count();
     let only_in_a = unmatched.iter().filter(|u| u.only_in == "a").count();
     let only_in_b = unmatched.len() - only_in_a;
     let certainly_changed = beyond_rtol > 0
+        || measures_beyond_rtol > 0
         || !unmatched.is_empty()
         || header.iter().any(|h| h.kind != HeaderKind::Model);
     DiffReport {
@@ -322,7 +332,51 @@ pub fn diff(a: &Certificate, b: &Certificate, rtol: f64) -> DiffReport {
         rows,
         unmatched,
         matrices,
+        measures,
+        measures_beyond_rtol,
     }
+}
+
+/// The measures of both certificates compared by name (rows in `a`'s
+/// order); those stated in one only are pushed onto `unmatched`.
+fn measure_rows(
+    a: &Certificate,
+    b: &Certificate,
+    rtol: f64,
+    unmatched: &mut Vec<Unmatched>,
+) -> Vec<Row> {
+    let stated = |c: &Certificate| c.measures.as_ref().map(|m| m.stated()).unwrap_or_default();
+    let (ma, mb) = (stated(a), stated(b));
+    let fields = |name: &'static str| QuantityFields {
+        layer: None,
+        head: None,
+        kind: None,
+        quantity: name,
+        index: None,
+        p: None,
+    };
+    let label = |name: &str| format!("measure {name}");
+    let mut rows = Vec::new();
+    for &(name, xa) in &ma {
+        match mb.iter().find(|(n, _)| *n == name) {
+            Some(&(_, xb)) => rows.push(row(fields(name), label(name), xa, xb, rtol)),
+            None => unmatched.push(Unmatched {
+                what: fields(name),
+                label: label(name),
+                only_in: "a",
+            }),
+        }
+    }
+    for &(name, _) in &mb {
+        if !ma.iter().any(|(n, _)| *n == name) {
+            unmatched.push(Unmatched {
+                what: fields(name),
+                label: label(name),
+                only_in: "b",
+            });
+        }
+    }
+    rows
 }
 
 /// The exact value of a grid point `k/m` as a pair, compared by cross
@@ -434,6 +488,21 @@ fn matrix_changes(rows: &[Row]) -> Vec<MatrixChange> {
     v.into_iter().map(|(_, m)| m).collect()
 }
 
+/// One row for people: label, direction, certified change, relative change.
+fn change_line(r: &Row, width: usize, st: crate::report::fmt::Style) -> String {
+    let rel = r
+        .relative_change
+        .map(|[lo, hi]| format!(" (relative {})", crate::report::fmt::interval(lo, hi, st)))
+        .unwrap_or_default();
+    format!(
+        "{:<width$} {:?}: change in {}{rel}{}",
+        r.label,
+        r.verdict,
+        crate::report::fmt::interval(r.change[0], r.change[1], st),
+        if r.exceeds_rtol { "  > rtol" } else { "" }
+    )
+}
+
 impl DiffReport {
     /// The comparison for people: a header with the counts, the header
     /// differences, at most `max_rows` changed quantities, the quantities
@@ -510,6 +579,21 @@ impl DiffReport {
         if own.len() > max_rows {
             let _ = writeln!(s, "    ... {} more (use --json)", own.len() - max_rows);
         }
+        if !self.measures.is_empty() {
+            let _ = writeln!(
+                s,
+                "  norm-based measures (docs/measures.md): {} compared, {} certainly changed, {} by more than rtol:",
+                self.measures.len(),
+                self.measures
+                    .iter()
+                    .filter(|r| r.verdict != Change::Indistinguishable)
+                    .count(),
+                self.measures_beyond_rtol
+            );
+        }
+        for r in &self.measures {
+            let _ = writeln!(s, "    {}", change_line(r, 26, st));
+        }
         // Then the quantities: the matrices' own ones first, the aggregates
         // that moved because of them after.
         let mut changed: Vec<&Row> = self
@@ -519,18 +603,7 @@ impl DiffReport {
             .collect();
         changed.sort_by_key(|r| (!r.exceeds_rtol, !is_own(r.what.quantity)));
         for r in changed.iter().take(max_rows) {
-            let rel = r
-                .relative_change
-                .map(|[lo, hi]| format!(" (relative {})", crate::report::fmt::interval(lo, hi, st)))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "  {:<48} {:?}: change in {}{rel}{}",
-                r.label,
-                r.verdict,
-                crate::report::fmt::interval(r.change[0], r.change[1], st),
-                if r.exceeds_rtol { "  > rtol" } else { "" }
-            );
+            let _ = writeln!(s, "  {}", change_line(r, 48, st));
         }
         if changed.len() > max_rows {
             let _ = writeln!(

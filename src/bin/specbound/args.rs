@@ -358,6 +358,10 @@ pub struct AuditArgs {
     /// (default: the model's id as study gives it, its directory or file name).
     #[arg(long)]
     pub model_id: Option<String>,
+    /// The initialisation, for claimed distance measures (frobenius_distance, ...)
+    /// and raw-weight init_distance_* norms, as certify --init.
+    #[arg(long, value_name = "MODEL")]
+    pub init: Option<PathBuf>,
     #[command(flatten)]
     pub revision: RevisionArg,
 }
@@ -680,6 +684,7 @@ impl AuditArgs {
             rounding_units,
             tensor,
             model_id,
+            init,
             revision,
             ..
         } = self;
@@ -692,6 +697,10 @@ impl AuditArgs {
             precision,
             rounding_units,
             model_id,
+            init: init
+                .as_deref()
+                .map(|p| ModelRef::parse(Some(p), None))
+                .transpose()?,
         }))
     }
 }
