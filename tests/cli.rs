@@ -475,7 +475,7 @@ fn docs_state_the_rust_version_both_crates_need() {
 /// or more spaces) starts in each of `rows`.
 fn last_column_starts(rows: &[&str]) -> Vec<usize> {
     rows.iter()
-        .map(|r| r.rfind("  ").expect("a padded column") + 2)
+        .map(|r| r[..r.rfind("  ").expect("a padded column")].chars().count() + 2)
         .collect()
 }
 
@@ -533,7 +533,10 @@ fn certify_text_keeps_the_contributors_columns_aligned_in_every_style() {
                 .collect();
             assert!(rows.len() > 1, "{head}: {text}");
             // The share column: where the `%` falls.
-            let pct: Vec<usize> = rows.iter().map(|r| r.find('%').unwrap()).collect();
+            let pct: Vec<usize> = rows
+                .iter()
+                .map(|r| r[..r.find('%').unwrap()].chars().count())
+                .collect();
             assert!(
                 pct.iter().all(|&p| p == pct[0]),
                 "{style:?} {head}: {pct:?}\n{text}"
@@ -541,8 +544,8 @@ fn certify_text_keeps_the_contributors_columns_aligned_in_every_style() {
         }
         let layers: Vec<usize> = text
             .lines()
-            .filter(|l| l.starts_with("  layer "))
-            .map(|l| l.find(" xi ").unwrap())
+            .filter(|l| l.starts_with("  layer ") && l.contains(": alpha "))
+            .map(|l| l[..l.find(" xi ").unwrap()].chars().count())
             .collect();
         assert!(
             layers.iter().all(|&p| p == layers[0]),
