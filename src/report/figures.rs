@@ -97,7 +97,7 @@ const TYPES: [MatrixType; 4] = [
     MatrixType::MOut,
 ];
 
-const FONT: &str = "serif";
+pub(super) const FONT: &str = "serif";
 const SIZE: (u32, u32) = (820, 540);
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -388,7 +388,7 @@ fn legend_marker<DB: DrawingBackend>(
 }
 
 /// Renders into an SVG string of `size` with a title and a subtitle line.
-fn svg(
+pub(super) fn svg(
     size: (u32, u32),
     title: &str,
     subtitle: &str,

@@ -1,6 +1,8 @@
 //! The study's tables (`DIR/tables/`): the authors' four tables for all
 //! models together, each row led by `model_id, hidden_size,
 //! num_hidden_layers, num_heads` as in their multi-model tables;
+//! `observed_bounds.csv` with the norm-based measures a certificate states
+//! as rows after its two bounds (`bound` is the measure's name);
 //! `singular_values.csv`; and `scaling.csv`, the certified ratios of
 //! figures 2 and 3. Certified columns hold the enclosure's midpoint with
 //! the certified ends in `<column>_lo` and `<column>_hi`; an empty triple
@@ -58,6 +60,10 @@ sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         }
         for r in bound_rows(&mc.cert) {
             out[2].push_str(&format!("{lead},{r}\n"));
+        }
+        // The measures beside the bounds, after them (the columns unchanged).
+        for (name, v) in super::measures::measure_rows(&mc.cert) {
+            out[2].push_str(&format!("{lead},{name},{}\n", mid(&v)));
         }
         for w in &mc.cert.matrices {
             let id = w.id();
