@@ -596,7 +596,10 @@ pub fn run_study(
     for name in figures::FILE_NAMES {
         planned.stage(out.join("figures").join(name), Vec::new());
     }
-    planned.stage(out.join("figures").join(trajectory::FIGURE_FILE), Vec::new());
+    planned.stage(
+        out.join("figures").join(trajectory::FIGURE_FILE),
+        Vec::new(),
+    );
     planned.stage(out.join("report.html"), Vec::new());
     planned.check()?;
     // Every model opened and recognised before the first computation.
@@ -730,7 +733,13 @@ pub fn run_study(
         o.stage(&traj_path, svg.as_bytes());
     }
     if stepped {
-        outcome.trajectory_figure = Some(traj_fig.svg.as_ref().map(|_| traj_path.clone()).map_err(Clone::clone));
+        outcome.trajectory_figure = Some(
+            traj_fig
+                .svg
+                .as_ref()
+                .map(|_| traj_path.clone())
+                .map_err(Clone::clone),
+        );
     }
     // Last: a new report implies new tables and figures.
     o.stage(out.join("report.html"), page.into_bytes());
@@ -768,11 +777,12 @@ fn certify_with_measures(
     opts: &CertifyOptions,
     progress: &dyn Progress,
 ) -> Result<Outcome<Certificate>, StudyError> {
-    let (mut cert, results) =
-        match certify_run(path, opts, &RunScope::default(), progress)?.and_then(Run::into_certificate) {
-            Outcome::Certified(c) => c,
-            Outcome::Inconclusive(why) => return Ok(Outcome::Inconclusive(why)),
-        };
+    let (mut cert, results) = match certify_run(path, opts, &RunScope::default(), progress)?
+        .and_then(Run::into_certificate)
+    {
+        Outcome::Certified(c) => c,
+        Outcome::Inconclusive(why) => return Ok(Outcome::Inconclusive(why)),
+    };
     drop(results);
     if !measures_available(arch) {
         return Ok(Outcome::Certified(cert));

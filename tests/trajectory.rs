@@ -81,7 +81,12 @@ fn family() -> &'static (PathBuf, PathBuf) {
             DenseMatrix {
                 rows: w.rows,
                 cols: w.cols,
-                data: w.data.iter().zip(&p.data).map(|(a, b)| 0.5 * (a + b)).collect(),
+                data: w
+                    .data
+                    .iter()
+                    .zip(&p.data)
+                    .map(|(a, b)| 0.5 * (a + b))
+                    .collect(),
             }
         });
         checkpoint(&d.join("trained"), &|_, w| w.clone());
@@ -163,7 +168,10 @@ fn trajectory_rows_equal_their_certificates_and_ratios_contain_every_quotient() 
     let mut by_quantity: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
     for r in &rows {
         assert_eq!(r["run"], "minilm");
-        assert_eq!(steps[r["model_id"].as_str()], r["step"].parse::<u64>().unwrap());
+        assert_eq!(
+            steps[r["model_id"].as_str()],
+            r["step"].parse::<u64>().unwrap()
+        );
         by_quantity
             .entry(r["bound"].clone())
             .or_default()
@@ -208,7 +216,14 @@ fn trajectory_rows_equal_their_certificates_and_ratios_contain_every_quotient() 
     }
     // Every bound and every measure the certificates state, each at all
     // three steps in step order.
-    for name in ["ours", "edelman", "param_norm", "log_prod_of_spec", "log_spec_orig", "log_bartlett"] {
+    for name in [
+        "ours",
+        "edelman",
+        "param_norm",
+        "log_prod_of_spec",
+        "log_spec_orig",
+        "log_bartlett",
+    ] {
         let v = &by_quantity[name];
         assert_eq!(
             v.iter().map(|x| x.0).collect::<Vec<_>>(),
@@ -233,8 +248,14 @@ fn trajectory_changes_are_exactly_the_disjoint_intervals_with_their_difference()
         let (ca, cb) = (cert(out, a), cert(out, b));
         for (wa, wb) in ca.matrices.iter().zip(&cb.matrices) {
             assert_eq!(wa.id(), wb.id());
-            let ra = CertInterval { lo: wa.rank.lo as f64, hi: wa.rank.hi as f64 };
-            let rb = CertInterval { lo: wb.rank.lo as f64, hi: wb.rank.hi as f64 };
+            let ra = CertInterval {
+                lo: wa.rank.lo as f64,
+                hi: wa.rank.hi as f64,
+            };
+            let rb = CertInterval {
+                lo: wb.rank.lo as f64,
+                hi: wb.rank.hi as f64,
+            };
             for (x, y) in [
                 (wa.spectral_norm, wb.spectral_norm),
                 (wa.frobenius_norm, wb.frobenius_norm),
@@ -287,7 +308,10 @@ fn trajectory_changes_are_exactly_the_disjoint_intervals_with_their_difference()
                 match r["quantity"].as_str() {
                     "spectral_norm" => w.spectral_norm,
                     "frobenius_norm" => w.frobenius_norm,
-                    "rank" => CertInterval { lo: w.rank.lo as f64, hi: w.rank.hi as f64 },
+                    "rank" => CertInterval {
+                        lo: w.rank.lo as f64,
+                        hi: w.rank.hi as f64,
+                    },
                     other => panic!("{other}"),
                 }
             }
@@ -303,18 +327,26 @@ fn trajectory_changes_are_exactly_the_disjoint_intervals_with_their_difference()
 }
 
 #[test]
-fn observed_bounds_has_the_measures_beside_the_bounds() {
+fn measures_csv_holds_every_measure_beside_the_bounds() {
     let (out, _) = study();
-    let rows = csv(&out.join("tables/observed_bounds.csv"));
+    let rows = csv(&out.join("tables/measures.csv"));
+    let bounds = csv(&out.join("tables/observed_bounds.csv"));
     for id in ["init", "mid", "trained"] {
         let c = cert(out, id);
+        assert!(c.measures.is_some(), "a study certifies the measures");
         let mine: Vec<_> = rows.iter().filter(|r| r["model_id"] == id).collect();
-        let want: Vec<_> = quantities(&c).into_iter().filter(|(_, v)| v.is_some()).collect();
+        let want: Vec<_> = quantities(&c)
+            .into_iter()
+            .skip(2)
+            .filter(|(_, v)| v.is_some())
+            .collect();
         assert_eq!(mine.len(), want.len(), "{id}");
         for (r, (name, v)) in mine.iter().zip(want) {
-            assert_eq!(r["bound"], name);
+            assert_eq!(r["measure"], name);
             assert_eq!(pair(r, "value_lo", "value_hi"), v);
         }
+        // observed_bounds.csv keeps its two bound rows per model.
+        assert_eq!(bounds.iter().filter(|r| r["model_id"] == id).count(), 2);
     }
 }
 
@@ -326,7 +358,8 @@ fn figure_six_and_the_report_section_are_written() {
     assert!(svg.contains("Bounds and measures over training"));
     assert!(svg.contains("param_norm") && svg.contains("log_spec_orig"));
     // Tags balance (a well-formed document as far as elements go).
-    let opened = svg.matches("<").count() - svg.matches("</").count() * 2 - svg.matches("/>").count();
+    let opened =
+        svg.matches("<").count() - svg.matches("</").count() * 2 - svg.matches("/>").count();
     assert_eq!(opened, 0, "unbalanced tags in the SVG");
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.contains("<section id=\"trajectory\">"));
@@ -343,7 +376,7 @@ fn a_second_run_reuses_every_certificate_and_writes_the_same_bytes() {
     let files = [
         "tables/trajectory.csv",
         "tables/trajectory_changes.csv",
-        "tables/observed_bounds.csv",
+        "tables/measures.csv",
         "figures/fig6_trajectory.svg",
         "report.html",
     ];
@@ -372,21 +405,42 @@ fn duplicate_steps_and_unknown_keys_are_one_line_errors() {
         let f = dir.join(name);
         std::fs::write(&f, text).unwrap();
         let f = f.to_str().unwrap().to_string();
-        assert_bad(&["study", "--models", &f, "--out", out.to_str().unwrap()], needles);
+        assert_bad(
+            &["study", "--models", &f, "--out", out.to_str().unwrap()],
+            needles,
+        );
         assert!(!out.exists(), "nothing written");
     };
     let init = d.join("init");
     let mid = d.join("mid");
     let (i, m) = (init.to_str().unwrap(), mid.to_str().unwrap());
-    bad("dup.txt", &format!("{i} step=5\n{m} step=5\n"), &["step 5", "unique within a run"]);
-    bad("key.txt", &format!("# c\n{i} step=5\n{m} epoch=3\n"), &["key.txt", "line 3", "unknown field 'epoch'"]);
-    bad("val.txt", &format!("{i} step=-1\n"), &["line 1", "step '-1'"]);
+    bad(
+        "dup.txt",
+        &format!("{i} step=5\n{m} step=5\n"),
+        &["step 5", "unique within a run"],
+    );
+    bad(
+        "key.txt",
+        &format!("# c\n{i} step=5\n{m} epoch=3\n"),
+        &["key.txt", "line 3", "unknown field 'epoch'"],
+    );
+    bad(
+        "val.txt",
+        &format!("{i} step=-1\n"),
+        &["line 1", "step '-1'"],
+    );
     bad("bare.txt", &format!("{i} 5\n"), &["line 1", "key=value"]);
     bad("run.txt", &format!("{i} run=a\n"), &["needs a step"]);
     // On the command line each --step belongs to the MODEL before it.
     let o = out.to_str().unwrap();
-    assert_bad(&["study", i, "--step", "7", m, "--step", "7", "--out", o], &["step 7", "unique within a run"]);
-    assert_bad(&["study", "--step", "7", i, "--out", o], &["--step applies to the MODEL argument before it"]);
+    assert_bad(
+        &["study", i, "--step", "7", m, "--step", "7", "--out", o],
+        &["step 7", "unique within a run"],
+    );
+    assert_bad(
+        &["study", "--step", "7", i, "--out", o],
+        &["--step applies to the MODEL argument before it"],
+    );
     assert_bad(&["study", i, "--step", "x", "--out", o], &["step 'x'"]);
     assert!(!out.exists());
 }

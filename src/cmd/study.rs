@@ -64,12 +64,13 @@ pub fn model_refs(
         .collect();
     if let Some(f) = file {
         for e in study::read_model_entries(f)? {
-            let r = ModelRef::parse(Some(&e.path), e.fields.revision.as_deref()).map_err(|err| {
-                CmdError::from(study::StudyError::List {
-                    file: f.to_path_buf(),
-                    message: format!("line {}: {err}", e.line),
-                })
-            })?;
+            let r =
+                ModelRef::parse(Some(&e.path), e.fields.revision.as_deref()).map_err(|err| {
+                    CmdError::from(study::StudyError::List {
+                        file: f.to_path_buf(),
+                        message: format!("line {}: {err}", e.line),
+                    })
+                })?;
             all.push((r, e.fields));
         }
     }

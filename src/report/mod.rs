@@ -22,8 +22,8 @@ pub mod html;
 pub mod measures;
 pub mod set;
 pub mod tables;
-pub mod trajectory;
 mod text;
+pub mod trajectory;
 
 pub use text::{summary_text, summary_text_with};
 

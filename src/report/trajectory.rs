@@ -274,10 +274,7 @@ fn num(x: f64) -> String {
 pub fn tables(set: &StudySet, t: &Trajectory) -> [(&'static str, String); 2] {
     let mut a = format!("{HEADER}\n");
     for r in rows(set, t) {
-        let (vlo, vhi) = r
-            .value
-            .map(|v| (num(v.lo), num(v.hi)))
-            .unwrap_or_default();
+        let (vlo, vhi) = r.value.map(|v| (num(v.lo), num(v.hi))).unwrap_or_default();
         let (qlo, qhi, note) = match &r.ratio {
             Ok(q) => (num(q.lo), num(q.hi), String::new()),
             Err(why) => (String::new(), String::new(), why.clone()),
@@ -375,11 +372,17 @@ impl StepAxis {
         if (v - self.zero_at).abs() < 1e-9 {
             return "0".into();
         }
-        if v < self.zero_at + 0.5 {
-            return String::new();
-        }
-        approx(10f64.powf(v))
+        decade_label(v, self.zero_at + 0.5)
     }
+}
+
+/// The label of a log axis at `log10` position `v`: the power of ten at
+/// whole decades at or above `from`, nothing elsewhere.
+fn decade_label(v: f64, from: f64) -> String {
+    if v < from || (v - v.round()).abs() > 1e-9 {
+        return String::new();
+    }
+    approx(10f64.powi(v.round() as i32))
 }
 
 /// Figure 6: every bound and measure against the step, normalised at each
@@ -407,7 +410,11 @@ pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
         return fig(why.clone(), Err(why));
     }
     let rows = rows(set, t);
-    let steps: Vec<u64> = t.runs.iter().flat_map(|r| r.points.iter().map(|p| p.0)).collect();
+    let steps: Vec<u64> = t
+        .runs
+        .iter()
+        .flat_map(|r| r.points.iter().map(|p| p.0))
+        .collect();
     let axis = StepAxis::of(&steps);
     // Curves: (run, quantity index) -> points (x, ratio).
     let mut curves: Vec<(usize, usize, Vec<(f64, CertInterval)>)> = Vec::new();
@@ -429,7 +436,10 @@ pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
             None => curves.push((r.run, qi, vec![(axis.x(r.step), q)])),
         }
     }
-    let all: Vec<CertInterval> = curves.iter().flat_map(|c| c.2.iter().map(|p| p.1)).collect();
+    let all: Vec<CertInterval> = curves
+        .iter()
+        .flat_map(|c| c.2.iter().map(|p| p.1))
+        .collect();
     let (ymin, ymax) = all
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), q| {
@@ -442,7 +452,9 @@ pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
     let xs: Vec<f64> = steps.iter().map(|&s| axis.x(s)).collect();
     let (x0, x1) = xs
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
     let xpad = ((x1 - x0) * 0.04).max(0.5);
     let widest = all
         .iter()
@@ -463,7 +475,7 @@ pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
         let xfmt = |v: &f64| axis.label(*v);
         let yfmt = |v: &f64| {
             if log_y {
-                approx(10f64.powf(*v))
+                decade_label(*v, f64::NEG_INFINITY)
             } else {
                 approx(*v)
             }
@@ -563,11 +575,16 @@ certified intervals of a matrix's spectral norm, Frobenius norm or rank are disj
     for (ri, run) in t.runs.iter().enumerate() {
         let (first, last) = (run.points[0], run.points[run.points.len() - 1]);
         for name in QUANTITY_NAMES {
-            let at = |m: usize| rows.iter().find(|r| r.run == ri && r.model == m && r.quantity == name);
+            let at = |m: usize| {
+                rows.iter()
+                    .find(|r| r.run == ri && r.model == m && r.quantity == name)
+            };
             let (Some(a), Some(b)) = (at(first.1), at(last.1)) else {
                 continue;
             };
-            let show = |v: &Option<CertInterval>| v.as_ref().map(cert_interval).unwrap_or_else(|| "-".into());
+            let show = |v: &Option<CertInterval>| {
+                v.as_ref().map(cert_interval).unwrap_or_else(|| "-".into())
+            };
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{} to {}</td><td>{name}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
