@@ -449,6 +449,9 @@ pub struct ModelDone<'a> {
     pub status: &'a ModelStatus,
     /// Why an existing certificate was not reused, if there was one.
     pub not_reused: Option<&'a str>,
+    /// Why the model's measures could not be certified (its certificate
+    /// then has the bounds alone).
+    pub measures_note: Option<&'a str>,
     /// The certificate, when there is one.
     pub cert: Option<&'a Certificate>,
     /// Where it is.
@@ -547,9 +550,6 @@ fn reusable(
     if now != there {
         return Err("the model's files differ (SHA-256)".into());
     }
-    if cert.measures.is_none() && measures_available(arch) {
-        return Err("it has no measures (the raw weights' norms)".into());
-    }
     // Evidence, not just a file that parses: what `verify` checks without
     // the model (last: it is the costliest check).
     if let Some(check) = crate::evidence::verify::verify_internal(&cert).failure {
@@ -625,19 +625,30 @@ pub fn run_study(
                 Err(why) => not_reused = Some(why),
             }
         }
-        let status = if cert.is_some() {
+        let mut measures_note = None;
+        let status = if let Some(c) = cert.as_mut() {
             reused += 1;
+            // A certificate whose measures an earlier run could not
+            // certify: the measures alone are tried again.
+            if c.measures.is_none() && measures_available(a) {
+                measures_note = add_measures(&m.path, c, &opts.certify, progress)?;
+                if measures_note.is_none() {
+                    write_certificate(out, &path, c)?;
+                }
+            }
             ModelStatus::Reused
         } else {
             let t = Instant::now();
-            match certify_with_measures(&m.path, a, &opts.certify, progress)? {
-                Outcome::Certified(c) => {
+            match certify_run(&m.path, &opts.certify, &RunScope::default(), progress)?
+                .and_then(Run::into_certificate)
+            {
+                Outcome::Certified((mut c, results)) => {
+                    drop(results);
+                    if measures_available(a) {
+                        measures_note = add_measures(&m.path, &mut c, &opts.certify, progress)?;
+                    }
                     let secs = t.elapsed().as_secs_f64();
-                    let mut o = Outputs::new();
-                    o.create_dir(out);
-                    o.create_dir(out.join("certificates"));
-                    o.stage(&path, c.to_json_pretty().into_bytes());
-                    o.commit()?;
+                    write_certificate(out, &path, &c)?;
                     cert = Some(c);
                     certified += 1;
                     ModelStatus::Certified(secs)
@@ -651,6 +662,7 @@ pub fn run_study(
             model: m,
             status: &status,
             not_reused: not_reused.as_deref(),
+            measures_note: measures_note.as_deref(),
             cert: cert.as_ref(),
             cert_path: &path,
         });
@@ -763,35 +775,37 @@ fn measures_available(arch: &Architecture) -> bool {
         .any(|t| t.fusion == crate::arch::Fusion::PerGroup)
 }
 
-/// Certifies the model at `path` as `certify --measures` does (where
-/// [`measures_available`]; else as `certify`): the
-/// proxies' spectra and bounds, then the raw weights' norms and the
-/// norm-based measures (reusing the proxies' spectral norms where the raw
-/// weights are their transposes).
+/// Adds the raw weights' norms and the norm-based measures to `cert` (a
+/// certificate of the model at `path`), as `certify --measures` does,
+/// reusing the proxies' spectral norms where the raw weights are their
+/// transposes. `Ok(Some(why))` when they could not be certified: `cert`
+/// is then left with its bounds alone, which stay certified.
 ///
-/// *Guarantee: certified enclosure* of every interval, as
-/// [`certify_run`] and [`crate::certify::certify_measures_reusing`].
-fn certify_with_measures(
+/// *Guarantee: certified enclosure* of every interval added, as
+/// [`crate::certify::certify_measures_reusing`].
+fn add_measures(
     path: &Path,
-    arch: &Architecture,
+    cert: &mut Certificate,
     opts: &CertifyOptions,
     progress: &dyn Progress,
-) -> Result<Outcome<Certificate>, StudyError> {
-    let (mut cert, results) = match certify_run(path, opts, &RunScope::default(), progress)?
-        .and_then(Run::into_certificate)
-    {
-        Outcome::Certified(c) => c,
-        Outcome::Inconclusive(why) => return Ok(Outcome::Inconclusive(why)),
-    };
-    drop(results);
-    if !measures_available(arch) {
-        return Ok(Outcome::Certified(cert));
+) -> Result<Option<String>, StudyError> {
+    match crate::certify::certify_measures_reusing(path, None, opts, Some(cert), progress)? {
+        Outcome::Certified(m) => {
+            m.attach(cert);
+            Ok(None)
+        }
+        Outcome::Inconclusive(why) => Ok(Some(why.reason)),
     }
-    match crate::certify::certify_measures_reusing(path, None, opts, Some(&cert), progress)? {
-        Outcome::Certified(m) => m.attach(&mut cert),
-        Outcome::Inconclusive(why) => return Ok(Outcome::Inconclusive(why)),
-    }
-    Ok(Outcome::Certified(cert))
+}
+
+/// Writes `cert` to `path` under `out` atomically.
+fn write_certificate(out: &Path, path: &Path, cert: &Certificate) -> Result<(), StudyError> {
+    let mut o = Outputs::new();
+    o.create_dir(out);
+    o.create_dir(out.join("certificates"));
+    o.stage(path, cert.to_json_pretty().into_bytes());
+    o.commit()?;
+    Ok(())
 }
 
 /// Removes the files of skipped figures left by an earlier run, so that

@@ -60,7 +60,7 @@ fn checkpoint(dir: &Path, f: &dyn Fn(usize, &DenseMatrix) -> DenseMatrix) {
 
 /// A perturbation of the shape of `w` (entries about 0.05 in size).
 fn noise(i: usize, w: &DenseMatrix) -> DenseMatrix {
-    let mut r = Rng(0x5eed ^ (i as u64) << 8);
+    let mut r = Rng(0x5eed ^ ((i as u64) << 8));
     DenseMatrix {
         rows: w.rows,
         cols: w.cols,
@@ -103,19 +103,24 @@ fn family() -> &'static (PathBuf, PathBuf) {
     })
 }
 
+/// `specbound study --models LIST --out OUT`.
+fn run_study(list: &Path, out: &Path) -> std::process::Output {
+    run(&[
+        "study",
+        "--models",
+        list.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// The study, run once and shared: `(out dir, stderr)`.
 fn study() -> &'static (PathBuf, String) {
     static S: OnceLock<(PathBuf, String)> = OnceLock::new();
     S.get_or_init(|| {
         let (d, list) = family();
         let out = d.join("out");
-        let o = run(&[
-            "study",
-            "--models",
-            list.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = run_study(list, &out);
         let err = String::from_utf8_lossy(&o.stderr).to_string();
         assert!(o.status.success(), "study failed: {err}");
         (out, err)
@@ -123,20 +128,7 @@ fn study() -> &'static (PathBuf, String) {
 }
 
 fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    lines
-        .map(|l| {
-            let cells: Vec<&str> = l.split(',').collect();
-            assert_eq!(cells.len(), header.len(), "{}: {l}", path.display());
-            header
-                .iter()
-                .cloned()
-                .zip(cells.iter().map(|c| c.to_string()))
-                .collect()
-        })
-        .collect()
+    common::csv_rows(path)
 }
 
 fn cert(out: &Path, id: &str) -> Certificate {
@@ -381,13 +373,7 @@ fn a_second_run_reuses_every_certificate_and_writes_the_same_bytes() {
         "report.html",
     ];
     let before: Vec<Vec<u8>> = files.iter().map(|f| read(f)).collect();
-    let o = run(&[
-        "study",
-        "--models",
-        list.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_study(list, out);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_eq!(err.matches("reused").count(), 3, "{err}");

@@ -127,6 +127,10 @@ pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
                 .not_reused
                 .map(|w| format!(" (existing certificate not reused: {w})"))
                 .unwrap_or_default();
+            let not = match d.measures_note {
+                Some(w) => format!("{not} (measures inconclusive, bounds only: {w})"),
+                None => not,
+            };
             progress.line(&format!(
                 "study: [{}/{}] {}: {what}{not}{bounds}",
                 d.index, d.total, d.model.id
