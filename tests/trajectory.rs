@@ -351,7 +351,7 @@ fn figure_six_and_the_report_section_are_written() {
     assert!(svg.contains("param_norm") && svg.contains("log_spec_orig"));
     // Tags balance (a well-formed document as far as elements go).
     let opened =
-        svg.matches("<").count() - svg.matches("</").count() * 2 - svg.matches("/>").count();
+        svg.matches('<').count() - svg.matches("</").count() * 2 - svg.matches("/>").count();
     assert_eq!(opened, 0, "unbalanced tags in the SVG");
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.contains("<section id=\"trajectory\">"));
