@@ -122,7 +122,7 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         );
     }
     h.push_str("</table>\n");
-    h.push_str(&super::measures::html_table(set));
+    h.push_str(&measures_table(set));
     if !set.inconclusive.is_empty() {
         h.push_str("<p class=\"skipped\">Not certified (inconclusive; left out of every table and figure):</p>\n<ul>\n");
         for (id, why) in &set.inconclusive {
@@ -368,5 +368,52 @@ tolerance 1e-10 k max(sigma_1, 1). The two agree whenever no nonzero singular va
         "<footer><p class=\"note\">specbound {}. This page loads nothing: figures are inline SVG, styles inline.</p></footer>\n</body>\n</html>",
         esc(env!("CARGO_PKG_VERSION"))
     );
+    h
+}
+
+/// The report's table of the measures of every model that has them (one
+/// row per model, one column per measure some model states), or an empty
+/// string when no model has measures.
+pub fn measures_table(set: &StudySet) -> String {
+    let names: Vec<&str> = super::measures::QUANTITY_NAMES[2..]
+        .iter()
+        .copied()
+        .filter(|n| {
+            set.models.iter().any(|m| {
+                super::measures::measure_rows(&m.cert)
+                    .iter()
+                    .any(|(k, _)| k == n)
+            })
+        })
+        .collect();
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<p class=\"note\">The norm-based measures of the raw weight matrices (docs/measures.md: Jiang et al. \
+2019; Bartlett, Foster &amp; Telgarsky 2017), certified from the certified norms each certificate states.</p>\n\
+<table>\n<tr><th>model_id</th>",
+    );
+    for n in &names {
+        let _ = write!(h, "<th>{n}</th>");
+    }
+    h.push_str("</tr>\n");
+    for m in &set.models {
+        let rows = super::measures::measure_rows(&m.cert);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<tr><td>{}</td>", esc(&m.id));
+        for n in &names {
+            match rows.iter().find(|(k, _)| k == n) {
+                Some((_, v)) => {
+                    let _ = write!(h, "<td class=\"num\">{}</td>", interval(v));
+                }
+                None => h.push_str("<td>-</td>"),
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
     h
 }

@@ -4,11 +4,6 @@
 //! and the report show them. Every interval is the certificate's own, as
 //! stated there (nothing is computed here).
 
-use std::fmt::Write;
-
-use super::fmt::cert_interval;
-use super::html::esc;
-use super::set::StudySet;
 use crate::certificate::{CertInterval, Certificate};
 
 /// The names of the bounds and measures, in table order: `ours` and
@@ -65,49 +60,4 @@ pub fn measure_rows(cert: &Certificate) -> Vec<(&'static str, CertInterval)> {
         .skip(2)
         .filter_map(|(n, v)| v.map(|v| (n, v)))
         .collect()
-}
-
-/// The report's table of the measures of every model that has them (one
-/// row per model, one column per measure some model states), or an empty
-/// string when no model has measures.
-pub fn html_table(set: &StudySet) -> String {
-    let names: Vec<&str> = QUANTITY_NAMES[2..]
-        .iter()
-        .copied()
-        .filter(|n| {
-            set.models
-                .iter()
-                .any(|m| measure_rows(&m.cert).iter().any(|(k, _)| k == n))
-        })
-        .collect();
-    if names.is_empty() {
-        return String::new();
-    }
-    let mut h = String::from(
-        "<p class=\"note\">The norm-based measures of the raw weight matrices (docs/measures.md: Jiang et al. \
-2019; Bartlett, Foster &amp; Telgarsky 2017), certified from the certified norms each certificate states.</p>\n\
-<table>\n<tr><th>model_id</th>",
-    );
-    for n in &names {
-        let _ = write!(h, "<th>{n}</th>");
-    }
-    h.push_str("</tr>\n");
-    for m in &set.models {
-        let rows = measure_rows(&m.cert);
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = write!(h, "<tr><td>{}</td>", esc(&m.id));
-        for n in &names {
-            match rows.iter().find(|(k, _)| k == n) {
-                Some((_, v)) => {
-                    let _ = write!(h, "<td class=\"num\">{}</td>", cert_interval(v));
-                }
-                None => h.push_str("<td>-</td>"),
-            }
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table>\n");
-    h
 }
