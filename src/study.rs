@@ -31,7 +31,7 @@ use crate::io::output::{OutputError, Outputs};
 use crate::progress::Progress;
 use crate::report::figures::{self, Figure};
 use crate::report::set::{ModelCert, StudySet};
-use crate::report::{html, tables};
+use crate::report::{html, tables, trajectory};
 
 /// Largest `--models` file read.
 pub const MAX_LIST_BYTES: u64 = 1 << 20;
@@ -45,6 +45,119 @@ pub struct StudyModel {
     pub path: PathBuf,
     /// Its id: the file name under `certificates/` and the `model_id` column.
     pub id: String,
+    /// Its training step, when it belongs to a trajectory.
+    pub step: Option<u64>,
+    /// The trajectory it belongs to (`run=NAME`); `None` is the default
+    /// run ([`DEFAULT_RUN`]). Only meaningful with a step.
+    pub run: Option<String>,
+}
+
+/// The name of the trajectory of stepped models given no `run=NAME`.
+pub const DEFAULT_RUN: &str = "default";
+
+/// The `key=value` fields a model can carry (after it on a `--models`
+/// line, or as `--step`, `--run`, `--revision` after a MODEL argument).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelFields {
+    /// `step=N`: the training step.
+    pub step: Option<u64>,
+    /// `run=NAME`: the trajectory the model belongs to.
+    pub run: Option<String>,
+    /// `revision=REV`: the Hugging Face revision of an `org/name` id
+    /// (`stepN`, Pythia's naming, gives step N).
+    pub revision: Option<String>,
+}
+
+/// The keys of [`ModelFields`], as a models file writes them.
+pub const FIELD_KEYS: [&str; 3] = ["step", "run", "revision"];
+
+/// One line of a `--models` file: the model and its fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListEntry {
+    /// The model (relative paths already taken from the file's directory).
+    pub path: PathBuf,
+    /// Its fields.
+    pub fields: ModelFields,
+    /// The 1-based line number (for messages).
+    pub line: usize,
+}
+
+/// The step a Hugging Face revision names: `stepN` (Pythia's naming,
+/// `step0` ... `step143000`) is step N; any other revision names none.
+pub fn step_of_revision(rev: &str) -> Option<u64> {
+    let digits = rev.strip_prefix("step")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Parses a step value (a whole number, decimal digits only).
+pub fn parse_step(text: &str) -> Result<u64, String> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(n) = text.parse() {
+            return Ok(n);
+        }
+    }
+    Err(format!(
+        "step '{}' is not a whole number from 0 to {}",
+        crate::io::escape_to(text, 60),
+        u64::MAX
+    ))
+}
+
+impl ModelFields {
+    /// Sets `key` to `value`; `Err` for an unknown or repeated key or a bad
+    /// value (the message names the key, values escaped).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let repeated = || format!("'{key}' given twice");
+        match key {
+            "step" => {
+                if self.step.is_some() {
+                    return Err(repeated());
+                }
+                self.step = Some(parse_step(value)?);
+            }
+            "run" => {
+                if self.run.is_some() {
+                    return Err(repeated());
+                }
+                check_id(value).map_err(|_| {
+                    format!(
+                        "run name '{}' is not usable: names are 1 to {MAX_ID_LEN} characters from                          A-Z a-z 0-9 . _ + - and do not start with '.' or '-'",
+                        crate::io::escape_to(value, 60)
+                    )
+                })?;
+                self.run = Some(value.to_string());
+            }
+            "revision" => {
+                if self.revision.is_some() {
+                    return Err(repeated());
+                }
+                self.revision = Some(value.to_string());
+            }
+            other => {
+                return Err(format!(
+                    "unknown field '{}' (known: step=N, run=NAME, revision=REV)",
+                    crate::io::escape_to(other, 60)
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The step: `step=N`, or the one the revision names (`stepN`); `Err`
+    /// when both are given and disagree.
+    pub fn resolved_step(&self) -> Result<Option<u64>, String> {
+        let from_rev = self.revision.as_deref().and_then(step_of_revision);
+        match (self.step, from_rev) {
+            (Some(a), Some(b)) if a != b => Err(format!(
+                "step {a} contradicts the revision step{b} (give one of them)"
+            )),
+            (Some(a), _) => Ok(Some(a)),
+            (None, b) => Ok(b),
+        }
+    }
 }
 
 /// What a study is run with.
@@ -111,8 +224,23 @@ impl From<CertifyError> for StudyError {
 
 /// The models listed in `file`, one per line; blank lines and lines whose
 /// first non-blank character is `#` are skipped. A relative path is taken
-/// relative to the directory of `file`.
+/// relative to the directory of `file`. The fields of the lines are
+/// dropped ([`read_model_entries`] keeps them).
 pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
+    Ok(read_model_entries(file)?
+        .into_iter()
+        .map(|e| e.path)
+        .collect())
+}
+
+/// The models listed in `file` with their fields: each line is a model,
+/// then optional whitespace-separated `key=value` fields (`step=N`,
+/// `run=NAME`, `revision=REV`); blank lines and lines whose first
+/// non-blank character is `#` are skipped. A line that names an existing
+/// file or directory as a whole is that model (a path with spaces). A
+/// relative path is taken relative to the directory of `file`. `Err`
+/// names the file and the line of an unknown key or a bad value.
+pub fn read_model_entries(file: &Path) -> Result<Vec<ListEntry>, StudyError> {
     let text = crate::io::limits::read_capped_string(file, MAX_LIST_BYTES, "models file").map_err(
         |e| {
             let msg = e.to_string();
@@ -125,17 +253,43 @@ pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
     )?;
     let base = file.parent().unwrap_or(Path::new(""));
     let mut out = Vec::new();
-    for line in text.lines() {
+    for (n, line) in text.lines().enumerate() {
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
-        let p = PathBuf::from(t);
+        let exists = |m: &str| std::fs::symlink_metadata(base.join(m)).is_ok();
+        let (model, rest): (&str, Vec<&str>) = if exists(t) {
+            (t, Vec::new())
+        } else {
+            let mut words = t.split_whitespace();
+            let first = words.next().unwrap_or(t);
+            (first, words.collect())
+        };
+        let mut fields = ModelFields::default();
+        for w in rest {
+            let bad = |message: String| StudyError::List {
+                file: file.to_path_buf(),
+                message: format!("line {}: {message}", n + 1),
+            };
+            let Some((k, v)) = w.split_once('=') else {
+                return Err(bad(format!(
+                    "'{}' after the model is not a key=value field (known: step=N, run=NAME, revision=REV)",
+                    crate::io::escape_to(w, 60)
+                )));
+            };
+            fields.set(k, v).map_err(bad)?;
+        }
+        let p = PathBuf::from(model);
         // A relative path is the file's neighbour; an `org/name` that is
         // no such neighbour stays as written, a Hugging Face id.
         let near = base.join(&p);
-        let id = std::fs::symlink_metadata(&near).is_err() && crate::io::hub::looks_like_id(t);
-        out.push(if p.is_absolute() || id { p } else { near });
+        let id = !exists(model) && crate::io::hub::looks_like_id(model);
+        out.push(ListEntry {
+            path: if p.is_absolute() || id { p } else { near },
+            fields,
+            line: n + 1,
+        });
     }
     Ok(out)
 }
@@ -181,8 +335,10 @@ pub fn assign_ids(
         .into_iter()
         .enumerate()
         .map(|(i, r)| StudyModel {
-            id: ids.get(i).cloned().unwrap_or_else(|| r.default_id()),
+            id: ids.get(i).cloned().unwrap_or_else(|| default_study_id(&r)),
             path: r.path,
+            step: None,
+            run: None,
         })
         .collect();
     for (i, m) in models.iter().enumerate() {
@@ -197,6 +353,53 @@ pub fn assign_ids(
         }
     }
     Ok(models)
+}
+
+/// The default id of a study model: [`ResolvedModel::default_id`], with
+/// `.REV` appended for a Hugging Face id at a revision other than `main`
+/// (so that the checkpoints of a trajectory, `pythia-70m` at `step0`,
+/// `step1000`, ..., get distinct ids: `pythia-70m.step0`, ...).
+pub fn default_study_id(r: &ResolvedModel) -> String {
+    match &r.hub {
+        Some(h) if h.revision != "main" => format!("{}.{}", h.name(), h.revision),
+        _ => r.default_id(),
+    }
+}
+
+/// Gives the models their steps and runs from `fields` (index-matched;
+/// missing entries are no fields): the step of `step=N` or of a revision
+/// `stepN`. `Err` when a step contradicts its revision, a run is named
+/// without a step, or two models of one run have the same step.
+pub fn assign_steps(models: &mut [StudyModel], fields: &[ModelFields]) -> Result<(), StudyError> {
+    for (m, f) in models.iter_mut().zip(fields) {
+        let step = f
+            .resolved_step()
+            .map_err(|e| StudyError::Usage(format!("{}: {e}", m.path.display())))?;
+        if f.run.is_some() && step.is_none() {
+            return Err(StudyError::Usage(format!(
+                "{}: run={} needs a step (step=N, --step N or a revision stepN)",
+                m.path.display(),
+                f.run.as_deref().unwrap_or_default()
+            )));
+        }
+        m.step = step;
+        m.run = f.run.clone();
+    }
+    for (i, m) in models.iter().enumerate() {
+        let Some(s) = m.step else { continue };
+        if let Some(o) = models[..i]
+            .iter()
+            .find(|o| o.step == Some(s) && o.run == m.run)
+        {
+            return Err(StudyError::Usage(format!(
+                "two models of the run '{}' have step {s} ({} and {}): steps are unique within a run",
+                m.run.as_deref().unwrap_or(DEFAULT_RUN),
+                o.id,
+                m.id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Parses a layer list: `0-3`, `0,2,5` or a mix (`0-2,7`).
@@ -246,6 +449,9 @@ pub struct ModelDone<'a> {
     pub status: &'a ModelStatus,
     /// Why an existing certificate was not reused, if there was one.
     pub not_reused: Option<&'a str>,
+    /// Why the model's measures could not be certified (its certificate
+    /// then has the bounds alone).
+    pub measures_note: Option<&'a str>,
     /// The certificate, when there is one.
     pub cert: Option<&'a Certificate>,
     /// Where it is.
@@ -271,6 +477,9 @@ pub struct StudyOutcome {
     pub primary: Option<String>,
     /// A note when `--primary` named a model that could not be certified.
     pub primary_note: Option<String>,
+    /// The trajectory figure (6): its path when drawn, the reason when
+    /// skipped; `None` when no model has a step.
+    pub trajectory_figure: Option<Result<PathBuf, String>>,
 }
 
 /// `DIR/certificates/<id>.json`.
@@ -381,9 +590,16 @@ pub fn run_study(
         planned.stage(out.join("tables").join(name), Vec::new());
     }
     planned.create_dir(out.join("figures"));
+    for name in trajectory::TABLE_NAMES {
+        planned.stage(out.join("tables").join(name), Vec::new());
+    }
     for name in figures::FILE_NAMES {
         planned.stage(out.join("figures").join(name), Vec::new());
     }
+    planned.stage(
+        out.join("figures").join(trajectory::FIGURE_FILE),
+        Vec::new(),
+    );
     planned.stage(out.join("report.html"), Vec::new());
     planned.check()?;
     // Every model opened and recognised before the first computation.
@@ -409,22 +625,30 @@ pub fn run_study(
                 Err(why) => not_reused = Some(why),
             }
         }
-        let status = if cert.is_some() {
+        let mut measures_note = None;
+        let status = if let Some(c) = cert.as_mut() {
             reused += 1;
+            // A certificate whose measures an earlier run could not
+            // certify: the measures alone are tried again.
+            if c.measures.is_none() && measures_available(a) {
+                measures_note = add_measures(&m.path, c, &opts.certify, progress)?;
+                if measures_note.is_none() {
+                    write_certificate(out, &path, c)?;
+                }
+            }
             ModelStatus::Reused
         } else {
             let t = Instant::now();
             match certify_run(&m.path, &opts.certify, &RunScope::default(), progress)?
                 .and_then(Run::into_certificate)
             {
-                Outcome::Certified((c, results)) => {
+                Outcome::Certified((mut c, results)) => {
                     drop(results);
+                    if measures_available(a) {
+                        measures_note = add_measures(&m.path, &mut c, &opts.certify, progress)?;
+                    }
                     let secs = t.elapsed().as_secs_f64();
-                    let mut o = Outputs::new();
-                    o.create_dir(out);
-                    o.create_dir(out.join("certificates"));
-                    o.stage(&path, c.to_json_pretty().into_bytes());
-                    o.commit()?;
+                    write_certificate(out, &path, &c)?;
                     cert = Some(c);
                     certified += 1;
                     ModelStatus::Certified(secs)
@@ -438,6 +662,7 @@ pub fn run_study(
             model: m,
             status: &status,
             not_reused: not_reused.as_deref(),
+            measures_note: measures_note.as_deref(),
             cert: cert.as_ref(),
             cert_path: &path,
         });
@@ -459,6 +684,7 @@ pub fn run_study(
         report: None,
         primary: None,
         primary_note: None,
+        trajectory_figure: None,
     };
     if done.is_empty() {
         return Ok(outcome);
@@ -481,11 +707,26 @@ pub fn run_study(
     .map_err(StudyError::Usage)?;
     outcome.primary = Some(set.primary().id.clone());
     let figs = figures::all(&set);
-    let page = html::page(&set, &figs);
+    // The trajectory of the certified models with steps.
+    let traj = trajectory::Trajectory::new(models.iter().filter_map(|m| {
+        let i = set.models.iter().position(|d| d.id == m.id)?;
+        Some((
+            m.run.clone().unwrap_or_else(|| DEFAULT_RUN.to_string()),
+            m.step?,
+            i,
+        ))
+    }));
+    let stepped = models.iter().any(|m| m.step.is_some());
+    let traj_fig = trajectory::figure(&set, &traj);
+    let section = stepped.then(|| trajectory::section(&set, &traj, &traj_fig));
+    let page = html::page_with(&set, &figs, section.as_deref());
     let mut o = Outputs::new();
     o.create_dir(out);
     o.create_dir(out.join("tables"));
     for (name, text) in tables::study_tables(&set) {
+        o.stage(out.join("tables").join(name), text.into_bytes());
+    }
+    for (name, text) in trajectory::tables(&set, &traj) {
         o.stage(out.join("tables").join(name), text.into_bytes());
     }
     o.create_dir(out.join("figures"));
@@ -499,12 +740,72 @@ pub fn run_study(
             Err(why) => outcome.figures.push((f.number, Err(why.clone()))),
         }
     }
+    let traj_path = out.join("figures").join(trajectory::FIGURE_FILE);
+    if let Ok(svg) = &traj_fig.svg {
+        o.stage(&traj_path, svg.as_bytes());
+    }
+    if stepped {
+        outcome.trajectory_figure = Some(
+            traj_fig
+                .svg
+                .as_ref()
+                .map(|_| traj_path.clone())
+                .map_err(Clone::clone),
+        );
+    }
     // Last: a new report implies new tables and figures.
     o.stage(out.join("report.html"), page.into_bytes());
     o.commit()?;
-    outcome.removed = remove_stale(out, &figs);
+    let mut all_figs = figs;
+    all_figs.push(traj_fig);
+    outcome.removed = remove_stale(out, &all_figs);
     outcome.report = Some(out.join("report.html"));
     Ok(outcome)
+}
+
+/// Whether the raw-weight measures can be read for `arch`: not for
+/// attention fused per head (GPT-NeoX, BLOOM), whose raw query, key and
+/// value weights are not read yet (`arch::extract_raw_layer` refuses
+/// them); such a model's certificate has its bounds and no measures.
+fn measures_available(arch: &Architecture) -> bool {
+    !arch
+        .spec
+        .tensors
+        .iter()
+        .any(|t| t.fusion == crate::arch::Fusion::PerGroup)
+}
+
+/// Adds the raw weights' norms and the norm-based measures to `cert` (a
+/// certificate of the model at `path`), as `certify --measures` does,
+/// reusing the proxies' spectral norms where the raw weights are their
+/// transposes. `Ok(Some(why))` when they could not be certified: `cert`
+/// is then left with its bounds alone, which stay certified.
+///
+/// *Guarantee: certified enclosure* of every interval added, as
+/// [`crate::certify::certify_measures_reusing`].
+fn add_measures(
+    path: &Path,
+    cert: &mut Certificate,
+    opts: &CertifyOptions,
+    progress: &dyn Progress,
+) -> Result<Option<String>, StudyError> {
+    match crate::certify::certify_measures_reusing(path, None, opts, Some(cert), progress)? {
+        Outcome::Certified(m) => {
+            m.attach(cert);
+            Ok(None)
+        }
+        Outcome::Inconclusive(why) => Ok(Some(why.reason)),
+    }
+}
+
+/// Writes `cert` to `path` under `out` atomically.
+fn write_certificate(out: &Path, path: &Path, cert: &Certificate) -> Result<(), StudyError> {
+    let mut o = Outputs::new();
+    o.create_dir(out);
+    o.create_dir(out.join("certificates"));
+    o.stage(path, cert.to_json_pretty().into_bytes());
+    o.commit()?;
+    Ok(())
 }
 
 /// Removes the files of skipped figures left by an earlier run, so that

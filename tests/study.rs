@@ -76,20 +76,7 @@ fn study() -> &'static (PathBuf, Output) {
 
 /// A CSV file as rows of named fields.
 fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    lines
-        .map(|l| {
-            let cells: Vec<&str> = l.split(',').collect();
-            assert_eq!(cells.len(), header.len(), "{}: {l}", path.display());
-            header
-                .iter()
-                .cloned()
-                .zip(cells.iter().map(|c| c.to_string()))
-                .collect()
-        })
-        .collect()
+    common::csv_rows(path)
 }
 
 fn f(row: &BTreeMap<String, String>, col: &str) -> f64 {

@@ -129,6 +129,7 @@ pub fn study<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let req = StudyRequest {
         models: refs,
+        model_fields: Vec::new(),
         models_file: opt_path(models_file, "models_file")?,
         model_ids: strings_arg(model_ids, "model_ids")?,
         out: path_arg(out, "out")?,

@@ -6,14 +6,21 @@ use std::time::Instant;
 
 use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
 use crate::certify::CertifyOptions;
-use crate::study::{self, ModelDone, ModelStatus, StudyModel, StudyOptions, StudyOutcome};
+use crate::study::{
+    self, ModelDone, ModelFields, ModelStatus, StudyModel, StudyOptions, StudyOutcome,
+};
 
 /// What to study.
 #[derive(Clone, Debug)]
 pub struct StudyRequest {
     /// The models, in order (MODEL arguments, then a `--models` file's lines).
     pub models: Vec<ModelRef>,
-    /// A file listing further models, one per line.
+    /// The `--step`, `--run` and `--revision` of each MODEL argument,
+    /// index-matched with `models` (missing entries: none; a revision is
+    /// already in its [`ModelRef`], it is kept here for its step).
+    pub model_fields: Vec<ModelFields>,
+    /// A file listing further models, one per line, each with optional
+    /// `key=value` fields (`step=N`, `run=NAME`, `revision=REV`).
     pub models_file: Option<PathBuf>,
     /// Model ids, one per model in order (default: each model's default id).
     pub model_ids: Vec<String>,
@@ -42,15 +49,29 @@ pub struct StudyReport {
     pub secs: f64,
 }
 
-/// The models of a request: the MODEL arguments, then the file's lines.
+/// The models of a request with their fields: the MODEL arguments (with
+/// `fields`, index-matched), then the file's lines (a line's `revision=`
+/// applies to its Hugging Face id).
 pub fn model_refs(
     models: &[ModelRef],
+    fields: &[ModelFields],
     file: Option<&std::path::Path>,
-) -> Result<Vec<ModelRef>, CmdError> {
-    let mut all = models.to_vec();
+) -> Result<Vec<(ModelRef, ModelFields)>, CmdError> {
+    let mut all: Vec<(ModelRef, ModelFields)> = models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.clone(), fields.get(i).cloned().unwrap_or_default()))
+        .collect();
     if let Some(f) = file {
-        for p in study::read_model_list(f)? {
-            all.push(ModelRef::parse(Some(&p), None)?);
+        for e in study::read_model_entries(f)? {
+            let r =
+                ModelRef::parse(Some(&e.path), e.fields.revision.as_deref()).map_err(|err| {
+                    CmdError::from(study::StudyError::List {
+                        file: f.to_path_buf(),
+                        message: format!("line {}: {err}", e.line),
+                    })
+                })?;
+            all.push((r, e.fields));
         }
     }
     Ok(all)
@@ -62,12 +83,14 @@ pub fn model_refs(
 /// [`crate::certify::certify_run`] and the tables' ratio enclosures
 /// (`proofs/ratio-enclosure.md`, L20).
 pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
-    let refs = model_refs(&req.models, req.models_file.as_deref())?;
+    let refs = model_refs(&req.models, &req.model_fields, req.models_file.as_deref())?;
     let resolved = refs
         .iter()
-        .map(ModelRef::resolve)
+        .map(|(r, _)| r.resolve())
         .collect::<Result<Vec<_>, _>>()?;
-    let models = study::assign_ids(resolved, &req.model_ids)?;
+    let mut models = study::assign_ids(resolved, &req.model_ids)?;
+    let fields: Vec<ModelFields> = refs.into_iter().map(|(_, f)| f).collect();
+    study::assign_steps(&mut models, &fields)?;
     let opts = StudyOptions {
         certify: req.certify.clone(),
         primary: req.primary.clone(),
@@ -105,6 +128,10 @@ pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
                 .not_reused
                 .map(|w| format!(" (existing certificate not reused: {w})"))
                 .unwrap_or_default();
+            let not = match d.measures_note {
+                Some(w) => format!("{not} (measures inconclusive, bounds only: {w})"),
+                None => not,
+            };
             progress.line(&format!(
                 "study: [{}/{}] {}: {what}{not}{bounds}",
                 d.index, d.total, d.model.id
@@ -161,6 +188,15 @@ impl Report for StudyReport {
                 Ok(p) => writeln!(s, "figure {n}: {}", super::shown(p)),
                 Err(why) => writeln!(s, "figure {n} {why}"),
             };
+        }
+        match &o.trajectory_figure {
+            Some(Ok(p)) => {
+                let _ = writeln!(s, "figure 6: {}", super::shown(p));
+            }
+            Some(Err(why)) => {
+                let _ = writeln!(s, "figure 6 {why}");
+            }
+            None => {}
         }
         for p in &o.removed {
             let _ = writeln!(

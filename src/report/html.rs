@@ -50,7 +50,7 @@ pub fn esc(s: &str) -> String {
 
 /// The SVG for inlining: the namespace attribute (a name, not a link; HTML
 /// does not need it) is replaced by an accessible label.
-fn inline_svg(svg: &str, label: &str) -> String {
+pub fn inline_svg(svg: &str, label: &str) -> String {
     let ns = " xmlns=\"http://www.w3.org/2000/svg\"";
     let labelled = format!(" role=\"img\" aria-label=\"{}\"", esc(label));
     let body = match svg.find("<svg") {
@@ -62,6 +62,13 @@ fn inline_svg(svg: &str, label: &str) -> String {
 
 /// The whole page for `set` and its drawn or skipped `figures`.
 pub fn page(set: &StudySet, figures: &[Figure]) -> String {
+    page_with(set, figures, None)
+}
+
+/// [`page`] with a trajectory section (HTML from
+/// [`super::trajectory::section`]) after the figures, and its entry in
+/// the contents.
+pub fn page_with(set: &StudySet, figures: &[Figure], trajectory: Option<&str>) -> String {
     let mut h = String::with_capacity(1 << 20);
     let n = set.models.len();
     let primary = set.primary();
@@ -87,7 +94,13 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
     );
     h.push_str(
         "<nav><ul><li><a href=\"#bounds\">Bounds per model</a></li>\
-<li><a href=\"#figures\">Figures</a></li><li><a href=\"#scaling\">Certified ratios</a></li>\
+<li><a href=\"#figures\">Figures</a></li>",
+    );
+    if trajectory.is_some() {
+        h.push_str("<li><a href=\"#trajectory\">Trajectory over training</a></li>");
+    }
+    h.push_str(
+        "<li><a href=\"#scaling\">Certified ratios</a></li>\
 <li><a href=\"#p-opt\">p_opt distribution</a></li><li><a href=\"#widest\">Widest intervals</a></li>\
 <li><a href=\"#fidelity\">Fidelity notes</a></li><li><a href=\"#parameters\">Parameters</a></li>\
 <li><a href=\"#models\">Models and hashes</a></li></ul></nav>\n",
@@ -109,6 +122,7 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         );
     }
     h.push_str("</table>\n");
+    h.push_str(&measures_table(set));
     if !set.inconclusive.is_empty() {
         h.push_str("<p class=\"skipped\">Not certified (inconclusive; left out of every table and figure):</p>\n<ul>\n");
         for (id, why) in &set.inconclusive {
@@ -144,6 +158,10 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         h.push_str("</section>\n");
     }
     h.push_str("</section>\n");
+
+    if let Some(t) = trajectory {
+        h.push_str(t);
+    }
 
     // Ratios.
     h.push_str(
@@ -350,5 +368,52 @@ tolerance 1e-10 k max(sigma_1, 1). The two agree whenever no nonzero singular va
         "<footer><p class=\"note\">specbound {}. This page loads nothing: figures are inline SVG, styles inline.</p></footer>\n</body>\n</html>",
         esc(env!("CARGO_PKG_VERSION"))
     );
+    h
+}
+
+/// The report's table of the measures of every model that has them (one
+/// row per model, one column per measure some model states), or an empty
+/// string when no model has measures.
+pub fn measures_table(set: &StudySet) -> String {
+    let names: Vec<&str> = super::measures::QUANTITY_NAMES[2..]
+        .iter()
+        .copied()
+        .filter(|n| {
+            set.models.iter().any(|m| {
+                super::measures::measure_rows(&m.cert)
+                    .iter()
+                    .any(|(k, _)| k == n)
+            })
+        })
+        .collect();
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<p class=\"note\">The norm-based measures of the raw weight matrices (docs/measures.md: Jiang et al. \
+2019; Bartlett, Foster &amp; Telgarsky 2017), certified from the certified norms each certificate states.</p>\n\
+<table>\n<tr><th>model_id</th>",
+    );
+    for n in &names {
+        let _ = write!(h, "<th>{n}</th>");
+    }
+    h.push_str("</tr>\n");
+    for m in &set.models {
+        let rows = super::measures::measure_rows(&m.cert);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<tr><td>{}</td>", esc(&m.id));
+        for n in &names {
+            match rows.iter().find(|(k, _)| k == n) {
+                Some((_, v)) => {
+                    let _ = write!(h, "<td class=\"num\">{}</td>", interval(v));
+                }
+                None => h.push_str("<td>-</td>"),
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
     h
 }

@@ -4,7 +4,8 @@
 //! from several certificates ([`set`]): multi-model tables ([`tables`]),
 //! the paper's figures as SVG ([`figures`]), the self-contained HTML page
 //! ([`html`]) and the notes on where the authors' float computation departs
-//! from the exact values ([`fidelity`]).
+//! from the exact values ([`fidelity`]); the bounds and measures by name
+//! ([`measures`]) and their trajectory over training ([`trajectory`]).
 //!
 //! In JSON, every `lo`/`hi` denotes a binary64 number, written as the
 //! shortest decimal that parses back to that very f64 (serde_json uses the
@@ -18,9 +19,11 @@ pub mod fidelity;
 pub mod figures;
 pub mod fmt;
 pub mod html;
+pub mod measures;
 pub mod set;
 pub mod tables;
 mod text;
+pub mod trajectory;
 
 pub use text::{summary_text, summary_text_with};
 

@@ -1,8 +1,11 @@
 //! The study's tables (`DIR/tables/`): the authors' four tables for all
 //! models together, each row led by `model_id, hidden_size,
 //! num_hidden_layers, num_heads` as in their multi-model tables;
-//! `singular_values.csv`; and `scaling.csv`, the certified ratios of
-//! figures 2 and 3. Certified columns hold the enclosure's midpoint with
+//! `singular_values.csv`; `scaling.csv`, the certified ratios of
+//! figures 2 and 3; and `measures.csv`, the norm-based measures beside the
+//! bounds of `observed_bounds.csv` (same columns, `measure` for `bound`;
+//! a table of its own, so that `observed_bounds.csv` keeps holding the two
+//! bounds that `audit` reads). Certified columns hold the enclosure's midpoint with
 //! the certified ends in `<column>_lo` and `<column>_hi`; an empty triple
 //! means no finite enclosure (a ratio whose denominator is not certified
 //! positive).
@@ -15,13 +18,14 @@ use super::set::{normalized_spectrum, scaling, StudySet};
 use crate::certificate::CertInterval;
 
 /// The file names of the study's tables, in the order [`study_tables`] returns them.
-pub const STUDY_TABLE_NAMES: [&str; 6] = [
+pub const STUDY_TABLE_NAMES: [&str; 7] = [
     TABLE_NAMES[0],
     TABLE_NAMES[1],
     TABLE_NAMES[2],
     TABLE_NAMES[3],
     "singular_values.csv",
     "scaling.csv",
+    "measures.csv",
 ];
 
 /// The columns that lead every row of the four multi-model tables.
@@ -31,11 +35,11 @@ fn opt_mid(x: &Option<CertInterval>) -> String {
     x.as_ref().map(mid).unwrap_or_else(|| ",,".into())
 }
 
-/// `(file name, contents)` of the six tables for every model of `set`.
+/// `(file name, contents)` of the seven tables for every model of `set`.
 /// Ids are used as given: the caller keeps them free of `,`, `"` and line
 /// breaks (the study's id rule does).
 pub fn study_tables(set: &StudySet) -> Vec<(&'static str, String)> {
-    let mut out: [String; 6] = Default::default();
+    let mut out: [String; 7] = Default::default();
     out[0] = format!("{MODEL_COLUMNS},{MATRIX_SUMMARY_HEADER}\n");
     out[1] = format!("{MODEL_COLUMNS},{SCHATTEN_OPT_HEADER}\n");
     out[2] = format!("{MODEL_COLUMNS},bound,value,value_lo,value_hi\n");
@@ -44,6 +48,7 @@ pub fn study_tables(set: &StudySet) -> Vec<(&'static str, String)> {
 sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         .to_string();
     out[5] = "model_id,bound,axis,x,anchor_model_id,ratio,ratio_lo,ratio_hi\n".to_string();
+    out[6] = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
     for mc in &set.models {
         let md = &mc.cert.model;
         let lead = format!("{},{},{},{}", mc.id, md.hidden, md.layers, md.heads);
@@ -58,6 +63,9 @@ sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         }
         for r in bound_rows(&mc.cert) {
             out[2].push_str(&format!("{lead},{r}\n"));
+        }
+        for (name, v) in super::measures::measure_rows(&mc.cert) {
+            out[6].push_str(&format!("{lead},{name},{}\n", mid(&v)));
         }
         for w in &mc.cert.matrices {
             let id = w.id();

@@ -431,3 +431,22 @@ pub fn run_measured(mut cmd: std::process::Command, limit: std::time::Duration) 
         max_rss_kib: usage.ru_maxrss as u64,
     }
 }
+
+/// A CSV file (no quoting) as rows of named fields; every row has the
+/// header's number of cells.
+pub fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), header.len(), "{}: {l}", path.display());
+            header
+                .iter()
+                .cloned()
+                .zip(cells.iter().map(|c| c.to_string()))
+                .collect()
+        })
+        .collect()
+}

@@ -264,6 +264,19 @@ pub struct StudyArgs {
     /// Model ids, one per model in order (default: each directory or file name).
     #[arg(long = "model-id", value_name = "ID")]
     pub model_id: Vec<String>,
+    /// The training step of the MODEL argument before it (a trajectory; docs/study.md).
+    #[arg(long = "step", value_name = "N")]
+    pub step: Vec<String>,
+    /// The run (trajectory) of the MODEL argument before it (default: one run).
+    #[arg(long = "run", value_name = "NAME")]
+    pub run: Vec<String>,
+    /// The Hugging Face revision of the MODEL argument before it (`stepN` gives step N).
+    #[arg(long = "revision", value_name = "REV")]
+    pub revision: Vec<String>,
+    /// Where MODEL, --step, --run and --revision were on the command line
+    /// (clap's indices), set by [`StudyArgs::place`].
+    #[arg(skip)]
+    pub indices: [Vec<usize>; 4],
     #[command(flatten)]
     pub figures: FigureArgs,
     #[command(flatten)]
@@ -586,8 +599,45 @@ impl MergeArgs {
 }
 
 impl StudyArgs {
+    /// Records where the MODEL arguments and the per-model options were
+    /// among `matches` (the study subcommand's), so that each `--step`,
+    /// `--run` and `--revision` applies to the MODEL before it.
+    pub fn place(&mut self, matches: &clap::ArgMatches) {
+        for (i, id) in ["model", "step", "run", "revision"].into_iter().enumerate() {
+            self.indices[i] = matches
+                .indices_of(id)
+                .map(|v| v.collect())
+                .unwrap_or_default();
+        }
+    }
+
+    /// The fields of each MODEL argument: each `--step`, `--run` and
+    /// `--revision` belongs to the nearest MODEL before it on the line.
+    fn fields(&self) -> Result<Vec<specbound::study::ModelFields>, CmdError> {
+        let mut out = vec![specbound::study::ModelFields::default(); self.model.len()];
+        let values = [&self.step, &self.run, &self.revision];
+        for (k, key) in ["step", "run", "revision"].into_iter().enumerate() {
+            for (j, v) in values[k].iter().enumerate() {
+                let at = self.indices[k + 1].get(j).copied().unwrap_or(usize::MAX);
+                let Some(m) = self.indices[0].iter().rposition(|&i| i < at) else {
+                    return Err(CmdError::usage(format!(
+                        "--{key} applies to the MODEL argument before it, and there is none"
+                    )));
+                };
+                out[m].set(key, v).map_err(|e| {
+                    CmdError::usage(format!(
+                        "{} (--{key}): {e}",
+                        specbound::io::escape(&self.model[m].display().to_string())
+                    ))
+                })?;
+            }
+        }
+        Ok(out)
+    }
+
     /// The command layer's request.
     fn request(self, style: Style) -> Result<Request, CmdError> {
+        let model_fields = self.fields()?;
         let StudyArgs {
             model: models,
             models_file,
@@ -595,12 +645,15 @@ impl StudyArgs {
             model_id,
             figures,
             params,
+            ..
         } = self;
         Ok(Request::Study(cmd::study::StudyRequest {
             models: models
                 .iter()
-                .map(|m| ModelRef::parse(Some(m), None))
+                .zip(&model_fields)
+                .map(|(m, f)| ModelRef::parse(Some(m), f.revision.as_deref()))
                 .collect::<Result<_, _>>()?,
+            model_fields,
             models_file,
             model_ids: model_id,
             out,

@@ -14,7 +14,7 @@ mod args;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 use args::{Cli, Command, Request};
 use specbound::cmd::{self, CmdError, Report, Ui};
@@ -162,10 +162,17 @@ fn usage_line(text: &str) -> String {
 
 fn main() -> ExitCode {
     alloc::init();
-    let cli = match Cli::try_parse() {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
+    let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    if let (Command::Study(a), Some(m)) = (&mut cli.command, matches.subcommand_matches("study")) {
+        a.place(m);
+    }
     if matches!(cli.command, Command::Completions(_) | Command::Man) {
         return match about_the_cli(&cli.command) {
             Ok(bytes) => print_out(&bytes),
