@@ -25,6 +25,7 @@ pub mod eft;
 pub mod extended;
 pub mod factored;
 pub mod gram;
+pub mod kernel;
 pub mod mpfr;
 pub mod rounding;
 pub mod symeig;
@@ -195,6 +196,9 @@ pub enum Method {
     Mpfr(u32),
     /// Exactly zero by structure (rank of a factored product, or a zero matrix).
     Structural,
+    /// Exactly zero by an exact kernel certificate: null vectors checked in
+    /// exact rational arithmetic ([`kernel`], `proofs/exact-kernel.md`, L30).
+    ExactKernel,
 }
 
 impl Method {
@@ -207,6 +211,7 @@ impl Method {
             Method::ExtendedResidual => "extended-residual".into(),
             Method::Mpfr(b) => format!("mpfr-{b}"),
             Method::Structural => "structural".into(),
+            Method::ExactKernel => "exact-kernel".into(),
         }
     }
 }
@@ -367,6 +372,58 @@ impl SingularValues {
                 self.values[i].rel_rad()
             )
         })
+    }
+
+    /// Sets the `k` smallest values to exact zeros when `k` exact null
+    /// vectors of the (prepared) matrix are certified ([`kernel::exact_kernel`]:
+    /// `rank <= n - k`, so `sigma_{n-k+1..n} = 0`, `proofs/exact-kernel.md`,
+    /// L30), and says so in [`Self::notes`]; only when the rank is undecided.
+    /// `kernel` is the memoised certificate (its nullity) or why it was not
+    /// attempted. An `Err` only if a certified value excludes 0 where the
+    /// certificate proves a zero (two proofs disagree: inconclusive).
+    fn apply_exact_kernel(
+        &mut self,
+        kernel: impl FnOnce() -> Result<usize, kernel::KernelSkipped>,
+    ) -> Result<(), Inconclusive> {
+        if self.rank_undecided_at().is_none() {
+            return Ok(());
+        }
+        let k = match kernel() {
+            Ok(k) => k,
+            Err(why) => {
+                self.notes.push(format!(
+                    "exact kernel certificate not attempted for the undecided rank: the matrix is {why}"
+                ));
+                return Ok(());
+            }
+        };
+        let n = self.values.len();
+        if k == 0 || k > n {
+            return Ok(());
+        }
+        if let Some(i) = (n - k..n).find(|&i| self.values[i].enclosure.lo() > 0.0) {
+            return Err(Inconclusive::new(format!(
+                "internal consistency check failed: sigma_{} has a positive lower bound, \
+                 but an exact kernel certificate proves the rank at most {}",
+                i + 1,
+                n - k
+            )));
+        }
+        for v in &mut self.values[n - k..] {
+            *v = CertifiedValue {
+                enclosure: Enclosure::exact(0.0).expect("0 is finite"),
+                method: Method::ExactKernel,
+                cluster_size: k,
+                exact: None,
+            };
+        }
+        self.notes.push(format!(
+            "exact kernel certificate: {k} null vector(s) checked in exact arithmetic \
+             (rank <= {}, sigma_{}..sigma_{n} = 0)",
+            n - k,
+            n - k + 1
+        ));
+        Ok(())
     }
 
     /// Keeps, index by index, the narrower of two index-matched enclosures of
@@ -569,6 +626,21 @@ pub fn certify_prepared(
             .as_ref()
             .map_err(Clone::clone)
     };
+    // The exact kernel certificate (L30), computed at most once and only
+    // where a stage leaves the rank undecided.
+    let kernel_cell: std::cell::OnceCell<Result<usize, kernel::KernelSkipped>> =
+        std::cell::OnceCell::new();
+    let with_kernel = |r: Result<SingularValues, Inconclusive>| {
+        let mut r = r?;
+        r.apply_exact_kernel(|| {
+            kernel_cell
+                .get_or_init(|| {
+                    kernel::exact_kernel(prep.a.as_ref()).map(|c| c.map_or(0, |c| c.nullity))
+                })
+                .clone()
+        })?;
+        Ok(r)
+    };
     let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
         let groups = dense::certify_pairs(prep.a.as_ref(), svd, opts.par)?;
         Ok(SingularValues {
@@ -588,7 +660,7 @@ pub fn certify_prepared(
     // the next, index by index, L10): the exact-Gram route (one symmetric
     // GEMM, an n x n eigensolver and one n x n x n product), the residual
     // theorem on A with the Gram eigenvectors, then with the direct SVD.
-    let f64_result = || -> Result<SingularValues, Inconclusive> {
+    let f64_stages = || -> Result<SingularValues, Inconclusive> {
         let meets = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol;
         // Settled: the values above the fraction meet the target, and the
         // rank and the smaller values are as decided as a residual route
@@ -662,7 +734,8 @@ pub fn certify_prepared(
             (Err(e), None) => Err(e),
         }
     };
-    let extended_result = || -> Result<SingularValues, Inconclusive> {
+    let f64_result = || with_kernel(f64_stages());
+    let extended_stage = || -> Result<SingularValues, Inconclusive> {
         let groups = extended::certify_pairs(prep.a.as_ref(), direct()?, opts.par)?;
         Ok(SingularValues {
             rows,
@@ -677,7 +750,8 @@ pub fn certify_prepared(
             notes: Vec::new(),
         })
     };
-    let mpfr_result = |bits: u32| -> Result<SingularValues, Inconclusive> {
+    let extended_result = || with_kernel(extended_stage());
+    let mpfr_stage = |bits: u32| -> Result<SingularValues, Inconclusive> {
         let values = mpfr::certify(prep.a.as_ref(), prep.scale_exp, bits)?;
         Ok(SingularValues {
             rows,
@@ -687,6 +761,7 @@ pub fn certify_prepared(
             notes: Vec::new(),
         })
     };
+    let mpfr_result = |bits: u32| with_kernel(mpfr_stage(bits));
     match opts.precision {
         Precision::F64 => f64_result(),
         Precision::Extended => {
