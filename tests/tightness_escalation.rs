@@ -396,3 +396,28 @@ fn rank_deficient_float16_and_integer_matrices_get_their_exact_rank() {
         }
     }
 }
+
+#[test]
+fn two_sided_graded_matrices_are_decided_by_mpfr_and_auto() {
+    // D B D with D from 2^e down to 2^-e (e = 400, 500): faer's binary64
+    // SVD fails or leaves the small values unresolved, so every stage was
+    // inconclusive or [0, h]. The MPFR stage now starts from a Jacobi SVD
+    // in MPFR; at 128 bits it is conclusive, and at a precision covering the
+    // span (auto's graded stage, or mpfr:BITS) every value is decided.
+    for (e, seed) in [(400, 1u64), (500, 2)] {
+        let a = graded(6, 6, e, seed);
+        let sv = certify_singular_values(&a, &opts(Precision::Mpfr(128)))
+            .unwrap_or_else(|x| panic!("2^+-{e} mpfr:128: {}", x.reason));
+        assert_contained_exactly(&a, &sv, "mpfr:128");
+        assert!(sv.values[0].rel_rad() <= 1e-30, "{:e}", sv.values[0].rel_rad());
+        for p in [Precision::Auto, Precision::Mpfr(2240)] {
+            let sv = certify_singular_values(&a, &opts(p))
+                .unwrap_or_else(|x| panic!("2^+-{e} {p}: {}", x.reason));
+            assert_contained_exactly(&a, &sv, &format!("2^+-{e} {p}"));
+            assert_eq!(enclose_rank(&sv).lo, 6, "2^+-{e} {p}: {:?}", sv.notes);
+            let worst = sv.max_rel_rad();
+            eprintln!("2^+-{e} {p}: max relative radius {worst:.2e}, notes {:?}", sv.notes);
+            assert!(worst <= 1e-30, "2^+-{e} {p}: relative radius {worst:e}");
+        }
+    }
+}

@@ -63,7 +63,7 @@ impl std::fmt::Display for KernelSkipped {
         match self {
             KernelSkipped::TooLarge => write!(
                 f,
-                "larger than the exact kernel certificate's limits (n <= {EXACT_KERNEL_MAX_COLS}, \
+                "the matrix exceeds the exact kernel certificate's limits (n <= {EXACT_KERNEL_MAX_COLS}, \
                  m n^2 <= {EXACT_KERNEL_MAX_WORK})"
             ),
             KernelSkipped::TooWide => write!(

@@ -147,6 +147,32 @@ pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
 /// then is the radius set by the working precision, which more bits reduce.
 pub const AUTO_MPFR_PRECISION_LIMITED: f64 = f64::from_bits((1023 - 100) << 52);
 
+/// Largest `m * n * n` for which `Auto` runs its graded stage: MPFR at
+/// [`graded_precision`] bits (up to about 2200) with the Jacobi start.
+pub const AUTO_GRADED_MAX_WORK: usize = 1 << 15;
+
+/// The precision of `Auto`'s graded stage for the (prepared) matrix `a`:
+/// 128 bits plus the binary orders its nonzero entries span, rounded up to
+/// a multiple of 64, when that exceeds 256 (else `None`: the 256-bit stage
+/// covers it). The residuals of the small values of a graded matrix `D B D`
+/// are computed to about `2^-bits` times the largest entry, so the span
+/// sets the precision at which they separate from 0.
+pub fn graded_precision(a: faer::MatRef<'_, f64>) -> Option<u32> {
+    let (mut hi, mut lo) = (i32::MIN, i32::MAX);
+    for j in 0..a.ncols() {
+        for &x in a.col(j).iter() {
+            if x != 0.0 {
+                let e = dense::exponent_of(x.abs());
+                hi = hi.max(e);
+                lo = lo.min(e);
+            }
+        }
+    }
+    let span = u32::try_from(hi.checked_sub(lo)?).ok()?;
+    let bits = (128 + span).div_ceil(64) * 64;
+    (bits > 256).then_some(bits.min(MPFR_MAX_BITS))
+}
+
 /// `Auto` asks relative accuracy `rtol` of the values above this fraction of
 /// sigma_1; smaller values keep whatever absolute accuracy the first stage
 /// that satisfied the others gave.
@@ -388,14 +414,10 @@ impl SingularValues {
         if self.rank_undecided_at().is_none() {
             return Ok(());
         }
-        let k = match kernel() {
-            Ok(k) => k,
-            Err(why) => {
-                self.notes.push(format!(
-                    "exact kernel certificate not attempted for the undecided rank: the matrix is {why}"
-                ));
-                return Ok(());
-            }
+        // Where the limits exclude it, `certify_prepared` says so once the
+        // rank is still undecided after every stage.
+        let Ok(k) = kernel() else {
+            return Ok(());
         };
         let n = self.values.len();
         if k == 0 || k > n {
@@ -762,6 +784,26 @@ pub fn certify_prepared(
         })
     };
     let mpfr_result = |bits: u32| with_kernel(mpfr_stage(bits));
+    let mut result = run_precision(opts, prep, f64_result, extended_result, mpfr_result);
+    if let (Ok(r), Some(Err(why))) = (&mut result, kernel_cell.get()) {
+        if r.rank_undecided_at().is_some() {
+            r.notes.push(format!(
+                "exact kernel certificate not attempted for the undecided rank: {why}"
+            ));
+        }
+    }
+    result
+}
+
+/// The stage selection of [`certify_prepared`] for `opts.precision`, over
+/// its stages (each with the exact kernel certificate applied, L30).
+fn run_precision(
+    opts: &SvdOptions,
+    prep: &dense::Prepared,
+    f64_result: impl Fn() -> Result<SingularValues, Inconclusive>,
+    extended_result: impl Fn() -> Result<SingularValues, Inconclusive>,
+    mpfr_result: impl Fn(u32) -> Result<SingularValues, Inconclusive>,
+) -> Result<SingularValues, Inconclusive> {
     match opts.precision {
         Precision::F64 => f64_result(),
         Precision::Extended => {
@@ -805,7 +847,22 @@ pub fn certify_prepared(
                 stages.push(("mpfr-128", Box::new(|| mpfr_result(128))));
                 stages.push(("mpfr-256", Box::new(|| mpfr_result(256))));
             }
+            // Graded matrices (entries spanning more binary orders than 256
+            // bits cover): one more stage at a precision that covers the
+            // span, where the Jacobi start is affordable.
+            let graded_bits = graded_precision(prep.a.as_ref());
+            if work <= AUTO_GRADED_MAX_WORK {
+                if let Some(bits) = graded_bits {
+                    let mpfr_at = &mpfr_result;
+                    stages.push(("mpfr-graded", Box::new(move || mpfr_at(bits))));
+                }
+            }
             for (name, stage) in stages {
+                if name == "mpfr-graded" && best.as_ref().is_ok_and(|v| v.rank_undecided_at().is_none()) {
+                    // Only an undecided rank (the small values of a graded
+                    // matrix left as [0, h]) calls for the span-covering precision.
+                    break;
+                }
                 if name == "mpfr-256"
                     && best.as_ref().is_ok_and(|v| {
                         target(v) > AUTO_MPFR_PRECISION_LIMITED && v.rank_undecided_at().is_none()
