@@ -58,7 +58,14 @@ fn rational_rank(a: &DenseMatrix) -> usize {
 /// scaled onto a dyadic grid (`scale` = 2^-e), with entries drawn from
 /// `-bound..=bound`; every product entry is an integer below 2^53 times
 /// `scale`, so exactly representable.
-fn low_rank(rows: usize, cols: usize, r: usize, bound: usize, scale: f64, rng: &mut common::Rng) -> DenseMatrix {
+fn low_rank(
+    rows: usize,
+    cols: usize,
+    r: usize,
+    bound: usize,
+    scale: f64,
+    rng: &mut common::Rng,
+) -> DenseMatrix {
     let mut draw = |n: usize| -> Vec<f64> {
         (0..n)
             .map(|_| rng.below(2 * bound + 1) as f64 - bound as f64)
@@ -131,8 +138,17 @@ fn rank_deficient_values_are_contained_exactly_at_every_precision() {
     ] {
         let a = low_rank(rows, cols, r, bound, scale, &mut common::Rng(seed));
         let g = inertia::exact_gram(&a);
-        assert_eq!(rational_rank(&a), inertia::exact_rank(&g), "the two oracles");
-        for p in [Precision::F64, Precision::Extended, Precision::Mpfr(128), Precision::Auto] {
+        assert_eq!(
+            rational_rank(&a),
+            inertia::exact_rank(&g),
+            "the two oracles"
+        );
+        for p in [
+            Precision::F64,
+            Precision::Extended,
+            Precision::Mpfr(128),
+            Precision::Auto,
+        ] {
             let o = SvdOptions {
                 precision: p,
                 ..SvdOptions::default()
@@ -165,7 +181,9 @@ fn forged_kernel_certificates_fail_the_exact_check() {
         data: vec![1.0, 2.0, 3.0, 4.0, 5.0, 9.0, 7.0, 8.0, 15.0],
     };
     let prep = dense::prepare(3, 3, &a.data).unwrap();
-    let c = exact_kernel(prep.a.as_ref()).unwrap().expect("column 3 = col 1 + col 2");
+    let c = exact_kernel(prep.a.as_ref())
+        .unwrap()
+        .expect("column 3 = col 1 + col 2");
     assert_eq!(c.nullity, 1);
     assert!(check(prep.a.as_ref(), &c));
     let mut moved = c.clone();

@@ -13,7 +13,12 @@ use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
 
 #[test]
 fn graded_matrices_are_contained_exactly_at_every_precision() {
-    for (m, n, e, seed) in [(6, 6, 400, 1u64), (6, 6, 500, 2), (7, 5, 500, 3), (5, 7, 450, 4)] {
+    for (m, n, e, seed) in [
+        (6, 6, 400, 1u64),
+        (6, 6, 500, 2),
+        (7, 5, 500, 3),
+        (5, 7, 450, 4),
+    ] {
         let a = graded(m, n, e, seed);
         let g = inertia::exact_gram(&a);
         assert_eq!(inertia::decimal("-1.25e2"), Some(rug::Rational::from(-125)));

@@ -343,15 +343,29 @@ fn exactly_rank_deficient_16_by_16_gets_its_exact_rank() {
     a.data.iter_mut().for_each(|x| *x *= 256.0);
     let g = inertia::exact_gram(&a);
     assert_eq!(inertia::exact_rank(&g), 14, "the oracle's rank");
-    for p in [Precision::F64, Precision::Extended, Precision::Auto, Precision::Mpfr(128)] {
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Auto,
+        Precision::Mpfr(128),
+    ] {
         let sv = certify_singular_values(&a, &opts(p)).unwrap();
         assert_contained_exactly(&a, &sv, &format!("16 x 16 {p}"));
         let rk = enclose_rank(&sv);
-        assert_eq!((rk.lo, rk.hi), (14, 14), "{p}: {:?} {:?}", sv.values, sv.notes);
-        assert!(sv.values[14..].iter().all(|v| v.enclosure.hi() == 0.0
-            && v.method.name() == "exact-kernel"));
+        assert_eq!(
+            (rk.lo, rk.hi),
+            (14, 14),
+            "{p}: {:?} {:?}",
+            sv.values,
+            sv.notes
+        );
+        assert!(sv.values[14..]
+            .iter()
+            .all(|v| v.enclosure.hi() == 0.0 && v.method.name() == "exact-kernel"));
         assert!(
-            sv.notes.iter().any(|n| n.contains("exact kernel certificate")),
+            sv.notes
+                .iter()
+                .any(|n| n.contains("exact kernel certificate")),
             "{p}: {:?}",
             sv.notes
         );
@@ -375,16 +389,31 @@ fn rank_deficient_float16_and_integer_matrices_get_their_exact_rank() {
     }
     cases.push((
         "f16 9 x 30 rank 7 (transposed)",
-        DenseMatrix { rows: t.cols, cols: t.rows, data: tt },
+        DenseMatrix {
+            rows: t.cols,
+            cols: t.rows,
+            data: tt,
+        },
     ));
     let mut rng = Rng(21);
     let (m, n, r) = (10, 8, 5);
     let b: Vec<f64> = (0..m * r).map(|_| rng.below(19) as f64 - 9.0).collect();
     let c: Vec<f64> = (0..r * n).map(|_| rng.below(19) as f64 - 9.0).collect();
     let data = (0..m * n)
-        .map(|ij| (0..r).map(|k| b[(ij / n) * r + k] * c[k * n + ij % n]).sum())
+        .map(|ij| {
+            (0..r)
+                .map(|k| b[(ij / n) * r + k] * c[k * n + ij % n])
+                .sum()
+        })
         .collect();
-    cases.push(("integer 10 x 8 = B C, rank 5", DenseMatrix { rows: m, cols: n, data }));
+    cases.push((
+        "integer 10 x 8 = B C, rank 5",
+        DenseMatrix {
+            rows: m,
+            cols: n,
+            data,
+        },
+    ));
     for (what, a) in cases {
         let g = inertia::exact_gram(&a);
         let exact = inertia::exact_rank(&g) as u64;
@@ -409,14 +438,21 @@ fn two_sided_graded_matrices_are_decided_by_mpfr_and_auto() {
         let sv = certify_singular_values(&a, &opts(Precision::Mpfr(128)))
             .unwrap_or_else(|x| panic!("2^+-{e} mpfr:128: {}", x.reason));
         assert_contained_exactly(&a, &sv, "mpfr:128");
-        assert!(sv.values[0].rel_rad() <= 1e-30, "{:e}", sv.values[0].rel_rad());
+        assert!(
+            sv.values[0].rel_rad() <= 1e-30,
+            "{:e}",
+            sv.values[0].rel_rad()
+        );
         for p in [Precision::Auto, Precision::Mpfr(2240)] {
             let sv = certify_singular_values(&a, &opts(p))
                 .unwrap_or_else(|x| panic!("2^+-{e} {p}: {}", x.reason));
             assert_contained_exactly(&a, &sv, &format!("2^+-{e} {p}"));
             assert_eq!(enclose_rank(&sv).lo, 6, "2^+-{e} {p}: {:?}", sv.notes);
             let worst = sv.max_rel_rad();
-            eprintln!("2^+-{e} {p}: max relative radius {worst:.2e}, notes {:?}", sv.notes);
+            eprintln!(
+                "2^+-{e} {p}: max relative radius {worst:.2e}, notes {:?}",
+                sv.notes
+            );
             assert!(worst <= 1e-30, "2^+-{e} {p}: relative radius {worst:e}");
         }
     }

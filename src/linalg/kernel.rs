@@ -86,8 +86,7 @@ impl std::fmt::Display for KernelSkipped {
 /// not claimed). `Err` when the size limits excluded the attempt.
 pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, KernelSkipped> {
     let (m, n) = (a.nrows(), a.ncols());
-    if n > EXACT_KERNEL_MAX_COLS || m.saturating_mul(n).saturating_mul(n) > EXACT_KERNEL_MAX_WORK
-    {
+    if n > EXACT_KERNEL_MAX_COLS || m.saturating_mul(n).saturating_mul(n) > EXACT_KERNEL_MAX_WORK {
         return Err(KernelSkipped::TooLarge);
     }
     // Column j of the integer matrix is column j of A times 2^-low_j.
@@ -97,11 +96,7 @@ pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, Ker
         let Some(l) = col.iter().map(|&x| lowest_bit(x)).min() else {
             continue;
         };
-        let high = col
-            .iter()
-            .map(|&x| exponent_of(x.abs()))
-            .max()
-            .unwrap_or(l);
+        let high = col.iter().map(|&x| exponent_of(x.abs())).max().unwrap_or(l);
         if high - l + 1 > EXACT_KERNEL_MAX_BITS {
             return Err(KernelSkipped::TooWide);
         }

@@ -858,7 +858,9 @@ fn run_precision(
                 }
             }
             for (name, stage) in stages {
-                if name == "mpfr-graded" && best.as_ref().is_ok_and(|v| v.rank_undecided_at().is_none()) {
+                if name == "mpfr-graded"
+                    && best.as_ref().is_ok_and(|v| v.rank_undecided_at().is_none())
+                {
                     // Only an undecided rank (the small values of a graded
                     // matrix left as [0, h]) calls for the span-covering precision.
                     break;

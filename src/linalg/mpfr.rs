@@ -372,9 +372,12 @@ fn jacobi_svd(a: &FMat, prec: u32) -> (FMat, FMat, Vec<Float>) {
                 }
                 rotated = true;
                 // zeta = (beta - alpha) / (2 gamma); t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)).
-                let zeta = Float::with_val(prec, &beta - &alpha) / Float::with_val(prec, &gamma * 2u32);
-                let root = Float::with_val(prec, Float::with_val(prec, zeta.square_ref()) + 1u32).sqrt();
-                let mut t = Float::with_val(prec, Float::with_val(prec, zeta.abs_ref()) + &root).recip();
+                let zeta =
+                    Float::with_val(prec, &beta - &alpha) / Float::with_val(prec, &gamma * 2u32);
+                let root =
+                    Float::with_val(prec, Float::with_val(prec, zeta.square_ref()) + 1u32).sqrt();
+                let mut t =
+                    Float::with_val(prec, Float::with_val(prec, zeta.abs_ref()) + &root).recip();
                 if zeta.is_sign_negative() {
                     t = -t;
                 }
@@ -390,9 +393,15 @@ fn jacobi_svd(a: &FMat, prec: u32) -> (FMat, FMat, Vec<Float>) {
             break;
         }
     }
-    let norms: Vec<Float> = (0..n).map(|j| dot_rn(w.col(j), w.col(j), prec).sqrt()).collect();
+    let norms: Vec<Float> = (0..n)
+        .map(|j| dot_rn(w.col(j), w.col(j), prec).sqrt())
+        .collect();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&i, &j| norms[j].partial_cmp(&norms[i]).unwrap_or(std::cmp::Ordering::Equal));
+    order.sort_by(|&i, &j| {
+        norms[j]
+            .partial_cmp(&norms[i])
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     let mut u = FMat {
         rows: m,
         cols: n,
@@ -446,8 +455,18 @@ pub fn certify(
             .map(|&x| Float::with_val(prec, x.max(0.0)))
             .collect();
         let finite = sig.iter().all(|x| x.is_finite())
-            && svd.U().col_iter().chain(svd.V().col_iter()).all(|c| c.iter().all(|x| x.is_finite()));
-        finite.then(|| (FMat::from_faer(svd.U(), prec), FMat::from_faer(svd.V(), prec), sig))
+            && svd
+                .U()
+                .col_iter()
+                .chain(svd.V().col_iter())
+                .all(|c| c.iter().all(|x| x.is_finite()));
+        finite.then(|| {
+            (
+                FMat::from_faer(svd.U(), prec),
+                FMat::from_faer(svd.V(), prec),
+                sig,
+            )
+        })
     });
     let first = match faer_start {
         Some(start) => certify_start(&af, start, prec, true, scale_exp),

@@ -2,6 +2,8 @@
 //! (dyadic) entries: Sylvester's law of inertia applied to `A^T A - x I`
 //! in exact rational arithmetic. Included by `#[path]` where needed.
 
+#![allow(dead_code)]
+
 use rug::Rational;
 use specbound::enclosure::Enclosure;
 use specbound::matrix::DenseMatrix;

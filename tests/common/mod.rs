@@ -372,6 +372,9 @@ pub fn graded(m: usize, n: usize, e: i32, seed: u64) -> DenseMatrix {
             data[i * n + j] = d(i, m) * (rng.below(255) as f64 - 127.0) * d(j, n);
         }
     }
-    DenseMatrix { rows: m, cols: n, data }
+    DenseMatrix {
+        rows: m,
+        cols: n,
+        data,
+    }
 }
-
