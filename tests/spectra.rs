@@ -4,6 +4,8 @@
 //! squares and of absolute values of the stored entries in rationals.
 
 mod common;
+#[path = "common/inertia.rs"]
+mod inertia;
 
 use common::{assert_bad, assert_contains_sqrt, ok_json, root, run};
 use rug::float::Round;
@@ -404,4 +406,76 @@ fn spectra_prints_hostile_tensor_names_escaped() {
     let csv = std::fs::read_to_string(c.join("spectra.csv")).unwrap();
     assert_eq!(csv.lines().count(), 2, "{csv}");
     assert!(csv.contains("\"w\\n\\u{1b}[31m,\"\"x\""), "{csv}");
+}
+
+/// `x` lies within the decimal ends `{"lo": "..", "hi": ".."}`, exactly.
+fn within_decimals(v: &Value, x: &Rational, what: &str) {
+    let lo = inertia::decimal(v["lo"].as_str().unwrap()).unwrap();
+    let hi = inertia::decimal(v["hi"].as_str().unwrap()).unwrap();
+    assert!(lo <= *x && *x <= hi, "{what}: not in {v}");
+}
+
+#[test]
+fn quantities_beyond_binary64_get_decimal_ends_in_every_output() {
+    // diag(2^1000, 2^999) in float64: sigma representable, but ||W||_F^2,
+    // sigma_max^2 and sum sigma^2 (2^2000 + 2^1998) exceed binary64. They
+    // were null with no note; now decimal ends (and a note) in the svd JSON
+    // and text, the spectra JSON, CSV and text.
+    let d = tmpdir("wide");
+    let f = d.join("w.safetensors");
+    let (a, b) = (2f64.powi(1000), 2f64.powi(999));
+    write_st(&f, &[("w".into(), "F64", vec![2, 2], vec![a, 0.0, 0.0, b])]);
+    let f = f.to_str().unwrap();
+    let two = |e: u32| Rational::from(rug::Integer::from(1) << e);
+    let sum_sq = two(2000) + two(1998);
+    // svd --json: power null, power_exact holds the exact value, a note says why.
+    let j = ok_json(&run(&["svd", f, "--json", "--schatten-p", "2,1"]));
+    let sc = &j["schatten"][0];
+    assert!(sc["power"].is_null());
+    within_decimals(&sc["power_exact"], &sum_sq, "svd sum sigma^2");
+    assert!(sc["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("exceeds the largest double"));
+    assert!(!sc["norm"].is_null(), "the norm itself is representable");
+    assert!(j["schatten"][1]["power_exact"].is_null(), "p = 1 is finite");
+    // svd text.
+    let out = run(&["svd", f, "--schatten-p", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: sum sigma^p exceeds the largest double"),
+        "{text}"
+    );
+    // spectra --json and --csv.
+    let csv = d.join("csv");
+    let j = spectra(&[f, "--schatten-p", "2", "--csv", csv.to_str().unwrap()]);
+    let r = &j["matrices"][0];
+    assert!(r["norm"].is_null() && r["lambda_max"].is_null());
+    within_decimals(&r["norm_exact"], &sum_sq, "||W||_F^2");
+    within_decimals(&r["lambda_max_exact"], &two(2000), "sigma_max^2");
+    contains_log10(&r["log_norm"], &sum_sq, "log_norm");
+    contains_log10(&r["log_spectral_norm"], &two(2000), "log_spectral_norm");
+    within_decimals(&r["schatten"][0]["power_exact"], &sum_sq, "spectra S_2^2");
+    let text = std::fs::read_to_string(csv.join("spectra.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for col in ["norm", "schatten_power_2"] {
+        let at = |end: &str| {
+            let k = head
+                .iter()
+                .position(|h| *h == format!("{col}_{end}"))
+                .unwrap();
+            inertia::decimal(row[k]).unwrap_or_else(|| panic!("{col}_{end}: '{}'", row[k]))
+        };
+        assert!(at("lo") <= sum_sq && sum_sq <= at("hi"), "{col}");
+    }
+    // spectra text.
+    let out = run(&["spectra", "-q", f, "--schatten-p", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: sum sigma^p exceeds the largest double"),
+        "{text}"
+    );
+    assert!(text.contains("lambda_max"), "{text}");
 }

@@ -311,3 +311,149 @@ fn one_by_one_matrix_holding_the_largest_double_is_certified() {
         }
     }
 }
+
+/// `rows x cols` with the given columns (row-major) built from `base`
+/// independent columns of entries `k 2^-8`, |k| <= 255 (float16 values),
+/// and `deps` columns each the sum or difference of two of them (|k| <= 510,
+/// still float16 values, 11 significant bits): exact rank `base`.
+fn f16_with_dependencies(rows: usize, base: usize, deps: usize, seed: u64) -> DenseMatrix {
+    let mut rng = Rng(seed);
+    let cols = base + deps;
+    let mut data = vec![0.0; rows * cols];
+    for i in 0..rows {
+        for j in 0..base {
+            data[i * cols + j] = (rng.below(511) as f64 - 255.0) * 2f64.powi(-8);
+        }
+    }
+    for d in 0..deps {
+        let (p, q) = (d % base, (3 * d + 1) % base);
+        let s = if d % 2 == 0 { 1.0 } else { -1.0 };
+        for i in 0..rows {
+            data[i * cols + base + d] = data[i * cols + p] + s * data[i * cols + q];
+        }
+    }
+    DenseMatrix { rows, cols, data }
+}
+
+#[test]
+fn exactly_rank_deficient_16_by_16_gets_its_exact_rank() {
+    // 16 x 16 of exact rank 14 (two columns sums of others), integer
+    // entries: rank [14, 14] (it was [14, 16]), sigma_15 = sigma_16 = 0.
+    let mut a = f16_with_dependencies(16, 14, 2, 7);
+    a.data.iter_mut().for_each(|x| *x *= 256.0);
+    let g = inertia::exact_gram(&a);
+    assert_eq!(inertia::exact_rank(&g), 14, "the oracle's rank");
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Auto,
+        Precision::Mpfr(128),
+    ] {
+        let sv = certify_singular_values(&a, &opts(p)).unwrap();
+        assert_contained_exactly(&a, &sv, &format!("16 x 16 {p}"));
+        let rk = enclose_rank(&sv);
+        assert_eq!(
+            (rk.lo, rk.hi),
+            (14, 14),
+            "{p}: {:?} {:?}",
+            sv.values,
+            sv.notes
+        );
+        assert!(sv.values[14..]
+            .iter()
+            .all(|v| v.enclosure.hi() == 0.0 && v.method.name() == "exact-kernel"));
+        assert!(
+            sv.notes
+                .iter()
+                .any(|n| n.contains("exact kernel certificate")),
+            "{p}: {:?}",
+            sv.notes
+        );
+    }
+}
+
+#[test]
+fn rank_deficient_float16_and_integer_matrices_get_their_exact_rank() {
+    // Float16 matrices with exact dependencies, both orientations, and an
+    // integer product B C of exact rank 5 whose null vectors are not small.
+    let mut cases = vec![
+        ("f16 40 x 12 rank 9", f16_with_dependencies(40, 9, 3, 11)),
+        ("f16 24 x 20 rank 16", f16_with_dependencies(24, 16, 4, 12)),
+    ];
+    let t = f16_with_dependencies(30, 7, 2, 13);
+    let mut tt = vec![0.0; t.data.len()];
+    for i in 0..t.rows {
+        for j in 0..t.cols {
+            tt[j * t.rows + i] = t.data[i * t.cols + j];
+        }
+    }
+    cases.push((
+        "f16 9 x 30 rank 7 (transposed)",
+        DenseMatrix {
+            rows: t.cols,
+            cols: t.rows,
+            data: tt,
+        },
+    ));
+    let mut rng = Rng(21);
+    let (m, n, r) = (10, 8, 5);
+    let b: Vec<f64> = (0..m * r).map(|_| rng.below(19) as f64 - 9.0).collect();
+    let c: Vec<f64> = (0..r * n).map(|_| rng.below(19) as f64 - 9.0).collect();
+    let data = (0..m * n)
+        .map(|ij| {
+            (0..r)
+                .map(|k| b[(ij / n) * r + k] * c[k * n + ij % n])
+                .sum()
+        })
+        .collect();
+    cases.push((
+        "integer 10 x 8 = B C, rank 5",
+        DenseMatrix {
+            rows: m,
+            cols: n,
+            data,
+        },
+    ));
+    for (what, a) in cases {
+        let g = inertia::exact_gram(&a);
+        let exact = inertia::exact_rank(&g) as u64;
+        for p in [Precision::F64, Precision::Auto] {
+            let sv = certify_singular_values(&a, &opts(p)).unwrap();
+            assert_contained_exactly(&a, &sv, what);
+            let rk = enclose_rank(&sv);
+            assert_eq!((rk.lo, rk.hi), (exact, exact), "{what} {p}: {:?}", sv.notes);
+        }
+    }
+}
+
+#[test]
+fn two_sided_graded_matrices_are_decided_by_mpfr_and_auto() {
+    // D B D with D from 2^e down to 2^-e (e = 400, 500): faer's binary64
+    // SVD fails or leaves the small values unresolved, so every stage was
+    // inconclusive or [0, h]. The MPFR stage now starts from a Jacobi SVD
+    // in MPFR; at 128 bits it is conclusive, and at a precision covering the
+    // span (auto's graded stage, or mpfr:BITS) every value is decided.
+    for (e, seed) in [(400, 1u64), (500, 2)] {
+        let a = graded(6, 6, e, seed);
+        let sv = certify_singular_values(&a, &opts(Precision::Mpfr(128)))
+            .unwrap_or_else(|x| panic!("2^+-{e} mpfr:128: {}", x.reason));
+        assert_contained_exactly(&a, &sv, "mpfr:128");
+        assert!(
+            sv.values[0].rel_rad() <= 1e-30,
+            "{:e}",
+            sv.values[0].rel_rad()
+        );
+        for p in [Precision::Auto, Precision::Mpfr(2240)] {
+            let sv = certify_singular_values(&a, &opts(p))
+                .unwrap_or_else(|x| panic!("2^+-{e} {p}: {}", x.reason));
+            assert_contained_exactly(&a, &sv, &format!("2^+-{e} {p}"));
+            assert_eq!(enclose_rank(&sv).lo, 6, "2^+-{e} {p}: {:?}", sv.notes);
+            let worst = sv.max_rel_rad();
+            eprintln!(
+                "2^+-{e} {p}: max relative radius {worst:.2e}, notes {:?}",
+                sv.notes
+            );
+            assert!(worst <= 1e-30, "2^+-{e} {p}: relative radius {worst:e}");
+        }
+    }
+}

@@ -23,11 +23,11 @@ use crate::enclosure::{Enclosure, IntEnclosure};
 use crate::io::checkpoint::Checkpoint;
 use crate::io::output::Outputs;
 use crate::io::ReadError;
-use crate::linalg::{certify_singular_values, Precision, SvdOptions};
+use crate::linalg::{certify_singular_values, ExactBounds, Precision, SvdOptions};
 use crate::matrix::DenseMatrix;
 use crate::report::csv::num;
 use crate::report::fmt::interval;
-use crate::spectral::{enclose_schatten, summarize, SchattenP};
+use crate::spectral::{enclose_schatten, summarize, wide, SchattenP};
 
 /// The name of the table `--csv DIR` writes.
 pub const CSV_NAME: &str = "spectra.csv";
@@ -62,6 +62,15 @@ pub struct SchattenRow {
     pub power: Option<Enclosure>,
     /// Encloses `(sum sigma_i^p)^(1/p)`.
     pub norm: Option<Enclosure>,
+    /// Decimal ends of `power` where it overflowed binary64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_exact: Option<ExactBounds>,
+    /// Decimal ends of `norm` where it overflowed binary64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_exact: Option<ExactBounds>,
+    /// Why a quantity is null or given by decimal ends only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The certified values of one matrix.
@@ -91,6 +100,13 @@ pub struct SpectraValues {
     pub lambda_max: Option<Enclosure>,
     /// Encloses `log10 sigma_max^2` (WeightWatcher's `log_spectral_norm`).
     pub log_spectral_norm: Option<Enclosure>,
+    /// Decimal ends of `norm` where it overflowed binary64 (`||W||_F` above
+    /// about 1.3e154).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_exact: Option<ExactBounds>,
+    /// Decimal ends of `lambda_max` where it overflowed binary64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda_max_exact: Option<ExactBounds>,
     /// One per requested exponent.
     pub schatten: Vec<SchattenRow>,
 }
@@ -237,14 +253,19 @@ fn certify_one(
         .ok_or("no singular values")?;
     let fro2 = s.frobenius_norm.to_interval().sqr();
     let sp2 = s.spectral_norm.to_interval().sqr();
-    let log10 = |x: inari::Interval| {
-        // log10 of an interval whose lower end is 0 is unbounded below.
+    // log10(x^2) = 2 log10(x) (exact doubling), finite where x^2 overflows;
+    // log10 of an interval whose lower end is 0 is unbounded below.
+    let log10_sq = |e: &Enclosure| {
+        let x = e.to_interval();
         if x.inf() > 0.0 {
-            Enclosure::from_interval(x.log10())
+            let two = inari::Interval::try_from((2.0, 2.0)).expect("finite");
+            Enclosure::from_interval(two * x.log10())
         } else {
             None
         }
     };
+    let norm = Enclosure::from_interval(fro2);
+    let lambda_max = Enclosure::from_interval(sp2);
     Ok(SpectraValues {
         spectral_norm: s.spectral_norm,
         sv_min,
@@ -254,10 +275,18 @@ fn certify_one(
         norm_11: s.norm_11,
         stable_rank: s.stable_rank,
         rank: s.rank,
-        norm: Enclosure::from_interval(fro2),
-        log_norm: log10(fro2),
-        lambda_max: Enclosure::from_interval(sp2),
-        log_spectral_norm: log10(sp2),
+        norm_exact: norm
+            .is_none()
+            .then(|| wide::square_exact(&s.frobenius_norm))
+            .flatten(),
+        lambda_max_exact: lambda_max
+            .is_none()
+            .then(|| wide::square_exact(&s.spectral_norm))
+            .flatten(),
+        norm,
+        log_norm: log10_sq(&s.frobenius_norm),
+        lambda_max,
+        log_spectral_norm: log10_sq(&s.spectral_norm),
         schatten: ps
             .iter()
             .map(|p| {
@@ -266,6 +295,9 @@ fn certify_one(
                     p: e.p,
                     power: e.power,
                     norm: e.norm,
+                    power_exact: e.power_exact,
+                    norm_exact: e.norm_exact,
+                    notes: e.notes,
                 }
             })
             .collect(),
@@ -452,6 +484,14 @@ fn lo_hi(e: Option<&Enclosure>) -> String {
     )
 }
 
+/// [`lo_hi`], or the decimal ends `x` where the binary64 enclosure is absent.
+fn lo_hi_wide(e: Option<&Enclosure>, x: Option<&ExactBounds>) -> String {
+    match (e, x) {
+        (None, Some(x)) => format!("{},{}", x.lo, x.hi),
+        _ => lo_hi(e),
+    }
+}
+
 impl SpectraReport {
     /// The rows as CSV: each certified quantity as `_lo,_hi` columns, the
     /// ends the shortest decimals that read back as the exact binary64 ends.
@@ -511,12 +551,18 @@ impl SpectraReport {
                         f.push(lo_hi(e));
                     }
                     f.push(format!("{},{}", v.rank.lo, v.rank.hi));
-                    for e in [&v.norm, &v.log_norm, &v.lambda_max, &v.log_spectral_norm] {
-                        f.push(lo_hi(e.as_ref()));
-                    }
+                    // Beyond binary64, the decimal ends (numbers such as
+                    // 1.5e400, outward rounded) fill the _lo,_hi columns.
+                    f.push(lo_hi_wide(v.norm.as_ref(), v.norm_exact.as_ref()));
+                    f.push(lo_hi(v.log_norm.as_ref()));
+                    f.push(lo_hi_wide(
+                        v.lambda_max.as_ref(),
+                        v.lambda_max_exact.as_ref(),
+                    ));
+                    f.push(lo_hi(v.log_spectral_norm.as_ref()));
                     for sc in &v.schatten {
-                        f.push(lo_hi(sc.power.as_ref()));
-                        f.push(lo_hi(sc.norm.as_ref()));
+                        f.push(lo_hi_wide(sc.power.as_ref(), sc.power_exact.as_ref()));
+                        f.push(lo_hi_wide(sc.norm.as_ref(), sc.norm_exact.as_ref()));
                     }
                 }
                 None => {
@@ -603,16 +649,32 @@ impl Report for SpectraReport {
                     let _ = writeln!(s, "  rank               [{}, {}]", v.rank.lo, v.rank.hi);
                     let _ = writeln!(s, "  log_norm           {}", opt(&v.log_norm));
                     let _ = writeln!(s, "  log_spectral_norm  {}", opt(&v.log_spectral_norm));
+                    let wide = |e: &Option<Enclosure>, x: &Option<ExactBounds>| match (e, x) {
+                        (None, Some(x)) => format!("[{}, {}]", x.lo, x.hi),
+                        _ => opt(e),
+                    };
+                    if v.norm.is_none() || v.lambda_max.is_none() {
+                        let _ =
+                            writeln!(s, "  norm               {}", wide(&v.norm, &v.norm_exact));
+                        let _ = writeln!(
+                            s,
+                            "  lambda_max         {}",
+                            wide(&v.lambda_max, &v.lambda_max_exact)
+                        );
+                    }
                     for sc in &v.schatten {
                         let _ = writeln!(
                             s,
                             "  S_{}^{}: {}   S_{}: {}",
                             sc.p,
                             sc.p,
-                            opt(&sc.power),
+                            wide(&sc.power, &sc.power_exact),
                             sc.p,
-                            opt(&sc.norm)
+                            wide(&sc.norm, &sc.norm_exact)
                         );
+                        for note in &sc.notes {
+                            let _ = writeln!(s, "    note: {note}");
+                        }
                     }
                 }
             }

@@ -25,6 +25,7 @@ pub mod eft;
 pub mod extended;
 pub mod factored;
 pub mod gram;
+pub mod kernel;
 pub mod mpfr;
 pub mod rounding;
 pub mod symeig;
@@ -146,6 +147,32 @@ pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
 /// then is the radius set by the working precision, which more bits reduce.
 pub const AUTO_MPFR_PRECISION_LIMITED: f64 = f64::from_bits((1023 - 100) << 52);
 
+/// Largest `m * n * n` for which `Auto` runs its graded stage: MPFR at
+/// [`graded_precision`] bits (up to about 2200) with the Jacobi start.
+pub const AUTO_GRADED_MAX_WORK: usize = 1 << 15;
+
+/// The precision of `Auto`'s graded stage for the (prepared) matrix `a`:
+/// 128 bits plus the binary orders its nonzero entries span, rounded up to
+/// a multiple of 64, when that exceeds 256 (else `None`: the 256-bit stage
+/// covers it). The residuals of the small values of a graded matrix `D B D`
+/// are computed to about `2^-bits` times the largest entry, so the span
+/// sets the precision at which they separate from 0.
+pub fn graded_precision(a: faer::MatRef<'_, f64>) -> Option<u32> {
+    let (mut hi, mut lo) = (i32::MIN, i32::MAX);
+    for j in 0..a.ncols() {
+        for &x in a.col(j).iter() {
+            if x != 0.0 {
+                let e = dense::exponent_of(x.abs());
+                hi = hi.max(e);
+                lo = lo.min(e);
+            }
+        }
+    }
+    let span = u32::try_from(hi.checked_sub(lo)?).ok()?;
+    let bits = (128 + span).div_ceil(64) * 64;
+    (bits > 256).then_some(bits.min(MPFR_MAX_BITS))
+}
+
 /// `Auto` asks relative accuracy `rtol` of the values above this fraction of
 /// sigma_1; smaller values keep whatever absolute accuracy the first stage
 /// that satisfied the others gave.
@@ -195,6 +222,9 @@ pub enum Method {
     Mpfr(u32),
     /// Exactly zero by structure (rank of a factored product, or a zero matrix).
     Structural,
+    /// Exactly zero by an exact kernel certificate: null vectors checked in
+    /// exact rational arithmetic ([`kernel`], `proofs/exact-kernel.md`, L30).
+    ExactKernel,
 }
 
 impl Method {
@@ -207,6 +237,7 @@ impl Method {
             Method::ExtendedResidual => "extended-residual".into(),
             Method::Mpfr(b) => format!("mpfr-{b}"),
             Method::Structural => "structural".into(),
+            Method::ExactKernel => "exact-kernel".into(),
         }
     }
 }
@@ -367,6 +398,54 @@ impl SingularValues {
                 self.values[i].rel_rad()
             )
         })
+    }
+
+    /// Sets the `k` smallest values to exact zeros when `k` exact null
+    /// vectors of the (prepared) matrix are certified ([`kernel::exact_kernel`]:
+    /// `rank <= n - k`, so `sigma_{n-k+1..n} = 0`, `proofs/exact-kernel.md`,
+    /// L30), and says so in [`Self::notes`]; only when the rank is undecided.
+    /// `kernel` is the memoised certificate (its nullity) or why it was not
+    /// attempted. An `Err` only if a certified value excludes 0 where the
+    /// certificate proves a zero (two proofs disagree: inconclusive).
+    fn apply_exact_kernel(
+        &mut self,
+        kernel: impl FnOnce() -> Result<usize, kernel::KernelSkipped>,
+    ) -> Result<(), Inconclusive> {
+        if self.rank_undecided_at().is_none() {
+            return Ok(());
+        }
+        // Where the limits exclude it, `certify_prepared` says so once the
+        // rank is still undecided after every stage.
+        let Ok(k) = kernel() else {
+            return Ok(());
+        };
+        let n = self.values.len();
+        if k == 0 || k > n {
+            return Ok(());
+        }
+        if let Some(i) = (n - k..n).find(|&i| self.values[i].enclosure.lo() > 0.0) {
+            return Err(Inconclusive::new(format!(
+                "internal consistency check failed: sigma_{} has a positive lower bound, \
+                 but an exact kernel certificate proves the rank at most {}",
+                i + 1,
+                n - k
+            )));
+        }
+        for v in &mut self.values[n - k..] {
+            *v = CertifiedValue {
+                enclosure: Enclosure::exact(0.0).expect("0 is finite"),
+                method: Method::ExactKernel,
+                cluster_size: k,
+                exact: None,
+            };
+        }
+        self.notes.push(format!(
+            "exact kernel certificate: {k} null vector(s) checked in exact arithmetic \
+             (rank <= {}, sigma_{}..sigma_{n} = 0)",
+            n - k,
+            n - k + 1
+        ));
+        Ok(())
     }
 
     /// Keeps, index by index, the narrower of two index-matched enclosures of
@@ -569,6 +648,21 @@ pub fn certify_prepared(
             .as_ref()
             .map_err(Clone::clone)
     };
+    // The exact kernel certificate (L30), computed at most once and only
+    // where a stage leaves the rank undecided.
+    let kernel_cell: std::cell::OnceCell<Result<usize, kernel::KernelSkipped>> =
+        std::cell::OnceCell::new();
+    let with_kernel = |r: Result<SingularValues, Inconclusive>| {
+        let mut r = r?;
+        r.apply_exact_kernel(|| {
+            kernel_cell
+                .get_or_init(|| {
+                    kernel::exact_kernel(prep.a.as_ref()).map(|c| c.map_or(0, |c| c.nullity))
+                })
+                .clone()
+        })?;
+        Ok(r)
+    };
     let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
         // Split products (L27) where their a priori term would be above a
         // quarter of the target.
@@ -590,7 +684,7 @@ pub fn certify_prepared(
     // the next, index by index, L10): the exact-Gram route (one symmetric
     // GEMM, an n x n eigensolver and one n x n x n product), the residual
     // theorem on A with the Gram eigenvectors, then with the direct SVD.
-    let f64_result = || -> Result<SingularValues, Inconclusive> {
+    let f64_stages = || -> Result<SingularValues, Inconclusive> {
         let meets = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol;
         // Settled: the values above the fraction meet the target, and the
         // rank and the smaller values are as decided as a residual route
@@ -664,7 +758,8 @@ pub fn certify_prepared(
             (Err(e), None) => Err(e),
         }
     };
-    let extended_result = || -> Result<SingularValues, Inconclusive> {
+    let f64_result = || with_kernel(f64_stages());
+    let extended_stage = || -> Result<SingularValues, Inconclusive> {
         let groups = extended::certify_pairs(prep.a.as_ref(), direct()?, opts.par)?;
         Ok(SingularValues {
             rows,
@@ -679,7 +774,8 @@ pub fn certify_prepared(
             notes: Vec::new(),
         })
     };
-    let mpfr_result = |bits: u32| -> Result<SingularValues, Inconclusive> {
+    let extended_result = || with_kernel(extended_stage());
+    let mpfr_stage = |bits: u32| -> Result<SingularValues, Inconclusive> {
         let values = mpfr::certify(prep.a.as_ref(), prep.scale_exp, bits)?;
         Ok(SingularValues {
             rows,
@@ -689,6 +785,27 @@ pub fn certify_prepared(
             notes: Vec::new(),
         })
     };
+    let mpfr_result = |bits: u32| with_kernel(mpfr_stage(bits));
+    let mut result = run_precision(opts, prep, f64_result, extended_result, mpfr_result);
+    if let (Ok(r), Some(Err(why))) = (&mut result, kernel_cell.get()) {
+        if r.rank_undecided_at().is_some() {
+            r.notes.push(format!(
+                "exact kernel certificate not attempted for the undecided rank: {why}"
+            ));
+        }
+    }
+    result
+}
+
+/// The stage selection of [`certify_prepared`] for `opts.precision`, over
+/// its stages (each with the exact kernel certificate applied, L30).
+fn run_precision(
+    opts: &SvdOptions,
+    prep: &dense::Prepared,
+    f64_result: impl Fn() -> Result<SingularValues, Inconclusive>,
+    extended_result: impl Fn() -> Result<SingularValues, Inconclusive>,
+    mpfr_result: impl Fn(u32) -> Result<SingularValues, Inconclusive>,
+) -> Result<SingularValues, Inconclusive> {
     match opts.precision {
         Precision::F64 => f64_result(),
         Precision::Extended => {
@@ -732,7 +849,24 @@ pub fn certify_prepared(
                 stages.push(("mpfr-128", Box::new(|| mpfr_result(128))));
                 stages.push(("mpfr-256", Box::new(|| mpfr_result(256))));
             }
+            // Graded matrices (entries spanning more binary orders than 256
+            // bits cover): one more stage at a precision that covers the
+            // span, where the Jacobi start is affordable.
+            let graded_bits = graded_precision(prep.a.as_ref());
+            if work <= AUTO_GRADED_MAX_WORK {
+                if let Some(bits) = graded_bits {
+                    let mpfr_at = &mpfr_result;
+                    stages.push(("mpfr-graded", Box::new(move || mpfr_at(bits))));
+                }
+            }
             for (name, stage) in stages {
+                if name == "mpfr-graded"
+                    && best.as_ref().is_ok_and(|v| v.rank_undecided_at().is_none())
+                {
+                    // Only an undecided rank (the small values of a graded
+                    // matrix left as [0, h]) calls for the span-covering precision.
+                    break;
+                }
                 if name == "mpfr-256"
                     && best.as_ref().is_ok_and(|v| {
                         target(v) > AUTO_MPFR_PRECISION_LIMITED && v.rank_undecided_at().is_none()

@@ -313,6 +313,120 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
     (sig, maxcorr)
 }
 
+/// Largest `m * n * n` for which [`certify`] tries the one-sided Jacobi
+/// start ([`jacobi_svd`]) after faer's double-precision start left a value
+/// loose: each Jacobi sweep costs about `3 m n^2 / 2` MPFR operations, and
+/// graded matrices take some ten sweeps (under a second at this limit at
+/// 128 bits, a few seconds at 2048).
+pub const JACOBI_MAX_WORK: usize = 1 << 18;
+
+/// Sweeps after which [`jacobi_svd`] stops even if a rotation was applied
+/// in the last one (its output is only an approximation either way).
+const JACOBI_MAX_SWEEPS: usize = 60;
+
+/// An approximate thin SVD `A ~ U diag(s) V^T` by one-sided (Hestenes)
+/// Jacobi rotations in MPFR at `prec` bits, largest value first: `u` is
+/// m x n, `v` n x n, `m >= n`. No guarantee (the certification assumes
+/// nothing of it). Unlike faer's binary64 SVD it neither overflows nor
+/// underflows on entries near 2^+-1000 (MPFR's exponent range), and it
+/// resolves the small values of graded matrices (`D B D`) to high relative
+/// accuracy, which the residual certification then confirms at a
+/// precision that covers the grading.
+fn jacobi_svd(a: &FMat, prec: u32) -> (FMat, FMat, Vec<Float>) {
+    let (m, n) = (a.rows, a.cols);
+    let mut w = a.clone();
+    let mut v = FMat {
+        rows: n,
+        cols: n,
+        data: (0..n * n)
+            .map(|k| Float::with_val(prec, u32::from(k % (n + 1) == 0)))
+            .collect(),
+    };
+    // Rotate while |u_p . u_q| > tol ||u_p|| ||u_q||.
+    let tol = Float::with_val(prec, 1u32) >> (prec as i32 - 4);
+    let rotate = |x: &mut FMat, p: usize, q: usize, c: &Float, sn: &Float| {
+        let rows = x.rows;
+        let (lo, hi) = x.data.split_at_mut(q * rows);
+        let xp = &mut lo[p * rows..(p + 1) * rows];
+        let xq = &mut hi[..rows];
+        for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
+            let na = Float::with_val(prec, &*c * &*a) - Float::with_val(prec, &*sn * &*b);
+            let nb = Float::with_val(prec, &*sn * &*a) + Float::with_val(prec, &*c * &*b);
+            *a = na;
+            *b = nb;
+        }
+    };
+    for _ in 0..JACOBI_MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let alpha = dot_rn(w.col(p), w.col(p), prec);
+                let beta = dot_rn(w.col(q), w.col(q), prec);
+                let gamma = dot_rn(w.col(p), w.col(q), prec);
+                if gamma.is_zero() {
+                    continue;
+                }
+                let ab = Float::with_val(prec, &alpha * &beta).sqrt();
+                if Float::with_val(prec, gamma.abs_ref()) <= Float::with_val(prec, &ab * &tol) {
+                    continue;
+                }
+                rotated = true;
+                // zeta = (beta - alpha) / (2 gamma); t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)).
+                let zeta =
+                    Float::with_val(prec, &beta - &alpha) / Float::with_val(prec, &gamma * 2u32);
+                let root =
+                    Float::with_val(prec, Float::with_val(prec, zeta.square_ref()) + 1u32).sqrt();
+                let mut t =
+                    Float::with_val(prec, Float::with_val(prec, zeta.abs_ref()) + &root).recip();
+                if zeta.is_sign_negative() {
+                    t = -t;
+                }
+                let c = Float::with_val(prec, Float::with_val(prec, t.square_ref()) + 1u32)
+                    .sqrt()
+                    .recip();
+                let sn = Float::with_val(prec, &c * &t);
+                rotate(&mut w, p, q, &c, &sn);
+                rotate(&mut v, p, q, &c, &sn);
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let norms: Vec<Float> = (0..n)
+        .map(|j| dot_rn(w.col(j), w.col(j), prec).sqrt())
+        .collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| {
+        norms[j]
+            .partial_cmp(&norms[i])
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut u = FMat {
+        rows: m,
+        cols: n,
+        data: Vec::with_capacity(m * n),
+    };
+    let mut vs = FMat {
+        rows: n,
+        cols: n,
+        data: Vec::with_capacity(n * n),
+    };
+    for &j in &order {
+        let s = &norms[j];
+        for x in w.col(j) {
+            u.data.push(if s.is_zero() {
+                Float::new(prec)
+            } else {
+                Float::with_val(prec, x / s)
+            });
+        }
+        vs.data.extend(v.col(j).iter().cloned());
+    }
+    let sig = order.iter().map(|&j| norms[j].clone()).collect();
+    (u, vs, sig)
+}
+
 /// Certified, index-matched enclosures of all singular values of `a`
 /// (`m >= n`, holding `2^scale_exp` times the input exactly), with decimal
 /// bounds at `bits` of precision.
@@ -327,27 +441,81 @@ pub fn certify(
     scale_exp: i32,
     bits: u32,
 ) -> Result<Vec<CertifiedValue>, Inconclusive> {
-    let n = a.ncols();
+    let (m, n) = (a.nrows(), a.ncols());
     let prec = bits.max(64);
-    let svd = a
-        .thin_svd()
-        .map_err(|_| Inconclusive::new("the approximate SVD did not converge"))?;
     let af = FMat::from_faer(a, prec);
-    let u0 = FMat::from_faer(svd.U(), prec);
-    let v0 = FMat::from_faer(svd.V(), prec);
-    let sig0: Vec<Float> = svd
-        .S()
-        .column_vector()
-        .iter()
-        .map(|&x| Float::with_val(prec, x.max(0.0)))
-        .collect();
+    // faer's binary64 SVD, refined (L16), is the fast start; it fails (or
+    // leaves the small values unresolved) on graded matrices whose entries
+    // span much of the binary64 range.
+    let faer_start = a.thin_svd().ok().and_then(|svd| {
+        let sig: Vec<Float> = svd
+            .S()
+            .column_vector()
+            .iter()
+            .map(|&x| Float::with_val(prec, x.max(0.0)))
+            .collect();
+        let finite = sig.iter().all(|x| x.is_finite())
+            && svd
+                .U()
+                .col_iter()
+                .chain(svd.V().col_iter())
+                .all(|c| c.iter().all(|x| x.is_finite()));
+        finite.then(|| {
+            (
+                FMat::from_faer(svd.U(), prec),
+                FMat::from_faer(svd.V(), prec),
+                sig,
+            )
+        })
+    });
+    let first = match faer_start {
+        Some(start) => certify_start(&af, start, prec, true, scale_exp),
+        None => Err(Inconclusive::new("the approximate SVD did not converge")),
+    };
+    // A value wider than half the working precision: try the Jacobi start
+    // as well, where affordable, and keep the narrower per index (each
+    // enclosure contains the exact value, L10).
+    let loose_at = 2f64.powi(-(prec.min(2000) as i32) / 2);
+    let loose = first
+        .as_ref()
+        .map_or(true, |vals| vals.iter().any(|v| v.rel_rad() > loose_at));
+    if !loose || m.saturating_mul(n).saturating_mul(n) > JACOBI_MAX_WORK {
+        return first;
+    }
+    let second = certify_start(&af, jacobi_svd(&af, prec), prec, false, scale_exp);
+    match (first, second) {
+        (Ok(mut f), Ok(s)) => {
+            for (mine, theirs) in f.iter_mut().zip(s) {
+                if theirs.rel_rad() < mine.rel_rad() {
+                    *mine = theirs;
+                }
+            }
+            Ok(f)
+        }
+        (Ok(f), Err(_)) => Ok(f),
+        (Err(_), s) => s,
+    }
+}
+
+/// Refines (when `refine`) and certifies one approximate SVD `start`
+/// (`u` m x n, `v` n x n, values), returning unscaled index-matched values
+/// with decimal ends (L6, L7, L8, L13, L2).
+fn certify_start(
+    af: &FMat,
+    start: (FMat, FMat, Vec<Float>),
+    prec: u32,
+    refine: bool,
+    scale_exp: i32,
+) -> Result<Vec<CertifiedValue>, Inconclusive> {
+    let n = af.cols;
+    let (u0, v0, sig0) = start;
     let (mut u, mut v, mut sig) = (u0.clone(), v0.clone(), sig0.clone());
     // Quadratic convergence: 53 -> 106 -> 212 -> ... bits; stop early when
     // the corrections reach the working precision or stop shrinking.
     let target = 2f64.powi(-(prec as i32) + 8);
     let mut last = f64::INFINITY;
-    for _ in 0..12 {
-        let (s_new, corr) = refine_step(&af, &mut u, &mut v, prec);
+    for _ in 0..if refine { 12 } else { 0 } {
+        let (s_new, corr) = refine_step(af, &mut u, &mut v, prec);
         sig = s_new.into_iter().map(|x| x.abs()).collect();
         if corr <= target || !(corr < last * 0.5) {
             break;
@@ -357,9 +525,9 @@ pub fn certify(
     // Certification with directed rounding (L13). Refinement carries no
     // guarantee: if the refined factors cannot be certified, certify the
     // unrefined ones instead (both are valid inputs to L6/L7).
-    let groups = match certify_factors(&af, &u, &v, &sig, prec) {
+    let groups = match certify_factors(af, &u, &v, &sig, prec) {
         Ok(g) => g,
-        Err(_) => certify_factors(&af, &u0, &v0, &sig0, prec)?,
+        Err(_) => certify_factors(af, &u0, &v0, &sig0, prec)?,
     };
     let digits = ((prec as f64) * std::f64::consts::LOG10_2).ceil() as usize + 2;
     let mut out = Vec::with_capacity(n);

@@ -30,7 +30,7 @@ pub use text::{summary_text, summary_text_with};
 use serde::Serialize;
 
 use crate::enclosure::Enclosure;
-use crate::linalg::{CertifiedValue, SingularValues};
+use crate::linalg::{CertifiedValue, ExactBounds, SingularValues};
 use crate::spectral::{SchattenEnclosure, SpectralSummary};
 
 /// JSON form of one certified singular value.
@@ -75,6 +75,16 @@ pub struct SchattenJson {
     pub power: Option<Enclosure>,
     /// Encloses the Schatten (quasi-)norm; null for p = 0 or on overflow.
     pub norm: Option<Enclosure>,
+    /// Where `power` is null for overflow: decimal ends (rounded outward)
+    /// that enclose it, from MPFR (`lo`, `hi` strings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_exact: Option<ExactBounds>,
+    /// Where `norm` is null for overflow (p > 0): its decimal ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_exact: Option<ExactBounds>,
+    /// Why a quantity is null or given by decimal ends only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl From<&SchattenEnclosure> for SchattenJson {
@@ -89,6 +99,9 @@ impl From<&SchattenEnclosure> for SchattenJson {
             p,
             power: s.power,
             norm: s.norm,
+            power_exact: s.power_exact.clone(),
+            norm_exact: s.norm_exact.clone(),
+            notes: s.notes.clone(),
         }
     }
 }
@@ -204,18 +217,20 @@ impl SvdReport {
         );
         for sc in &self.schatten {
             let p = &sc.p;
-            let pw = sc
-                .power
-                .as_ref()
-                .map(fmt)
-                .unwrap_or_else(|| "overflow".into());
-            match &sc.norm {
-                Some(n) => {
-                    let _ = writeln!(s, "  Schatten p={p}: sum sigma^p {pw}, norm {}", fmt(n));
-                }
-                None => {
-                    let _ = writeln!(s, "  Schatten p={p}: {pw}");
-                }
+            let wide = |e: Option<&Enclosure>, x: Option<&ExactBounds>| match (e, x) {
+                (Some(e), _) => fmt(e),
+                (None, Some(x)) => format!("[{}, {}]", x.lo, x.hi),
+                (None, None) => "overflow".into(),
+            };
+            let pw = wide(sc.power.as_ref(), sc.power_exact.as_ref());
+            if sc.norm.is_some() || sc.norm_exact.is_some() {
+                let nm = wide(sc.norm.as_ref(), sc.norm_exact.as_ref());
+                let _ = writeln!(s, "  Schatten p={p}: sum sigma^p {pw}, norm {nm}");
+            } else {
+                let _ = writeln!(s, "  Schatten p={p}: {pw}");
+            }
+            for note in &sc.notes {
+                let _ = writeln!(s, "    note: {note}");
             }
         }
         let _ = writeln!(s, "  max relative radius {:.2e}", self.max_relative_radius);

@@ -8,6 +8,7 @@
 //! `proofs/power-of-two-scaling.md` (L2).
 
 mod mpfr_norms;
+pub mod wide;
 
 pub use mpfr_norms::{enclose_entry_norms_mpfr, enclose_product_entry_norms_mpfr};
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
+use crate::linalg::ExactBounds;
 use crate::linalg::SingularValues;
 use crate::matrix::DenseMatrix;
 
@@ -89,6 +91,13 @@ pub struct SchattenEnclosure {
     pub power: Option<Enclosure>,
     /// Encloses `(sum sigma_i^p)^(1/p)` (for p = 0: `None`).
     pub norm: Option<Enclosure>,
+    /// Decimal ends of `sum sigma_i^p` where `power` overflowed binary64
+    /// ([`wide::schatten_exact`]).
+    pub power_exact: Option<ExactBounds>,
+    /// Decimal ends of the norm where `norm` overflowed (p > 0).
+    pub norm_exact: Option<ExactBounds>,
+    /// Why a quantity is `None` or given by decimal ends only (empty otherwise).
+    pub notes: Vec<String>,
 }
 
 /// Certified spectral summary of one matrix.
@@ -202,29 +211,49 @@ pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
 ///
 /// *Guarantee: certified enclosures* (`proofs/derived-quantities.md` L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
+    let mut out = SchattenEnclosure {
+        p: p.text.clone(),
+        power: None,
+        norm: None,
+        power_exact: None,
+        norm_exact: None,
+        notes: Vec::new(),
+    };
     if p.is_zero() {
         let rk = enclose_rank(sv);
-        return SchattenEnclosure {
-            p: p.text.clone(),
-            power: Enclosure::new(rk.lo as f64, rk.hi as f64),
-            norm: None,
-        };
+        out.power = Enclosure::new(rk.lo as f64, rk.hi as f64);
+        return out;
     }
     match scaled_power_sum(sv, p.value) {
         None => {
-            let zero = Enclosure::exact(0.0);
-            SchattenEnclosure {
-                p: p.text.clone(),
-                power: zero,
-                norm: zero,
-            }
+            out.power = Enclosure::exact(0.0);
+            out.norm = Enclosure::exact(0.0);
         }
-        Some((t, c)) => SchattenEnclosure {
-            p: p.text.clone(),
-            power: nonneg(t * c.pow(p.value)),
-            norm: nonneg(c * t.pow(p.value.recip())),
-        },
+        Some((t, c)) => {
+            out.power = nonneg(t * c.pow(p.value));
+            out.norm = nonneg(c * t.pow(p.value.recip()));
+        }
     }
+    if out.power.is_none() || out.norm.is_none() {
+        // Beyond binary64: decimal ends from MPFR (L13, L15 b).
+        let (pw, nm) = wide::schatten_exact(&sv.enclosures(), p.value);
+        for (name, f64_end, exact, slot) in [
+            ("sum sigma^p", out.power.is_none(), pw, &mut out.power_exact),
+            ("the norm", out.norm.is_none(), nm, &mut out.norm_exact),
+        ] {
+            if !f64_end {
+                continue;
+            }
+            let note = if exact.is_some() {
+                wide::DECIMAL_ONLY
+            } else {
+                wide::BEYOND_MPFR
+            };
+            out.notes.push(format!("{name} {note}"));
+            *slot = exact;
+        }
+    }
+    out
 }
 
 /// Exact power-of-two exponent `k` that brings the largest magnitude into

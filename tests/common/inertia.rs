@@ -2,6 +2,8 @@
 //! (dyadic) entries: Sylvester's law of inertia applied to `A^T A - x I`
 //! in exact rational arithmetic. Included by `#[path]` where needed.
 
+#![allow(dead_code)]
+
 use rug::Rational;
 use specbound::enclosure::Enclosure;
 use specbound::matrix::DenseMatrix;
@@ -100,12 +102,46 @@ pub fn inertia(g: &[Vec<Rational>], x: &Rational) -> (usize, usize, usize) {
 pub fn sigma_in(g: &[Vec<Rational>], i: usize, e: &Enclosure) -> bool {
     let lo = Rational::from_f64(e.lo()).expect("finite");
     let hi = Rational::from_f64(e.hi()).expect("finite");
-    let (_, _, above) = inertia(g, &Rational::from(&hi * &hi));
-    let (below, _, _) = inertia(g, &Rational::from(&lo * &lo));
-    e.lo() >= 0.0 && above < i && g.len() - below >= i
+    sigma_in_rational(g, i, &lo, &hi)
+}
+
+/// [`sigma_in`] for exact rational ends `0 <= lo <= hi`.
+pub fn sigma_in_rational(g: &[Vec<Rational>], i: usize, lo: &Rational, hi: &Rational) -> bool {
+    let (_, _, above) = inertia(g, &Rational::from(hi * hi));
+    let (below, _, _) = inertia(g, &Rational::from(lo * lo));
+    *lo >= 0 && above < i && g.len() - below >= i
+}
+
+/// The exact value of a decimal string `[-]d[.ddd][e[+-]x]` (MPFR's
+/// output), or `None` if it is not one.
+#[allow(dead_code)]
+pub fn decimal(s: &str) -> Option<Rational> {
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (mant, exp) = match s.find(['e', 'E']) {
+        Some(k) => (&s[..k], s[k + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let digits = format!("{int}{frac}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut q = Rational::from(rug::Integer::from_str_radix(&digits, 10).ok()?);
+    let e = exp - frac.len() as i32;
+    let ten = Rational::from(rug::Integer::u_pow_u(10, e.unsigned_abs()));
+    if e >= 0 {
+        q *= ten;
+    } else {
+        q /= ten;
+    }
+    Some(if neg { -q } else { q })
 }
 
 /// The exact rank of the matrix with exact Gram matrix `g`.
+#[allow(dead_code)]
 pub fn exact_rank(g: &[Vec<Rational>]) -> usize {
     let (_, zero, _) = inertia(g, &Rational::new());
     g.len() - zero

@@ -450,3 +450,23 @@ pub fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> 
         })
         .collect()
 }
+
+#[allow(dead_code)]
+/// `D_l B D_r` with `D_l = diag(2^(e - 2e i/(m-1)))` (and `D_r` alike over
+/// n) and `B` integers in [-127, 127]: entries from about `2^(2e+7)` down
+/// to `2^-2e`, exactly representable (a 7-bit integer times a power of two).
+pub fn graded(m: usize, n: usize, e: i32, seed: u64) -> DenseMatrix {
+    let mut rng = Rng(seed);
+    let d = |k: usize, len: usize| 2f64.powi(e - (2 * e * k as i32) / (len as i32 - 1));
+    let mut data = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            data[i * n + j] = d(i, m) * (rng.below(255) as f64 - 127.0) * d(j, n);
+        }
+    }
+    DenseMatrix {
+        rows: m,
+        cols: n,
+        data,
+    }
+}
