@@ -10,7 +10,10 @@ use common::assert_bad;
 use common::formats::*;
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-hostile-formats-{}-{name}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "specbound-hostile-formats-{}-{name}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -48,27 +51,69 @@ fn truncated_and_lying_onnx_files_are_one_line_errors() {
     pb_len(8, b"w", &mut lying);
     varint((9 << 3) | 2, &mut lying);
     varint(1 << 40, &mut lying);
-    refused(&d, "lying.onnx", &model(&[], &[lying]), &["claims 1099511627776 bytes"]);
+    refused(
+        &d,
+        "lying.onnx",
+        &model(&[], &[lying]),
+        &["claims 1099511627776 bytes"],
+    );
     // dims say 64 x 64, the data has 16 bytes.
     let small = tensor_f32("w", &[64, 64], &[1.0, 2.0, 3.0, 4.0]);
-    refused(&d, "dims.onnx", &model(&[], &[small]), &["needs 16384 bytes, the file gives 16"]);
+    refused(
+        &d,
+        "dims.onnx",
+        &model(&[], &[small]),
+        &["needs 16384 bytes, the file gives 16"],
+    );
     // dims that overflow, negative dims, too many dims.
     let huge = tensor_f32("w", &[1 << 62, 1 << 62], &[1.0]);
-    refused(&d, "huge.onnx", &model(&[], &[huge]), &["needs more than usize::MAX bytes"]);
+    refused(
+        &d,
+        "huge.onnx",
+        &model(&[], &[huge]),
+        &["needs more than usize::MAX bytes"],
+    );
     let neg = tensor_f32("w", &[-1, 2], &[1.0, 2.0]);
-    refused(&d, "neg.onnx", &model(&[], &[neg]), &["negative dimension -1"]);
+    refused(
+        &d,
+        "neg.onnx",
+        &model(&[], &[neg]),
+        &["negative dimension -1"],
+    );
     let deep = tensor_f32("w", &[1; 65], &[1.0]);
-    refused(&d, "rank.onnx", &model(&[], &[deep]), &["more than 64 dimensions"]);
+    refused(
+        &d,
+        "rank.onnx",
+        &model(&[], &[deep]),
+        &["more than 64 dimensions"],
+    );
     // A name over the limit, a group wire type, no graph, data twice.
     let long = tensor_f32(&"n".repeat(5000), &[1, 1], &[1.0]);
-    refused(&d, "name.onnx", &model(&[], &[long]), &["longer than the 4096-byte limit"]);
+    refused(
+        &d,
+        "name.onnx",
+        &model(&[], &[long]),
+        &["longer than the 4096-byte limit"],
+    );
     refused(&d, "group.onnx", &[0x3b, 0x3c], &["wire type 3"]);
     refused(&d, "nograph.onnx", &[0x08, 0x08], &["has no graph"]);
     let mut twice = ok.clone();
     pb_len(9, &[0; 16], &mut twice);
-    refused(&d, "twice.onnx", &model(&[], &[twice]), &["holds its data twice"]);
+    refused(
+        &d,
+        "twice.onnx",
+        &model(&[], &[twice]),
+        &["holds its data twice"],
+    );
     // A varint that never ends.
-    refused(&d, "varint.onnx", &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], &["longer than 64 bits"]);
+    refused(
+        &d,
+        "varint.onnx",
+        &[
+            0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ],
+        &["longer than 64 bits"],
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -109,7 +154,10 @@ fn onnx_external_data_cannot_leave_the_model_directory() {
     std::fs::create_dir_all(&inner).unwrap();
     std::fs::write(d.join("secret.bin"), [0u8; 16]).unwrap();
     for (loc, needle) in [
-        ("../secret.bin", "not a relative path inside the model's directory"),
+        (
+            "../secret.bin",
+            "not a relative path inside the model's directory",
+        ),
         ("sub/../../secret.bin", "not a relative path inside"),
         ("/etc/passwd", "not a relative path inside"),
         ("", "not a relative path inside"),
@@ -121,15 +169,32 @@ fn onnx_external_data_cannot_leave_the_model_directory() {
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(d.join("secret.bin"), inner.join("link.bin")).unwrap();
-        let m = model(&[], &[tensor_external("w", &[2, 2], &[("location", "link.bin")])]);
-        refused(&inner, "m.onnx", &m, &["leads out of the model's directory"]);
+        let m = model(
+            &[],
+            &[tensor_external("w", &[2, 2], &[("location", "link.bin")])],
+        );
+        refused(
+            &inner,
+            "m.onnx",
+            &m,
+            &["leads out of the model's directory"],
+        );
     }
     // Inside, but past the end of the data file, or a lying length.
     std::fs::write(inner.join("data.bin"), [0u8; 16]).unwrap();
     for (entries, needle) in [
-        (vec![("location", "data.bin"), ("offset", "8")], "runs past the end"),
-        (vec![("location", "data.bin"), ("length", "12")], "needs 16 bytes, the file gives 12"),
-        (vec![("location", "data.bin"), ("offset", "-3")], "is not a byte count"),
+        (
+            vec![("location", "data.bin"), ("offset", "8")],
+            "runs past the end",
+        ),
+        (
+            vec![("location", "data.bin"), ("length", "12")],
+            "needs 16 bytes, the file gives 12",
+        ),
+        (
+            vec![("location", "data.bin"), ("offset", "-3")],
+            "is not a byte count",
+        ),
         (vec![("location", "missing.bin")], "missing.bin"),
     ] {
         let m = model(&[], &[tensor_external("w", &[2, 2], &entries)]);
@@ -143,7 +208,12 @@ fn truncated_lying_and_deep_flax_files_are_one_line_errors() {
     let d = tmpdir("flax");
     let f = real("flax/flax_model.msgpack");
     for cut in [1, 2, f.len() / 3, f.len() / 2, f.len() - 1] {
-        refused(&d, "cut.msgpack", &f[..cut], &["not a readable Flax checkpoint"]);
+        refused(
+            &d,
+            "cut.msgpack",
+            &f[..cut],
+            &["not a readable Flax checkpoint"],
+        );
     }
     let mut trailing = f.clone();
     trailing.push(0xc0);
@@ -158,7 +228,12 @@ fn truncated_lying_and_deep_flax_files_are_one_line_errors() {
     mp_map(1, false, &mut lying);
     mp_str("w", &mut lying);
     mp_array(&[64, 64], "float32", &[0; 16], &mut lying);
-    refused(&d, "shape.msgpack", &lying, &["needs 16384 bytes, the file gives 16"]);
+    refused(
+        &d,
+        "shape.msgpack",
+        &lying,
+        &["needs 16384 bytes, the file gives 16"],
+    );
     // An extension whose length runs past the end.
     let mut ext = Vec::new();
     mp_map(1, false, &mut ext);
@@ -199,9 +274,19 @@ fn truncated_lying_and_deep_flax_files_are_one_line_errors() {
     mp_map(1, false, &mut ch);
     mp_str("0", &mut ch);
     mp_array(&[3], "float32", &[0; 12], &mut ch);
-    refused(&d, "chunks.msgpack", &ch, &["needs 64 bytes, the file gives 12"]);
+    refused(
+        &d,
+        "chunks.msgpack",
+        &ch,
+        &["needs 64 bytes, the file gives 12"],
+    );
     // A top level that is no map, a key that is no string.
-    refused(&d, "top.msgpack", &[0x93, 1, 2, 3], &["top level is not a map"]);
+    refused(
+        &d,
+        "top.msgpack",
+        &[0x93, 1, 2, 3],
+        &["top level is not a map"],
+    );
     refused(&d, "key.msgpack", &[0x81, 0x01, 0xc0], &["is not a string"]);
     let _ = std::fs::remove_dir_all(&d);
 }

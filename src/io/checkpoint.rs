@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use super::flax::FlaxFile;
 use super::gguf::GgufFile;
-use super::onnx::OnnxFile;
 use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
+use super::onnx::OnnxFile;
 use super::pytorch::PytorchFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
 
@@ -477,7 +477,10 @@ impl Checkpoint {
             let is_onnx = path
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("onnx"));
-            if is_onnx && !limits::entry_exists(&cfg) && dir.file_name().is_some_and(|n| n == "onnx") {
+            if is_onnx
+                && !limits::entry_exists(&cfg)
+                && dir.file_name().is_some_and(|n| n == "onnx")
+            {
                 if let Some(up) = dir.parent() {
                     cfg = up.join("config.json");
                 }

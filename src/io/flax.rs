@@ -204,7 +204,10 @@ impl<'a> Walk<'a> {
                 Node::Other
             }
             Marker::Reserved => {
-                return Err(format!("the reserved msgpack byte 0xc1 at byte {}", self.at()))
+                return Err(format!(
+                    "the reserved msgpack byte 0xc1 at byte {}",
+                    self.at()
+                ))
             }
         })
     }
@@ -340,7 +343,10 @@ fn unchunk(name: &str, entries: Vec<(String, Node)>) -> Result<Stored, String> {
         if l.shape.len() != 1 {
             return Err(ctx("a chunk is not flat".into()));
         }
-        if dtype.as_ref().is_some_and(|d: &Result<SourceDtype, String>| *d != l.dtype) {
+        if dtype
+            .as_ref()
+            .is_some_and(|d: &Result<SourceDtype, String>| *d != l.dtype)
+        {
             return Err(ctx("the chunks differ in dtype".into()));
         }
         dtype = Some(l.dtype);
@@ -386,7 +392,9 @@ impl FlaxFile {
     /// tensor bytes are converted here.
     pub fn open(path: &Path) -> Result<Self, ReadError> {
         let main = MappedFile::open(path, "Flax checkpoint")?;
-        let bad = |m: String| ReadError::format(path, None, format!("not a readable Flax checkpoint: {m}"));
+        let bad = |m: String| {
+            ReadError::format(path, None, format!("not a readable Flax checkpoint: {m}"))
+        };
         let mut w = Walk {
             rd: &main.map,
             total: main.map.len(),
@@ -404,7 +412,11 @@ impl FlaxFile {
         let mut tensors: HashMap<String, Stored> = HashMap::new();
         for (n, t) in leaves {
             if tensors.insert(n.clone(), t).is_some() {
-                return Err(ReadError::format(path, Some(&n), "two leaves have this name"));
+                return Err(ReadError::format(
+                    path,
+                    Some(&n),
+                    "two leaves have this name",
+                ));
             }
         }
         let names: Vec<String> = tensors.keys().cloned().collect();

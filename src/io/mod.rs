@@ -14,19 +14,19 @@ use std::path::{Path, PathBuf};
 
 pub mod bundle;
 pub mod checkpoint;
+pub mod flax;
 pub mod gguf;
 pub mod hub;
 pub mod limits;
 pub(crate) mod mapped;
 pub mod model_ref;
 pub mod npy;
+pub mod onnx;
 pub mod output;
 pub mod pickle_scan;
 pub mod pytorch;
 pub mod safetensors;
 pub(crate) mod stored;
-pub mod onnx;
-pub mod flax;
 
 pub use self::npy::{read_npy, write_npy_f32, write_npy_f64};
 pub use self::safetensors::{read_safetensors, SafetensorsFile};

@@ -268,9 +268,7 @@ fn parse_node(b: &[u8], base: usize, budget: &mut Budget) -> Result<Option<Node>
     while let Some((tag, v)) = w.next()? {
         match (tag, v) {
             (1, Val::Len(p, _)) if n.inputs.len() < 3 => n.inputs.push(string(p, "node input")?),
-            (2, Val::Len(p, _)) if n.output.is_none() => {
-                n.output = Some(string(p, "node output")?)
-            }
+            (2, Val::Len(p, _)) if n.output.is_none() => n.output = Some(string(p, "node output")?),
             (3, Val::Len(p, _)) => n.name = string(p, "node name")?,
             (5, Val::Len(p, pb)) => {
                 let mut aw = Wire::new(p, pb);
@@ -359,7 +357,8 @@ impl OnnxFile {
     pub fn open(path: &Path) -> Result<Self, ReadError> {
         let main = MappedFile::open(path, "ONNX model")?;
         let bad = |m: String| ReadError::format(path, None, m);
-        let (inits, nodes) = walk(&main.map).map_err(|m| bad(format!("not a readable ONNX model: {m}")))?;
+        let (inits, nodes) =
+            walk(&main.map).map_err(|m| bad(format!("not a readable ONNX model: {m}")))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut files = vec![main];
         let mut by_location: BTreeMap<String, usize> = BTreeMap::new();
@@ -375,13 +374,21 @@ impl OnnxFile {
                 if d < 0 {
                     return Err(err(format!("negative dimension {d}")));
                 }
-                shape.push(usize::try_from(d).map_err(|_| err(format!("dimension {d} is too large")))?);
+                shape.push(
+                    usize::try_from(d).map_err(|_| err(format!("dimension {d} is too large")))?,
+                );
             }
             let dtype = onnx_type(t.data_type);
             let segment = if t.location == 1 {
-                let get = |k: &str| t.external.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
-                let loc = get("location")
-                    .ok_or_else(|| err("data_location is EXTERNAL but no location is given".into()))?;
+                let get = |k: &str| {
+                    t.external
+                        .iter()
+                        .find(|(a, _)| a == k)
+                        .map(|(_, v)| v.as_str())
+                };
+                let loc = get("location").ok_or_else(|| {
+                    err("data_location is EXTERNAL but no location is given".into())
+                })?;
                 if !confined(loc) {
                     return Err(err(format!(
                         "external data location '{}' is not a relative path inside the model's \
@@ -393,21 +400,27 @@ impl OnnxFile {
                     get(k)
                         .map(|v| {
                             v.parse::<usize>().map_err(|_| {
-                                err(format!("external data {k} '{}' is not a byte count", fmt_name(v)))
+                                err(format!(
+                                    "external data {k} '{}' is not a byte count",
+                                    fmt_name(v)
+                                ))
                             })
                         })
                         .transpose()
                 };
                 let offset = num("offset")?.unwrap_or(0);
-                let need = dtype
-                    .as_ref()
-                    .ok()
-                    .and_then(|d| shape.iter().try_fold(d.itemsize(), |a, &x| a.checked_mul(x)));
+                let need = dtype.as_ref().ok().and_then(|d| {
+                    shape
+                        .iter()
+                        .try_fold(d.itemsize(), |a, &x| a.checked_mul(x))
+                });
                 let file = match by_location.get(loc) {
                     Some(&i) => i,
                     None => {
                         if by_location.len() >= MAX_EXTERNAL_FILES {
-                            return Err(err(format!("more than {MAX_EXTERNAL_FILES} external data files")));
+                            return Err(err(format!(
+                                "more than {MAX_EXTERNAL_FILES} external data files"
+                            )));
                         }
                         let p = dir.join(loc);
                         let f = MappedFile::open(&p, "ONNX external data file").map_err(|e| {
@@ -441,9 +454,15 @@ impl OnnxFile {
                 }
             } else {
                 let Some((start, len, _)) = t.data else {
-                    return Err(err("has no data (no raw_data, float_data or external data)".into()));
+                    return Err(err(
+                        "has no data (no raw_data, float_data or external data)".into(),
+                    ));
                 };
-                Segment { file: 0, start, len }
+                Segment {
+                    file: 0,
+                    start,
+                    len,
+                }
             };
             let stored = Stored {
                 shape,
@@ -517,12 +536,15 @@ fn walk(buf: &[u8]) -> Result<(Vec<Init>, Vec<Node>), String> {
     while let Some((tag, v)) = w.next()? {
         match (tag, v) {
             (1, Val::Len(b, base)) => {
-                if let Some(n) = parse_node(b, base, &mut budget).map_err(|m| format!("a node: {m}"))? {
+                if let Some(n) =
+                    parse_node(b, base, &mut budget).map_err(|m| format!("a node: {m}"))?
+                {
                     nodes.push(n);
                 }
             }
             (5, Val::Len(b, base)) => {
-                let t = parse_tensor(b, base, &mut budget).map_err(|m| format!("an initializer {m}"))?;
+                let t = parse_tensor(b, base, &mut budget)
+                    .map_err(|m| format!("an initializer {m}"))?;
                 inits.push(t);
             }
             _ => {}
@@ -566,7 +588,9 @@ fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
             },
             None => (b.clone(), false),
         };
-        let Some(t) = tensors.get(&init) else { continue };
+        let Some(t) = tensors.get(&init) else {
+            continue;
+        };
         if t.shape.len() != 2 || !done.insert(init.clone()) {
             continue;
         }
@@ -605,7 +629,16 @@ mod tests {
         for ok in ["model.onnx_data", "data/w.bin", "./w"] {
             assert!(confined(ok), "{ok}");
         }
-        for bad in ["", "../w", "a/../../w", "/etc/passwd", "\\\\host\\w", "C:w", "a\0b", "a\\..\\w"] {
+        for bad in [
+            "",
+            "../w",
+            "a/../../w",
+            "/etc/passwd",
+            "\\\\host\\w",
+            "C:w",
+            "a\0b",
+            "a\\..\\w",
+        ] {
             assert!(!confined(bad), "{bad:?}");
         }
     }

@@ -163,7 +163,10 @@ pub(crate) struct Table {
 impl Table {
     /// A table of `tensors` over `files`, every extent checked
     /// ([`check_extent`]; the error names the container).
-    pub fn new(files: Vec<MappedFile>, tensors: HashMap<String, Stored>) -> Result<Self, ReadError> {
+    pub fn new(
+        files: Vec<MappedFile>,
+        tensors: HashMap<String, Stored>,
+    ) -> Result<Self, ReadError> {
         for (n, t) in &tensors {
             check_extent(&files, n, t).map_err(|m| ReadError::format(&files[0].path, None, m))?;
         }
