@@ -58,6 +58,16 @@ fn onnx_and_flax_files_certify_identically_to_the_safetensors_copy() {
             "{dir}: certificate differs from the safetensors one"
         );
     }
+    // spectra: the same rows (the ONNX graph also holds a 0-D INT64
+    // constant, listed as skipped).
+    let sp = |d: &str| ok_json(&run(&["spectra", s(&data(d)), "--json"]));
+    let want = sp("safetensors");
+    for dir in ["onnx", "onnx_external", "flax"] {
+        assert!(
+            sp(dir)["matrices"] == want["matrices"],
+            "{dir}: spectra differ from the safetensors ones"
+        );
+    }
 }
 
 fn block(m: &DenseMatrix, rows: usize, cols: usize) -> DenseMatrix {
