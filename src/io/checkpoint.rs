@@ -29,13 +29,21 @@ enum Source {
 }
 
 impl Source {
+    /// The tensor table of a format whose layout specbound parses itself.
+    fn table(&self) -> Option<&super::stored::Table> {
+        match self {
+            Source::Onnx(f) => Some(f.table()),
+            Source::Flax(f) => Some(f.table()),
+            _ => None,
+        }
+    }
     fn path(&self) -> &Path {
         match self {
             Source::St(f) => f.path(),
             Source::Gguf(f) => f.path(),
             Source::Torch(f) => f.path(),
-            Source::Onnx(f) => f.path(),
-            Source::Flax(f) => f.path(),
+            Source::Onnx(f) => f.table().path(),
+            Source::Flax(f) => f.table().path(),
         }
     }
     /// Lower-case hex SHA-256 of each file the source reads (one, or an
@@ -49,8 +57,8 @@ impl Source {
             Source::St(f) => one(super::stored::sha256_of_map(f.bytes_map())),
             Source::Gguf(f) => one(super::stored::sha256_of_map(f.bytes_map())),
             Source::Torch(f) => one(f.sha256()?),
-            Source::Onnx(f) => f.hashes(),
-            Source::Flax(f) => f.hashes(),
+            Source::Onnx(f) => f.table().hashes(),
+            Source::Flax(f) => f.table().hashes(),
         })
     }
     /// Releases the mapped pages of a tensor (a no-op for a PyTorch file,
@@ -59,9 +67,11 @@ impl Source {
         match self {
             Source::St(f) => f.release(name),
             Source::Gguf(f) => f.release(name),
-            Source::Onnx(f) => f.release(name),
-            Source::Flax(f) => f.release(name),
-            Source::Torch(_) => {}
+            Source::Onnx(_) | Source::Flax(_) | Source::Torch(_) => {
+                if let Some(t) = self.table() {
+                    t.release(name)
+                }
+            }
         }
     }
     fn names(&self) -> Vec<String> {
@@ -69,8 +79,9 @@ impl Source {
             Source::St(f) => f.names().to_vec(),
             Source::Gguf(f) => f.tensors.keys().cloned().collect(),
             Source::Torch(f) => f.names().to_vec(),
-            Source::Onnx(f) => f.names().to_vec(),
-            Source::Flax(f) => f.names().to_vec(),
+            Source::Onnx(_) | Source::Flax(_) => {
+                self.table().map(|t| t.names.clone()).unwrap_or_default()
+            }
         }
     }
     /// Shape as a matrix would be read (`[rows, cols]` for 2-D) and dtype name.
@@ -83,8 +94,7 @@ impl Source {
                 (d, super::gguf::type_name(t.ggml_type))
             }),
             Source::Torch(f) => f.info(name),
-            Source::Onnx(f) => f.info(name),
-            Source::Flax(f) => f.info(name),
+            Source::Onnx(_) | Source::Flax(_) => self.table().and_then(|t| t.info(name)),
         }
     }
     /// The 2-D tensors this file's reader can read.
@@ -93,8 +103,10 @@ impl Source {
             Source::St(f) => f.two_d_candidates(),
             Source::Gguf(f) => f.two_d_candidates(),
             Source::Torch(f) => f.two_d_candidates(),
-            Source::Onnx(f) => f.two_d_candidates(),
-            Source::Flax(f) => f.two_d_candidates(),
+            Source::Onnx(_) | Source::Flax(_) => self
+                .table()
+                .map(|t| t.two_d_candidates())
+                .unwrap_or_default(),
         }
     }
     fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
@@ -102,8 +114,8 @@ impl Source {
             Source::St(f) => f.read(name),
             Source::Gguf(f) => f.read(name),
             Source::Torch(f) => f.read(name),
-            Source::Onnx(f) => f.read(name),
-            Source::Flax(f) => f.read(name),
+            Source::Onnx(f) => f.table().read(name),
+            Source::Flax(f) => f.table().read(name),
         }
     }
 }
@@ -641,7 +653,7 @@ impl Checkpoint {
             Some(&i) => {
                 let r = match &self.files[i] {
                     Source::St(f) => f.read_flattened(name),
-                    Source::Onnx(f) => f.read_flattened(name),
+                    Source::Onnx(f) => f.table().read_flattened(name),
                     other => other.read(name),
                 };
                 self.files[i].release(name);

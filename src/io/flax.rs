@@ -436,33 +436,10 @@ impl FlaxFile {
         })
     }
 
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        self.table.path()
-    }
-    /// All tensor names (as presented), naturally sorted.
-    pub fn names(&self) -> &[String] {
-        &self.table.names
-    }
-    /// Shape (as presented) and dtype name of a tensor.
-    pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
-        self.table.info(name)
-    }
-    /// Reads a 2-D tensor as presented (exact, L1).
-    pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        self.table.read(name)
-    }
-    /// 2-D tensors of a supported dtype.
-    pub(crate) fn two_d_candidates(&self) -> Vec<String> {
-        self.table.two_d_candidates()
-    }
-    /// Releases a tensor's pages.
-    pub(crate) fn release(&self, name: &str) {
-        self.table.release(name)
-    }
-    /// SHA-256 of the file.
-    pub(crate) fn hashes(&self) -> Vec<(std::path::PathBuf, String)> {
-        self.table.hashes()
+    /// The tensors (names as presented, read one at a time; the
+    /// checkpoint reads through it).
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
     }
 }
 
@@ -470,5 +447,7 @@ impl FlaxFile {
 /// name the file must hold exactly one 2-D float tensor.
 pub fn read_flax(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let f = FlaxFile::open(path)?;
-    super::read_named_or_only(path, tensor, f.two_d_candidates(), |n| f.read(n))
+    super::read_named_or_only(path, tensor, f.table.two_d_candidates(), |n| {
+        f.table.read(n)
+    })
 }

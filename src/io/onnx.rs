@@ -481,37 +481,10 @@ impl OnnxFile {
         })
     }
 
-    /// The model file's path.
-    pub fn path(&self) -> &Path {
-        self.table.path()
-    }
-    /// All tensor names (as presented), naturally sorted.
-    pub fn names(&self) -> &[String] {
-        &self.table.names
-    }
-    /// Shape (as presented) and dtype name of a tensor.
-    pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
-        self.table.info(name)
-    }
-    /// Reads a 2-D tensor as presented (exact, L1).
-    pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        self.table.read(name)
-    }
-    /// Reads a tensor of rank >= 2 flattened to `[shape[0], rest]`.
-    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        self.table.read_flattened(name)
-    }
-    /// 2-D tensors of a supported dtype.
-    pub(crate) fn two_d_candidates(&self) -> Vec<String> {
-        self.table.two_d_candidates()
-    }
-    /// Releases a tensor's pages.
-    pub(crate) fn release(&self, name: &str) {
-        self.table.release(name)
-    }
-    /// SHA-256 of the model file and of each external data file.
-    pub(crate) fn hashes(&self) -> Vec<(std::path::PathBuf, String)> {
-        self.table.hashes()
+    /// The tensors (names as presented, read one at a time; the
+    /// checkpoint reads through it).
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
     }
 }
 
@@ -617,7 +590,9 @@ fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
 /// the model must hold exactly one 2-D float tensor.
 pub fn read_onnx(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let f = OnnxFile::open(path)?;
-    super::read_named_or_only(path, tensor, f.two_d_candidates(), |n| f.read(n))
+    super::read_named_or_only(path, tensor, f.table.two_d_candidates(), |n| {
+        f.table.read(n)
+    })
 }
 
 #[cfg(test)]
