@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
+use super::flax::FlaxFile;
 use super::gguf::GgufFile;
 use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
+use super::onnx::OnnxFile;
 use super::pytorch::PytorchFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
 
@@ -24,33 +24,42 @@ enum Source {
     St(SafetensorsFile),
     Gguf(GgufFile),
     Torch(PytorchFile),
+    Onnx(OnnxFile),
+    Flax(FlaxFile),
 }
 
 impl Source {
+    /// The tensor table of a format whose layout specbound parses itself.
+    fn table(&self) -> Option<&super::stored::Table> {
+        match self {
+            Source::Onnx(f) => Some(f.table()),
+            Source::Flax(f) => Some(f.table()),
+            _ => None,
+        }
+    }
     fn path(&self) -> &Path {
         match self {
             Source::St(f) => f.path(),
             Source::Gguf(f) => f.path(),
             Source::Torch(f) => f.path(),
+            Source::Onnx(f) => f.table().path(),
+            Source::Flax(f) => f.table().path(),
         }
     }
-    /// Lower-case hex SHA-256 of the whole file. A mapped file is hashed in
+    /// Lower-case hex SHA-256 of each file the source reads (one, or an
+    /// ONNX model and its external data files). A mapped file is hashed in
     /// chunks whose pages are released after use
     /// ([`super::release_pages`]), so that hashing a model does not leave
     /// all of it resident in this process.
-    fn sha256(&self) -> Result<String, ReadError> {
-        const CHUNK: usize = 64 << 20;
-        let bytes = match self {
-            Source::St(f) => f.bytes(),
-            Source::Gguf(f) => f.bytes(),
-            Source::Torch(f) => return f.sha256(),
-        };
-        let mut h = Sha256::new();
-        for (k, chunk) in bytes.chunks(CHUNK).enumerate() {
-            h.update(chunk);
-            self.release_bytes(k * CHUNK, chunk.len());
-        }
-        Ok(format!("{:x}", h.finalize()))
+    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
+        let one = |h: String| vec![(self.path().to_path_buf(), h)];
+        Ok(match self {
+            Source::St(f) => one(super::stored::sha256_of_map(f.bytes_map())),
+            Source::Gguf(f) => one(super::stored::sha256_of_map(f.bytes_map())),
+            Source::Torch(f) => one(f.sha256()?),
+            Source::Onnx(f) => f.table().hashes(),
+            Source::Flax(f) => f.table().hashes(),
+        })
     }
     /// Releases the mapped pages of a tensor (a no-op for a PyTorch file,
     /// which is read, not mapped).
@@ -58,14 +67,11 @@ impl Source {
         match self {
             Source::St(f) => f.release(name),
             Source::Gguf(f) => f.release(name),
-            Source::Torch(_) => {}
-        }
-    }
-    fn release_bytes(&self, start: usize, len: usize) {
-        match self {
-            Source::St(f) => super::release_pages(f.bytes_map(), start, len),
-            Source::Gguf(f) => super::release_pages(f.bytes_map(), start, len),
-            Source::Torch(_) => {}
+            Source::Onnx(_) | Source::Flax(_) | Source::Torch(_) => {
+                if let Some(t) = self.table() {
+                    t.release(name)
+                }
+            }
         }
     }
     fn names(&self) -> Vec<String> {
@@ -73,6 +79,9 @@ impl Source {
             Source::St(f) => f.names().to_vec(),
             Source::Gguf(f) => f.tensors.keys().cloned().collect(),
             Source::Torch(f) => f.names().to_vec(),
+            Source::Onnx(_) | Source::Flax(_) => {
+                self.table().map(|t| t.names.clone()).unwrap_or_default()
+            }
         }
     }
     /// Shape as a matrix would be read (`[rows, cols]` for 2-D) and dtype name.
@@ -85,6 +94,7 @@ impl Source {
                 (d, super::gguf::type_name(t.ggml_type))
             }),
             Source::Torch(f) => f.info(name),
+            Source::Onnx(_) | Source::Flax(_) => self.table().and_then(|t| t.info(name)),
         }
     }
     /// The 2-D tensors this file's reader can read.
@@ -93,6 +103,10 @@ impl Source {
             Source::St(f) => f.two_d_candidates(),
             Source::Gguf(f) => f.two_d_candidates(),
             Source::Torch(f) => f.two_d_candidates(),
+            Source::Onnx(_) | Source::Flax(_) => self
+                .table()
+                .map(|t| t.two_d_candidates())
+                .unwrap_or_default(),
         }
     }
     fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
@@ -100,6 +114,8 @@ impl Source {
             Source::St(f) => f.read(name),
             Source::Gguf(f) => f.read(name),
             Source::Torch(f) => f.read(name),
+            Source::Onnx(f) => f.table().read(name),
+            Source::Flax(f) => f.table().read(name),
         }
     }
 }
@@ -311,7 +327,8 @@ impl<'de> serde::Deserialize<'de> for ShardName {
 /// safetensors files under other names.
 fn no_weights_error(dir: &Path) -> ReadError {
     const NEITHER: &str = "none of model.safetensors, model.safetensors.index.json, \
-                           pytorch_model.bin, pytorch_model.bin.index.json";
+                           pytorch_model.bin, pytorch_model.bin.index.json, model.onnx, \
+                           flax_model.msgpack";
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|it| {
             it.filter_map(Result::ok)
@@ -354,11 +371,11 @@ fn no_weights_error(dir: &Path) -> ReadError {
              reads safetensors and GGUF: convert it first, e.g. in Python \
              `AutoModel.from_pretrained(DIR, from_tf=True).save_pretrained(OUT)` (transformers)"
         )
-    } else if let Some(f) = with_ext(&[".msgpack"]) {
+    } else if let Some(f) = with_ext(&[".msgpack", ".onnx"]) {
         format!(
-            "model directory holds {f} (a Flax checkpoint) but {NEITHER}; specbound reads \
-             safetensors and GGUF: convert it first, e.g. in Python \
-             `AutoModel.from_pretrained(DIR, from_flax=True).save_pretrained(OUT)` (transformers)"
+            "model directory holds {f} but {NEITHER}: pass the file itself \
+             (specbound certify {})",
+            dir.join(&f).display()
         )
     } else {
         format!("model directory holds {NEITHER}")
@@ -371,6 +388,8 @@ enum Kind {
     Safetensors,
     Gguf,
     Torch,
+    Onnx,
+    Flax,
 }
 
 fn weight_kind(p: &Path) -> Result<Kind, ReadError> {
@@ -378,8 +397,11 @@ fn weight_kind(p: &Path) -> Result<Kind, ReadError> {
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
-    if ext.as_deref() == Some("gguf") {
-        return Ok(Kind::Gguf);
+    match ext.as_deref() {
+        Some("gguf") => return Ok(Kind::Gguf),
+        Some("onnx") => return Ok(Kind::Onnx),
+        Some("msgpack") => return Ok(Kind::Flax),
+        _ => {}
     }
     let (mut f, _) = limits::open_regular(p, "weight file (safetensors, PyTorch or GGUF)")?;
     let mut head = [0u8; 512];
@@ -457,6 +479,10 @@ impl Checkpoint {
                 shards_of_index(path, &pt_index)?
             } else if limits::entry_exists(&pt_single) {
                 vec![pt_single]
+            } else if limits::entry_exists(&path.join("model.onnx")) {
+                vec![path.join("model.onnx")]
+            } else if limits::entry_exists(&path.join("flax_model.msgpack")) {
+                vec![path.join("flax_model.msgpack")]
             } else {
                 return Err(no_weights_error(path));
             };
@@ -468,7 +494,20 @@ impl Checkpoint {
             )
         } else {
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-            let cfg = dir.join("config.json");
+            let mut cfg = dir.join("config.json");
+            // sentence-transformers repositories keep their ONNX exports in
+            // onnx/ and config.json one level up.
+            let is_onnx = path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("onnx"));
+            if is_onnx
+                && !limits::entry_exists(&cfg)
+                && dir.file_name().is_some_and(|n| n == "onnx")
+            {
+                if let Some(up) = dir.parent() {
+                    cfg = up.join("config.json");
+                }
+            }
             (
                 dir,
                 vec![path.to_path_buf()],
@@ -490,6 +529,8 @@ impl Checkpoint {
                     Source::Gguf(g)
                 }
                 Kind::Torch => Source::Torch(PytorchFile::open(p)?),
+                Kind::Onnx => Source::Onnx(OnnxFile::open(p)?),
+                Kind::Flax => Source::Flax(FlaxFile::open(p)?),
                 Kind::Safetensors => Source::St(SafetensorsFile::open(p)?),
             };
             for n in f.names() {
@@ -623,6 +664,7 @@ impl Checkpoint {
             Some(&i) => {
                 let r = match &self.files[i] {
                     Source::St(f) => f.read_flattened(name),
+                    Source::Onnx(f) => f.table().read_flattened(name),
                     other => other.read(name),
                 };
                 self.files[i].release(name);
@@ -635,21 +677,18 @@ impl Checkpoint {
     /// SHA-256 of every weight file, in a stable order (an error only when
     /// a PyTorch checkpoint, read through its descriptor, fails to read).
     pub fn file_hashes(&self) -> Result<Vec<FileHash>, ReadError> {
-        self.files
-            .iter()
-            .map(|f| {
-                let file = f
-                    .path()
+        let mut out = Vec::new();
+        for f in &self.files {
+            for (p, sha256) in f.hashes()? {
+                let file = p
                     .strip_prefix(&self.root)
-                    .unwrap_or(f.path())
+                    .unwrap_or(&p)
                     .display()
                     .to_string();
-                Ok(FileHash {
-                    file,
-                    sha256: f.sha256()?,
-                })
-            })
-            .collect()
+                out.push(FileHash { file, sha256 });
+            }
+        }
+        Ok(out)
     }
 
     /// Tensor names of the checkpoint that hold a 2-D float matrix, in

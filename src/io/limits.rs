@@ -24,6 +24,8 @@
 //! | GGUF tensor name | [`MAX_GGUF_NAME`] = 4 KiB | at most 64 bytes (the format's own limit) |
 //! | GGUF metadata kept | [`MAX_GGUF_META_BYTES`] = 64 MiB | kilobytes: vocabularies are arrays, which are skipped |
 //! | PyTorch pickle | [`MAX_PICKLE_BYTES`] = 16 MiB, [`MAX_PICKLE_OPS`] = 2^20 opcodes | about 100 bytes and 30 opcodes per tensor |
+//! | ONNX records kept (initializers, MatMul/Gemm/Transpose nodes) | [`MAX_ONNX_KEPT_BYTES`] = 64 MiB; names [`MAX_ONNX_NAME`] = 4 KiB; [`MAX_RANK`] = 64 dimensions; [`MAX_EXTERNAL_FILES`] = 4096 | about 200 bytes per weight |
+//! | Flax msgpack tree | [`MAX_FLAX_VALUES`] = 2^20 values, [`MAX_FLAX_DEPTH`] = 64 levels, keys [`MAX_FLAX_KEY`] = 4 KiB | about 10 values and 8 levels per weight |
 //!
 //! A `config.json` is parsed into a JSON tree, which costs up to about 16
 //! times its size (`[0,0,...]`), so the largest accepted one costs about
@@ -79,6 +81,34 @@ pub const MAX_PICKLE_BYTES: u64 = 16 << 20;
 /// 100 MiB. A state dict takes about 30 opcodes per tensor, so this allows
 /// about 35,000 tensors per file.
 pub const MAX_PICKLE_OPS: u64 = 1 << 20;
+
+/// Largest total of what the ONNX reader keeps while walking the graph
+/// (bytes): initializer records (name, dimensions, where the data lies) and
+/// the MatMul, Gemm and Transpose nodes (name, first inputs), each counted
+/// with 64 bytes of overhead; nodes of other kinds are walked, not kept.
+pub const MAX_ONNX_KEPT_BYTES: u64 = 64 << 20;
+
+/// Longest ONNX initializer, node or input name, attribute name or
+/// external-data key or value kept (bytes).
+pub const MAX_ONNX_NAME: u64 = 4 << 10;
+
+/// Most dimensions of one ONNX or Flax tensor.
+pub const MAX_RANK: usize = 64;
+
+/// Most distinct external data files of one ONNX model.
+pub const MAX_EXTERNAL_FILES: usize = 4096;
+
+/// Most msgpack values (maps, keys, leaves) in a Flax checkpoint's tree:
+/// each costs about 64 bytes while the tree is indexed, so this bounds that
+/// memory to about 64 MiB.
+pub const MAX_FLAX_VALUES: u64 = 1 << 20;
+
+/// Deepest nesting of maps (and arrays) in a Flax checkpoint; the walk
+/// recurses once per level.
+pub const MAX_FLAX_DEPTH: usize = 64;
+
+/// Longest map key of a Flax checkpoint (bytes).
+pub const MAX_FLAX_KEY: u64 = 4 << 10;
 
 /// Reads the whole of `path`, a regular file, into memory, refusing it as
 /// soon as more than `cap` bytes arrive. `what` names the kind of file in

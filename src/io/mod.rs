@@ -14,16 +14,19 @@ use std::path::{Path, PathBuf};
 
 pub mod bundle;
 pub mod checkpoint;
+pub mod flax;
 pub mod gguf;
 pub mod hub;
 pub mod limits;
 pub(crate) mod mapped;
 pub mod model_ref;
 pub mod npy;
+pub mod onnx;
 pub mod output;
 pub mod pickle_scan;
 pub mod pytorch;
 pub mod safetensors;
+pub(crate) mod stored;
 
 pub use self::npy::{read_npy, write_npy_f32, write_npy_f64};
 pub use self::safetensors::{read_safetensors, SafetensorsFile};
@@ -317,6 +320,8 @@ pub fn read_matrix(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Re
         Some("safetensors") => return read_safetensors(path, tensor),
         Some("gguf") => return read_gguf(path, tensor),
         Some("pt" | "pth") => return read_pytorch(path, tensor),
+        Some("onnx") => return onnx::read_onnx(path, tensor),
+        Some("msgpack") => return flax::read_flax(path, tensor),
         _ => {}
     }
     let (mut f, _) = limits::open_regular(
@@ -601,6 +606,25 @@ pub fn read_gguf(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, Read
     f.read(&name)
 }
 
+/// Reads the tensor `tensor` with `read`, or without a name the only one of
+/// `candidates` (the file's 2-D float tensors); more or fewer is
+/// [`ReadError::TensorNeeded`].
+pub(crate) fn read_named_or_only(
+    path: &Path,
+    tensor: Option<&str>,
+    candidates: Vec<String>,
+    read: impl Fn(&str) -> Result<LoadedMatrix, ReadError>,
+) -> Result<LoadedMatrix, ReadError> {
+    match tensor {
+        Some(n) => read(n),
+        None if candidates.len() == 1 => read(&candidates[0]),
+        None => Err(ReadError::TensorNeeded {
+            path: path.to_path_buf(),
+            available: candidates,
+        }),
+    }
+}
+
 /// Drops the pages `start..start + len` of a read-only file mapping from
 /// this process's resident memory: the bytes stay in the kernel's page
 /// cache and a later access reads them again, unchanged. Called once a
@@ -618,6 +642,36 @@ pub(crate) fn release_pages(map: &memmap2::Mmap, start: usize, len: usize) {
     // lost or changed. Failure only means that the pages stay resident.
     unsafe {
         let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len);
+    }
+}
+
+/// Appends the little-endian elements of `bytes` (whole elements of
+/// `dtype`, a dense type) converted to f64 exactly (L1).
+pub(crate) fn decode_le(dtype: SourceDtype, bytes: &[u8], out: &mut Vec<f64>) {
+    match dtype {
+        SourceDtype::F64 => out.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
+        ),
+        SourceDtype::F32 => out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+        ),
+        SourceDtype::F16 => out.extend(
+            bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()),
+        ),
+        SourceDtype::BF16 => out.extend(
+            bytes
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()),
+        ),
+        SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
+            unreachable!("block formats and integers are decoded by their reader")
+        },
     }
 }
 

@@ -300,27 +300,8 @@ fn decode_tensor(
             ),
         ));
     }
-    let data: Vec<f64> = match dtype {
-        SourceDtype::F64 => bytes
-            .chunks_exact(8)
-            .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect(),
-        SourceDtype::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64)
-            .collect(),
-        SourceDtype::F16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-            .collect(),
-        SourceDtype::BF16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-            .collect(),
-        SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
-            unreachable!("safetensors dtypes never map to block formats")
-        }
-    };
+    let mut data = Vec::with_capacity(bytes.len() / itemsize);
+    super::decode_le(dtype, bytes, &mut data);
     let matrix = DenseMatrix { rows, cols, data };
     check_finite(path, tname, &matrix)?;
     Ok(LoadedMatrix { matrix, dtype })

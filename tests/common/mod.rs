@@ -9,6 +9,7 @@
 
 pub mod authors_float;
 pub mod family;
+pub mod formats;
 pub mod schema;
 pub mod torch;
 

@@ -1,0 +1,645 @@
+//! ONNX models (`model.onnx`, any `.onnx`): the graph's initializers,
+//! read from the protobuf without an inference engine, with their data in
+//! the file (`raw_data`, packed `float_data` / `double_data`) or in external
+//! data files (`data_location = EXTERNAL`, `location` / `offset` /
+//! `length`).
+//!
+//! The protobuf is walked by a reader of its wire format written here
+//! (varints, the four wire types ONNX uses; `docs/models.md`, "ONNX", says
+//! why not a generated decoder): only the fields below are looked at,
+//! everything is bounded while read ([`super::limits`]: kept records, name
+//! lengths, rank, external files) and nothing recurses (subgraphs of
+//! `If`/`Loop` attributes are skipped as bytes). Field numbers are those of
+//! `onnx.proto`: ModelProto.graph = 7; GraphProto.node = 1,
+//! .initializer = 5; NodeProto.input = 1, .name = 3, .op_type = 4,
+//! .attribute = 5; AttributeProto.name = 1, .i = 3, .ints = 8;
+//! TensorProto.dims = 1, .data_type = 2, .float_data = 4, .name = 8,
+//! .raw_data = 9, .double_data = 10, .external_data = 13,
+//! .data_location = 14.
+//!
+//! **Names and orientation.** torch.onnx exports fold each Linear weight
+//! into a constant `onnx::MatMul_N` stored `[in, out]` and feed it to a
+//! MatMul node named after the module (`/encoder/layer.0/attention/self/query/MatMul`).
+//! Every 2-D initializer that is the weight operand (input B) of a MatMul or
+//! Gemm, directly or through a 2-D Transpose, is presented as PyTorch
+//! stores the Linear weight, `[out, in]` (MatMul: transposed; Gemm: as
+//! `transB` says), and, when its own name is not a parameter name (it
+//! starts with `onnx::` or holds a `/`), named after its node:
+//! `encoder.layer.0.attention.self.query.weight`. Wrapper prefixes in
+//! node names (`/0/auto_model/...`) become name prefixes
+//! (`0.auto_model.encoder...`), which the family detection strips as it
+//! strips `bert.`. A name already taken, or a second use of a weight,
+//! leaves the tensor as stored.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path};
+
+use super::limits::{MAX_EXTERNAL_FILES, MAX_ONNX_KEPT_BYTES, MAX_ONNX_NAME, MAX_RANK};
+use super::stored::{MappedFile, Segment, Stored, Table};
+use super::{fmt_name, LoadedMatrix, ReadError};
+use crate::matrix::SourceDtype;
+
+/// One protobuf field value.
+enum Val<'a> {
+    Int(u64),
+    /// A length-delimited field: its bytes and their offset in the file.
+    Len(&'a [u8], usize),
+    Fixed,
+}
+
+/// A cursor over one message's bytes, at `base` in the file.
+struct Wire<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+}
+
+impl<'a> Wire<'a> {
+    fn new(buf: &'a [u8], base: usize) -> Self {
+        Self { buf, pos: 0, base }
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v: u64 = 0;
+        for k in 0..10 {
+            let Some(&b) = self.buf.get(self.pos) else {
+                return Err(format!("truncated varint at byte {}", self.base + self.pos));
+            };
+            self.pos += 1;
+            if k == 9 && b > 1 {
+                return Err(format!(
+                    "varint longer than 64 bits at byte {}",
+                    self.base + self.pos - 1
+                ));
+            }
+            v |= u64::from(b & 0x7f) << (7 * k);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        unreachable!("the tenth byte ends the varint or is refused")
+    }
+
+    /// The next field (tag, value), or `None` at the end of the message.
+    fn next(&mut self) -> Result<Option<(u64, Val<'a>)>, String> {
+        if self.pos >= self.buf.len() {
+            return Ok(None);
+        }
+        let at = self.base + self.pos;
+        let key = self.varint()?;
+        let tag = key >> 3;
+        if tag == 0 {
+            return Err(format!("field number 0 at byte {at}"));
+        }
+        let val = match key & 7 {
+            0 => Val::Int(self.varint()?),
+            1 | 5 => {
+                let n = if key & 7 == 1 { 8 } else { 4 };
+                if self.buf.len() - self.pos < n {
+                    return Err(format!("truncated fixed-width field at byte {at}"));
+                }
+                self.pos += n;
+                Val::Fixed
+            }
+            2 => {
+                let len = self.varint()?;
+                let left = (self.buf.len() - self.pos) as u64;
+                if len > left {
+                    return Err(format!(
+                        "field {tag} at byte {at} claims {len} bytes, but only {left} remain \
+                         (truncated or a lying length)"
+                    ));
+                }
+                let s = self.pos;
+                self.pos += len as usize;
+                Val::Len(&self.buf[s..self.pos], self.base + s)
+            }
+            w => {
+                return Err(format!(
+                    "wire type {w} at byte {at} (groups, which ONNX never uses, or not protobuf)"
+                ))
+            }
+        };
+        Ok(Some((tag, val)))
+    }
+}
+
+/// A string field, bounded and UTF-8.
+fn string(b: &[u8], what: &str) -> Result<String, String> {
+    if b.len() as u64 > MAX_ONNX_NAME {
+        return Err(format!(
+            "{what} of {} bytes is longer than the {MAX_ONNX_NAME}-byte limit",
+            b.len()
+        ));
+    }
+    String::from_utf8(b.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
+}
+
+/// What the walk keeps of an initializer.
+struct Init {
+    name: String,
+    dims: Vec<i64>,
+    data_type: u64,
+    /// Offset and length of the in-file data, and which field held it.
+    data: Option<(usize, usize, &'static str)>,
+    external: Vec<(String, String)>,
+    location: u64,
+}
+
+/// What the walk keeps of a MatMul, Gemm or Transpose node.
+struct Node {
+    name: String,
+    op: String,
+    inputs: Vec<String>,
+    output: Option<String>,
+    trans_b: bool,
+    /// Transpose's `perm`, when given.
+    perm: Option<Vec<u64>>,
+}
+
+/// The running total of kept bytes, refused over [`MAX_ONNX_KEPT_BYTES`].
+struct Budget(u64);
+
+impl Budget {
+    fn take(&mut self, n: usize) -> Result<(), String> {
+        self.0 += n as u64 + 64;
+        if self.0 > MAX_ONNX_KEPT_BYTES {
+            return Err(format!(
+                "the graph's initializer and MatMul/Gemm records exceed the {MAX_ONNX_KEPT_BYTES}-byte limit"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Records where a tensor's in-file data lies; a second data field is refused.
+fn set_data(t: &mut Init, d: (usize, usize, &'static str)) -> Result<(), String> {
+    if let Some((_, _, f)) = t.data {
+        return Err(format!("holds its data twice ({f} and {})", d.2));
+    }
+    t.data = Some(d);
+    Ok(())
+}
+
+fn parse_tensor(b: &[u8], base: usize, budget: &mut Budget) -> Result<Init, String> {
+    let mut t = Init {
+        name: String::new(),
+        dims: Vec::new(),
+        data_type: 0,
+        data: None,
+        external: Vec::new(),
+        location: 0,
+    };
+    let mut w = Wire::new(b, base);
+    while let Some((tag, v)) = w.next()? {
+        match (tag, v) {
+            (1, Val::Int(d)) => t.dims.push(d as i64),
+            (1, Val::Len(p, pb)) => {
+                let mut pw = Wire::new(p, pb);
+                while pw.pos < p.len() {
+                    if t.dims.len() > MAX_RANK {
+                        break;
+                    }
+                    t.dims.push(pw.varint()? as i64);
+                }
+            }
+            (2, Val::Int(d)) => t.data_type = d,
+            (4, Val::Len(p, pb)) => set_data(&mut t, (pb, p.len(), "float_data"))?,
+            (10, Val::Len(p, pb)) => set_data(&mut t, (pb, p.len(), "double_data"))?,
+            (9, Val::Len(p, pb)) => set_data(&mut t, (pb, p.len(), "raw_data"))?,
+            (4 | 10, _) => return Err("holds unpacked float_data or double_data".into()),
+            (5..=7 | 11, _) => {
+                return Err(
+                    "holds its data in int32_data, string_data, int64_data or uint64_data, \
+                     which specbound does not read (float weights are written as raw_data)"
+                        .into(),
+                )
+            }
+            (3, _) => return Err("is a segmented tensor, which specbound does not read".into()),
+            (8, Val::Len(p, _)) => t.name = string(p, "initializer name")?,
+            (13, Val::Len(p, pb)) => {
+                let (mut k, mut val) = (String::new(), String::new());
+                let mut ew = Wire::new(p, pb);
+                while let Some((et, ev)) = ew.next()? {
+                    match (et, ev) {
+                        (1, Val::Len(s, _)) => k = string(s, "external_data key")?,
+                        (2, Val::Len(s, _)) => val = string(s, "external_data value")?,
+                        _ => {}
+                    }
+                }
+                if t.external.len() >= 16 {
+                    return Err("has more than 16 external_data entries".into());
+                }
+                budget.take(k.len() + val.len())?;
+                t.external.push((k, val));
+            }
+            (14, Val::Int(d)) => t.location = d,
+            _ => {}
+        }
+        if t.dims.len() > MAX_RANK {
+            return Err(format!("has more than {MAX_RANK} dimensions"));
+        }
+    }
+    budget.take(t.name.len() + 8 * t.dims.len())?;
+    Ok(t)
+}
+
+fn parse_node(b: &[u8], base: usize, budget: &mut Budget) -> Result<Option<Node>, String> {
+    // First pass: the op type only (nothing kept for other nodes).
+    let mut w = Wire::new(b, base);
+    let mut op: &[u8] = b"";
+    while let Some((tag, v)) = w.next()? {
+        if let (4, Val::Len(p, _)) = (tag, v) {
+            op = p;
+        }
+    }
+    if !matches!(op, b"MatMul" | b"Gemm" | b"Transpose") {
+        return Ok(None);
+    }
+    let mut n = Node {
+        name: String::new(),
+        op: String::from_utf8_lossy(op).into_owned(),
+        inputs: Vec::new(),
+        output: None,
+        trans_b: false,
+        perm: None,
+    };
+    let mut w = Wire::new(b, base);
+    while let Some((tag, v)) = w.next()? {
+        match (tag, v) {
+            (1, Val::Len(p, _)) if n.inputs.len() < 3 => n.inputs.push(string(p, "node input")?),
+            (2, Val::Len(p, _)) if n.output.is_none() => n.output = Some(string(p, "node output")?),
+            (3, Val::Len(p, _)) => n.name = string(p, "node name")?,
+            (5, Val::Len(p, pb)) => {
+                let mut aw = Wire::new(p, pb);
+                let (mut name, mut i, mut ints) = (Vec::new(), None, Vec::new());
+                while let Some((at, av)) = aw.next()? {
+                    match (at, av) {
+                        (1, Val::Len(s, _)) => name = s.to_vec(),
+                        (3, Val::Int(x)) => i = Some(x),
+                        (8, Val::Int(x)) if ints.len() < MAX_RANK => ints.push(x),
+                        (8, Val::Len(s, sb)) => {
+                            let mut iw = Wire::new(s, sb);
+                            while iw.pos < s.len() && ints.len() < MAX_RANK {
+                                ints.push(iw.varint()?);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                match name.as_slice() {
+                    b"transB" => n.trans_b = i.unwrap_or(0) != 0,
+                    b"perm" => n.perm = Some(ints),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    budget.take(n.name.len() + n.inputs.iter().map(String::len).sum::<usize>())?;
+    Ok(Some(n))
+}
+
+/// ONNX element types by number (`TensorProto.DataType`), for messages.
+fn onnx_type(t: u64) -> Result<SourceDtype, String> {
+    Ok(match t {
+        1 => SourceDtype::F32,
+        10 => SourceDtype::F16,
+        11 => SourceDtype::F64,
+        16 => SourceDtype::BF16,
+        _ => {
+            let name = match t {
+                0 => "UNDEFINED",
+                2 => "UINT8",
+                3 => "INT8",
+                4 => "UINT16",
+                5 => "INT16",
+                6 => "INT32",
+                7 => "INT64",
+                8 => "STRING",
+                9 => "BOOL",
+                12 => "UINT32",
+                13 => "UINT64",
+                14 => "COMPLEX64",
+                15 => "COMPLEX128",
+                17..=20 => "FLOAT8",
+                21 | 22 => "INT4/UINT4",
+                _ => "an unknown type",
+            };
+            return Err(format!("{name} (ONNX data_type {t})"));
+        }
+    })
+}
+
+/// Whether `loc` names a file inside the model's directory: relative, no
+/// `..`, no root or drive, no NUL.
+fn confined(loc: &str) -> bool {
+    !loc.is_empty()
+        && !loc.contains('\0')
+        && !loc.starts_with(['/', '\\'])
+        && !loc.contains(':')
+        && loc.split(['/', '\\']).all(|c| c != "..")
+        && Path::new(loc)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// An opened ONNX model: its initializers, named and oriented as
+/// PyTorch would give them (module documentation).
+pub struct OnnxFile {
+    table: Table,
+}
+
+impl OnnxFile {
+    /// Maps `path`, walks its graph and external data references (every
+    /// size checked against the files; external files confined to the
+    /// model's directory). No tensor bytes are converted here.
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let main = MappedFile::open(path, "ONNX model")?;
+        let bad = |m: String| ReadError::format(path, None, m);
+        let (inits, nodes) =
+            walk(&main.map).map_err(|m| bad(format!("not a readable ONNX model: {m}")))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut files = vec![main];
+        let mut by_location: BTreeMap<String, usize> = BTreeMap::new();
+        let mut tensors: HashMap<String, Stored> = HashMap::new();
+        for t in inits {
+            let tn = Some(t.name.as_str());
+            let err = |m: String| ReadError::format(path, tn, m);
+            if t.name.is_empty() {
+                return Err(bad("an initializer has no name".into()));
+            }
+            let mut shape = Vec::with_capacity(t.dims.len());
+            for &d in &t.dims {
+                if d < 0 {
+                    return Err(err(format!("negative dimension {d}")));
+                }
+                shape.push(
+                    usize::try_from(d).map_err(|_| err(format!("dimension {d} is too large")))?,
+                );
+            }
+            let dtype = onnx_type(t.data_type);
+            let segment = if t.location == 1 {
+                let get = |k: &str| {
+                    t.external
+                        .iter()
+                        .find(|(a, _)| a == k)
+                        .map(|(_, v)| v.as_str())
+                };
+                let loc = get("location").ok_or_else(|| {
+                    err("data_location is EXTERNAL but no location is given".into())
+                })?;
+                if !confined(loc) {
+                    return Err(err(format!(
+                        "external data location '{}' is not a relative path inside the model's \
+                         directory (no '..', no absolute path)",
+                        fmt_name(loc)
+                    )));
+                }
+                let num = |k: &str| -> Result<Option<usize>, ReadError> {
+                    get(k)
+                        .map(|v| {
+                            v.parse::<usize>().map_err(|_| {
+                                err(format!(
+                                    "external data {k} '{}' is not a byte count",
+                                    fmt_name(v)
+                                ))
+                            })
+                        })
+                        .transpose()
+                };
+                let offset = num("offset")?.unwrap_or(0);
+                let need = dtype.as_ref().ok().and_then(|d| {
+                    shape
+                        .iter()
+                        .try_fold(d.itemsize(), |a, &x| a.checked_mul(x))
+                });
+                let file = match by_location.get(loc) {
+                    Some(&i) => i,
+                    None => {
+                        if by_location.len() >= MAX_EXTERNAL_FILES {
+                            return Err(err(format!(
+                                "more than {MAX_EXTERNAL_FILES} external data files"
+                            )));
+                        }
+                        let p = dir.join(loc);
+                        let f = MappedFile::open(&p, "ONNX external data file").map_err(|e| {
+                            err(format!(
+                                "external data file '{}' cannot be read ({e})",
+                                fmt_name(loc)
+                            ))
+                        })?;
+                        // Symbolic links must not lead out of the directory either.
+                        let (cd, cp) = (dir.canonicalize(), p.canonicalize());
+                        if !matches!((&cd, &cp), (Ok(d), Ok(q)) if q.starts_with(d)) {
+                            return Err(err(format!(
+                                "external data location '{}' leads out of the model's directory",
+                                fmt_name(loc)
+                            )));
+                        }
+                        files.push(f);
+                        by_location.insert(loc.to_string(), files.len() - 1);
+                        files.len() - 1
+                    }
+                };
+                let flen = files[file].map.len();
+                let len = match num("length")? {
+                    Some(l) => l,
+                    None => need.unwrap_or(flen.saturating_sub(offset)),
+                };
+                Segment {
+                    file,
+                    start: offset,
+                    len,
+                }
+            } else {
+                let Some((start, len, _)) = t.data else {
+                    return Err(err(
+                        "has no data (no raw_data, float_data or external data)".into(),
+                    ));
+                };
+                Segment {
+                    file: 0,
+                    start,
+                    len,
+                }
+            };
+            let stored = Stored {
+                shape,
+                dtype,
+                segments: vec![segment],
+                transpose: false,
+                flatten_ok: true,
+            };
+            if tensors.insert(t.name.clone(), stored).is_some() {
+                return Err(err("two initializers have this name".into()));
+            }
+        }
+        rename_weights(&mut tensors, &nodes);
+        Ok(Self {
+            table: Table::new(files, tensors)?,
+        })
+    }
+
+    /// The tensors (names as presented, read one at a time; the
+    /// checkpoint reads through it).
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+}
+
+/// Walks ModelProto.graph: its initializers and MatMul/Gemm/Transpose nodes.
+fn walk(buf: &[u8]) -> Result<(Vec<Init>, Vec<Node>), String> {
+    let mut w = Wire::new(buf, 0);
+    let mut graph = None;
+    while let Some((tag, v)) = w.next()? {
+        if let (7, Val::Len(b, base)) = (tag, v) {
+            if graph.is_some() {
+                return Err("ModelProto holds two graphs".into());
+            }
+            graph = Some((b, base));
+        }
+    }
+    let Some((g, gbase)) = graph else {
+        return Err("ModelProto has no graph (field 7)".into());
+    };
+    let mut budget = Budget(0);
+    let (mut inits, mut nodes) = (Vec::new(), Vec::new());
+    let mut w = Wire::new(g, gbase);
+    while let Some((tag, v)) = w.next()? {
+        match (tag, v) {
+            (1, Val::Len(b, base)) => {
+                if let Some(n) =
+                    parse_node(b, base, &mut budget).map_err(|m| format!("a node: {m}"))?
+                {
+                    nodes.push(n);
+                }
+            }
+            (5, Val::Len(b, base)) => {
+                let t = parse_tensor(b, base, &mut budget)
+                    .map_err(|m| format!("an initializer {m}"))?;
+                inits.push(t);
+            }
+            _ => {}
+        }
+    }
+    Ok((inits, nodes))
+}
+
+/// A parameter name: not a folded constant (`onnx::...`), no graph path.
+fn is_param_name(n: &str) -> bool {
+    !n.starts_with("onnx::") && !n.contains('/') && !n.is_empty()
+}
+
+/// `encoder.layer.0.attention.self.query.weight` from the node name
+/// `/encoder/layer.0/attention/self/query/MatMul`.
+fn name_from_node(node: &str) -> Option<String> {
+    let parts: Vec<&str> = node.trim_start_matches('/').split('/').collect();
+    if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    Some(format!("{}.weight", parts[..parts.len() - 1].join(".")))
+}
+
+/// Orients (and, where needed, names) the weight operand of every MatMul
+/// and Gemm node (module documentation).
+fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
+    let transposes: HashMap<&str, &Node> = nodes
+        .iter()
+        .filter(|n| n.op == "Transpose")
+        .filter_map(|n| n.output.as_deref().map(|o| (o, n)))
+        .collect();
+    let mut done: std::collections::HashSet<String> = Default::default();
+    for n in nodes.iter().filter(|n| n.op == "MatMul" || n.op == "Gemm") {
+        let Some(b) = n.inputs.get(1) else { continue };
+        // Through a 2-D Transpose: the initializer and whether it swaps.
+        let (init, swapped) = match transposes.get(b.as_str()) {
+            Some(t) => match (t.inputs.first(), t.perm.as_deref()) {
+                (Some(i), None | Some([1, 0])) => (i.clone(), true),
+                (Some(i), Some([0, 1])) => (i.clone(), false),
+                _ => continue,
+            },
+            None => (b.clone(), false),
+        };
+        let Some(t) = tensors.get(&init) else {
+            continue;
+        };
+        if t.shape.len() != 2 || !done.insert(init.clone()) {
+            continue;
+        }
+        // What the operand B is, stored [k, n] = [in, out] unless swapped;
+        // Gemm with transB takes B as [out, in].
+        let b_is_out_in = swapped ^ (n.op == "Gemm" && n.trans_b);
+        let transpose = !b_is_out_in;
+        let new_name = if is_param_name(&init) {
+            init.clone()
+        } else {
+            match name_from_node(&n.name) {
+                Some(x) if !tensors.contains_key(&x) => x,
+                Some(_) | None => continue,
+            }
+        };
+        let mut t = tensors.remove(&init).expect("present");
+        t.transpose = transpose;
+        t.flatten_ok = false;
+        tensors.insert(new_name, t);
+    }
+}
+
+/// Reads one 2-D tensor of an ONNX model (as presented); without a name
+/// the model must hold exactly one 2-D float tensor.
+pub fn read_onnx(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+    let f = OnnxFile::open(path)?;
+    super::read_named_or_only(path, tensor, f.table.two_d_candidates(), |n| {
+        f.table.read(n)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_locations_outside_the_directory_are_refused() {
+        for ok in ["model.onnx_data", "data/w.bin", "./w"] {
+            assert!(confined(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "../w",
+            "a/../../w",
+            "/etc/passwd",
+            "\\\\host\\w",
+            "C:w",
+            "a\0b",
+            "a\\..\\w",
+        ] {
+            assert!(!confined(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn node_names_become_parameter_names() {
+        assert_eq!(
+            name_from_node("/encoder/layer.0/attention/self/query/MatMul").as_deref(),
+            Some("encoder.layer.0.attention.self.query.weight")
+        );
+        assert_eq!(
+            name_from_node("/0/auto_model/encoder/layer.0/output/dense/MatMul").as_deref(),
+            Some("0.auto_model.encoder.layer.0.output.dense.weight")
+        );
+        assert_eq!(name_from_node("MatMul_3"), None);
+        assert_eq!(name_from_node("//MatMul"), None);
+    }
+
+    #[test]
+    fn varints_over_64_bits_and_lying_lengths_are_refused() {
+        let mut w = Wire::new(&[0xff; 11], 0);
+        assert!(w.varint().unwrap_err().contains("longer than 64 bits"));
+        // Field 7, length-delimited, claims 100 bytes of 2.
+        let mut w = Wire::new(&[0x3a, 100, 1, 2], 0);
+        assert!(w.next().err().unwrap().contains("claims 100 bytes"));
+        let mut w = Wire::new(&[0x3b], 0);
+        assert!(w.next().err().unwrap().contains("wire type 3"));
+    }
+}

@@ -1,0 +1,300 @@
+//! The tensors of a container whose layout specbound parses itself (ONNX,
+//! Flax msgpack): for each tensor, where its bytes lie in one or more
+//! memory-mapped files, its stored shape and element type, and whether it
+//! is presented transposed (a weight stored `[in, out]`, presented as
+//! PyTorch stores it, `[out, in]`).
+//!
+//! Every byte range is checked against its file and against
+//! dtype × shape when the table is built, and again (the file's length)
+//! before each read; elements are little-endian and converted to f64
+//! exactly (`proofs/exact-conversion.md`, L1). A transposed read moves the
+//! converted values, never computes with them, so the matrix is the stored
+//! one with rows and columns exchanged, exactly.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use sha2::{Digest, Sha256};
+
+use super::mapped::MapGuard;
+use super::{check_finite, fmt_name, LoadedMatrix, ReadError};
+use crate::matrix::{DenseMatrix, SourceDtype};
+
+/// The element types these readers convert.
+pub(crate) const SUPPORTED: &str = "F16, BF16, F32, F64";
+
+/// One mapped file of a table (the container, or an ONNX external data file).
+pub(crate) struct MappedFile {
+    pub path: PathBuf,
+    pub map: Mmap,
+    guard: MapGuard,
+}
+
+impl MappedFile {
+    /// Opens `path` (a regular file only) and maps it read-only.
+    pub fn open(path: &Path, what: &str) -> Result<Self, ReadError> {
+        let (file, _) = super::limits::open_regular(path, what)?;
+        let (map, guard) = super::mapped::map(&file, path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            map,
+            guard,
+        })
+    }
+
+    /// Lower-case hex SHA-256 of the whole file, hashed in chunks whose
+    /// pages are released after use ([`super::release_pages`]).
+    pub fn sha256(&self) -> String {
+        sha256_of_map(&self.map)
+    }
+}
+
+/// Lower-case hex SHA-256 of a mapped file, hashed in 64 MiB chunks whose
+/// pages are released from resident memory after use.
+pub(crate) fn sha256_of_map(map: &Mmap) -> String {
+    const CHUNK: usize = 64 << 20;
+    let mut h = Sha256::new();
+    for (k, chunk) in map.chunks(CHUNK).enumerate() {
+        h.update(chunk);
+        super::release_pages(map, k * CHUNK, chunk.len());
+    }
+    format!("{:x}", h.finalize())
+}
+
+/// A byte range of one of the table's files.
+#[derive(Clone, Debug)]
+pub(crate) struct Segment {
+    /// Index into [`Table::files`].
+    pub file: usize,
+    /// First byte.
+    pub start: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// One tensor as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct Stored {
+    /// The shape as stored (row-major).
+    pub shape: Vec<usize>,
+    /// The element type, or its name in the file when it is not one of
+    /// [`SUPPORTED`].
+    pub dtype: Result<SourceDtype, String>,
+    /// The bytes, in order (several for a chunked Flax array).
+    pub segments: Vec<Segment>,
+    /// Presented transposed: a 2-D tensor stored `[a, b]` reads as `[b, a]`.
+    pub transpose: bool,
+    /// Whether a tensor of rank above 2 may be read flattened to
+    /// `[shape[0], rest]` (its stored order is PyTorch's).
+    pub flatten_ok: bool,
+}
+
+impl Stored {
+    /// The shape as presented.
+    pub fn shown_shape(&self) -> Vec<usize> {
+        let mut s = self.shape.clone();
+        if self.transpose && s.len() == 2 {
+            s.swap(0, 1);
+        }
+        s
+    }
+}
+
+/// Name of a supported dtype as the other readers write it.
+pub(crate) fn dtype_name(d: &Result<SourceDtype, String>) -> String {
+    match d {
+        Ok(SourceDtype::F16) => "F16".into(),
+        Ok(SourceDtype::BF16) => "BF16".into(),
+        Ok(SourceDtype::F32) => "F32".into(),
+        Ok(SourceDtype::F64) => "F64".into(),
+        Ok(SourceDtype::Quantized(q)) => (*q).into(),
+        Err(name) => name.clone(),
+    }
+}
+
+/// Checks, before any tensor is read, that a tensor's segments lie in
+/// their files and hold exactly dtype × shape bytes (a supported dtype);
+/// the message names what disagrees.
+pub(crate) fn check_extent(files: &[MappedFile], name: &str, t: &Stored) -> Result<(), String> {
+    let mut total: usize = 0;
+    for s in &t.segments {
+        let flen = files[s.file].map.len();
+        if s.start.checked_add(s.len).is_none_or(|e| e > flen) {
+            return Err(format!(
+                "tensor '{}': its data (bytes {} to {}) runs past the end of {} ({flen} bytes)",
+                fmt_name(name),
+                s.start,
+                s.start as u128 + s.len as u128,
+                files[s.file].path.display()
+            ));
+        }
+        total = total
+            .checked_add(s.len)
+            .ok_or_else(|| format!("tensor '{}': data length overflows", fmt_name(name)))?;
+    }
+    if let Ok(d) = t.dtype {
+        let need = t
+            .shape
+            .iter()
+            .try_fold(d.itemsize(), |a, &x| a.checked_mul(x));
+        if need != Some(total) {
+            return Err(format!(
+                "tensor '{}': shape {:?} of {} needs {} bytes, the file gives {total}",
+                fmt_name(name),
+                t.shape,
+                dtype_name(&t.dtype),
+                need.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The tensors of a parsed container, read one at a time.
+pub(crate) struct Table {
+    /// The container first, then any external data files.
+    pub files: Vec<MappedFile>,
+    pub tensors: HashMap<String, Stored>,
+    /// All names, naturally sorted.
+    pub names: Vec<String>,
+}
+
+impl Table {
+    /// A table of `tensors` over `files`, every extent checked
+    /// ([`check_extent`]; the error names the container).
+    pub fn new(
+        files: Vec<MappedFile>,
+        tensors: HashMap<String, Stored>,
+    ) -> Result<Self, ReadError> {
+        for (n, t) in &tensors {
+            check_extent(&files, n, t).map_err(|m| ReadError::format(&files[0].path, None, m))?;
+        }
+        let mut names: Vec<String> = tensors.keys().cloned().collect();
+        names.sort_by(|a, b| super::safetensors::natural_cmp(a, b));
+        Ok(Self {
+            files,
+            tensors,
+            names,
+        })
+    }
+
+    /// The container's path.
+    pub fn path(&self) -> &Path {
+        &self.files[0].path
+    }
+
+    /// Shape (as presented) and dtype name of a tensor.
+    pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        let t = self.tensors.get(name)?;
+        Some((t.shown_shape(), dtype_name(&t.dtype)))
+    }
+
+    /// Every 2-D tensor of a supported dtype, in natural order.
+    pub fn two_d_candidates(&self) -> Vec<String> {
+        self.names
+            .iter()
+            .filter(|n| {
+                let t = &self.tensors[*n];
+                t.shape.len() == 2 && t.dtype.is_ok()
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Reads a 2-D tensor as presented (exact conversion, L1; finiteness
+    /// checked).
+    pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.read_as(name, false)
+    }
+
+    /// Reads a tensor of rank >= 2 whose stored order is PyTorch's
+    /// flattened to `[shape[0], product of the rest]`; other tensors as
+    /// [`Self::read`].
+    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.read_as(name, true)
+    }
+
+    fn read_as(&self, name: &str, flatten: bool) -> Result<LoadedMatrix, ReadError> {
+        let path = self.path();
+        let Some(t) = self.tensors.get(name) else {
+            return Err(ReadError::MissingTensor {
+                path: path.to_path_buf(),
+                tensor: name.to_string(),
+                available: self.two_d_candidates(),
+            });
+        };
+        let dtype = t.dtype.clone().map_err(|d| ReadError::UnsupportedDtype {
+            path: path.to_path_buf(),
+            tensor: Some(name.to_string()),
+            dtype: d,
+            supported: SUPPORTED,
+            note: None,
+        })?;
+        let shape = t.shown_shape();
+        let (rows, cols) = match shape.len() {
+            2 => (shape[0], shape[1]),
+            k if k > 2 && flatten && t.flatten_ok => {
+                let rest = shape[1..]
+                    .iter()
+                    .try_fold(1usize, |a, &d| a.checked_mul(d))
+                    .ok_or_else(|| ReadError::format(path, Some(name), "the shape overflows"))?;
+                (shape[0], rest)
+            }
+            _ => {
+                return Err(ReadError::NotTwoD {
+                    path: path.to_path_buf(),
+                    tensor: Some(name.to_string()),
+                    shape,
+                })
+            }
+        };
+        if rows == 0 || cols == 0 {
+            return Err(ReadError::Empty {
+                path: path.to_path_buf(),
+                tensor: Some(name.to_string()),
+                shape,
+            });
+        }
+        check_extent(&self.files, name, t).map_err(|m| ReadError::format(path, None, m))?;
+        let mut data = Vec::with_capacity(rows * cols);
+        for s in &t.segments {
+            let f = &self.files[s.file];
+            // The file may have been truncated since it was mapped.
+            f.guard.check_len()?;
+            super::decode_le(dtype, &f.map[s.start..s.start + s.len], &mut data);
+        }
+        let data = if t.transpose {
+            // Stored [cols, rows]: entry (i, j) of the result is stored (j, i).
+            let mut out = Vec::with_capacity(data.len());
+            for i in 0..rows {
+                for j in 0..cols {
+                    out.push(data[j * rows + i]);
+                }
+            }
+            out
+        } else {
+            data
+        };
+        let matrix = DenseMatrix { rows, cols, data };
+        check_finite(path, Some(name), &matrix)?;
+        Ok(LoadedMatrix { matrix, dtype })
+    }
+
+    /// Releases a tensor's mapped pages from resident memory.
+    pub fn release(&self, name: &str) {
+        if let Some(t) = self.tensors.get(name) {
+            for s in &t.segments {
+                super::release_pages(&self.files[s.file].map, s.start, s.len);
+            }
+        }
+    }
+
+    /// SHA-256 of every file of the table (the container first).
+    pub fn hashes(&self) -> Vec<(PathBuf, String)> {
+        self.files
+            .iter()
+            .map(|f| (f.path.clone(), f.sha256()))
+            .collect()
+    }
+}

@@ -1,0 +1,266 @@
+//! ONNX and Flax checkpoints: files written by the formats' own writers
+//! (tests/data/formats, made from the bundled MiniLM by
+//! scripts/make_format_fixtures.py with onnx's helper and
+//! flax.serialization) certify identically to the safetensors copy of the
+//! same weights, and their weights are the MiniLM matrices in PyTorch's
+//! orientation; byte-built variants cover wrapper prefixes, Gemm without
+//! transB, Transpose-fed weights and external data.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::formats::*;
+use common::{ok_json, root, run};
+use specbound::io::checkpoint::Checkpoint;
+use specbound::matrix::DenseMatrix;
+
+fn data(d: &str) -> PathBuf {
+    root().join("tests/data/formats").join(d)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("specbound-formats-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The certificate without what names the files: the path, file names and hashes.
+fn without_files(mut j: serde_json::Value) -> serde_json::Value {
+    j["model"].as_object_mut().unwrap().remove("path");
+    j["model"].as_object_mut().unwrap().remove("files");
+    j
+}
+
+#[test]
+fn onnx_and_flax_files_certify_identically_to_the_safetensors_copy() {
+    let st = ok_json(&run(&["certify", s(&data("safetensors")), "--json"]));
+    for (dir, files) in [
+        ("onnx", vec!["model.onnx"]),
+        ("onnx_external", vec!["model.onnx", "model.onnx_data"]),
+        ("flax", vec!["flax_model.msgpack"]),
+    ] {
+        let c = ok_json(&run(&["certify", s(&data(dir)), "--json"]));
+        let got: Vec<&str> = c["model"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["file"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, files, "{dir}");
+        assert!(
+            without_files(c) == without_files(st.clone()),
+            "{dir}: certificate differs from the safetensors one"
+        );
+    }
+    // spectra: the same rows (the ONNX graph also holds a 0-D INT64
+    // constant, listed as skipped).
+    let sp = |d: &str| ok_json(&run(&["spectra", s(&data(d)), "--json"]));
+    let want = sp("safetensors");
+    for dir in ["onnx", "onnx_external", "flax"] {
+        assert!(
+            sp(dir)["matrices"] == want["matrices"],
+            "{dir}: spectra differ from the safetensors ones"
+        );
+    }
+}
+
+fn block(m: &DenseMatrix, rows: usize, cols: usize) -> DenseMatrix {
+    let mut data = Vec::with_capacity(rows * cols);
+    for i in 0..rows {
+        data.extend_from_slice(&m.data[i * m.cols..i * m.cols + cols]);
+    }
+    DenseMatrix { rows, cols, data }
+}
+
+#[test]
+fn onnx_and_flax_weights_are_the_minilm_matrices_as_pytorch_stores_them() {
+    let full = Checkpoint::open(&root().join("data/all-MiniLM-L6-v2")).unwrap();
+    for dir in ["onnx", "onnx_external", "flax"] {
+        let ck = Checkpoint::open(&data(dir)).unwrap();
+        for (name, rows, cols) in [
+            ("encoder.layer.0.attention.self.query.weight", 64, 64),
+            ("encoder.layer.0.attention.self.key.weight", 64, 64),
+            ("encoder.layer.0.attention.output.dense.weight", 64, 64),
+            ("encoder.layer.0.intermediate.dense.weight", 256, 64),
+            ("encoder.layer.0.output.dense.weight", 64, 256),
+        ] {
+            let want = block(&full.read(name).unwrap().matrix, rows, cols);
+            let got = ck.read(name).unwrap_or_else(|e| panic!("{dir}: {e}"));
+            assert!(got.matrix == want, "{dir}: {name} differs");
+        }
+        // The pooler (a Gemm with transB=1 in the ONNX graph) and the
+        // position embeddings (Flax `embedding`), which the bundled copy
+        // lacks, as the safetensors copy holds them.
+        let st = Checkpoint::open(&data("safetensors")).unwrap();
+        for name in [
+            "pooler.dense.weight",
+            "embeddings.position_embeddings.weight",
+        ] {
+            assert!(
+                ck.read(name).unwrap().matrix == st.read(name).unwrap().matrix,
+                "{dir}: {name}"
+            );
+        }
+        // No folded-constant or Flax names remain for the weights.
+        assert!(
+            !ck.names()
+                .any(|n| n.starts_with("onnx::") || n.ends_with(".kernel")),
+            "{dir}"
+        );
+    }
+}
+
+fn w(rows: usize, cols: usize, seed: u32) -> Vec<f32> {
+    (0..rows * cols)
+        .map(|k| (((k as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 64.0 - 7.0)
+        .collect()
+}
+
+fn transposed(v: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0; v.len()];
+    for i in 0..rows {
+        for j in 0..cols {
+            t[j * rows + i] = v[i * cols + j];
+        }
+    }
+    t
+}
+
+fn as_f64(v: &[f32], rows: usize, cols: usize) -> DenseMatrix {
+    DenseMatrix {
+        rows,
+        cols,
+        data: v.iter().map(|&x| x as f64).collect(),
+    }
+}
+
+#[test]
+fn wrapper_prefixes_gemm_orientations_and_transposes_are_recovered() {
+    let d = tmpdir("variants");
+    let (q, g0, g1, t) = (w(6, 4, 1), w(5, 4, 2), w(3, 4, 3), w(4, 2, 4));
+    let bytes = model(
+        &[
+            // sentence-transformers prefix, torch's folded [in, out] constant.
+            node(
+                "MatMul",
+                "/0/auto_model/encoder/layer.0/attention/self/query/MatMul",
+                &["x", "onnx::MatMul_7"],
+                "y",
+                None,
+            ),
+            // Gemm with transB=0 takes B as [in, out].
+            node(
+                "Gemm",
+                "/head/dense/Gemm",
+                &["x", "onnx::Gemm_8", "b"],
+                "z",
+                Some(0),
+            ),
+            // Gemm with transB=1 on the parameter itself, [out, in].
+            node("Gemm", "/proj/Gemm", &["x", "proj.weight"], "p", Some(1)),
+            // A parameter [out, in] through Transpose into MatMul.
+            node("Transpose", "/tied/Transpose", &["tied.weight"], "tt", None),
+            node("MatMul", "/tied/MatMul", &["x", "tt"], "o", None),
+        ],
+        &[
+            tensor_f32("onnx::MatMul_7", &[4, 6], &transposed(&q, 6, 4)),
+            tensor_f32("onnx::Gemm_8", &[4, 5], &transposed(&g0, 5, 4)),
+            tensor_f32("proj.weight", &[3, 4], &g1),
+            tensor_f32("tied.weight", &[4, 2], &t),
+        ],
+    );
+    let p = d.join("m.onnx");
+    std::fs::write(&p, bytes).unwrap();
+    let ck = Checkpoint::open(&p).unwrap();
+    for (name, want) in [
+        (
+            "0.auto_model.encoder.layer.0.attention.self.query.weight",
+            as_f64(&q, 6, 4),
+        ),
+        ("head.dense.weight", as_f64(&g0, 5, 4)),
+        ("proj.weight", as_f64(&g1, 3, 4)),
+        ("tied.weight", as_f64(&t, 4, 2)),
+    ] {
+        assert_eq!(ck.read(name).unwrap().matrix, want, "{name}");
+    }
+    // The same through the binary: svd --tensor reads the recovered name.
+    let out = run(&["svd", s(&p), "--tensor", "head.dense.weight", "--json"]);
+    ok_json(&out);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn onnx_external_data_at_an_offset_is_read() {
+    let d = tmpdir("external");
+    let v = w(3, 2, 9);
+    let mut blob = vec![0u8; 12];
+    blob.extend(f32_bytes(&v));
+    std::fs::create_dir_all(d.join("weights")).unwrap();
+    std::fs::write(d.join("weights/blob.bin"), &blob).unwrap();
+    let m = model(
+        &[],
+        &[tensor_external(
+            "w",
+            &[3, 2],
+            &[
+                ("location", "weights/blob.bin"),
+                ("offset", "12"),
+                ("length", "24"),
+            ],
+        )],
+    );
+    std::fs::write(d.join("model.onnx"), m).unwrap();
+    let ck = Checkpoint::open(&d.join("model.onnx")).unwrap();
+    assert_eq!(ck.read("w").unwrap().matrix, as_f64(&v, 3, 2));
+    let hashes = ck.file_hashes().unwrap();
+    let files: Vec<&str> = hashes.iter().map(|h| h.file.as_str()).collect();
+    assert_eq!(files, ["model.onnx", "weights/blob.bin"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn flax_plain_and_chunked_arrays_read_alike() {
+    let d = tmpdir("flax");
+    let k = w(4, 3, 5); // a Dense kernel [in 4, out 3]
+    let mut plain = Vec::new();
+    mp_map(1, false, &mut plain);
+    mp_str("dense", &mut plain);
+    mp_map(1, false, &mut plain);
+    mp_str("kernel", &mut plain);
+    mp_array(&[4, 3], "float32", &f32_bytes(&k), &mut plain);
+    let mut chunked = Vec::new();
+    mp_map(1, false, &mut chunked);
+    mp_str("dense", &mut chunked);
+    mp_map(1, false, &mut chunked);
+    mp_str("kernel", &mut chunked);
+    mp_map(3, false, &mut chunked);
+    mp_str("__msgpack_chunked_array__", &mut chunked);
+    chunked.push(0xc3);
+    mp_str("shape", &mut chunked);
+    mp_map(2, false, &mut chunked);
+    mp_str("0", &mut chunked);
+    mp_uint(4, &mut chunked);
+    mp_str("1", &mut chunked);
+    mp_uint(3, &mut chunked);
+    mp_str("chunks", &mut chunked);
+    mp_map(2, false, &mut chunked);
+    // Keys out of order: chunks are taken by index, not position.
+    mp_str("1", &mut chunked);
+    mp_array(&[5], "float32", &f32_bytes(&k[7..]), &mut chunked);
+    mp_str("0", &mut chunked);
+    mp_array(&[7], "float32", &f32_bytes(&k[..7]), &mut chunked);
+    let want = as_f64(&transposed(&k, 4, 3), 3, 4);
+    for (n, bytes) in [("plain", plain), ("chunked", chunked)] {
+        let p = d.join(format!("{n}.msgpack"));
+        std::fs::write(&p, bytes).unwrap();
+        let ck = Checkpoint::open(&p).unwrap();
+        assert_eq!(ck.read("dense.weight").unwrap().matrix, want, "{n}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
