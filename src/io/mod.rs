@@ -671,7 +671,7 @@ pub(crate) fn decode_le(dtype: SourceDtype, bytes: &[u8], out: &mut Vec<f64>) {
         ),
         SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
             unreachable!("block formats and integers are decoded by their reader")
-        },
+        }
     }
 }
 
