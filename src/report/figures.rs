@@ -528,12 +528,15 @@ fn key_label(legend: &[Entry], keys: &[usize]) -> String {
         .join(", ")
 }
 
+/// A curve's legend entries and its midpoint line in pixels.
+type KeyedLine = (Vec<usize>, Vec<(f64, f64)>);
+
 /// Pairs of curves of different legend entries whose midpoint lines lie
 /// within a pixel of each other at every (common) point, by their entries'
 /// labels; at most `most`, and how many more pairs there are.
 fn coincident(
     legend: &[Entry],
-    lines: &[(Vec<usize>, Vec<(f64, f64)>)],
+    lines: &[KeyedLine],
     most: usize,
 ) -> (Vec<(String, String)>, usize) {
     let mut seen: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
