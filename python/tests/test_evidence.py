@@ -157,3 +157,33 @@ def test_evidence_errors_are_the_clis(cli, one_layer, one_layer_cert, tmp_path):
         specbound.verify(123)
     with pytest.raises(TypeError):
         specbound.diff(good, None)
+
+
+def test_measures_in_certify_diff_and_audit_agree_with_the_cli(cli, one_layer, tmp_path):
+    py = specbound.certify(one_layer, measures=True)
+    out = tmp_path / "cli.json"
+    proc = run_cli(cli, "certify", "-q", "--measures", "--out", out, one_layer)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    # The same intervals, by name, as the certificate's measures section.
+    stated = {k: v for k, v in doc["measures"].items() if k != "d"}
+    assert set(py.measures) == set(stated)
+    for k, v in stated.items():
+        assert (py.measures[k].lo, py.measures[k].hi) == (v["lo"], v["hi"]), k
+    assert specbound.certify(one_layer).measures is None
+    # diff surfaces them as the CLI does.
+    a = cert_file(tmp_path, "a.json", py.to_json())
+    proc = run_cli(cli, "diff", "--json", a, out)
+    d = specbound.diff(a, out)
+    assert json.loads(d.to_json()) == json.loads(proc.stdout)
+    assert {r["quantity"] for r in json.loads(d.to_json())["measures"]} == set(stated)
+    # audit reads a measures table (a row per measure) as the CLI does.
+    claims = tmp_path / "measures.csv"
+    claims.write_text(
+        "measure,value\n"
+        + "".join(f"{k},{v['lo'] + (v['hi'] - v['lo']) / 2!r}\n" for k, v in stated.items())
+    )
+    proc = run_cli(cli, "audit", "--json", "--rtol", "1e-9", one_layer, claims)
+    r = specbound.audit(one_layer, claims, rtol=1e-9)
+    assert r.exit_code == proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["consistent"] == len(stated)
