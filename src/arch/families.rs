@@ -864,9 +864,9 @@ mod tests {
             assert!(f.markers.iter().all(|m| m.contains("{l}")), "{}", f.layout);
             if f.no_bound.is_some() {
                 assert!(!f.markers.is_empty(), "{}", f.layout);
-                let shared = FAMILIES.iter().position(|g| {
-                    g.no_bound.is_none() && g.anchor().name == f.anchor().name
-                });
+                let shared = FAMILIES
+                    .iter()
+                    .position(|g| g.no_bound.is_none() && g.anchor().name == f.anchor().name);
                 let me = FAMILIES.iter().position(|g| g.layout == f.layout);
                 assert!(shared.is_none_or(|k| me < Some(k)), "{}", f.layout);
             }

@@ -260,7 +260,7 @@ pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, Cert
 pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInterval)> {
     let at = format!("$.matrices[{i}]");
     let mut v = spectrum_quantities(&w.spectrum(), &at);
-    let q = keyed(Subject::Matrix(w.id()), at);
+    let q = keyed(Subject::Matrix(w.id()), &at);
     v.push(q(Quantity::Alpha, "alpha".into(), w.alpha));
     v.push(q(Quantity::Gamma, "gamma".into(), w.gamma));
     v.push(q(Quantity::Scale, "scale".into(), w.scale));
