@@ -815,7 +815,7 @@ fn docs_show_figures_1_3_5_of_the_minilm_family_and_say_why_2_and_4_are_not_draw
             "docs say why figure {n} is not drawn"
         );
     }
-    let sub = |n| {
+    let sub = |n: usize| {
         subtitle(&parse(
             &std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[n - 1])).unwrap(),
         ))

@@ -108,7 +108,7 @@ pub(crate) fn dtype_name(d: &Result<SourceDtype, String>) -> String {
         Ok(SourceDtype::BF16) => "BF16".into(),
         Ok(SourceDtype::F32) => "F32".into(),
         Ok(SourceDtype::F64) => "F64".into(),
-        Ok(SourceDtype::Quantized(q)) => (*q).into(),
+        Ok(SourceDtype::Quantized(q) | SourceDtype::Int(q)) => (*q).into(),
         Err(name) => name.clone(),
     }
 }

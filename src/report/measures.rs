@@ -28,15 +28,15 @@ pub const QUANTITY_NAMES: [&str; 15] = [
 ];
 
 /// Every bound and measure of `cert` by name ([`QUANTITY_NAMES`] order),
-/// `None` where the certificate states none (a certificate without
-/// measures; a measure that exceeds binary64 or needs `--init`).
+/// `None` where the certificate states none (a certificate without a
+/// bound or without measures; a measure that exceeds binary64 or needs `--init`).
 pub fn quantities(cert: &Certificate) -> [(&'static str, Option<CertInterval>); 15] {
-    let b = &cert.bounds;
+    let b = cert.bounds.as_ref();
     let m = cert.measures.as_ref();
     let get = |f: fn(&crate::certificate::MeasuresEntry) -> Option<CertInterval>| m.and_then(f);
     [
-        (QUANTITY_NAMES[0], Some(b.ours)),
-        (QUANTITY_NAMES[1], Some(b.edelman)),
+        (QUANTITY_NAMES[0], b.map(|b| b.ours)),
+        (QUANTITY_NAMES[1], b.map(|b| b.edelman)),
         (QUANTITY_NAMES[2], get(|m| Some(m.log_prod_of_spec))),
         (QUANTITY_NAMES[3], get(|m| Some(m.log_sum_of_spec))),
         (QUANTITY_NAMES[4], get(|m| Some(m.log_prod_of_fro))),
