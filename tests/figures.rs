@@ -187,7 +187,12 @@ fn shape(d: &str) -> &str {
 
 /// Every segment and box of the data drawn (lines, band edges, bars,
 /// markers).
-fn data_geometry(els: &[El]) -> (Vec<((f64, f64), (f64, f64))>, Vec<Box2>) {
+/// A line segment's two ends.
+type Segment = ((f64, f64), (f64, f64));
+/// A legend's box and its entries (sample, label) by row.
+type Legend = (Box2, BTreeMap<usize, (Sample, String)>);
+
+fn data_geometry(els: &[El]) -> (Vec<Segment>, Vec<Box2>) {
     let mut segs = Vec::new();
     let mut boxes = Vec::new();
     for e in els.iter().filter(|e| e.in_group("data").is_some()) {
@@ -232,8 +237,8 @@ struct Sample {
 }
 
 /// The legend entries of each legend (by the legend's order in the SVG).
-fn legends(els: &[El]) -> Vec<(Box2, BTreeMap<usize, (Sample, String)>)> {
-    let mut out: Vec<(Box2, BTreeMap<usize, (Sample, String)>)> = Vec::new();
+fn legends(els: &[El]) -> Vec<Legend> {
+    let mut out: Vec<Legend> = Vec::new();
     for e in els {
         if e.class() == "legend-box" {
             let (x, y) = (e.num("x"), e.num("y"));

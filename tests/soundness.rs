@@ -1239,7 +1239,6 @@ fn float16_weights_with_a_wide_abs_norm_gap_contain_exact_values_at_f64() {
 #[test]
 fn exact_clusters_of_float16_matrices_contain_exact_values() {
     #[path = "common/inertia.rs"]
-    #[allow(dead_code)]
     mod inertia;
     let d: Vec<f64> = [1.0, 0.75, 0.5, 0.375]
         .iter()

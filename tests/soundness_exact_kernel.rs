@@ -39,13 +39,12 @@ fn rational_rank(a: &DenseMatrix) -> usize {
             continue;
         };
         m.swap(rank, p);
-        let piv = m[rank][c].clone();
-        for r in 0..a.rows {
-            if r != rank && m[r][c] != 0 {
-                let f = Rational::from(&m[r][c] / &piv);
-                for k in c..a.cols {
-                    let t = Rational::from(&f * &m[rank][k]);
-                    m[r][k] -= t;
+        let pivot_row = m[rank].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != rank && row[c] != 0 {
+                let f = Rational::from(&row[c] / &pivot_row[c]);
+                for (x, p) in row[c..].iter_mut().zip(&pivot_row[c..]) {
+                    *x -= Rational::from(&f * p);
                 }
             }
         }

@@ -277,7 +277,7 @@ impl RankInterval {
         let Some(v) = exact_value(x)? else {
             return Ok(false);
         };
-        Ok(*v.denom() == 1 && Rational::from(self.lo) <= v && v <= Rational::from(self.hi))
+        Ok(*v.denom() == 1 && self.lo <= v && v <= self.hi)
     }
 
     fn __repr__(&self) -> String {

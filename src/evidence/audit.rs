@@ -14,6 +14,15 @@
 //! * **undecided**: they meet but the enclosure is wider than the window (the
 //!   certificate cannot confirm digits that fine; its width is reported).
 //!
+//! A table that states each value's interval beside it (columns `X_lo` and
+//! `X_hi` next to `X`, as every table specbound writes) claims the
+//! interval (an end of at most 17 significant digits names the binary64
+//! value it reads back as, as specbound and numpy print them):
+//! **consistent** when the certified enclosure lies inside it (so the exact
+//! value does), **inconsistent** when they are disjoint,
+//! **undecided** otherwise (`--rtol`/`--atol` widen it). So a specbound
+//! table audits cleanly against the model it came from.
+//!
 //! An inconsistent claim of `c(W, p)`, `min_contribution`, `p_opt` or
 //! `B_ours` that the authors' float64 treatment of the per-head products'
 //! exact zeros explains gets a note saying so, with the certified exact
@@ -404,6 +413,57 @@ fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64, k: f64) -> Verdict {
         }
     } else {
         Verdict::Consistent
+    }
+}
+
+/// A stated interval end, exactly: a decimal of at most 17 significant
+/// digits names the binary64 value it rounds to (specbound's tables, like
+/// numpy, print each binary64 end in the shortest decimal that reads back
+/// as it); a longer decimal is taken as written.
+fn stated_end(t: &str) -> Option<Rational> {
+    let d: crate::spectral::ExactDecimal = t.parse().ok()?;
+    let significant = d.digits.trim_start_matches('0').len();
+    if significant <= 17 {
+        let x: f64 = t.trim().parse().ok()?;
+        if x.is_finite() {
+            return Rational::from_f64(x);
+        }
+    }
+    Some(d.to_rational())
+}
+
+/// The verdict on a claimed interval `[wlo, whi]` (value `c`): consistent
+/// when the certified enclosure `[lo, hi]` lies inside it (so the exact
+/// value does), inconsistent when the two are disjoint (the exact value is
+/// outside the claim), undecided otherwise.
+fn judge_stated(c: &Rational, wlo: &Rational, whi: &Rational, lo: f64, hi: f64, k: f64) -> Verdict {
+    let (l, h) = (
+        Rational::from_f64(lo).expect("finite"),
+        Rational::from_f64(hi).expect("finite"),
+    );
+    if h < *wlo || l > *whi {
+        let dist = if h < *wlo {
+            Rational::from(wlo - &h)
+        } else {
+            Rational::from(&l - whi)
+        };
+        let rel = if *c != 0 {
+            &dist / c.clone().abs()
+        } else {
+            Rational::from(0)
+        };
+        return Verdict::Inconsistent {
+            distance: dist.to_f64(),
+            relative_error: rel.to_f64(),
+            rounding: Some(rounding_of(c, lo, hi, k)),
+        };
+    }
+    if *wlo <= l && h <= *whi {
+        Verdict::Consistent
+    } else {
+        Verdict::Undecided {
+            width: Rational::from(&h - &l).to_f64(),
+        }
     }
 }
 
@@ -1099,6 +1159,35 @@ pub fn audit_with(
             }
         }
         for (subj, quantity, p, claim, tol) in claims_here {
+            // A table that states the interval beside the value (`X_lo`,
+            // `X_hi`, as every table specbound writes) claims the interval:
+            // judged by containment, not by the value's printed digits.
+            let column = match layout {
+                "observed_bounds" | "measures" | "generic" => "value",
+                _ => quantity.as_str(),
+            };
+            let stated = match (
+                tol.is_none(),
+                cell(&format!("{column}_lo")),
+                cell(&format!("{column}_hi")),
+            ) {
+                (true, Some(l), Some(h)) => {
+                    let parse = |t: &str| {
+                        stated_end(t).ok_or_else(|| {
+                            bad(
+                                line,
+                                format!("'{}' is not a decimal number", crate::io::escape(t)),
+                            )
+                        })
+                    };
+                    let (l, h) = (parse(&l)?, parse(&h)?);
+                    if l > h {
+                        return Err(bad(line, format!("{column}_lo exceeds {column}_hi")));
+                    }
+                    Some((l, h))
+                }
+                _ => None,
+            };
             let (c, default_tol) = parse_claim(&claim).ok_or_else(|| {
                 bad(
                     line,
@@ -1226,7 +1315,22 @@ pub fn audit_with(
             };
             let e = Enclosure::from_interval(iv)
                 .ok_or_else(|| bad(line, format!("{quantity}: no finite certified enclosure")))?;
-            let verdict = judge(&c, &tol_r, e.lo(), e.hi(), opts.rounding_units);
+            let verdict = match &stated {
+                Some((l, h)) => {
+                    let r = Rational::from_f64(opts.rtol).expect("checked finite");
+                    let a = Rational::from_f64(opts.atol).expect("checked finite");
+                    let t = a + r * Rational::from(c.abs_ref());
+                    judge_stated(
+                        &c,
+                        &(l - t.clone()),
+                        &(h + t),
+                        e.lo(),
+                        e.hi(),
+                        opts.rounding_units,
+                    )
+                }
+                None => judge(&c, &tol_r, e.lo(), e.hi(), opts.rounding_units),
+            };
             let note = match (&verdict, subj.as_str(), cert.as_ref()) {
                 (Verdict::Inconsistent { .. }, "proxy", Some(cc)) => {
                     proxy_subject(&cell).ok().and_then(|(l, h, k)| {
@@ -1249,7 +1353,10 @@ pub fn audit_with(
                 subject,
                 quantity: quantity.clone(),
                 claim: claim.clone(),
-                tolerance: tol_r.to_f64(),
+                tolerance: stated.as_ref().map_or_else(
+                    || tol_r.to_f64(),
+                    |(l, h)| (Rational::from(h - l) / 2u32).to_f64(),
+                ),
                 certified: [e.lo(), e.hi()],
                 verdict,
                 note,

@@ -407,9 +407,8 @@ fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, 
             return None;
         }
         let h0 = (exponent_of(x) + 2 - 53 - q).max(-1022).max(-1074 - q);
-        let mut h = h0.max(f - 52);
         let mut kept = false;
-        for _ in 0..3 {
+        for h in (h0.max(f - 52)..).take(3) {
             let t = f - h;
             if t < MIN_SPLIT_BITS {
                 break;
@@ -435,7 +434,6 @@ fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, 
                 kept = true;
                 break;
             }
-            h += 1;
         }
         if !kept {
             return None;

@@ -198,7 +198,7 @@ pub fn check(a: MatRef<'_, f64>, c: &KernelCertificate) -> bool {
             return false;
         }
         for (l, &f) in c.free.iter().enumerate() {
-            if f >= n || v[f] != Rational::from(u32::from(l == j)) {
+            if f >= n || v[f] != u32::from(l == j) {
                 return false;
             }
         }

@@ -350,8 +350,8 @@ fn jacobi_svd(a: &FMat, prec: u32) -> (FMat, FMat, Vec<Float>) {
         let xp = &mut lo[p * rows..(p + 1) * rows];
         let xq = &mut hi[..rows];
         for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
-            let na = Float::with_val(prec, &*c * &*a) - Float::with_val(prec, &*sn * &*b);
-            let nb = Float::with_val(prec, &*sn * &*a) + Float::with_val(prec, &*c * &*b);
+            let na = Float::with_val(prec, c * &*a) - Float::with_val(prec, sn * &*b);
+            let nb = Float::with_val(prec, sn * &*a) + Float::with_val(prec, c * &*b);
             *a = na;
             *b = nb;
         }

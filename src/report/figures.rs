@@ -34,7 +34,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::fmt::approx;
-use super::html::esc;
+use super::fmt::esc;
 use super::set::{ratio, scaling, Axis, Bound, StudySet};
 use crate::arch::MatrixType;
 use crate::certificate::CertInterval;

@@ -412,6 +412,23 @@ pub fn cert_interval(x: &crate::certificate::CertInterval) -> String {
     interval(x.lo, x.hi, Style::Shared)
 }
 
+/// Escapes text for HTML and SVG content and attribute values (here, below
+/// both `html` and `figures`, so that neither imports the other for it).
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,21 +32,7 @@ nav ul{columns:2}
 @media print{nav{display:none}section,figure,table{break-inside:avoid}body{max-width:none}}
 ";
 
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use super::fmt::esc;
 
 /// The SVG for inlining: the namespace attribute (a name, not a link; HTML
 /// does not need it) is replaced by an accessible label.

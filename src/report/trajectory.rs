@@ -53,6 +53,9 @@ fn svg(
     Ok(buf)
 }
 
+/// One curve of figure 6: (run, quantity index, points (x, ratio)).
+type Curve = (usize, usize, Vec<(f64, CertInterval)>);
+
 /// The file names of the two trajectory tables.
 pub const TABLE_NAMES: [&str; 2] = ["trajectory.csv", "trajectory_changes.csv"];
 
@@ -446,7 +449,7 @@ pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
         .collect();
     let axis = StepAxis::of(&steps);
     // Curves: (run, quantity index) -> points (x, ratio).
-    let mut curves: Vec<(usize, usize, Vec<(f64, CertInterval)>)> = Vec::new();
+    let mut curves: Vec<Curve> = Vec::new();
     let mut left_out: Vec<String> = Vec::new();
     for r in &rows {
         let qi = QUANTITY_NAMES
