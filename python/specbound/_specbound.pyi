@@ -21,6 +21,7 @@ __all__ = [
     "Certificate",
     "DiffResult",
     "Interval",
+    "RankInterval",
     "SpectrumAuditResult",
     "SvdResult",
     "VerifyResult",
