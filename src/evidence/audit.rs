@@ -382,6 +382,21 @@ pub fn parse_claim(s: &str) -> Option<(Rational, Rational)> {
     Some((d.to_rational(), half_unit.to_rational()))
 }
 
+/// The inconsistent verdict of claim `c` at certified distance `dist` from
+/// the enclosure `[lo, hi]`, with its relative error and rounding verdict.
+fn inconsistent(c: &Rational, dist: Rational, lo: f64, hi: f64, k: f64) -> Verdict {
+    let rel = if *c != 0 {
+        &dist / c.clone().abs()
+    } else {
+        Rational::from(0)
+    };
+    Verdict::Inconsistent {
+        distance: dist.to_f64(),
+        relative_error: rel.to_f64(),
+        rounding: Some(rounding_of(c, lo, hi, k)),
+    }
+}
+
 fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64, k: f64) -> Verdict {
     let (l, h) = (
         Rational::from_f64(lo).expect("finite"),
@@ -395,16 +410,7 @@ fn judge(c: &Rational, tol: &Rational, lo: f64, hi: f64, k: f64) -> Verdict {
         } else {
             Rational::from(&l - c)
         };
-        let rel = if *c != 0 {
-            &dist / c.clone().abs()
-        } else {
-            Rational::from(0)
-        };
-        return Verdict::Inconsistent {
-            distance: dist.to_f64(),
-            relative_error: rel.to_f64(),
-            rounding: Some(rounding_of(c, lo, hi, k)),
-        };
+        return inconsistent(c, dist, lo, hi, k);
     }
     let width = Rational::from(&h - &l);
     if width > Rational::from(tol * 2u32) {
@@ -447,16 +453,7 @@ fn judge_stated(c: &Rational, wlo: &Rational, whi: &Rational, lo: f64, hi: f64, 
         } else {
             Rational::from(&l - whi)
         };
-        let rel = if *c != 0 {
-            &dist / c.clone().abs()
-        } else {
-            Rational::from(0)
-        };
-        return Verdict::Inconsistent {
-            distance: dist.to_f64(),
-            relative_error: rel.to_f64(),
-            rounding: Some(rounding_of(c, lo, hi, k)),
-        };
+        return inconsistent(c, dist, lo, hi, k);
     }
     if *wlo <= l && h <= *whi {
         Verdict::Consistent
@@ -816,22 +813,8 @@ fn ensure_measures<'a>(
 }
 
 /// The names of the measures (`docs/measures.md`), those needing the
-/// initialisation last.
-pub const MEASURE_NAMES: [&str; 13] = [
-    "log_prod_of_spec",
-    "log_sum_of_spec",
-    "log_prod_of_fro",
-    "log_sum_of_fro",
-    "param_norm",
-    "log_spec_orig",
-    "bartlett",
-    "log_bartlett",
-    "frobenius_distance",
-    "dist_spec_init",
-    "log_spec_init",
-    "bartlett_init",
-    "log_bartlett_init",
-];
+/// initialisation last: the study's names without the two bounds.
+pub const MEASURE_NAMES: &[&str] = crate::report::measures::QUANTITY_NAMES.split_at(2).1;
 
 /// The certified interval of measure `name` in `m`, or why there is none.
 fn measure_quantity(m: &MeasuresRun, name: &str, init: bool) -> Result<Interval, String> {
@@ -1097,7 +1080,7 @@ pub fn audit_with(
                 }
             }
             "measures_wide" => {
-                for q in MEASURE_NAMES {
+                for &q in MEASURE_NAMES {
                     if let Some(v) = cell(q) {
                         claims_here.push(("measure".into(), q.into(), None, v, cell("tolerance")));
                     }
