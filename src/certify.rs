@@ -388,6 +388,7 @@ pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
     SpectrumEntry {
         layer: r.id.layer,
         head: r.id.head,
+        expert: r.id.expert,
         kind: r.id.kind,
         rows: r.rows,
         cols: r.cols,
@@ -504,18 +505,33 @@ pub fn certify_run(
             reused_layers.push(l);
             continue;
         }
-        let wanted: std::collections::HashSet<MatrixId> = ids.iter().copied().collect();
-        let mats = arch::extract_layer(&ck, &arch, l, &|id| wanted.contains(&id))?;
-        // Largest first, each matrix dropped once certified; `None`:
-        // skipped because the run was cancelled.
-        let layer = certify_batch(mats, &svd_opts, progress);
-        let Some(layer) = layer.into_iter().collect::<Option<Vec<_>>>() else {
-            return Err(CertifyError::Cancelled);
-        };
-        let layer: Vec<MatrixResult> = match layer.into_iter().collect() {
-            Ok(r) => r,
-            Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-        };
+        // A layer of a mixture-of-experts model is read one expert at a
+        // time (the attention and any dense feed-forward first), so that
+        // only one expert's tensors and matrices are held at once.
+        let mut chunks: Vec<(Option<arch::Expert>, Vec<MatrixId>)> = Vec::new();
+        for &id in ids {
+            match chunks.iter_mut().find(|(e, _)| *e == id.expert) {
+                Some((_, c)) => c.push(id),
+                None => chunks.push((id.expert, vec![id])),
+            }
+        }
+        let mut layer = Vec::with_capacity(ids.len());
+        for (_, chunk) in &chunks {
+            let wanted: std::collections::HashSet<MatrixId> = chunk.iter().copied().collect();
+            let mats = arch::extract_layer(&ck, &arch, l, &|id| wanted.contains(&id))?;
+            // Largest first, each matrix dropped once certified; `None`:
+            // skipped because the run was cancelled.
+            let batch = certify_batch(mats, &svd_opts, progress);
+            let Some(batch) = batch.into_iter().collect::<Option<Vec<_>>>() else {
+                return Err(CertifyError::Cancelled);
+            };
+            let batch: Vec<MatrixResult> = match batch.into_iter().collect() {
+                Ok(r) => r,
+                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+            };
+            layer.extend(batch);
+        }
+        layer.sort_by_key(|r| r.id);
         let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
         if let Some(dir) = &scope.resume_dir {
             let part = Part::new(header.clone(), scope.shard, entries.clone());
@@ -1080,6 +1096,7 @@ pub fn run_header(
             kv_heads: arch.kv_heads,
             head_dim: arch.head_dim,
             intermediate: arch.intermediate,
+            experts: arch.experts_entry(),
         },
         parameters: Parameters {
             l_phi: l_phi_text.to_string(),
@@ -1122,7 +1139,7 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
     let md = &header.model;
     let mut order: Vec<&SpectrumEntry> = spectra.iter().collect();
     order.sort_by_key(|e| e.id());
-    let expected = crate::certificate::expected_ids(md.layers, md.heads);
+    let expected = crate::certificate::expected_ids(md);
     if !order.iter().map(|e| e.id()).eq(expected.iter().copied()) {
         return Err(Inconclusive::new(format!(
             "{} matrix entries are not the {} matrices of the model, once each",
@@ -1212,6 +1229,7 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
         matrices.push(MatrixEntry {
             layer: e.layer,
             head: e.head,
+            expert: e.expert,
             kind: e.kind,
             rows: e.rows,
             cols: e.cols,

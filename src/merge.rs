@@ -225,7 +225,7 @@ pub fn merge(parts: &[(String, Part)]) -> Result<Outcome<Certificate>, MergeErro
         }
     }
     let md = &header.model;
-    let missing: Vec<MatrixId> = expected_ids(md.layers, md.heads)
+    let missing: Vec<MatrixId> = expected_ids(md)
         .into_iter()
         .filter(|id| !holder.contains_key(id))
         .collect();

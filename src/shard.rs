@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::arch::{Architecture, MatrixId, MatrixType};
-use crate::certificate::{expected_ids, ShardSpec};
+use crate::certificate::ShardSpec;
 use crate::linalg::cost::matrix_cost;
 use crate::linalg::Precision;
 
@@ -36,18 +36,16 @@ pub struct PlannedMatrix {
 /// (as the architecture's recipe forms it) and estimated cost.
 pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
     let n = arch.hidden;
-    let width_in = if arch.gated() {
-        arch.intermediate.saturating_mul(2)
-    } else {
-        arch.intermediate
-    };
-    expected_ids(arch.layers, arch.heads)
+    // An expert's width is its own (routed, shared), a dense layer's the model's.
+    let width_in = |i: usize| if arch.gated() { i.saturating_mul(2) } else { i };
+    arch.matrix_ids()
         .into_iter()
         .map(|id| {
+            let i = arch.ffn_width(id.expert);
             let (rows, cols, inner) = match id.kind {
                 MatrixType::QK | MatrixType::VTilde => (n, n, Some(arch.head_dim)),
-                MatrixType::MIn => (n, width_in, None),
-                MatrixType::MOut => (arch.intermediate, n, None),
+                MatrixType::MIn => (n, width_in(i), None),
+                MatrixType::MOut => (i, n, None),
             };
             PlannedMatrix {
                 id,
@@ -183,6 +181,7 @@ mod tests {
             intermediate: ff,
             activation: None,
             heads_override: None,
+            moe: None,
         }
     }
 

@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::families::{supported, FactKeys, FamilySpec, Orientation, Role, FAMILIES, SPECTRA_HINT};
+use super::families::{
+    supported, FactKeys, FamilySpec, MoeSpec, Orientation, Role, FAMILIES, SPECTRA_HINT,
+};
 use super::recipe::tensor_shape;
 use super::{
-    clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, ModelError,
+    clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, LayerFfn,
+    ModelError, MoeLayout, MAX_EXPERTS,
 };
 use crate::io::checkpoint::Checkpoint;
 use crate::io::gguf::MetaValue;
@@ -132,8 +135,14 @@ impl Sources<'_> {
                 }));
             }
         }
+        self.config_fact(pick(&self.spec.config))
+    }
+
+    /// The first of `keys` present in config.json (a JSON `null` counts as
+    /// absent); a value that is not a non-negative integer is an error.
+    fn config_fact(&self, keys: &[&str]) -> Result<Option<Fact>, ModelError> {
         if let (Some(cfg), Some(path)) = (self.ck.config(), self.ck.config_path()) {
-            for k in pick(&self.spec.config) {
+            for k in keys {
                 let v = match cfg.get(*k) {
                     None | Some(Value::Null) => continue,
                     Some(v) => v,
@@ -602,44 +611,55 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         }
     }
 
-    // Feed-forward width: the output width of the first feed-forward input.
-    let (ft, _) = spec
-        .holder(Role::FfnGate)
-        .or_else(|| spec.holder(Role::FfnIn))
-        .expect("every family has a feed-forward input (table test)");
-    let fname = ft.name_in(&prefix, 0);
-    let (f0, f1) = tensor_shape(ck, &fname, 0, layers)?;
-    if f0 == 0 || f1 == 0 {
-        return Err(invalid(
-            &ck.file_of(&fname),
-            Some(&fname),
-            format!("empty matrix: shape [{f0}, {f1}]"),
-        ));
-    }
-    let (fused_height, _) = out_in(ft.orientation, (f0, f1));
-    // A fused [gate; up] holds two blocks of the width I (table test).
-    let parts = ft.roles.len();
-    if fused_height % parts != 0 {
-        return Err(invalid(
-            &ck.file_of(&fname),
-            Some(&fname),
-            format!("{fused_height} rows do not split into {parts} equal feed-forward blocks"),
-        ));
-    }
-    let intermediate = fused_height / parts;
-    if let Some(i) = src.fact(|k| k.intermediate)? {
-        if i.value != intermediate {
+    // Feed-forward width: the output width of the first feed-forward input
+    // (a mixture-of-experts family reads its own widths, below).
+    let intermediate = || -> Result<usize, ModelError> {
+        let (ft, _) = spec
+            .holder(Role::FfnGate)
+            .or_else(|| spec.holder(Role::FfnIn))
+            .expect("every family has a feed-forward input (table test)");
+        let fname = ft.name_in(&prefix, 0);
+        let (f0, f1) = tensor_shape(ck, &fname, 0, layers)?;
+        if f0 == 0 || f1 == 0 {
             return Err(invalid(
                 &ck.file_of(&fname),
                 Some(&fname),
-                format!(
-                    "{intermediate} disagrees with the feed-forward width {} {}",
-                    i.value,
-                    i.place()
-                ),
+                format!("empty matrix: shape [{f0}, {f1}]"),
             ));
         }
-    }
+        let (fused_height, _) = out_in(ft.orientation, (f0, f1));
+        // A fused [gate; up] holds two blocks of the width I (table test).
+        let parts = ft.roles.len();
+        if fused_height % parts != 0 {
+            return Err(invalid(
+                &ck.file_of(&fname),
+                Some(&fname),
+                format!("{fused_height} rows do not split into {parts} equal feed-forward blocks"),
+            ));
+        }
+        let intermediate = fused_height / parts;
+        if let Some(i) = src.fact(|k| k.intermediate)? {
+            if i.value != intermediate {
+                return Err(invalid(
+                    &ck.file_of(&fname),
+                    Some(&fname),
+                    format!(
+                        "{intermediate} disagrees with the feed-forward width {} {}",
+                        i.value,
+                        i.place()
+                    ),
+                ));
+            }
+        }
+        Ok(intermediate)
+    };
+    let (intermediate, moe) = match spec.moe {
+        None => (intermediate()?, None),
+        Some(m) => {
+            let (i, layout) = detect_moe(&src, m, &prefix, layers, hidden)?;
+            (i, Some(layout))
+        }
+    };
     let activation = src.activation(&family, from_metadata);
     Ok(Architecture {
         family,
@@ -653,5 +673,177 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         intermediate,
         activation,
         heads_override,
+        moe,
     })
+}
+
+/// The experts of a mixture-of-experts family, and the model's
+/// feed-forward width (the dense layers', or an expert's when every layer
+/// is sparse). Which layers are sparse follows the configuration (dense:
+/// listed in `mlp_only_layers`, or `(l + 1) % decoder_sparse_step != 0`, or
+/// no experts, transformers' rule; the keys' defaults are an empty list and
+/// 1); the number of experts is the config's, else counted from the first
+/// sparse layer's tensors; widths are the first sparse (dense) layer's
+/// tensor heights, checked against the config keys that state them.
+fn detect_moe(
+    src: &Sources<'_>,
+    m: &MoeSpec,
+    prefix: &str,
+    layers: usize,
+    hidden: usize,
+) -> Result<(usize, MoeLayout), ModelError> {
+    let ck = src.ck;
+    let name = |pat: &str, l: usize, e: Option<usize>| {
+        let n = format!("{prefix}{}", pat.replace("{l}", &l.to_string()));
+        match e {
+            Some(e) => n.replace("{e}", &e.to_string()),
+            None => n,
+        }
+    };
+    let cfg_path = ck
+        .config_path()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| ck.file_of(""));
+    let step = match m.sparse_step {
+        Some(k) => src.config_fact(&[k])?,
+        None => None,
+    };
+    let step = match step {
+        Some(f) if f.value == 0 => return Err(f.error(&ck.file_of(""), "must be at least 1")),
+        Some(f) => f.value,
+        None => 1,
+    };
+    let mut dense_listed = Vec::new();
+    if let (Some(k), Some(cfg)) = (m.dense_layers, ck.config()) {
+        match cfg.get(k) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(a)) => {
+                for v in a {
+                    let l = v
+                        .as_u64()
+                        .and_then(|x| usize::try_from(x).ok())
+                        .ok_or_else(|| {
+                            invalid(
+                                &cfg_path,
+                                Some(k),
+                                format!("expected a list of layer indices, found {}", json_kind(v)),
+                            )
+                        })?;
+                    dense_listed.push(l);
+                }
+            }
+            Some(other) => {
+                return Err(invalid(
+                    &cfg_path,
+                    Some(k),
+                    format!(
+                        "expected a list of layer indices, found {}",
+                        json_kind(other)
+                    ),
+                ))
+            }
+        }
+    }
+    let stated_experts = src.config_fact(m.num_experts)?;
+    let sparse = |l: usize| {
+        !dense_listed.contains(&l)
+            && (l + 1) % step == 0
+            && stated_experts.as_ref().is_none_or(|f| f.value > 0)
+    };
+    let first_sparse = (0..layers).find(|&l| sparse(l));
+    let first_dense = (0..layers).find(|&l| !sparse(l));
+    let tensor_height = |n: &str, l: usize| -> Result<usize, ModelError> {
+        let (r, c) = tensor_shape(ck, n, l, layers)?;
+        if r == 0 || c != hidden {
+            return Err(invalid(
+                &ck.file_of(n),
+                Some(n),
+                format!("shape [{r}, {c}] is not [width, hidden size {hidden}]"),
+            ));
+        }
+        Ok(r)
+    };
+    let check = |stated: Option<Fact>, got: usize, n: &str| match stated {
+        Some(f) if f.value != got => Err(invalid(
+            &ck.file_of(n),
+            Some(n),
+            format!(
+                "{got} rows disagree with the width {} {}",
+                f.value,
+                f.place()
+            ),
+        )),
+        _ => Ok(()),
+    };
+    let (mut experts, mut expert_width, mut shared_width) = (0, 0, 0);
+    if let Some(l) = first_sparse {
+        let gate0 = name(m.experts[0], l, Some(0));
+        if !ck.contains(&gate0) {
+            // transformers v5 stores an expert list as one 3-D tensor.
+            if let Some(f) = m
+                .fused
+                .iter()
+                .map(|f| name(f, l, None))
+                .find(|f| ck.contains(f))
+            {
+                return Err(invalid(
+                    &ck.file_of(&f),
+                    Some(&f),
+                    "fused 3-D expert tensors (transformers v5) are not supported yet: \
+                     save the model with one tensor per expert (transformers v4) to certify it",
+                ));
+            }
+        }
+        experts = match &stated_experts {
+            Some(f) => f.value,
+            None => (0..)
+                .take_while(|&e| ck.contains(&name(m.experts[0], l, Some(e))))
+                .count(),
+        };
+        if experts == 0 || experts > MAX_EXPERTS {
+            return Err(invalid(
+                &ck.file_of(&gate0),
+                Some(&gate0),
+                format!("{experts} experts: expected 1 to {MAX_EXPERTS}"),
+            ));
+        }
+        expert_width = tensor_height(&gate0, l)?;
+        check(src.config_fact(m.expert_width)?, expert_width, &gate0)?;
+        if let Some(sh) = m.shared {
+            let g = name(sh[0], l, None);
+            shared_width = tensor_height(&g, l)?;
+            check(src.config_fact(m.shared_width)?, shared_width, &g)?;
+        }
+    }
+    let intermediate = match first_dense {
+        Some(l) => {
+            let (ft, _) = src
+                .spec
+                .holder(Role::FfnGate)
+                .expect("mixture-of-experts families are gated (table test)");
+            let n = ft.name_in(prefix, l);
+            let i = tensor_height(&n, l)?;
+            check(src.fact(|k| k.intermediate)?, i, &n)?;
+            i
+        }
+        None => expert_width,
+    };
+    let layout = MoeLayout {
+        layers: (0..layers)
+            .map(|l| {
+                if sparse(l) {
+                    LayerFfn {
+                        experts,
+                        shared: m.shared.is_some(),
+                    }
+                } else {
+                    LayerFfn::DENSE
+                }
+            })
+            .collect(),
+        expert_width,
+        shared_width,
+        experts_per_token: src.config_fact(&["num_experts_per_tok"])?.map(|f| f.value),
+    };
+    Ok((intermediate, layout))
 }

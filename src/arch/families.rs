@@ -156,6 +156,39 @@ pub struct FamilySpec {
     /// family whose other tensors are another's (Qwen3's `q_norm` beside
     /// LLaMA's projections) is recognised by them, and tried first.
     pub markers: &'static [&'static str],
+    /// The mixture-of-experts feed-forward, for a family that has one: in
+    /// its sparse layers the feed-forward roles of [`FamilySpec::tensors`]
+    /// are replaced by one gated feed-forward per expert.
+    pub moe: Option<&'static MoeSpec>,
+}
+
+/// A mixture-of-experts feed-forward (Mixtral, Qwen2-MoE, Qwen3-MoE): where
+/// its experts are stored and where its facts are read. In a sparse layer
+/// every expert `e` is a gated feed-forward of its own (`{e}` in the names
+/// stands for it), with its own `M_in = [W_gate, W_up]` and `M_out =
+/// W_down`; the router (`gate`) and the shared expert's gate are `1 x N`
+/// or `E x N` maps that no proxy uses. A layer is dense (the family's own
+/// feed-forward tensors, of width `intermediate_size`) when it is listed in
+/// `mlp_only_layers` or its index plus one is not a multiple of
+/// `decoder_sparse_step` (transformers' Qwen2-MoE and Qwen3-MoE rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoeSpec {
+    /// One expert's gate, up and down projections (`{l}` the layer, `{e}` the expert).
+    pub experts: [&'static str; 3],
+    /// The shared expert's gate, up and down projections, when it has one.
+    pub shared: Option<[&'static str; 3]>,
+    /// config.json keys of the number of routed experts.
+    pub num_experts: &'static [&'static str],
+    /// config.json keys of an expert's width (absent: `intermediate_size`).
+    pub expert_width: &'static [&'static str],
+    /// config.json keys of the shared expert's width.
+    pub shared_width: &'static [&'static str],
+    /// config.json key of the sparse step (absent: every layer is sparse).
+    pub sparse_step: Option<&'static str>,
+    /// config.json key of the list of dense layers.
+    pub dense_layers: Option<&'static str>,
+    /// A fused 3-D expert tensor (transformers v5) refused by name.
+    pub fused: &'static [&'static str],
 }
 
 use Orientation::{InOut, OutIn};
@@ -207,6 +240,76 @@ x_i Q_h^T K_h x_j^T, so Q_h^T K_h is not the score matrix and the paper's Lipsch
 of attention through ||QK||_2 (its factor 1 + 4 ||QK||_2, the sensitivity gamma and the \
 contributions of QK) does not hold for this block; no proxy and no bound is computed, and the \
 certificate states the certified spectra and norms of every proxy matrix";
+
+/// Mixture of experts: why the paper's reasoning gives no bound.
+pub const MOE: &str = "mixture of experts: the feed-forward is sum_e g_e(x) FFN_e(x) with \
+router weights g(x) = softmax over the k largest router logits x W_r^T (top-k routing), and \
+the choice of the k largest is a discontinuous function of x (where two logits tie, an \
+infinitesimal change of x swaps an expert for another, and the output jumps by the difference \
+of their outputs), so the block is not Lipschitz in general and the paper's Lipschitz \
+accounting of the feed-forward through ||M_in||_2 ||M_out||_2 does not hold for it; a bound \
+for one fixed routing would not bound the model, so no proxy and no bound is computed, and the \
+certificate states the certified spectra and norms of every proxy matrix, each expert's M_in \
+= [W_gate, W_up] and M_out = W_down included (the router's matrix is not a proxy matrix)";
+
+/// Mixture of experts with QK-norm (Qwen3-MoE): both reasons.
+pub const MOE_QK_NORM: &str = "mixture of experts with QK-norm: two reasons, each enough. \
+(1) QK-norm: q_norm and k_norm (RMSNorm with learned gains over each head's query and key) sit \
+between W_Q, W_K and the attention logit, so Q_h^T K_h is not the score matrix and the paper's \
+Lipschitz accounting of attention through ||QK||_2 does not hold; (2) top-k routing: the \
+feed-forward is sum_e g_e(x) FFN_e(x) over the k experts of largest router logit, a \
+discontinuous choice, so the block is not Lipschitz in general; no proxy and no bound is \
+computed, and the certificate states the certified spectra and norms of every proxy matrix, \
+each expert's M_in and M_out included";
+
+/// Mixtral's experts (`block_sparse_moe`; w1 the gate, w3 the up, w2 the down projection).
+const MIXTRAL_MOE: MoeSpec = MoeSpec {
+    experts: [
+        "layers.{l}.block_sparse_moe.experts.{e}.w1.weight",
+        "layers.{l}.block_sparse_moe.experts.{e}.w3.weight",
+        "layers.{l}.block_sparse_moe.experts.{e}.w2.weight",
+    ],
+    shared: None,
+    num_experts: &["num_local_experts"],
+    expert_width: &["intermediate_size"],
+    shared_width: &[],
+    sparse_step: None,
+    dense_layers: None,
+    fused: &[
+        "layers.{l}.mlp.experts.gate_up_proj",
+        "layers.{l}.block_sparse_moe.experts.gate_up_proj",
+    ],
+};
+
+/// The routed experts of Qwen2-MoE and Qwen3-MoE.
+const QWEN_EXPERTS: [&str; 3] = [
+    "layers.{l}.mlp.experts.{e}.gate_proj.weight",
+    "layers.{l}.mlp.experts.{e}.up_proj.weight",
+    "layers.{l}.mlp.experts.{e}.down_proj.weight",
+];
+
+/// Qwen2-MoE: routed experts, a shared expert, dense layers by rule.
+const QWEN2_MOE: MoeSpec = MoeSpec {
+    experts: QWEN_EXPERTS,
+    shared: Some([
+        "layers.{l}.mlp.shared_expert.gate_proj.weight",
+        "layers.{l}.mlp.shared_expert.up_proj.weight",
+        "layers.{l}.mlp.shared_expert.down_proj.weight",
+    ]),
+    num_experts: &["num_experts"],
+    expert_width: &["moe_intermediate_size"],
+    shared_width: &["shared_expert_intermediate_size"],
+    sparse_step: Some("decoder_sparse_step"),
+    dense_layers: Some("mlp_only_layers"),
+    fused: &["layers.{l}.mlp.experts.gate_up_proj"],
+};
+
+/// Qwen3-MoE: Qwen2-MoE's experts without a shared expert.
+const QWEN3_MOE: MoeSpec = MoeSpec {
+    shared: None,
+    shared_width: &[],
+    ..QWEN2_MOE
+};
 
 /// The QK-norm tensors of a LLaMA-style layer.
 const QK_NORM_MARKERS: &[&str] = &[
@@ -292,6 +395,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Vit",
@@ -334,6 +438,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "DistilBert",
@@ -380,6 +485,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Gpt2",
@@ -408,6 +514,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Mpnet",
@@ -438,6 +545,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[POSITION_BIAS],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "GptNeoX",
@@ -458,6 +566,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[PARALLEL],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Bloom",
@@ -487,6 +596,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[POSITION_BIAS],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "GptJ",
@@ -517,6 +627,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[PARALLEL],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Opt",
@@ -555,6 +666,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Gemma3",
@@ -574,6 +686,27 @@ pub const FAMILIES: &[FamilySpec] = &[
             "layers.{l}.self_attn.k_norm.weight",
             "layers.{l}.pre_feedforward_layernorm.weight",
         ],
+        moe: None,
+    },
+    FamilySpec {
+        layout: "Qwen3Moe",
+        family: "qwen3_moe",
+        model_types: &["qwen3_moe"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: HF_GQA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("silu"),
+        rotary: true,
+        notes: &[],
+        no_bound: Some(MOE_QK_NORM),
+        markers: &[
+            "layers.{l}.self_attn.q_norm.weight",
+            "layers.{l}.self_attn.k_norm.weight",
+            "layers.{l}.mlp.gate.weight",
+        ],
+        moe: Some(&QWEN3_MOE),
     },
     FamilySpec {
         layout: "Qwen3",
@@ -589,6 +722,39 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: Some(QK_NORM),
         markers: QK_NORM_MARKERS,
+        moe: None,
+    },
+    FamilySpec {
+        layout: "Mixtral",
+        family: "mixtral",
+        model_types: &["mixtral"],
+        architectures: &["mixtral"],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: HF_GQA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("silu"),
+        rotary: true,
+        notes: &[],
+        no_bound: Some(MOE),
+        markers: &["layers.{l}.block_sparse_moe.gate.weight"],
+        moe: Some(&MIXTRAL_MOE),
+    },
+    FamilySpec {
+        layout: "Qwen2Moe",
+        family: "qwen2_moe",
+        model_types: &["qwen2_moe"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: HF_GQA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("silu"),
+        rotary: true,
+        notes: &[],
+        no_bound: Some(MOE),
+        markers: &["layers.{l}.mlp.shared_expert_gate.weight"],
+        moe: Some(&QWEN2_MOE),
     },
     FamilySpec {
         layout: "Llama",
@@ -604,6 +770,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Phi3",
@@ -632,6 +799,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Gemma2",
@@ -647,6 +815,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[GEMMA2_LOGITS],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Gemma",
@@ -662,6 +831,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
     FamilySpec {
         layout: "Gguf",
@@ -695,6 +865,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        moe: None,
     },
 ];
 
@@ -869,6 +1040,25 @@ mod tests {
                     .position(|g| g.no_bound.is_none() && g.anchor().name == f.anchor().name);
                 let me = FAMILIES.iter().position(|g| g.layout == f.layout);
                 assert!(shared.is_none_or(|k| me < Some(k)), "{}", f.layout);
+            }
+            // Experts: per layer and per expert, gated, and without a bound
+            // (top-k routing is discontinuous).
+            if let Some(m) = f.moe {
+                assert!(f.gated() && f.no_bound.is_some(), "{}", f.layout);
+                assert!(
+                    m.experts
+                        .iter()
+                        .all(|n| n.contains("{l}") && n.contains("{e}")),
+                    "{}",
+                    f.layout
+                );
+                assert!(m
+                    .shared
+                    .iter()
+                    .flatten()
+                    .chain(m.fused)
+                    .all(|n| n.contains("{l}") && !n.contains("{e}")));
+                assert_eq!(m.shared.is_some(), !m.shared_width.is_empty());
             }
             assert!(!f.model_types.is_empty() || !f.gguf_architectures.is_empty());
             assert!(f.architectures.iter().all(|a| f.model_types.contains(a)));

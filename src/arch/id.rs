@@ -79,9 +79,133 @@ impl<'de> serde::Deserialize<'de> for MatrixType {
     }
 }
 
-/// One proxy matrix of a model: layer, head (per-head families only) and
+/// Which feed-forward block of a mixture-of-experts layer a matrix belongs
+/// to (`M_in`, `M_out` only). Ordered routed experts by index, then the
+/// shared expert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Expert {
+    /// Routed expert `e` (from 0): `experts.{e}` of the checkpoint.
+    Routed(usize),
+    /// The shared expert that every token passes (Qwen2-MoE `shared_expert`).
+    Shared,
+}
+
+impl fmt::Display for Expert {
+    /// `expert E`, or `shared expert`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expert::Routed(e) => write!(f, "expert {e}"),
+            Expert::Shared => f.write_str("shared expert"),
+        }
+    }
+}
+
+/// The largest number of routed experts per layer a certificate may state.
+pub const MAX_EXPERTS: usize = 1 << 16;
+
+impl serde::Serialize for Expert {
+    /// A routed expert as its index, the shared expert as `"shared"`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Expert::Routed(e) => s.serialize_u64(*e as u64),
+            Expert::Shared => s.serialize_str("shared"),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Expert {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Expert;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "an expert index below {MAX_EXPERTS} or \"shared\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, e: u64) -> Result<Expert, E> {
+                if e < MAX_EXPERTS as u64 {
+                    Ok(Expert::Routed(e as usize))
+                } else {
+                    Err(E::custom(format!(
+                        "expert index {e} exceeds the limit {MAX_EXPERTS}"
+                    )))
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, e: i64) -> Result<Expert, E> {
+                u64::try_from(e)
+                    .map_err(|_| E::custom(format!("expert index {e} is negative")))
+                    .and_then(|e| self.visit_u64(e))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Expert, E> {
+                match s {
+                    "shared" => Ok(Expert::Shared),
+                    _ => {
+                        let shown: String =
+                            s.chars().take(40).flat_map(char::escape_default).collect();
+                        Err(E::custom(format!(
+                            "unknown expert \"{shown}\" (an index or \"shared\")"
+                        )))
+                    }
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The feed-forward of one layer, for the list of its proxy matrices: a
+/// dense layer (`experts == 0`, no shared expert) has one `M_in` and one
+/// `M_out`; a mixture-of-experts layer has one of each per routed expert,
+/// and one more for the shared expert when it has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerFfn {
+    /// Routed experts (0: a dense feed-forward).
+    pub experts: usize,
+    /// Whether the layer has a shared expert.
+    pub shared: bool,
+}
+
+impl LayerFfn {
+    /// A dense feed-forward.
+    pub const DENSE: LayerFfn = LayerFfn {
+        experts: 0,
+        shared: false,
+    };
+
+    /// The feed-forward blocks in certificate order: `None` for a dense
+    /// layer, else the routed experts then the shared one.
+    pub fn blocks(&self) -> Vec<Option<Expert>> {
+        if *self == Self::DENSE {
+            return vec![None];
+        }
+        (0..self.experts)
+            .map(|e| Some(Expert::Routed(e)))
+            .chain(self.shared.then_some(Some(Expert::Shared)))
+            .collect()
+    }
+
+    /// The proxy matrices of layer `l` with `heads` heads and this
+    /// feed-forward, in certificate order (`QK` heads, `V_tilde` heads,
+    /// `M_in` per block, `M_out` per block).
+    pub fn ids(&self, l: usize, heads: usize) -> Vec<MatrixId> {
+        let mut v = Vec::new();
+        for kind in [MatrixType::QK, MatrixType::VTilde] {
+            v.extend((0..heads).map(|h| MatrixId::head(l, h, kind)));
+        }
+        for kind in [MatrixType::MIn, MatrixType::MOut] {
+            v.extend(self.blocks().into_iter().map(|e| MatrixId {
+                expert: e,
+                ..MatrixId::layer(l, kind)
+            }));
+        }
+        v
+    }
+}
+
+/// One proxy matrix of a model: layer, head (per-head families only),
+/// expert (feed-forward matrices of a mixture-of-experts layer only) and
 /// family. Ordered as certificates list matrices: by layer, then family
-/// (`QK`, `V_tilde`, `M_in`, `M_out`), then head.
+/// (`QK`, `V_tilde`, `M_in`, `M_out`), then expert, then head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatrixId {
     /// Layer from 0.
@@ -90,6 +214,9 @@ pub struct MatrixId {
     pub head: Option<usize>,
     /// Family.
     pub kind: MatrixType,
+    /// The expert of an `M_in` or `M_out` of a mixture-of-experts layer;
+    /// `None` for a dense feed-forward and for attention matrices.
+    pub expert: Option<Expert>,
 }
 
 impl MatrixId {
@@ -99,6 +226,7 @@ impl MatrixId {
             layer,
             head: Some(head),
             kind,
+            expert: None,
         }
     }
 
@@ -108,6 +236,7 @@ impl MatrixId {
             layer,
             head: None,
             kind,
+            expert: None,
         }
     }
 
@@ -126,8 +255,16 @@ impl MatrixId {
         }
     }
 
-    fn sort_key(&self) -> (usize, MatrixType, Option<usize>) {
-        (self.layer, self.kind, self.head)
+    /// The matrix of expert `expert` of layer `l` (`M_in`, `M_out`).
+    pub fn expert(layer: usize, expert: Expert, kind: MatrixType) -> Self {
+        Self {
+            expert: Some(expert),
+            ..Self::layer(layer, kind)
+        }
+    }
+
+    fn sort_key(&self) -> (usize, MatrixType, Option<Expert>, Option<usize>) {
+        (self.layer, self.kind, self.expert, self.head)
     }
 }
 
@@ -144,11 +281,13 @@ impl Ord for MatrixId {
 }
 
 impl fmt::Display for MatrixId {
-    /// `layer L head H TYPE`, or `layer L TYPE` for layer matrices.
+    /// `layer L head H TYPE`, `layer L TYPE` for layer matrices, `layer L
+    /// expert E TYPE` or `layer L shared expert TYPE` for experts.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.head {
-            Some(h) => write!(f, "layer {} head {h} {}", self.layer, self.kind),
-            None => write!(f, "layer {} {}", self.layer, self.kind),
+        match (self.head, self.expert) {
+            (Some(h), _) => write!(f, "layer {} head {h} {}", self.layer, self.kind),
+            (None, Some(e)) => write!(f, "layer {} {e} {}", self.layer, self.kind),
+            (None, None) => write!(f, "layer {} {}", self.layer, self.kind),
         }
     }
 }
@@ -178,6 +317,39 @@ mod tests {
                 "layer 0 M_in",
                 "layer 0 M_out",
                 "layer 1 M_in"
+            ]
+        );
+    }
+
+    #[test]
+    fn experts_follow_the_layer_matrix_routed_then_shared() {
+        let ffn = LayerFfn {
+            experts: 2,
+            shared: true,
+        };
+        let labels: Vec<String> = ffn.ids(0, 1).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            labels,
+            [
+                "layer 0 head 0 QK",
+                "layer 0 head 0 V_tilde",
+                "layer 0 expert 0 M_in",
+                "layer 0 expert 1 M_in",
+                "layer 0 shared expert M_in",
+                "layer 0 expert 0 M_out",
+                "layer 0 expert 1 M_out",
+                "layer 0 shared expert M_out"
+            ]
+        );
+        let mut sorted = ffn.ids(0, 1);
+        sorted.reverse();
+        sorted.sort();
+        assert_eq!(sorted, ffn.ids(0, 1));
+        assert_eq!(
+            LayerFfn::DENSE.ids(3, 0),
+            [
+                MatrixId::layer(3, MatrixType::MIn),
+                MatrixId::layer(3, MatrixType::MOut)
             ]
         );
     }

@@ -25,8 +25,8 @@ mod id;
 mod recipe;
 
 pub use detect::detect;
-pub use families::{FamilySpec, Fusion, Orientation, Role, TensorSpec, FAMILIES};
-pub use id::{MatrixId, MatrixType};
+pub use families::{FamilySpec, Fusion, MoeSpec, Orientation, Role, TensorSpec, FAMILIES};
+pub use id::{Expert, LayerFfn, MatrixId, MatrixType, MAX_EXPERTS};
 pub use recipe::{
     describe, extract, extract_layer, extract_raw_layer, ProxyDescription, RawWeight,
     UnmappedTensor,
@@ -80,6 +80,54 @@ pub struct Architecture {
     pub activation: Option<Activation>,
     /// What `--heads` replaced, when the number of heads came from the flag.
     pub heads_override: Option<HeadsOverride>,
+    /// The experts of a mixture-of-experts family ([`FamilySpec::moe`]).
+    pub moe: Option<MoeLayout>,
+}
+
+/// The experts of a mixture-of-experts model, as detected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoeLayout {
+    /// The feed-forward of each layer (dense layers: [`LayerFfn::DENSE`]).
+    pub layers: Vec<LayerFfn>,
+    /// Width of one routed expert (`moe_intermediate_size`; Mixtral's `intermediate_size`).
+    pub expert_width: usize,
+    /// Width of the shared expert (0 without one).
+    pub shared_width: usize,
+    /// Experts each token is routed to (`num_experts_per_tok`), when stated.
+    pub experts_per_token: Option<usize>,
+}
+
+impl Architecture {
+    /// The feed-forward of layer `l`: dense unless the model has experts there.
+    pub fn layer_ffn(&self, l: usize) -> LayerFfn {
+        self.moe
+            .as_ref()
+            .and_then(|m| m.layers.get(l).copied())
+            .unwrap_or(LayerFfn::DENSE)
+    }
+
+    /// The width of the feed-forward block `expert` (`None`: a dense
+    /// layer's, the model's `intermediate`).
+    pub fn ffn_width(&self, expert: Option<Expert>) -> usize {
+        match (expert, &self.moe) {
+            (Some(Expert::Routed(_)), Some(m)) => m.expert_width,
+            (Some(Expert::Shared), Some(m)) => m.shared_width,
+            _ => self.intermediate,
+        }
+    }
+
+    /// Every proxy matrix of the model, in certificate order.
+    pub fn matrix_ids(&self) -> Vec<MatrixId> {
+        (0..self.layers)
+            .flat_map(|l| self.layer_ffn(l).ids(l, self.heads))
+            .collect()
+    }
+
+    /// The per-layer feed-forwards a certificate records (`model.experts`):
+    /// `None` for a model without experts.
+    pub fn experts_entry(&self) -> Option<Vec<LayerFfn>> {
+        self.moe.as_ref().map(|m| m.layers.clone())
+    }
 }
 
 /// The number of heads given by `--heads`, with what the file states (when

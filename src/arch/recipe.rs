@@ -10,7 +10,8 @@ use rayon::prelude::*;
 
 use super::families::{Fusion, Orientation, Role};
 use super::{
-    clean, invalid, Architecture, MatrixId, MatrixType, ModelError, ProxyMatrix, ProxySource,
+    clean, invalid, Architecture, Expert, LayerFfn, MatrixId, MatrixType, ModelError, ProxyMatrix,
+    ProxySource,
 };
 use crate::io::checkpoint::Checkpoint;
 use crate::matrix::DenseMatrix;
@@ -252,14 +253,14 @@ fn dims(ck: &Checkpoint, a: &Architecture) -> Result<Dims, ModelError> {
     })
 }
 
-/// The `(out, in)` widths of a role's matrix.
-fn role_width(d: &Dims, r: Role) -> (usize, usize) {
+/// The `(out, in)` widths of a role's matrix, `i` the width of its feed-forward block.
+fn role_width(d: &Dims, i: usize, r: Role) -> (usize, usize) {
     match r {
         Role::Query => (d.q, d.n),
         Role::Key | Role::Value => (d.kv, d.n),
         Role::Output => (d.n, d.q),
-        Role::FfnGate | Role::FfnIn => (d.i, d.n),
-        Role::FfnOut => (d.n, d.i),
+        Role::FfnGate | Role::FfnIn => (i, d.n),
+        Role::FfnOut => (d.n, i),
     }
 }
 
@@ -270,24 +271,89 @@ struct LayerPlan {
     recipes: Vec<Recipe>,
 }
 
+/// One stored tensor of layer `l` as the plan reads it: its name, roles,
+/// storage, and the feed-forward block its feed-forward roles belong to.
+struct LayerTensor {
+    name: String,
+    roles: &'static [Role],
+    orientation: Orientation,
+    fusion: Fusion,
+    block: Option<Expert>,
+}
+
+/// The stored tensors of layer `l`: the family's, except that in a sparse
+/// layer of a mixture-of-experts family the feed-forward tensors are each
+/// expert's (routed experts, then the shared one).
+fn layer_tensors(a: &Architecture, l: usize) -> Vec<LayerTensor> {
+    let ffn = a.layer_ffn(l);
+    let moe = a.spec.moe.filter(|_| ffn != LayerFfn::DENSE);
+    let is_ffn = |r: &Role| matches!(r, Role::FfnGate | Role::FfnIn | Role::FfnOut);
+    let mut out: Vec<LayerTensor> = a
+        .spec
+        .tensors
+        .iter()
+        .filter(|ts| moe.is_none() || !ts.roles.iter().any(is_ffn))
+        .map(|ts| LayerTensor {
+            name: ts.name_in(&a.prefix, l),
+            roles: ts.roles,
+            orientation: ts.orientation,
+            fusion: ts.fusion,
+            block: None,
+        })
+        .collect();
+    if let Some(m) = moe {
+        for block in ffn.blocks().into_iter().flatten() {
+            let (names, e) = match block {
+                Expert::Routed(e) => (m.experts, e.to_string()),
+                Expert::Shared => (
+                    m.shared
+                        .expect("a shared expert is stated only with its names"),
+                    String::new(),
+                ),
+            };
+            for (pat, role) in names
+                .iter()
+                .zip([&[Role::FfnGate], &[Role::FfnIn], &[Role::FfnOut]])
+            {
+                out.push(LayerTensor {
+                    name: format!(
+                        "{}{}",
+                        a.prefix,
+                        pat.replace("{l}", &l.to_string()).replace("{e}", &e)
+                    ),
+                    roles: role,
+                    orientation: Orientation::OutIn,
+                    fusion: Fusion::Stacked,
+                    block: Some(block),
+                });
+            }
+        }
+    }
+    out
+}
+
 fn plan_layer(
     ck: &Checkpoint,
     a: &Architecture,
     d: &Dims,
     l: usize,
 ) -> Result<LayerPlan, ModelError> {
-    let width = |r: Role| role_width(d, r);
     let mut tensors = Vec::new();
-    let mut at: Vec<(Role, RoleAt)> = Vec::new();
+    let mut at: Vec<(Role, Option<Expert>, RoleAt)> = Vec::new();
     // A per-group fused [query; key; value]: each group holds its query
     // heads, then one key head, then one value head.
     let group_q = a.heads / a.kv_heads;
     let per_group = (group_q + 2).saturating_mul(d.dh); // the fused height is checked below
-    for (k, ts) in a.spec.tensors.iter().enumerate() {
-        let name = ts.name_in(&a.prefix, l);
+    for (k, ts) in layer_tensors(a, l).into_iter().enumerate() {
+        let name = ts.name;
+        let fw = if ts.block.is_some() {
+            a.ffn_width(ts.block)
+        } else {
+            d.i
+        };
         let (mut out, mut inn) = (0usize, 0usize);
         for &role in ts.roles {
-            let (o, i) = width(role);
+            let (o, i) = role_width(d, fw, role);
             let group = (ts.fusion == Fusion::PerGroup).then(|| Grouped {
                 per_group,
                 within: match role {
@@ -300,6 +366,7 @@ fn plan_layer(
             });
             at.push((
                 role,
+                ts.block,
                 RoleAt {
                     tensor: k,
                     orientation: ts.orientation,
@@ -336,19 +403,24 @@ fn plan_layer(
         }
         tensors.push(Stored { name, shape: want });
     }
-    let role = |r: Role| at.iter().find(|(x, _)| *x == r).map(|(_, p)| *p);
-    let need =
-        |r: Role| role(r).expect("every family has every role of the paper's block (table test)");
+    let role_of = |r: Role, b: Option<Expert>| {
+        at.iter()
+            .find(|(x, y, _)| *x == r && *y == b)
+            .map(|(_, _, p)| *p)
+    };
+    let need = |r: Role, b: Option<Expert>| {
+        role_of(r, b).expect("every family has every role of the paper's block (table test)")
+    };
     let (q, k, v, o) = (
-        need(Role::Query),
-        need(Role::Key),
-        need(Role::Value),
-        need(Role::Output),
+        need(Role::Query, None),
+        need(Role::Key, None),
+        need(Role::Value, None),
+        need(Role::Output, None),
     );
-    let (gate, up, down) = (role(Role::FfnGate), need(Role::FfnIn), need(Role::FfnOut));
     let (n, dh) = (d.n, d.dh);
     let group = a.heads / a.kv_heads;
-    let mut recipes = Vec::with_capacity(2 * a.heads + 2);
+    let blocks = a.layer_ffn(l).blocks();
+    let mut recipes = Vec::with_capacity(2 * a.heads + 2 * blocks.len());
     // QK_h = Q_h^T K_g, g the key/value head of query head h.
     for h in 0..a.heads {
         let g = h / group;
@@ -369,24 +441,38 @@ fn plan_layer(
             formula: Formula::Factored(v.rows(g * dh, dh, true), o.cols(h * dh, dh, true)),
         });
     }
-    // M_in = W_in^T, or [W_gate^T, W_up^T] for a gated feed-forward.
-    let m_in: Vec<Block> = gate.iter().chain([&up]).map(|r| r.whole(true)).collect();
-    let m_in_cols = m_in
-        .iter()
-        .try_fold(0usize, |acc, b| acc.checked_add(b.shape().1))
-        .ok_or_else(|| invalid(&ck.file_of(""), None, "the feed-forward width overflows"))?;
-    recipes.push(Recipe {
-        id: MatrixId::layer(l, MatrixType::MIn),
-        rows: n,
-        cols: m_in_cols,
-        formula: Formula::Dense(m_in),
-    });
-    recipes.push(Recipe {
-        id: MatrixId::layer(l, MatrixType::MOut),
-        rows: d.i,
-        cols: n,
-        formula: Formula::Dense(vec![down.whole(true)]),
-    });
+    // Per feed-forward block (the layer's, or each expert's): M_in = W_in^T,
+    // or [W_gate^T, W_up^T] for a gated feed-forward; then every M_out.
+    let mut m_outs = Vec::with_capacity(blocks.len());
+    for &b in &blocks {
+        let (gate, up, down) = (
+            role_of(Role::FfnGate, b),
+            need(Role::FfnIn, b),
+            need(Role::FfnOut, b),
+        );
+        let m_in: Vec<Block> = gate.iter().chain([&up]).map(|r| r.whole(true)).collect();
+        let m_in_cols = m_in
+            .iter()
+            .try_fold(0usize, |acc, b| acc.checked_add(b.shape().1))
+            .ok_or_else(|| invalid(&ck.file_of(""), None, "the feed-forward width overflows"))?;
+        let id = |kind| MatrixId {
+            expert: b,
+            ..MatrixId::layer(l, kind)
+        };
+        recipes.push(Recipe {
+            id: id(MatrixType::MIn),
+            rows: n,
+            cols: m_in_cols,
+            formula: Formula::Dense(m_in),
+        });
+        m_outs.push(Recipe {
+            id: id(MatrixType::MOut),
+            rows: down.inn,
+            cols: n,
+            formula: Formula::Dense(vec![down.whole(true)]),
+        });
+    }
+    recipes.extend(m_outs);
     Ok(LayerPlan { tensors, recipes })
 }
 
@@ -570,6 +656,10 @@ pub struct ProxyDescription {
     pub layer: usize,
     /// Head or -1.
     pub head: i64,
+    /// The expert of a mixture-of-experts feed-forward matrix (an index
+    /// or `"shared"`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert: Option<Expert>,
     /// Family name.
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -618,6 +708,7 @@ pub fn describe(
             out.push(ProxyDescription {
                 layer: l,
                 head: r.id.head_column(),
+                expert: r.id.expert,
                 kind: r.id.kind.name(),
                 rows: r.rows,
                 cols: r.cols,
@@ -676,6 +767,16 @@ pub fn extract_raw_layer(
     arch: &Architecture,
     l: usize,
 ) -> Result<Vec<RawWeight>, ModelError> {
+    if arch.spec.moe.is_some() {
+        // Which experts a token passes depends on the token: a measure over
+        // the raw weights of the block is not defined by the block's weights.
+        return Err(invalid(
+            &ck.file_of(""),
+            None,
+            "the raw-weight measures are not defined for a mixture-of-experts model \
+             (its feed-forward depends on the routing); certify without --measures",
+        ));
+    }
     let d = dims(ck, arch)?;
     let plan = plan_layer(ck, arch, &d, l)?;
     let mut mats: Vec<Option<DenseMatrix>> = vec![None; plan.tensors.len()];
@@ -733,7 +834,7 @@ pub fn extract_raw_layer(
 /// `None` for a role the family does not have (the gate of an ungated
 /// feed-forward).
 fn plan_role(a: &Architecture, d: &Dims, role: Role) -> Option<RoleAt> {
-    let width = |r: Role| role_width(d, r);
+    let width = |r: Role| role_width(d, d.i, r);
     for (k, ts) in a.spec.tensors.iter().enumerate() {
         let mut offset = 0usize;
         for &r in ts.roles {

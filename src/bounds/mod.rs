@@ -238,6 +238,7 @@ pub fn evaluate(
                 layer: l,
                 head: h,
                 kind,
+                expert: None,
             })
             .expect("every proxy matrix present")
     };

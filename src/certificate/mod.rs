@@ -30,6 +30,11 @@ macro_rules! with_spectrum_fields {
         /// Head of a per-head matrix; written `-1` for layer matrices.
         #[serde(with = "read::head_column")]
         pub head: Option<usize>,
+        /// The expert of a mixture-of-experts `M_in` or `M_out`: its index,
+        /// or `"shared"`; absent for every other matrix (and in certificates
+        /// written before the key).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub expert: Option<$crate::arch::Expert>,
         /// Family.
         #[serde(rename = "type")]
         pub kind: MatrixType,
@@ -69,6 +74,7 @@ macro_rules! with_spectrum_fields {
                     layer: self.layer,
                     head: self.head,
                     kind: self.kind,
+                    expert: self.expert,
                 }
             }
 
@@ -78,6 +84,7 @@ macro_rules! with_spectrum_fields {
                 $crate::certificate::SpectrumEntry {
                     layer: self.layer,
                     head: self.head,
+                    expert: self.expert,
                     kind: self.kind,
                     rows: self.rows,
                     cols: self.cols,
@@ -100,6 +107,7 @@ macro_rules! with_spectrum_fields {
                 read::SpectralFields {
                     kind: self.kind,
                     head: self.head,
+                    expert: self.expert,
                     rows: self.rows,
                     cols: self.cols,
                     norms: [
@@ -334,6 +342,16 @@ pub struct ModelInfo {
     pub head_dim: usize,
     /// Feed-forward width.
     pub intermediate: usize,
+    /// The feed-forward of each layer of a mixture-of-experts model (routed
+    /// experts, 0 for a dense layer, and whether it has a shared expert):
+    /// which `M_in`/`M_out` the certificate holds. Absent for a model
+    /// without experts (and in certificates written before the key).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read::opt_vec_max::<_, _, { read::MAX_LAYERS }>"
+    )]
+    pub experts: Option<Vec<crate::arch::LayerFfn>>,
 }
 
 /// Parameters that change a number of the certificate.
@@ -682,7 +700,7 @@ impl Certificate {
     /// Every matrix id a complete certificate of this architecture holds,
     /// in certificate order.
     pub fn expected_ids(&self) -> Vec<MatrixId> {
-        expected_ids(self.model.layers, self.model.heads)
+        expected_ids(&self.model)
     }
 
     /// The JSON text (pretty-printed), exactly as `certify --out` writes it.
@@ -691,16 +709,18 @@ impl Certificate {
     }
 }
 
-/// The proxy matrices of a model with `layers` layers and `heads` heads, in
-/// certificate order (layer, then `QK` heads, `V_tilde` heads, `M_in`, `M_out`).
-pub fn expected_ids(layers: usize, heads: usize) -> Vec<MatrixId> {
-    let mut v = Vec::new();
-    for l in 0..layers {
-        for kind in [MatrixType::QK, MatrixType::VTilde] {
-            v.extend((0..heads).map(|h| MatrixId::head(l, h, kind)));
-        }
-        v.push(MatrixId::layer(l, MatrixType::MIn));
-        v.push(MatrixId::layer(l, MatrixType::MOut));
-    }
-    v
+/// The proxy matrices of the model `md` (its layers, heads and, for a
+/// mixture-of-experts model, the experts of each layer), in certificate
+/// order (layer, then `QK` heads, `V_tilde` heads, `M_in` per feed-forward
+/// block, `M_out` per block).
+pub fn expected_ids(md: &ModelInfo) -> Vec<MatrixId> {
+    (0..md.layers)
+        .flat_map(|l| {
+            md.experts
+                .as_ref()
+                .and_then(|e| e.get(l).copied())
+                .unwrap_or(crate::arch::LayerFfn::DENSE)
+                .ids(l, md.heads)
+        })
+        .collect()
 }

@@ -165,6 +165,10 @@ pub struct QuantityFields {
     pub layer: Option<usize>,
     /// Head (per-head matrices).
     pub head: Option<usize>,
+    /// Expert (feed-forward matrices of a mixture-of-experts layer): an
+    /// index or `"shared"`; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert: Option<crate::arch::Expert>,
     /// Matrix type (matrix quantities).
     #[serde(rename = "type")]
     pub kind: Option<&'static str>,
@@ -184,9 +188,14 @@ impl QuantityId {
             Subject::Layer(l) => (Some(l), None, None),
             Subject::Model => (None, None, None),
         };
+        let expert = match self.subject {
+            Subject::Matrix(id) => id.expert,
+            _ => None,
+        };
         QuantityFields {
             layer,
             head,
+            expert,
             kind,
             quantity: self.quantity.name(),
             index: self.quantity.index(),

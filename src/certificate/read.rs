@@ -281,9 +281,19 @@ impl Certificate {
         validate_header(&self.tool, &self.model, &self.parameters)?;
         let md = &self.model;
         let m = self.parameters.grid_m;
-        let ids = expected_ids(md.layers, md.heads);
+        let ids = expected_ids(md);
         if self.version == VERSION_NO_BOUND {
             return validate_no_bound(self, &ids);
+        }
+        if md.experts.is_some() {
+            // The paper's reasoning gives no bound for a mixture of experts.
+            return err(
+                "$.model.experts".into(),
+                format!(
+                    "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
+                     a certificate without a bound, has experts)"
+                ),
+            );
         }
         for (key, present) in [
             ("bound_absent", self.bound_absent.is_some()),
@@ -312,7 +322,7 @@ impl Certificate {
             return err(
                 "$.matrices".into(),
                 format!(
-                    "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer)",
+                    "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer and expert)",
                     self.matrices.len(),
                     ids.len(),
                     md.layers,
@@ -422,7 +432,7 @@ fn validate_no_bound(c: &Certificate, ids: &[MatrixId]) -> Result<(), (String, S
         return err(
             "$.spectra".into(),
             format!(
-                "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer)",
+                "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer and expert)",
                 spectra.len(),
                 ids.len(),
                 md.layers,
@@ -437,7 +447,7 @@ fn validate_no_bound(c: &Certificate, ids: &[MatrixId]) -> Result<(), (String, S
             return err(
                 at,
                 format!(
-                    "expected {want} here, found {} (entries are ordered by layer, type, head, each once)",
+                    "expected {want} here, found {} (entries are ordered by layer, type, expert, head, each once)",
                     w.id()
                 ),
             );
@@ -659,6 +669,35 @@ pub(crate) fn validate_header(
     limit("$.model.kv_heads", md.kv_heads, 1, md.heads)?;
     limit("$.model.head_dim", md.head_dim, 1, MAX_DIM)?;
     limit("$.model.intermediate", md.intermediate, 1, MAX_DIM)?;
+    if let Some(experts) = &md.experts {
+        if experts.len() != md.layers {
+            return err(
+                "$.model.experts".into(),
+                format!(
+                    "{} entries, expected one per layer ({})",
+                    experts.len(),
+                    md.layers
+                ),
+            );
+        }
+        let mut count = 0usize;
+        for (l, f) in experts.iter().enumerate() {
+            limit(
+                &format!("$.model.experts[{l}].experts"),
+                f.experts,
+                0,
+                crate::arch::MAX_EXPERTS,
+            )?;
+            count =
+                count.saturating_add(md.heads.saturating_add(f.blocks().len()).saturating_mul(2));
+        }
+        if count > MAX_MATRICES {
+            return err(
+                "$.model.experts".into(),
+                format!("{count} proxy matrices exceed the limit {MAX_MATRICES}"),
+            );
+        }
+    }
     limit("$.parameters.grid_m", p.grid_m, 1, MAX_GRID_M)?;
     let m = p.grid_m;
     if p.grid.len() != 2 * m + 1
@@ -736,6 +775,7 @@ pub(crate) fn check_iv(x: &CertInterval, at: &str, nonneg: bool) -> Result<(), (
 pub(crate) struct SpectralFields<'a> {
     pub kind: MatrixType,
     pub head: Option<usize>,
+    pub expert: Option<crate::arch::Expert>,
     pub rows: usize,
     pub cols: usize,
     /// `(key, interval)` of the five norms.
@@ -765,6 +805,12 @@ pub(crate) fn validate_spectrum(w: &SpectralFields<'_>, at: &str) -> Result<(), 
                 },
                 if w.kind.per_head() { ">= 0" } else { "-1" }
             ),
+        );
+    }
+    if w.kind.per_head() && w.expert.is_some() {
+        return err(
+            "expert",
+            format!("{} is an attention matrix: it has no expert", w.kind),
         );
     }
     for (k, v) in [("rows", w.rows), ("cols", w.cols)] {

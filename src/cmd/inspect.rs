@@ -75,15 +75,22 @@ impl Report for InspectReport {
             self.shown, a.family, a.layout(), a.prefix, a.layers, a.hidden, a.heads, a.head_dim, a.kv_heads, a.intermediate
         );
         let _ = writeln!(s, "bound: {}", self.bound);
+        if let Some(m) = &a.moe {
+            let _ = writeln!(s, "experts: {}", experts_line(m));
+        }
         for n in &self.extensions {
             let _ = writeln!(s, "EXTENSION OF THE PAPER: {n}");
         }
         let _ = writeln!(s, "{} proxy matrices:", self.matrices.len());
         for m in self.matrices.iter().filter(|m| m.head <= 0 || m.layer == 0) {
+            let kind = match m.expert {
+                Some(e) => format!("{} ({e})", m.kind),
+                None => m.kind.to_string(),
+            };
             let _ = writeln!(
                 s,
                 "  layer {:>3} head {:>3} {:<8} {:>6} x {:<6} {}",
-                m.layer, m.head, m.kind, m.rows, m.cols, m.formed_from
+                m.layer, m.head, kind, m.rows, m.cols, m.formed_from
             );
         }
         let _ = writeln!(s, "  (heads other than 0 shown for layer 0 only)");
@@ -118,6 +125,12 @@ impl Report for InspectReport {
             "kv_heads": a.kv_heads,
             "head_dim": a.head_dim,
             "intermediate": a.intermediate,
+            "experts": a.moe.as_ref().map(|m| serde_json::json!({
+                "layers": m.layers,
+                "expert_width": m.expert_width,
+                "shared_width": m.shared_width,
+                "experts_per_token": m.experts_per_token,
+            })),
             "activation": a.activation.as_ref().map(|x| serde_json::json!({"name": x.name, "source": x.source})),
             "bound": self.bound,
             "extensions": self.extensions,
@@ -126,4 +139,34 @@ impl Report for InspectReport {
         });
         Some(serde_json::to_string_pretty(&j).expect("JSON serialises"))
     }
+}
+
+/// The experts of a mixture-of-experts model, one line: routed experts and
+/// their width, the shared expert, the routing, and the dense layers.
+fn experts_line(m: &crate::arch::MoeLayout) -> String {
+    let sparse: Vec<_> = m.layers.iter().filter(|f| f.experts > 0).collect();
+    let dense: Vec<String> = m
+        .layers
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.experts == 0)
+        .map(|(l, _)| l.to_string())
+        .collect();
+    let mut s = format!(
+        "{} routed experts of width {} in {} sparse layer{}",
+        sparse.first().map_or(0, |f| f.experts),
+        m.expert_width,
+        sparse.len(),
+        if sparse.len() == 1 { "" } else { "s" }
+    );
+    if m.shared_width > 0 {
+        s += &format!(", a shared expert of width {}", m.shared_width);
+    }
+    if let Some(k) = m.experts_per_token {
+        s += &format!(", {k} per token (top-k routing)");
+    }
+    if !dense.is_empty() {
+        s += &format!("; dense layers: {}", dense.join(", "));
+    }
+    s + "; every expert's M_in and M_out is certified, the router is not a proxy matrix"
 }

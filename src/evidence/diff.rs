@@ -350,6 +350,7 @@ fn measure_rows(
     let fields = |name: &'static str| QuantityFields {
         layer: None,
         head: None,
+        expert: None,
         kind: None,
         quantity: name,
         index: None,

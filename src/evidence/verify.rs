@@ -275,6 +275,7 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
             layer: l,
             head: h,
             kind,
+            expert: None,
         })
         .expect("a validated certificate holds every matrix")
     };

@@ -421,6 +421,7 @@ mod tests {
         MatrixEntry {
             layer: 0,
             head: Some(0),
+            expert: None,
             kind: MatrixType::QK,
             rows: N,
             cols: N,

@@ -201,6 +201,7 @@ fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {
             layer: w.layer,
             head,
             kind,
+            expert: None,
         })
     };
     let c2 = |kind, head| find(kind, head)?.spectral_norm.to_inari();
