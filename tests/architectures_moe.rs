@@ -131,6 +131,26 @@ fn config(model_type: &str, layers: usize, extra: Value) -> Value {
     c
 }
 
+/// One Mixtral layer: the attention, expert `e` holding block `blocks[e]`
+/// (`w1` gate, `w3` up, `w2` down), and the router.
+fn mixtral_tensors<const E: usize>(blocks: [usize; E]) -> Vec<(String, DenseMatrix)> {
+    let mut ts = attention_tensors(0);
+    for (e, b) in blocks.into_iter().enumerate() {
+        let p = "block_sparse_moe.experts.{e}";
+        let names = [format!("{p}.w1"), format!("{p}.w3"), format!("{p}.w2")];
+        ts.extend(ffn_tensors(names.each_ref().map(|s| s.as_str()), 0, e, b));
+    }
+    ts.push((
+        "model.layers.0.block_sparse_moe.gate.weight".into(),
+        router(E),
+    ));
+    ts
+}
+
+fn mixtral_config(experts: usize) -> Value {
+    config("mixtral", 1, json!({"num_local_experts": experts}))
+}
+
 fn certify(path: &Path) -> Value {
     ok_json(&run(&["certify", path.to_str().unwrap(), "--json"]))
 }
@@ -167,7 +187,7 @@ fn expected(
         .as_object()
         .unwrap();
     let mut o = serde_json::Map::new();
-    for k in SPECTRAL_KEYS {
+    for k in common::SPECTRAL_KEYS {
         o.insert(k.to_string(), m[k].clone());
         if k == "head" {
             if let Some(e) = &expert {
@@ -178,25 +198,6 @@ fn expected(
     o["layer"] = json!(layer);
     Value::Object(o)
 }
-
-/// The fifteen spectral keys of a certificate's matrix entry.
-const SPECTRAL_KEYS: [&str; 15] = [
-    "layer",
-    "head",
-    "type",
-    "rows",
-    "cols",
-    "spectral_norm",
-    "frobenius_norm",
-    "nuclear_norm",
-    "norm_21",
-    "norm_11",
-    "stable_rank",
-    "rank",
-    "singular_values",
-    "structural_zeros",
-    "method",
-];
 
 /// The spectra a certificate of layers `layout` must state: layer `l` has
 /// the attention (reference layer 0's) and the blocks `blocks[l]` with
@@ -264,25 +265,7 @@ fn moe_families_certify_every_expert_as_the_llama_layout_without_a_bound() {
 
     // Mixtral: block_sparse_moe, w1 gate, w3 up, w2 down.
     let mixtral = tmpdir("mixtral");
-    let mut ts = attention_tensors(0);
-    for e in 0..3 {
-        let p = "block_sparse_moe.experts.{e}";
-        ts.extend(ffn_tensors(
-            [&format!("{p}.w1"), &format!("{p}.w3"), &format!("{p}.w2")].map(|s| &**s),
-            0,
-            e,
-            e,
-        ));
-    }
-    ts.push((
-        "model.layers.0.block_sparse_moe.gate.weight".into(),
-        router(3),
-    ));
-    write(
-        &mixtral,
-        &ts,
-        config("mixtral", 1, json!({"num_local_experts": 3})),
-    );
+    write(&mixtral, &mixtral_tensors([0, 1, 2]), mixtral_config(3));
     let c = certify(&mixtral);
     assert_eq!(c["model"]["architecture"], "mixtral");
     assert_no_bound(&c, specbound::arch::families::MOE, "mixtral");
@@ -416,9 +399,14 @@ fn moe_families_certify_every_expert_as_the_llama_layout_without_a_bound() {
         mixtral.to_str().unwrap(),
     ]);
     assert_eq!(rc, Some(1), "{e}");
+    // diff names the expert: the same Mixtral with expert 1 holding block 3.
+    let other = tmpdir("mixtral-other");
+    write(&other, &mixtral_tensors([0, 3, 2]), mixtral_config(3));
+    let p = write_value(&out, "other.json", &certify(&other));
     let (rc, o, e) = code(&["diff", g, p.to_str().unwrap()]);
     assert_ne!(rc, Some(0), "{o}{e}");
     assert!(o.contains("layer 0 expert 1 M_in"), "{o}");
+    assert!(!o.contains("expert 0") && !o.contains("expert 2"), "{o}");
     let (_, o, _) = code(&["diff", g, p.to_str().unwrap(), "--json"]);
     assert!(o.replace([' ', '\n'], "").contains("\"expert\":1"), "{o}");
 }
@@ -522,25 +510,8 @@ fn certificate_experts_are_validated_and_old_certificates_read_unchanged() {
 #[test]
 fn inspect_shows_the_experts_and_bad_expert_layouts_are_refused() {
     let d = tmpdir("inspect");
-    let mut ts = attention_tensors(0);
-    for e in 0..2 {
-        let p = "block_sparse_moe.experts.{e}";
-        ts.extend(ffn_tensors(
-            [&format!("{p}.w1"), &format!("{p}.w3"), &format!("{p}.w2")].map(|s| &**s),
-            0,
-            e,
-            e,
-        ));
-    }
-    ts.push((
-        "model.layers.0.block_sparse_moe.gate.weight".into(),
-        router(2),
-    ));
-    write(
-        &d,
-        &ts,
-        config("mixtral", 1, json!({"num_local_experts": 2})),
-    );
+    let ts = mixtral_tensors([0, 1]);
+    write(&d, &ts, mixtral_config(2));
     let j = ok_json(&run(&["inspect", d.to_str().unwrap(), "--json"]));
     assert_eq!(j["layout"], "Mixtral");
     assert!(j["bound"]

@@ -276,6 +276,26 @@ pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("binary runs")
 }
 
+/// The fifteen spectral keys of a certificate's matrix entry (a part's,
+/// and a certificate-without-a-bound's `spectra[]` entries, hold them).
+pub const SPECTRAL_KEYS: [&str; 15] = [
+    "layer",
+    "head",
+    "type",
+    "rows",
+    "cols",
+    "spectral_norm",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+    "rank",
+    "singular_values",
+    "structural_zeros",
+    "method",
+];
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
