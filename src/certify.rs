@@ -413,7 +413,8 @@ pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
 
 /// Runs the pipeline on the matrices of `scope.shard`, one layer at a time
 /// (a layer's tensors are read, its selected matrices certified in
-/// parallel, then released). With a resume directory, layers whose part is
+/// parallel, then released; a mixture-of-experts layer one expert at a
+/// time). With a resume directory, layers whose part is
 /// there are read back instead (after checking that the part was written
 /// by this program for this model, these parameters and this shard), and
 /// each layer certified is written there before the next one starts.
@@ -515,23 +516,26 @@ pub fn certify_run(
                 None => chunks.push((id.expert, vec![id])),
             }
         }
-        let mut layer = Vec::with_capacity(ids.len());
+        let mut outcomes = Vec::with_capacity(ids.len());
         for (_, chunk) in &chunks {
             let wanted: std::collections::HashSet<MatrixId> = chunk.iter().copied().collect();
             let mats = arch::extract_layer(&ck, &arch, l, &|id| wanted.contains(&id))?;
+            let order: Vec<MatrixId> = mats.iter().map(|m| m.id).collect();
             // Largest first, each matrix dropped once certified; `None`:
             // skipped because the run was cancelled.
             let batch = certify_batch(mats, &svd_opts, progress);
             let Some(batch) = batch.into_iter().collect::<Option<Vec<_>>>() else {
                 return Err(CertifyError::Cancelled);
             };
-            let batch: Vec<MatrixResult> = match batch.into_iter().collect() {
-                Ok(r) => r,
-                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-            };
-            layer.extend(batch);
+            outcomes.extend(order.into_iter().zip(batch));
         }
-        layer.sort_by_key(|r| r.id);
+        // In certificate order, so that the inconclusive matrix reported is
+        // the first in that order, as for a layer certified in one batch.
+        outcomes.sort_by_key(|(id, _)| *id);
+        let layer: Vec<MatrixResult> = match outcomes.into_iter().map(|(_, r)| r).collect() {
+            Ok(r) => r,
+            Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+        };
         let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
         if let Some(dir) = &scope.resume_dir {
             let part = Part::new(header.clone(), scope.shard, entries.clone());
