@@ -332,6 +332,7 @@ fn moe_families_certify_every_expert_as_the_llama_layout_without_a_bound() {
     );
     assert_eq!(c["spectra"].as_array().unwrap(), &want, "qwen2_moe");
     common::schema::validate(&schema, &c).unwrap();
+    let qwen2_cert = c;
 
     // Qwen3-MoE: QK-norm beside two experts; both reasons.
     let qwen3 = tmpdir("qwen3moe");
@@ -374,7 +375,7 @@ fn moe_families_certify_every_expert_as_the_llama_layout_without_a_bound() {
     let (rc, o, e) = code(&["verify", g, "--model", mixtral.to_str().unwrap()]);
     assert_eq!(rc, Some(0), "{o}{e}");
     assert!(o.contains("hashes and weights"), "{o}");
-    let q = write_value(&out, "qwen2moe.json", &certify(&qwen2));
+    let q = write_value(&out, "qwen2moe.json", &qwen2_cert);
     let (rc, o, e) = code(&[
         "verify",
         q.to_str().unwrap(),
@@ -384,6 +385,34 @@ fn moe_families_certify_every_expert_as_the_llama_layout_without_a_bound() {
     assert_eq!(rc, Some(0), "{o}{e}");
     let (rc, o, e) = code(&["diff", g, g]);
     assert_eq!(rc, Some(0), "{o}{e}");
+    // Two shards merged: the unsharded certificate, experts and all.
+    let parts: Vec<String> = (1..=2)
+        .map(|k| {
+            let p = out.join(format!("part-{k}.json")).display().to_string();
+            let shard = format!("{k}/2");
+            let (rc, o, e) = code(&[
+                "certify",
+                qwen2.to_str().unwrap(),
+                "--shard",
+                &shard,
+                "--out",
+                &p,
+            ]);
+            assert_eq!(rc, Some(0), "{o}{e}");
+            p
+        })
+        .collect();
+    let merged = out.join("merged.json");
+    let (rc, o, e) = code(&[
+        "merge",
+        &parts[0],
+        &parts[1],
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, Some(0), "{o}{e}");
+    let m: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!(m, qwen2_cert);
     // An expert's spectrum moved: verify against the weights fails, and
     // diff names the expert.
     let mut bad = mixtral_cert.clone();
