@@ -183,6 +183,7 @@ mod tests {
             intermediate: ff,
             activation: None,
             heads_override: None,
+            stack: None,
         }
     }
 
