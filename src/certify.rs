@@ -1098,14 +1098,11 @@ pub fn run_header(
                     source: o.source.clone(),
                 }
             }),
-            stack: arch
-                .stack
-                .as_ref()
-                .map(|s| crate::certificate::StackEntry {
-                    name: s.name.clone(),
-                    stacks: s.stacks.clone(),
-                    by_flag: s.by_flag,
-                }),
+            stack: arch.stack.as_ref().map(|s| crate::certificate::StackEntry {
+                name: s.name.clone(),
+                stacks: s.stacks.clone(),
+                by_flag: s.by_flag,
+            }),
         },
         extensions: arch.extensions(l_phi_text),
     }

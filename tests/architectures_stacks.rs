@@ -20,10 +20,7 @@ const I: usize = 1536;
 const DH: usize = 32;
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-stacks-{}-{name}",
-        std::process::id()
-    ));
+    let d = std::env::temp_dir().join(format!("specbound-stacks-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -138,7 +135,13 @@ fn spectra_of(c: &Value) -> Vec<Value> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| Value::Object(KEYS.iter().map(|k| (k.to_string(), m[*k].clone())).collect()))
+        .map(|m| {
+            Value::Object(
+                KEYS.iter()
+                    .map(|k| (k.to_string(), m[*k].clone()))
+                    .collect(),
+            )
+        })
         .collect()
 }
 
@@ -153,7 +156,11 @@ fn no_bound(c: &Value, reference: &Value, reason: &str, what: &str) {
     assert!(c.get("bounds").is_none(), "{what}");
     assert_eq!(c["bound_absent"].as_str(), Some(reason), "{what}");
     assert_eq!(c["extensions"], json!([]), "{what}");
-    assert_eq!(c["spectra"].as_array().unwrap(), &spectra_of(reference), "{what}");
+    assert_eq!(
+        c["spectra"].as_array().unwrap(),
+        &spectra_of(reference),
+        "{what}"
+    );
 }
 
 fn verify(cert: &Value, model: &Path, name: &str) -> std::process::Output {
@@ -235,7 +242,11 @@ fn clip_and_siglip_towers_certify_as_bert_one_stack_at_a_time() {
     assert_eq!(vision["model"]["heads"], 12);
     // verify reads the stack the certificate names, and no other.
     let out = verify(&vision, &d, "clip-vision");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut forged = vision.clone();
     forged["parameters"]["stack"]["name"] = json!("text");
     assert!(!verify(&forged, &d, "clip-forged").status.success());
@@ -280,7 +291,10 @@ fn clip_and_siglip_towers_certify_as_bert_one_stack_at_a_time() {
         c["parameters"]["stack"],
         json!({"name": "vision", "stacks": ["vision"], "by_flag": false})
     );
-    assert!(!stderr.contains("reading"), "one stack, nothing to say: {stderr}");
+    assert!(
+        !stderr.contains("reading"),
+        "one stack, nothing to say: {stderr}"
+    );
 }
 
 /// T5 (v1.0: `wi`, ReLU) with MiniLM's layer 0 as its encoder and layer 1
@@ -326,20 +340,38 @@ fn t5_encoder_and_decoder_with_d_kv() {
     assert!(stderr.contains("reading 'encoder'"), "{stderr}");
     let ext = extensions(&c);
     assert_eq!(ext.len(), 2, "{ext:?}");
-    assert!(ext[0].contains("position bias") && ext[1].contains("'relu'"), "{ext:?}");
+    assert!(
+        ext[0].contains("position bias") && ext[1].contains("'relu'"),
+        "{ext:?}"
+    );
     let (c, _) = certify(&d, &["--stack", "decoder"]);
     no_bound(&c, &bert1, CROSS_ATTENTION, "t5 decoder");
     assert_eq!(c["parameters"]["stack"]["name"], "decoder");
     let out = verify(&c, &d, "t5-decoder");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let j = ok_json(&run(&["inspect", d.to_str().unwrap(), "--stack", "decoder", "--json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = ok_json(&run(&[
+        "inspect",
+        d.to_str().unwrap(),
+        "--stack",
+        "decoder",
+        "--json",
+    ]));
     assert_eq!(j["layout"], "T5Decoder");
     assert!(j["bound"].as_str().unwrap().contains("cross-attention"));
 
     // Gated, 6 heads of d_kv 32: LLaMA's certificate of the same heads.
     let heads = 6;
     let q = heads * DH;
-    let attn_w = [top(&w0[0], q), top(&w0[1], q), top(&w0[2], q), left(&w0[3], q)];
+    let attn_w = [
+        top(&w0[0], q),
+        top(&w0[1], q),
+        top(&w0[2], q),
+        left(&w0[3], q),
+    ];
     let ffn_w = [w0[4].clone(), w0[4].clone(), w0[5].clone()];
     let l = tmpdir("t5-llama");
     let mut lt = named(
@@ -385,10 +417,20 @@ fn t5_encoder_and_decoder_with_d_kv() {
     );
     let (c, _) = certify(&g, &[]);
     same_bound(&c, &llama, "t5 gated encoder");
-    assert_eq!((c["model"]["heads"].clone(), c["model"]["head_dim"].clone()), (json!(6), json!(32)));
+    assert_eq!(
+        (c["model"]["heads"].clone(), c["model"]["head_dim"].clone()),
+        (json!(6), json!(32))
+    );
     let ext = extensions(&c);
-    assert_eq!(ext.len(), 2, "gated and position bias, no L_phi note: {ext:?}");
-    assert!(ext[0].contains("[W_gate, W_up]") && ext[1].contains("position bias"), "{ext:?}");
+    assert_eq!(
+        ext.len(),
+        2,
+        "gated and position bias, no L_phi note: {ext:?}"
+    );
+    assert!(
+        ext[0].contains("[W_gate, W_up]") && ext[1].contains("position bias"),
+        "{ext:?}"
+    );
 }
 
 const BART_NAMES: [&str; 6] = [
@@ -434,14 +476,25 @@ fn bart_encoder_and_decoder_and_whisper_encoder() {
     let (c, _) = certify(&d, &["--stack", "decoder"]);
     no_bound(&c, &bert1, CROSS_ATTENTION, "bart decoder");
     let out = verify(&c, &d, "bart-decoder");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The decoder's certificate without its stack is another model's reading.
     let mut forged = c.clone();
-    forged["parameters"].as_object_mut().unwrap().remove("stack");
+    forged["parameters"]
+        .as_object_mut()
+        .unwrap()
+        .remove("stack");
     assert!(!verify(&forged, &d, "bart-unstacked").status.success());
 
     let w = tmpdir("whisper");
-    write(&w, &named("model.encoder.layers.0.", &BART_NAMES, &layer(0)), &keys("whisper"));
+    write(
+        &w,
+        &named("model.encoder.layers.0.", &BART_NAMES, &layer(0)),
+        &keys("whisper"),
+    );
     let (c, _) = certify(&w, &[]);
     same_bound(&c, &bert0, "whisper encoder");
     assert_eq!(c["model"]["architecture"], "whisper");
@@ -521,6 +574,10 @@ fn multimodal_gemma3_is_its_text_model() {
             json!({"name": "text", "stacks": ["text"], "by_flag": false})
         );
         let out = verify(&c, &d, &format!("gemma3-{prefix}"));
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

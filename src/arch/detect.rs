@@ -416,7 +416,13 @@ fn recognise(ck: &Checkpoint, stack: Option<&str>) -> Result<Recognised, ModelEr
                 ),
             ));
         };
-        let picked = choose(ck, &[spec], &a, stack, (&weights, Some("general.architecture")))?;
+        let picked = choose(
+            ck,
+            &[spec],
+            &a,
+            stack,
+            (&weights, Some("general.architecture")),
+        )?;
         return known(picked, a.clone(), Some(a));
     }
     if let (Some(cfg), Some(path)) = (ck.config(), ck.config_path()) {

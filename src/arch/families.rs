@@ -1269,8 +1269,7 @@ mod tests {
                     assert_eq!(of.len(), 1, "{mt}");
                 } else {
                     assert!(
-                        of.iter()
-                            .all(|g| g.stack.is_some() && g.family == f.family),
+                        of.iter().all(|g| g.stack.is_some() && g.family == f.family),
                         "{mt}"
                     );
                 }

@@ -1082,7 +1082,9 @@ pub fn verify_with_model_options(
     let stacks = a.stack.as_ref().map(|s| &s.stacks);
     if stacks != c.parameters.stack.as_ref().map(|s| &s.stacks) {
         let said = |s: Option<&Vec<String>>| {
-            s.map_or("one stack".into(), |v| format!("the stacks {}", v.join(", ")))
+            s.map_or("one stack".into(), |v| {
+                format!("the stacks {}", v.join(", "))
+            })
         };
         v.failure = Some(format!(
             "$.parameters.stack: the certificate says the model has {}, its files have {}",
