@@ -1290,25 +1290,6 @@ fn qk_norm_model(name: &str, mt: &str, gemma: bool) -> PathBuf {
     d
 }
 
-/// The fifteen spectral keys of a certificate's matrix entry.
-const SPECTRAL_KEYS: [&str; 15] = [
-    "layer",
-    "head",
-    "type",
-    "rows",
-    "cols",
-    "spectral_norm",
-    "frobenius_norm",
-    "nuclear_norm",
-    "norm_21",
-    "norm_11",
-    "stable_rank",
-    "rank",
-    "singular_values",
-    "structural_zeros",
-    "method",
-];
-
 /// Qwen3, OLMo 2 and Gemma 3 (QK-norm) are LLaMA's tensors beside the
 /// norms' gains: the certificate (version 3) states exactly the LLaMA
 /// certificate's spectra of every proxy matrix, the family's reason, and
@@ -1325,7 +1306,7 @@ fn qk_norm_families_certify_the_llama_spectra_without_a_bound() {
         .map(|m| {
             let o = m.as_object().unwrap();
             Value::Object(
-                SPECTRAL_KEYS
+                common::SPECTRAL_KEYS
                     .iter()
                     .map(|k| (k.to_string(), o[*k].clone()))
                     .collect(),

@@ -114,30 +114,14 @@ fn bert_reference(l: usize) -> Value {
 /// The fifteen spectral keys of every matrix entry of a certificate with a
 /// bound: what a certificate without one states in `spectra`.
 fn spectra_of(c: &Value) -> Vec<Value> {
-    const KEYS: [&str; 15] = [
-        "layer",
-        "head",
-        "type",
-        "rows",
-        "cols",
-        "spectral_norm",
-        "frobenius_norm",
-        "nuclear_norm",
-        "norm_21",
-        "norm_11",
-        "stable_rank",
-        "rank",
-        "singular_values",
-        "structural_zeros",
-        "method",
-    ];
     c["matrices"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| {
             Value::Object(
-                KEYS.iter()
+                common::SPECTRAL_KEYS
+                    .iter()
                     .map(|k| (k.to_string(), m[*k].clone()))
                     .collect(),
             )

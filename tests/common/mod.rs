@@ -471,3 +471,23 @@ pub fn graded(m: usize, n: usize, e: i32, seed: u64) -> DenseMatrix {
         data,
     }
 }
+
+/// The fifteen spectral keys of a certificate's matrix entry (what a
+/// certificate without a bound states per matrix in `spectra`).
+pub const SPECTRAL_KEYS: [&str; 15] = [
+    "layer",
+    "head",
+    "type",
+    "rows",
+    "cols",
+    "spectral_norm",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+    "rank",
+    "singular_values",
+    "structural_zeros",
+    "method",
+];
