@@ -99,9 +99,10 @@ fn certify(dir: &Path, extra: &[&str]) -> (Value, String) {
     (ok_json(&out), stderr)
 }
 
-/// The certificate of a one-layer BERT holding MiniLM's layer l.
-fn bert_reference(l: usize) -> Value {
-    let d = tmpdir(&format!("bert-{l}"));
+/// The certificate of a one-layer BERT holding MiniLM's layer l, in a
+/// directory of its own for test `test` (tests run in parallel).
+fn bert_reference(test: &str, l: usize) -> Value {
+    let d = tmpdir(&format!("{test}-bert-{l}"));
     write(
         &d,
         &named("encoder.layer.0.", &BERT_NAMES, &layer(l)),
@@ -186,7 +187,7 @@ const CLIP_NAMES: [&str; 6] = [
 /// as BERT with the paper's bound exactly.
 #[test]
 fn clip_and_siglip_towers_certify_as_bert_one_stack_at_a_time() {
-    let (bert0, bert1) = (bert_reference(0), bert_reference(1));
+    let (bert0, bert1) = (bert_reference("clip", 0), bert_reference("clip", 1));
     let d = tmpdir("clip");
     let mut ts = named("text_model.encoder.layers.0.", &CLIP_NAMES, &layer(0));
     ts.extend(named(
@@ -291,7 +292,7 @@ fn clip_and_siglip_towers_certify_as_bert_one_stack_at_a_time() {
 #[test]
 fn t5_encoder_and_decoder_with_d_kv() {
     use specbound::arch::families::CROSS_ATTENTION;
-    let (bert0, bert1) = (bert_reference(0), bert_reference(1));
+    let (bert0, bert1) = (bert_reference("t5", 0), bert_reference("t5", 1));
     let attn = [
         "layer.0.SelfAttention.q",
         "layer.0.SelfAttention.k",
@@ -433,7 +434,7 @@ const BART_NAMES: [&str; 6] = [
 #[test]
 fn bart_encoder_and_decoder_and_whisper_encoder() {
     use specbound::arch::families::CROSS_ATTENTION;
-    let (bert0, bert1) = (bert_reference(0), bert_reference(1));
+    let (bert0, bert1) = (bert_reference("bart", 0), bert_reference("bart", 1));
     let keys = |mt: &str| {
         json!({"model_type": mt, "d_model": N, "encoder_layers": 1, "decoder_layers": 1,
                "encoder_attention_heads": 12, "decoder_attention_heads": 12,
