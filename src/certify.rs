@@ -1119,6 +1119,11 @@ pub fn run_header(
                     source: o.source.clone(),
                 }
             }),
+            stack: arch.stack.as_ref().map(|s| crate::certificate::StackEntry {
+                name: s.name.clone(),
+                stacks: s.stacks.clone(),
+                by_flag: s.by_flag,
+            }),
         },
         extensions: arch.extensions(l_phi_text),
     }
@@ -1151,7 +1156,10 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
             expected.len()
         )));
     }
-    if let Some(reason) = crate::arch::families::bound_absent_reason(&md.architecture) {
+    if let Some(reason) = crate::arch::families::bound_absent_reason(
+        &md.architecture,
+        header.parameters.stack.as_ref().map(|s| s.name.as_str()),
+    ) {
         return Ok(Certificate {
             format: FORMAT.into(),
             version: crate::certificate::VERSION_NO_BOUND,

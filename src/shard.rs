@@ -182,6 +182,7 @@ mod tests {
             activation: None,
             heads_override: None,
             moe: None,
+            stack: None,
         }
     }
 

@@ -609,6 +609,7 @@ fn extreme_fact_values_never_panic_detect_describe_or_extract() {
                 ArchOverrides {
                     heads: Some(2),
                     layers: None,
+                    stack: None,
                 },
             ] {
                 if let Ok(a) = arch::detect(ck, &ov) {

@@ -218,6 +218,7 @@ def certify(
     model_id: Optional[str] = None,
     measures: bool = False,
     init: Optional[_Path] = None,
+    stack: Optional[str] = None,
 ) -> Certificate:
     """Certifies a whole checkpoint: a path or a Hugging Face id (None: the
     bundled all-MiniLM-L6-v2).
@@ -364,6 +365,7 @@ def inspect(
     heads: Optional[int] = None,
     l_phi: Union[str, float, int, Decimal] = "1.13",
     revision: Optional[str] = None,
+    stack: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The recognised architecture and its proxy matrices (``inspect --json``).
 

@@ -179,13 +179,14 @@ fn read(path: &Path) -> PyResult<Cert> {
 }
 
 /// The options of a certification, as the command line's flags give them
-/// (`--l-phi`, `--grid-m`, `--precision`, `--heads`, `--layers`).
+/// (`--l-phi`, `--grid-m`, `--precision`, `--heads`, `--layers`, `--stack`).
 pub(crate) fn certify_options(
     l_phi: Option<&Bound<'_, PyAny>>,
     grid_m: Option<i64>,
     precision: &str,
     heads: Option<i64>,
     layers: Option<i64>,
+    stack: Option<String>,
 ) -> PyResult<CertifyOptions> {
     let l_phi = match l_phi {
         Some(x) => decimal_arg(x, "l_phi")?,
@@ -208,6 +209,7 @@ pub(crate) fn certify_options(
         overrides: ArchOverrides {
             heads: positive(heads, "heads")?,
             layers: positive(layers, "layers")?,
+            stack,
         },
     })
 }
@@ -436,7 +438,10 @@ enum Sink {
 /// read as an exact decimal (str as written, float as printed); ``grid_m``
 /// overrides the grid resolution; ``precision`` is ``"f64"``,
 /// ``"extended"``, ``"auto"`` or ``"mpfr:BITS"``; ``heads`` and ``layers``
-/// override the architecture of a file without config.json; ``model_id``
+/// override the architecture of a file without config.json; ``stack``
+/// names the stack of blocks of a model of several (``certify --stack``:
+/// ``"encoder"``, ``"decoder"``, ``"text"``, ``"vision"``; default the
+/// first the files hold); ``model_id``
 /// fills the ``model_id`` column of :meth:`Certificate.tables` (default:
 /// the model's directory name, or the name of a Hugging Face id).
 /// ``progress=True`` writes ``done/total matrices`` to ``sys.stderr``; a
@@ -459,8 +464,8 @@ enum Sink {
 /// >>> b.ours.hi < b.edelman.lo
 /// True
 #[pyfunction]
-#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None),
-       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None)")]
+#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None),
+       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn certify(
     py: Python<'_>,
@@ -475,8 +480,9 @@ pub fn certify(
     model_id: Option<String>,
     measures: bool,
     init: Option<&Bound<'_, PyAny>>,
+    stack: Option<String>,
 ) -> PyResult<Certificate> {
-    let options = certify_options(l_phi, grid_m, precision, heads, layers)?;
+    let options = certify_options(l_phi, grid_m, precision, heads, layers, stack)?;
     let sink = match progress {
         None => Sink::Off,
         Some(p) if p.is_instance_of::<PyBool>() => {

@@ -44,7 +44,8 @@ fn opt_path(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<PathB
 ///
 /// ``model`` is a path or a Hugging Face id in the local cache (at
 /// ``revision``), as :func:`certify` takes it; ``heads`` is needed for a
-/// file without config.json or metadata. Bad input raises ``ValueError``
+/// file without config.json or metadata; ``stack`` names the stack of
+/// blocks of a model of several (``inspect --stack``). Bad input raises ``ValueError``
 /// (or ``FileNotFoundError``).
 ///
 /// Example:
@@ -54,14 +55,15 @@ fn opt_path(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<PathB
 /// >>> i["architecture"], i["layers"], len(i["matrices"])
 /// ('bert', 6, 156)
 #[pyfunction]
-#[pyo3(signature = (model, *, heads = None, l_phi = None, revision = None),
-       text_signature = "(model, *, heads=None, l_phi='1.13', revision=None)")]
+#[pyo3(signature = (model, *, heads = None, l_phi = None, revision = None, stack = None),
+       text_signature = "(model, *, heads=None, l_phi='1.13', revision=None, stack=None)")]
 pub fn inspect<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     heads: Option<i64>,
     l_phi: Option<&Bound<'py, PyAny>>,
     revision: Option<&str>,
+    stack: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let req = InspectRequest {
         model: model_ref(Some(model), revision)?,
@@ -70,6 +72,7 @@ pub fn inspect<'py>(
             Some(x) => decimal_arg(x, "l_phi")?,
             None => specbound::arch::PAPER_L_PHI.to_string(),
         },
+        stack,
     };
     let report = run_command(py, false, move |_| specbound::cmd::inspect::run(&req))?
         .map_err(|e| cmd_error(&e, &[]))?;
@@ -133,7 +136,7 @@ pub fn study<'py>(
         models_file: opt_path(models_file, "models_file")?,
         model_ids: strings_arg(model_ids, "model_ids")?,
         out: path_arg(out, "out")?,
-        certify: certify_options(l_phi, grid_m, precision, heads, layers)?,
+        certify: certify_options(l_phi, grid_m, precision, heads, layers, None)?,
         primary,
         spectrum_layers: layers_arg(spectrum_layers)?,
         style: Style::Shared,

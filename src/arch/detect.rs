@@ -13,7 +13,7 @@ use super::families::{
 use super::recipe::tensor_shape;
 use super::{
     clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, LayerFfn,
-    ModelError, MoeLayout, MAX_EXPERTS,
+    ModelError, MoeLayout, StackChoice, MAX_EXPERTS,
 };
 use crate::io::checkpoint::Checkpoint;
 use crate::io::gguf::MetaValue;
@@ -27,6 +27,9 @@ enum Origin {
     Key { file: PathBuf, key: String },
     /// Computed from tensor shapes or other facts; errors name this tensor.
     Derived { file: PathBuf, tensor: String },
+    /// A key config.json leaves out, whose value is the default of the
+    /// stack's configuration class ([`super::Stack::defaults`]).
+    Default { file: PathBuf, key: String },
 }
 
 /// A number and its origin.
@@ -45,6 +48,11 @@ impl Fact {
             }
             Origin::Key { file, key } => invalid(file, Some(key), message.to_string()),
             Origin::Derived { file, tensor } => invalid(file, Some(tensor), message.to_string()),
+            Origin::Default { file, key } => invalid(
+                file,
+                Some(key),
+                format!("{message} (the configuration class's default: config.json leaves it out)"),
+            ),
         }
     }
 
@@ -66,6 +74,11 @@ impl Fact {
                 file.file_name().map_or(file.as_path(), Path::new).display()
             ),
             Origin::Derived { tensor, .. } => format!("from '{}'", clean(tensor)),
+            Origin::Default { file, key } => format!(
+                "of the default of '{}' (absent from {})",
+                clean(key),
+                file.file_name().map_or(file.as_path(), Path::new).display()
+            ),
         }
     }
 }
@@ -101,6 +114,19 @@ struct Sources<'a> {
 }
 
 impl Sources<'_> {
+    /// The config.json object that holds the family's facts, with the
+    /// prefix of its keys in messages: the stack's section
+    /// (`text_config.`) when config.json has it, else the top level.
+    fn config(&self) -> Option<(&Value, String)> {
+        let cfg = self.ck.config()?;
+        if let Some(section) = self.spec.stack.and_then(|s| s.section) {
+            if let Some(v @ Value::Object(_)) = cfg.get(section) {
+                return Some((v, format!("{section}.")));
+            }
+        }
+        Some((cfg, String::new()))
+    }
+
     /// The first of the family's GGUF keys, then config keys, that is
     /// present (a JSON `null` counts as absent); a value that is not a
     /// non-negative integer that fits a `usize` is an error.
@@ -138,22 +164,24 @@ impl Sources<'_> {
         self.config_fact(pick(&self.spec.config))
     }
 
-    /// The first of `keys` present in config.json (a JSON `null` counts as
-    /// absent); a value that is not a non-negative integer is an error.
+    /// The first of `keys` present in config.json's section of the stack
+    /// (a JSON `null` counts as absent), else the stack's default for it; a
+    /// value that is not a non-negative integer is an error.
     fn config_fact(&self, keys: &[&str]) -> Result<Option<Fact>, ModelError> {
-        if let (Some(cfg), Some(path)) = (self.ck.config(), self.ck.config_path()) {
+        if let (Some((cfg, pre)), Some(path)) = (self.config(), self.ck.config_path()) {
             for k in keys {
                 let v = match cfg.get(*k) {
                     None | Some(Value::Null) => continue,
                     Some(v) => v,
                 };
+                let key = format!("{pre}{k}");
                 let value = v
                     .as_u64()
                     .and_then(|x| usize::try_from(x).ok())
                     .ok_or_else(|| {
                         invalid(
                             path,
-                            Some(k),
+                            Some(&key),
                             format!("expected a non-negative integer, found {}", json_kind(v)),
                         )
                     })?;
@@ -161,9 +189,22 @@ impl Sources<'_> {
                     value,
                     origin: Origin::Key {
                         file: path.to_path_buf(),
-                        key: k.to_string(),
+                        key,
                     },
                 }));
+            }
+            // What transformers builds for a key the saved config leaves out.
+            let defaults = self.spec.stack.map_or(&[][..], |s| s.defaults);
+            for k in keys {
+                if let Some(&(_, value)) = defaults.iter().find(|(d, _)| d == k) {
+                    return Ok(Some(Fact {
+                        value,
+                        origin: Origin::Default {
+                            file: path.to_path_buf(),
+                            key: format!("{pre}{k}"),
+                        },
+                    }));
+                }
             }
         }
         Ok(None)
@@ -184,12 +225,13 @@ impl Sources<'_> {
                 }
             }
         }
-        if let Some(cfg) = self.ck.config() {
+        let pre = self.config().map(|(_, p)| p).unwrap_or_default();
+        if let Some((cfg, _)) = self.config() {
             for k in self.spec.config.activation {
                 match cfg.get(*k) {
                     None | Some(Value::Null) => {}
                     Some(Value::String(s)) => {
-                        return Some(named(s, format!("'{k}' in config.json")));
+                        return Some(named(s, format!("'{pre}{k}' in config.json")));
                     }
                     // A custom activation object: not one we can name.
                     Some(_) => return None,
@@ -213,7 +255,7 @@ impl Sources<'_> {
                         .config
                         .activation
                         .iter()
-                        .map(|k| format!("'{k}'"))
+                        .map(|k| format!("'{pre}{k}'"))
                         .collect::<Vec<_>>()
                         .join(" or ")
                 ),
@@ -222,14 +264,104 @@ impl Sources<'_> {
     }
 }
 
-/// The prefix before a family's layer-0 query tensor, if the checkpoint has one.
+/// The prefix before a family's layer-0 query tensor, if the checkpoint has
+/// one: of several (Gemma 3's vision tower also ends in
+/// `layers.0.self_attn.q_proj.weight`), the first under which every layer-0
+/// tensor of the family is there.
 fn find_prefix(ck: &Checkpoint, spec: &FamilySpec) -> Option<String> {
     let first = spec.anchor().name_in("", 0);
-    ck.names().find_map(|n| {
+    let mut found = ck.names().filter_map(|n| {
         n.strip_suffix(first.as_str())
             .filter(|p| p.is_empty() || p.ends_with('.'))
             .map(str::to_string)
-    })
+    });
+    let head = found.next()?;
+    let whole = |p: &String| spec.tensors.iter().all(|t| ck.contains(&t.name_in(p, 0)));
+    if whole(&head) {
+        return Some(head);
+    }
+    Some(found.find(whole).unwrap_or(head))
+}
+
+/// The items in their first order, each once.
+fn distinct(items: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// Whether the markers of `spec` are there under `prefix` (layer 0).
+fn marked(ck: &Checkpoint, spec: &FamilySpec, prefix: &str) -> bool {
+    spec.markers
+        .iter()
+        .all(|m| ck.contains(&format!("{prefix}{}", m.replace("{l}", "0"))))
+}
+
+/// The entry of `candidates` (the entries of one model type) to read, with
+/// the stack chosen: the one of `--stack` when given (an error listing the
+/// stacks when the model type has no such stack, or has one stack only);
+/// otherwise the first stack the files hold. Of the entries of that stack,
+/// the first whose query tensor and markers are there (T5's gated
+/// feed-forward before its plain one), else the first whose query tensor is.
+fn choose(
+    ck: &Checkpoint,
+    candidates: &[&'static FamilySpec],
+    family: &str,
+    stack: Option<&str>,
+    origin: (&Path, Option<&str>),
+) -> Result<(&'static FamilySpec, Option<StackChoice>), ModelError> {
+    let stacks = distinct(candidates.iter().filter_map(|f| f.stack.map(|s| s.name)));
+    let pool: Vec<&'static FamilySpec> = match stack {
+        None => candidates.to_vec(),
+        Some(want) if stacks.contains(&want) => candidates
+            .iter()
+            .copied()
+            .filter(|f| f.stack.is_some_and(|s| s.name == want))
+            .collect(),
+        Some(want) => {
+            let (file, key) = origin;
+            let why = if stacks.is_empty() {
+                let several = distinct(
+                    FAMILIES
+                        .iter()
+                        .filter(|f| f.stack.is_some())
+                        .filter_map(|f| f.model_types.first().copied()),
+                );
+                format!(
+                    "one stack of blocks, so --stack does not apply (models of several: {})",
+                    several.join(", ")
+                )
+            } else {
+                format!("the stacks {}", stacks.join(", "))
+            };
+            return Err(invalid(
+                file,
+                key,
+                format!(
+                    "--stack '{}': model type '{}' has {why}",
+                    clean_to(want, 64),
+                    clean_to(family, 64)
+                ),
+            ));
+        }
+    };
+    let present = |f: &&'static FamilySpec| find_prefix(ck, f);
+    let spec = pool
+        .iter()
+        .copied()
+        .find(|f| present(f).is_some_and(|p| marked(ck, f, &p)))
+        .or_else(|| pool.iter().copied().find(|f| present(f).is_some()))
+        .unwrap_or(pool[0]);
+    let choice = spec.stack.map(|s| StackChoice {
+        name: s.name.to_string(),
+        stacks: stacks.iter().map(|s| s.to_string()).collect(),
+        by_flag: stack.is_some(),
+    });
+    Ok((spec, choice))
 }
 
 /// How the family was recognised.
@@ -240,11 +372,20 @@ struct Recognised {
     /// From config.json or GGUF metadata (not from tensor names alone).
     from_metadata: bool,
     prefix: String,
+    stack: Option<StackChoice>,
 }
 
-fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
+fn recognise(ck: &Checkpoint, stack: Option<&str>) -> Result<Recognised, ModelError> {
     let weights = ck.file_of("");
-    let known = |spec: &'static FamilySpec, family: String, gguf_arch: Option<String>| {
+    let of_type = |mt: &str| -> Vec<&'static FamilySpec> {
+        FAMILIES
+            .iter()
+            .filter(|f| f.model_types.contains(&mt))
+            .collect()
+    };
+    let known = |(spec, stack): (&'static FamilySpec, Option<StackChoice>),
+                 family: String,
+                 gguf_arch: Option<String>| {
         let prefix = find_prefix(ck, spec).ok_or_else(|| {
             invalid(
                 &weights,
@@ -262,6 +403,7 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
             gguf_arch,
             from_metadata: true,
             prefix,
+            stack,
         })
     };
     if let Some(meta) = ck.gguf_meta() {
@@ -283,7 +425,14 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
                 ),
             ));
         };
-        return known(spec, a.clone(), Some(a));
+        let picked = choose(
+            ck,
+            &[spec],
+            &a,
+            stack,
+            (&weights, Some("general.architecture")),
+        )?;
+        return known(picked, a.clone(), Some(a));
     }
     if let (Some(cfg), Some(path)) = (ck.config(), ck.config_path()) {
         let archs: Vec<&str> = cfg
@@ -294,11 +443,13 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
         let what = match cfg.get("model_type") {
             Some(Value::String(s)) if !s.is_empty() => {
                 let mt = s.to_lowercase();
-                return match FAMILIES
-                    .iter()
-                    .find(|f| f.model_types.contains(&mt.as_str()))
-                {
-                    Some(spec) => known(spec, mt, None),
+                let candidates = of_type(&mt);
+                return match candidates.first() {
+                    Some(_) => {
+                        let picked =
+                            choose(ck, &candidates, &mt, stack, (path, Some("model_type")))?;
+                        known(picked, mt, None)
+                    }
                     None => Err(invalid(
                         path,
                         Some("model_type"),
@@ -325,7 +476,8 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
         for spec in FAMILIES {
             for p in spec.architectures {
                 if archs.iter().any(|a| a.to_lowercase().starts_with(p)) {
-                    return known(spec, p.to_string(), None);
+                    let picked = choose(ck, &[spec], p, stack, (path, Some("architectures")))?;
+                    return known(picked, p.to_string(), None);
                 }
             }
         }
@@ -347,18 +499,39 @@ fn recognise(ck: &Checkpoint) -> Result<Recognised, ModelError> {
     // Neither config.json nor GGUF metadata: the tensor names decide (a
     // family with markers only when its markers are there too).
     for spec in FAMILIES {
-        let marked = |p: &String| {
-            spec.markers
-                .iter()
-                .all(|m| ck.contains(&format!("{p}{}", m.replace("{l}", "0"))))
-        };
-        if let Some(prefix) = find_prefix(ck, spec).filter(marked) {
+        if let Some(prefix) = find_prefix(ck, spec).filter(|p| marked(ck, spec, p)) {
+            // A stack found by its tensors: --stack chooses among the
+            // stacks of its model type.
+            if spec.stack.is_none() && stack.is_none() {
+                return Ok(Recognised {
+                    spec,
+                    family: spec.family.to_string(),
+                    gguf_arch: None,
+                    from_metadata: false,
+                    prefix,
+                    stack: None,
+                });
+            }
+            let candidates = of_type(spec.model_types[0]);
+            let (spec, stack) = choose(ck, &candidates, spec.family, stack, (&weights, None))?;
+            let prefix = find_prefix(ck, spec).ok_or_else(|| {
+                invalid(
+                    &weights,
+                    None,
+                    format!(
+                        "the stack '{}' expects tensors like '{}', but there are none",
+                        stack.as_ref().map_or("", |c| c.name.as_str()),
+                        spec.anchor().name_in("", 0)
+                    ),
+                )
+            })?;
             return Ok(Recognised {
                 spec,
                 family: spec.family.to_string(),
                 gguf_arch: None,
                 from_metadata: false,
                 prefix,
+                stack,
             });
         }
     }
@@ -393,7 +566,8 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         gguf_arch,
         from_metadata,
         prefix,
-    } = recognise(ck)?;
+        stack,
+    } = recognise(ck, ov.stack.as_deref())?;
     let src = Sources {
         ck,
         spec,
@@ -674,6 +848,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         activation,
         heads_override,
         moe,
+        stack,
     })
 }
 

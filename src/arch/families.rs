@@ -160,6 +160,11 @@ pub struct FamilySpec {
     /// its sparse layers the feed-forward roles of [`FamilySpec::tensors`]
     /// are replaced by one gated feed-forward per expert.
     pub moe: Option<&'static MoeSpec>,
+    /// The stack of blocks this entry reads, for a model with several
+    /// (an encoder and a decoder, a text and a vision tower): the entries of
+    /// one model type are its stacks, in order, and a certificate is about
+    /// one of them (`--stack`); `None` for a model of one stack.
+    pub stack: Option<Stack>,
 }
 
 /// A mixture-of-experts feed-forward (Mixtral, Qwen2-MoE, Qwen3-MoE): where
@@ -189,6 +194,23 @@ pub struct MoeSpec {
     pub dense_layers: Option<&'static str>,
     /// A fused 3-D expert tensor (transformers v5) refused by name.
     pub fused: &'static [&'static str],
+}
+
+/// One stack of blocks of a model with several (`docs/architectures.md`,
+/// "Models with several stacks").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stack {
+    /// Its name for `--stack` and the certificate's `parameters.stack`
+    /// (`encoder`, `decoder`, `text`, `vision`).
+    pub name: &'static str,
+    /// The config.json object that holds its facts (`text_config`), read
+    /// instead of the top level when config.json has it (a single tower's
+    /// own config, `clip_text_model`, is flat).
+    pub section: Option<&'static str>,
+    /// The defaults of the configuration class of the stack, for keys its
+    /// config leaves out (transformers drops defaults from saved nested
+    /// configs): `(key, value)`.
+    pub defaults: &'static [(&'static str, usize)],
 }
 
 use Orientation::{InOut, OutIn};
@@ -353,6 +375,202 @@ const GEMMA: FactKeys = FactKeys {
     ..HF_GQA
 };
 
+/// Gemma 3's QK-norm and its extra feed-forward norm (text model alone or
+/// inside the multimodal model).
+const GEMMA3_MARKERS: &[&str] = &[
+    "layers.{l}.self_attn.q_norm.weight",
+    "layers.{l}.self_attn.k_norm.weight",
+    "layers.{l}.pre_feedforward_layernorm.weight",
+];
+
+/// Cross-attention (the decoders of T5, BART, Whisper): why the paper's
+/// reasoning gives no bound for a decoder stack.
+pub const CROSS_ATTENTION: &str = "cross-attention: each block of this decoder has, between its \
+self-attention and its feed-forward, an attention whose keys and values are computed from the \
+encoder's output rather than from the block's input, so the block is a function of two \
+sequences, and the paper's per-block Lipschitz accounting in the block's input (the depth factor \
+alpha, the sensitivity gamma and the contributions) does not cover it; no proxy and no bound is \
+computed, and the certificate states the certified spectra and norms of the self-attention and \
+feed-forward proxy matrices of every block; the cross-attention matrices (Q_c^T K_c and \
+V_c^T O_c per head) are not included yet";
+
+/// The layers of a CLIP or SigLIP tower under `tower` (`text_model.`, `vision_model.`).
+macro_rules! clip_tower {
+    ($tower:literal) => {
+        &[
+            t(
+                concat!($tower, "encoder.layers.{l}.self_attn.q_proj.weight"),
+                &[Query],
+                OutIn,
+            ),
+            t(
+                concat!($tower, "encoder.layers.{l}.self_attn.k_proj.weight"),
+                &[Key],
+                OutIn,
+            ),
+            t(
+                concat!($tower, "encoder.layers.{l}.self_attn.v_proj.weight"),
+                &[Value],
+                OutIn,
+            ),
+            t(
+                concat!($tower, "encoder.layers.{l}.self_attn.out_proj.weight"),
+                &[Output],
+                OutIn,
+            ),
+            t(
+                concat!($tower, "encoder.layers.{l}.mlp.fc1.weight"),
+                &[FfnIn],
+                OutIn,
+            ),
+            t(
+                concat!($tower, "encoder.layers.{l}.mlp.fc2.weight"),
+                &[FfnOut],
+                OutIn,
+            ),
+        ]
+    };
+}
+
+/// The self-attention and feed-forward of a BART or Whisper stack
+/// (`encoder.`, `decoder.`); a decoder's `encoder_attn` is not a proxy yet.
+macro_rules! bart_stack {
+    ($stack:literal) => {
+        &[
+            t(
+                concat!($stack, "layers.{l}.self_attn.q_proj.weight"),
+                &[Query],
+                OutIn,
+            ),
+            t(
+                concat!($stack, "layers.{l}.self_attn.k_proj.weight"),
+                &[Key],
+                OutIn,
+            ),
+            t(
+                concat!($stack, "layers.{l}.self_attn.v_proj.weight"),
+                &[Value],
+                OutIn,
+            ),
+            t(
+                concat!($stack, "layers.{l}.self_attn.out_proj.weight"),
+                &[Output],
+                OutIn,
+            ),
+            t(concat!($stack, "layers.{l}.fc1.weight"), &[FfnIn], OutIn),
+            t(concat!($stack, "layers.{l}.fc2.weight"), &[FfnOut], OutIn),
+        ]
+    };
+}
+
+/// The self-attention of a T5 stack (`encoder.`, `decoder.`) and its
+/// feed-forward (sublayer `ff`: 1 in the encoder, 2 in the decoder, after
+/// `EncDecAttention`), plain (`wi`, ReLU) or gated (`wi_0` activated, `wi_1`).
+macro_rules! t5_stack {
+    ($stack:literal, $ff:literal, plain) => {
+        &[
+            t5_stack!(@attn $stack, "q", Query),
+            t5_stack!(@attn $stack, "k", Key),
+            t5_stack!(@attn $stack, "v", Value),
+            t5_stack!(@attn $stack, "o", Output),
+            t5_stack!(@ff $stack, $ff, "wi", FfnIn),
+            t5_stack!(@ff $stack, $ff, "wo", FfnOut),
+        ]
+    };
+    ($stack:literal, $ff:literal, gated) => {
+        &[
+            t5_stack!(@attn $stack, "q", Query),
+            t5_stack!(@attn $stack, "k", Key),
+            t5_stack!(@attn $stack, "v", Value),
+            t5_stack!(@attn $stack, "o", Output),
+            t5_stack!(@ff $stack, $ff, "wi_0", FfnGate),
+            t5_stack!(@ff $stack, $ff, "wi_1", FfnIn),
+            t5_stack!(@ff $stack, $ff, "wo", FfnOut),
+        ]
+    };
+    (@attn $stack:literal, $w:literal, $role:ident) => {
+        t(
+            concat!($stack, "block.{l}.layer.0.SelfAttention.", $w, ".weight"),
+            &[$role],
+            OutIn,
+        )
+    };
+    (@ff $stack:literal, $ff:literal, $w:literal, $role:ident) => {
+        t(
+            concat!($stack, "block.{l}.layer.", $ff, ".DenseReluDense.", $w, ".weight"),
+            &[$role],
+            OutIn,
+        )
+    };
+}
+
+/// CLIP's and SigLIP's tower keys (the standard ones, in `text_config` /
+/// `vision_config`).
+const TOWER: FactKeys = HF;
+
+/// T5's keys (`d_kv` is the head dimension, not `d_model / num_heads` in
+/// general); `dense_act_fn` is what `feed_forward_proj` means (`gated-gelu`
+/// runs `gelu_new`), saved by newer transformers.
+const T5_ENCODER: FactKeys = FactKeys {
+    layers: &["num_layers"],
+    hidden: &["d_model"],
+    heads: &["num_heads"],
+    kv_heads: &[],
+    head_dim: &["d_kv"],
+    intermediate: &["d_ff"],
+    activation: &["dense_act_fn", "feed_forward_proj"],
+};
+
+/// T5's decoder: `num_decoder_layers`, which defaults to `num_layers`.
+const T5_DECODER: FactKeys = FactKeys {
+    layers: &["num_decoder_layers", "num_layers"],
+    ..T5_ENCODER
+};
+
+/// BART's, mBART's and Whisper's encoder keys.
+const BART_ENCODER: FactKeys = FactKeys {
+    layers: &["encoder_layers"],
+    hidden: &["d_model"],
+    heads: &["encoder_attention_heads"],
+    kv_heads: &[],
+    head_dim: &[],
+    intermediate: &["encoder_ffn_dim"],
+    activation: &["activation_function"],
+};
+
+/// BART's, mBART's and Whisper's decoder keys.
+const BART_DECODER: FactKeys = FactKeys {
+    layers: &["decoder_layers"],
+    heads: &["decoder_attention_heads"],
+    intermediate: &["decoder_ffn_dim"],
+    ..BART_ENCODER
+};
+
+/// A stack whose facts are top-level keys (T5, BART, Whisper).
+const fn flat(name: &'static str) -> Option<Stack> {
+    Some(Stack {
+        name,
+        section: None,
+        defaults: &[],
+    })
+}
+
+/// CLIPTextConfig's defaults.
+const CLIP_TEXT_DEFAULTS: &[(&str, usize)] = &[
+    ("num_hidden_layers", 12),
+    ("hidden_size", 512),
+    ("num_attention_heads", 8),
+    ("intermediate_size", 2048),
+];
+
+/// CLIPVisionConfig's, SiglipTextConfig's and SiglipVisionConfig's defaults.
+const VIT_BASE_DEFAULTS: &[(&str, usize)] = &[
+    ("num_hidden_layers", 12),
+    ("hidden_size", 768),
+    ("num_attention_heads", 12),
+    ("intermediate_size", 3072),
+];
+
 /// The supported families, in the order tensor names are tried (OPT's
 /// `decoder.layers.N.self_attn.q_proj` before LLaMA's `layers.N...`, which
 /// it ends with; Gemma's tensors are LLaMA's, so without config.json a
@@ -396,6 +614,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Vit",
@@ -439,6 +658,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "DistilBert",
@@ -486,6 +706,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Gpt2",
@@ -515,6 +736,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Mpnet",
@@ -546,6 +768,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "GptNeoX",
@@ -567,6 +790,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Bloom",
@@ -597,6 +821,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "GptJ",
@@ -627,6 +852,230 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[PARALLEL],
         no_bound: None,
         markers: &[],
+        moe: None,
+        stack: None,
+    },
+    FamilySpec {
+        layout: "ClipText",
+        family: "clip",
+        model_types: &["clip", "clip_text_model"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: clip_tower!("text_model."),
+        config: TOWER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("quick_gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        stack: Some(Stack {
+            name: "text",
+            section: Some("text_config"),
+            defaults: CLIP_TEXT_DEFAULTS,
+        }),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "ClipVision",
+        family: "clip",
+        model_types: &["clip", "clip_vision_model"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: clip_tower!("vision_model."),
+        config: TOWER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("quick_gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        stack: Some(Stack {
+            name: "vision",
+            section: Some("vision_config"),
+            defaults: VIT_BASE_DEFAULTS,
+        }),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "SiglipText",
+        family: "siglip",
+        model_types: &["siglip", "siglip_text_model"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: clip_tower!("text_model."),
+        config: TOWER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        stack: Some(Stack {
+            name: "text",
+            section: Some("text_config"),
+            defaults: VIT_BASE_DEFAULTS,
+        }),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "SiglipVision",
+        family: "siglip",
+        model_types: &["siglip", "siglip_vision_model"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: clip_tower!("vision_model."),
+        config: TOWER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        stack: Some(Stack {
+            name: "vision",
+            section: Some("vision_config"),
+            defaults: VIT_BASE_DEFAULTS,
+        }),
+        moe: None,
+    },
+    // T5 v1.1, flan-T5, mT5, umT5 (gated `wi_0`, `wi_1`) before T5 v1.0
+    // (`wi`): the same model types, told apart by the gate's tensor.
+    FamilySpec {
+        layout: "T5GatedEncoder",
+        family: "t5",
+        model_types: &["t5", "mt5", "umt5"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: t5_stack!("encoder.", "1", gated),
+        config: T5_ENCODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gated-gelu"),
+        rotary: false,
+        notes: &[POSITION_BIAS],
+        no_bound: None,
+        markers: &["encoder.block.{l}.layer.1.DenseReluDense.wi_0.weight"],
+        stack: flat("encoder"),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "T5Encoder",
+        family: "t5",
+        model_types: &["t5", "mt5", "umt5"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: t5_stack!("encoder.", "1", plain),
+        config: T5_ENCODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("relu"),
+        rotary: false,
+        notes: &[POSITION_BIAS],
+        no_bound: None,
+        markers: &[],
+        stack: flat("encoder"),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "T5GatedDecoder",
+        family: "t5",
+        model_types: &["t5", "mt5", "umt5"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: t5_stack!("decoder.", "2", gated),
+        config: T5_DECODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gated-gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: Some(CROSS_ATTENTION),
+        markers: &["decoder.block.{l}.layer.2.DenseReluDense.wi_0.weight"],
+        stack: flat("decoder"),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "T5Decoder",
+        family: "t5",
+        model_types: &["t5", "mt5", "umt5"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: t5_stack!("decoder.", "2", plain),
+        config: T5_DECODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("relu"),
+        rotary: false,
+        notes: &[],
+        no_bound: Some(CROSS_ATTENTION),
+        markers: &["decoder.block.{l}.layer.2.DenseReluDense.wi.weight"],
+        stack: flat("decoder"),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "BartEncoder",
+        family: "bart",
+        model_types: &["bart", "mbart"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: bart_stack!("encoder."),
+        config: BART_ENCODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        stack: flat("encoder"),
+        moe: None,
+    },
+    // Before OPT, whose tensors a decoder's are: its cross-attention tells it apart.
+    FamilySpec {
+        layout: "BartDecoder",
+        family: "bart",
+        model_types: &["bart", "mbart"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: bart_stack!("decoder."),
+        config: BART_DECODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: Some(CROSS_ATTENTION),
+        markers: &["decoder.layers.{l}.encoder_attn.q_proj.weight"],
+        stack: flat("decoder"),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "WhisperEncoder",
+        family: "whisper",
+        model_types: &["whisper"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: bart_stack!("encoder."),
+        config: BART_ENCODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        stack: flat("encoder"),
+        moe: None,
+    },
+    FamilySpec {
+        layout: "WhisperDecoder",
+        family: "whisper",
+        model_types: &["whisper"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: bart_stack!("decoder."),
+        config: BART_DECODER,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: Some(CROSS_ATTENTION),
+        markers: &["decoder.layers.{l}.encoder_attn.q_proj.weight"],
+        stack: flat("decoder"),
         moe: None,
     },
     FamilySpec {
@@ -667,6 +1116,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Gemma3",
@@ -681,12 +1131,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         rotary: true,
         notes: &[],
         no_bound: Some(QK_NORM),
-        markers: &[
-            "layers.{l}.self_attn.q_norm.weight",
-            "layers.{l}.self_attn.k_norm.weight",
-            "layers.{l}.pre_feedforward_layernorm.weight",
-        ],
+        markers: GEMMA3_MARKERS,
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Qwen3Moe",
@@ -707,6 +1154,36 @@ pub const FAMILIES: &[FamilySpec] = &[
             "layers.{l}.mlp.gate.weight",
         ],
         moe: Some(&QWEN3_MOE),
+        stack: None,
+    },
+    FamilySpec {
+        layout: "Gemma3Multimodal",
+        family: "gemma3",
+        model_types: &["gemma3"],
+        architectures: &[],
+        gguf_architectures: &[],
+        tensors: LLAMA_TENSORS,
+        config: GEMMA,
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu_pytorch_tanh"),
+        rotary: true,
+        notes: &[],
+        no_bound: Some(QK_NORM),
+        markers: GEMMA3_MARKERS,
+        // Gemma3TextConfig's defaults, which a saved text_config leaves out.
+        stack: Some(Stack {
+            name: "text",
+            section: Some("text_config"),
+            defaults: &[
+                ("num_hidden_layers", 26),
+                ("hidden_size", 2304),
+                ("num_attention_heads", 8),
+                ("num_key_value_heads", 4),
+                ("head_dim", 256),
+                ("intermediate_size", 9216),
+            ],
+        }),
+        moe: None,
     },
     FamilySpec {
         layout: "Qwen3",
@@ -723,6 +1200,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: Some(QK_NORM),
         markers: QK_NORM_MARKERS,
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Mixtral",
@@ -739,6 +1217,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: Some(MOE),
         markers: &["layers.{l}.block_sparse_moe.gate.weight"],
         moe: Some(&MIXTRAL_MOE),
+        stack: None,
     },
     FamilySpec {
         layout: "Qwen2Moe",
@@ -755,6 +1234,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: Some(MOE),
         markers: &["layers.{l}.mlp.shared_expert_gate.weight"],
         moe: Some(&QWEN2_MOE),
+        stack: None,
     },
     FamilySpec {
         layout: "Llama",
@@ -771,6 +1251,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Phi3",
@@ -800,6 +1281,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Gemma2",
@@ -816,6 +1298,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Gemma",
@@ -832,6 +1315,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Gguf",
@@ -866,6 +1350,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         no_bound: None,
         markers: &[],
         moe: None,
+        stack: None,
     },
 ];
 
@@ -878,19 +1363,23 @@ pub const GELU_VARIANTS: &[&str] = &[
     "gelu_pytorch_tanh",
     "gelu_accurate",
     "gelu_python",
+    // T5's `feed_forward_proj`: its gate runs `gelu_new` (T5Config).
+    "gated-gelu",
 ];
 
 /// Why the paper's reasoning gives no bound for the model of
 /// `architecture` (a certificate's `model.architecture`: a `model_type`, a
-/// GGUF architecture or a family name of the table), or `None` when it
-/// gives one ([`FamilySpec::no_bound`]).
-pub fn bound_absent_reason(architecture: &str) -> Option<&'static str> {
+/// GGUF architecture or a family name of the table) and, for a model of
+/// several stacks, its stack `stack` (`parameters.stack`), or `None` when
+/// it gives one ([`FamilySpec::no_bound`]).
+pub fn bound_absent_reason(architecture: &str, stack: Option<&str>) -> Option<&'static str> {
     FAMILIES
         .iter()
         .find(|f| {
-            f.model_types.contains(&architecture)
+            (f.model_types.contains(&architecture)
                 || f.gguf_architectures.contains(&architecture)
-                || f.family == architecture
+                || f.family == architecture)
+                && stack.is_none_or(|s| f.stack.is_some_and(|t| t.name == s))
         })
         .and_then(|f| f.no_bound)
 }
@@ -951,6 +1440,51 @@ pub fn supported() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The entries of a model type are one entry of one stack, or all
+    /// stacks of one family; a stack's defaults are keys of its facts; a
+    /// decoder stack (cross-attention) has no bound.
+    #[test]
+    fn stacks_of_a_model_type_are_consistent() {
+        for f in FAMILIES {
+            for mt in f.model_types {
+                let of: Vec<&FamilySpec> = FAMILIES
+                    .iter()
+                    .filter(|g| g.model_types.contains(mt))
+                    .collect();
+                if f.stack.is_none() {
+                    assert_eq!(of.len(), 1, "{mt}");
+                } else {
+                    assert!(
+                        of.iter().all(|g| g.stack.is_some() && g.family == f.family),
+                        "{mt}"
+                    );
+                }
+            }
+            let Some(s) = f.stack else { continue };
+            let k = &f.config;
+            let keys = [
+                k.layers,
+                k.hidden,
+                k.heads,
+                k.kv_heads,
+                k.head_dim,
+                k.intermediate,
+            ]
+            .concat();
+            assert!(
+                s.defaults.iter().all(|(d, _)| keys.contains(d)),
+                "{}",
+                f.layout
+            );
+            assert_eq!(
+                s.name == "decoder",
+                f.no_bound == Some(CROSS_ATTENTION),
+                "{}",
+                f.layout
+            );
+        }
+    }
 
     /// What the generic code relies on, checked for every entry: the first
     /// tensor holds the query; every role of the paper's block appears
@@ -1070,8 +1604,11 @@ mod tests {
         for (i, a) in FAMILIES.iter().enumerate() {
             for b in &FAMILIES[i + 1..] {
                 assert_ne!(a.layout, b.layout);
+                // Or by their markers (T5's gated feed-forward).
                 assert!(
-                    a.anchor().name != b.anchor().name || a.tensors == b.tensors,
+                    a.anchor().name != b.anchor().name
+                        || a.tensors == b.tensors
+                        || a.markers != b.markers,
                     "{} {}",
                     a.layout,
                     b.layout

@@ -25,7 +25,7 @@ mod id;
 mod recipe;
 
 pub use detect::detect;
-pub use families::{FamilySpec, Fusion, MoeSpec, Orientation, Role, TensorSpec, FAMILIES};
+pub use families::{FamilySpec, Fusion, MoeSpec, Orientation, Role, Stack, TensorSpec, FAMILIES};
 pub use id::{Expert, LayerFfn, MatrixId, MatrixType, MAX_EXPERTS};
 pub use recipe::{
     describe, extract, extract_layer, extract_raw_layer, ProxyDescription, RawWeight,
@@ -82,6 +82,8 @@ pub struct Architecture {
     pub heads_override: Option<HeadsOverride>,
     /// The experts of a mixture-of-experts family ([`FamilySpec::moe`]).
     pub moe: Option<MoeLayout>,
+    /// The stack read, for a model of several stacks ([`FamilySpec::stack`]).
+    pub stack: Option<StackChoice>,
 }
 
 /// The experts of a mixture-of-experts model, as detected.
@@ -127,6 +129,36 @@ impl Architecture {
     /// `None` for a model without experts.
     pub fn experts_entry(&self) -> Option<Vec<LayerFfn>> {
         self.moe.as_ref().map(|m| m.layers.clone())
+    }
+}
+
+/// Which stack of a model of several stacks is read, and how it was chosen:
+/// recorded in a certificate's parameters (`parameters.stack`) so that
+/// `verify` reads the same one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackChoice {
+    /// The stack read (`encoder`, `decoder`, `text`, `vision`).
+    pub name: String,
+    /// Every stack of the model type, in the table's order.
+    pub stacks: Vec<String>,
+    /// Named by `--stack`; otherwise the first stack the files hold.
+    pub by_flag: bool,
+}
+
+impl StackChoice {
+    /// The notice for stderr when no `--stack` chose: which stack is read
+    /// of which; `None` when the flag chose.
+    pub fn notice(&self, family: &str) -> Option<String> {
+        (!self.by_flag && self.stacks.len() > 1).then(|| {
+            format!(
+                "model type '{}' has {} stacks of blocks ({}): reading '{}', the first the files \
+                 hold; pass --stack NAME for another (recorded as parameters.stack)",
+                clean_to(family, 64),
+                self.stacks.len(),
+                self.stacks.join(", "),
+                self.name
+            )
+        })
     }
 }
 
@@ -247,6 +279,9 @@ pub struct ArchOverrides {
     pub heads: Option<usize>,
     /// Number of layers.
     pub layers: Option<usize>,
+    /// The stack of a model of several stacks (`--stack`: `encoder`,
+    /// `decoder`, `text`, `vision`); by default the first the files hold.
+    pub stack: Option<String>,
 }
 
 /// A proxy matrix, factored or dense.

@@ -377,6 +377,23 @@ pub struct Parameters {
     /// heads are the file's (and in certificates written before the key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heads_override: Option<HeadsOverrideEntry>,
+    /// The stack certified, for a model of several stacks (an encoder and a
+    /// decoder, a text and a vision tower); absent for a model of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<StackEntry>,
+}
+
+/// `parameters.stack`: which stack of blocks of a model of several the
+/// certificate is about, and how it was chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackEntry {
+    /// The stack (`encoder`, `decoder`, `text`, `vision`).
+    pub name: String,
+    /// Every stack of the model type, in the table's order.
+    pub stacks: Vec<String>,
+    /// Named by `--stack` (`true`), or the first stack the files hold.
+    pub by_flag: bool,
 }
 
 /// `parameters.heads_override`: the number of heads came from `--heads`.

@@ -728,6 +728,20 @@ pub(crate) fn validate_header(
     if let Err(e) = crate::spectral::positive_decimal_interval(&p.l_phi) {
         return err("$.parameters.l_phi".into(), format!("invalid l_phi: {e}"));
     }
+    if let Some(st) = &p.stack {
+        if st.stacks.len() > 8 || st.stacks.iter().any(|s| s.chars().count() > 64) {
+            return err(
+                "$.parameters.stack.stacks".into(),
+                "at most 8 names of at most 64 characters".into(),
+            );
+        }
+        if !st.stacks.contains(&st.name) {
+            return err(
+                "$.parameters.stack.name".into(),
+                "not one of parameters.stack.stacks".into(),
+            );
+        }
+    }
     if let Some(o) = &p.heads_override {
         if o.heads != md.heads {
             return err(

@@ -96,6 +96,9 @@ pub struct CertifyReport {
     /// What `--heads` replaced, when it changed the file's number of heads
     /// (said on stderr; the certificate or part records it).
     pub heads_override: Option<crate::certificate::HeadsOverrideEntry>,
+    /// Which stack was read when no `--stack` chose (said on stderr; the
+    /// certificate or part records it as `parameters.stack`).
+    pub stack_notice: Option<String>,
 }
 
 impl CertifyReport {
@@ -151,6 +154,7 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         outputs: req.outputs.clone(),
         resumed: None,
         heads_override: None,
+        stack_notice: None,
     };
     let run = match outcome {
         Outcome::Certified(r) => r,
@@ -168,6 +172,14 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         ));
     }
     report.heads_override = run.header.parameters.heads_override.clone();
+    report.stack_notice = run.header.parameters.stack.as_ref().and_then(|s| {
+        crate::arch::StackChoice {
+            name: s.name.clone(),
+            stacks: s.stacks.clone(),
+            by_flag: s.by_flag,
+        }
+        .notice(&run.header.model.architecture)
+    });
     report.secs = t.elapsed().as_secs_f64();
     if let Some(shard) = req.shard {
         let (matrices, cost_share, total) = (
@@ -242,6 +254,7 @@ impl Report for CertifyReport {
         let heads = self.heads_override.as_ref().and_then(|o| o.notice());
         heads
             .into_iter()
+            .chain(self.stack_notice.clone())
             .chain(self.resumed.iter().map(|(dir, layers, back, now)| {
                 format!(
                     "resumed from {}: {layers} finished layers read back ({back} matrices), {now} matrices certified now",

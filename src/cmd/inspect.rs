@@ -13,6 +13,8 @@ pub struct InspectRequest {
     pub heads: Option<usize>,
     /// The L_phi that certify would use (decides the L_phi extension note).
     pub l_phi: String,
+    /// The stack of a model of several (`--stack`; default the first).
+    pub stack: Option<String>,
 }
 
 /// The report of `inspect`.
@@ -41,6 +43,7 @@ pub fn run(req: &InspectRequest) -> Result<InspectReport, CmdError> {
         &ArchOverrides {
             heads: req.heads,
             layers: None,
+            stack: req.stack.clone(),
         },
     )?;
     let (matrices, unmapped) = arch::describe(&ck, &arch)?;
@@ -61,6 +64,11 @@ impl Report for InspectReport {
         Exit::Success
     }
 
+    fn notices(&self) -> Vec<String> {
+        let a = &self.arch;
+        a.stack.iter().filter_map(|s| s.notice(&a.family)).collect()
+    }
+
     fn text(&self, _style: Style) -> String {
         use std::fmt::Write;
         let a = &self.arch;
@@ -74,6 +82,19 @@ impl Report for InspectReport {
             "{}: {} ({} layout, prefix '{}'): {} layers, hidden {}, {} heads of {} ({} key/value heads), feed-forward {}, activation {activation}",
             self.shown, a.family, a.layout(), a.prefix, a.layers, a.hidden, a.heads, a.head_dim, a.kv_heads, a.intermediate
         );
+        if let Some(st) = &a.stack {
+            let _ = writeln!(
+                s,
+                "stack: {} (of {}; {})",
+                st.name,
+                st.stacks.join(", "),
+                if st.by_flag {
+                    "given by --stack"
+                } else {
+                    "the first the files hold"
+                }
+            );
+        }
         let _ = writeln!(s, "bound: {}", self.bound);
         if let Some(m) = &a.moe {
             let _ = writeln!(s, "experts: {}", experts_line(m));
@@ -131,6 +152,7 @@ impl Report for InspectReport {
                 "shared_width": m.shared_width,
                 "experts_per_token": m.experts_per_token,
             })),
+            "stack": a.stack.as_ref().map(|s| serde_json::json!({"name": s.name, "stacks": s.stacks, "by_flag": s.by_flag})),
             "activation": a.activation.as_ref().map(|x| serde_json::json!({"name": x.name, "source": x.source})),
             "bound": self.bound,
             "extensions": self.extensions,

@@ -469,7 +469,10 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
 /// and, when it states none, the family's reason: `Some(failure)` when not.
 fn bound_presence_failure(c: &Certificate) -> Option<String> {
     let arch_name = crate::io::escape(&c.model.architecture);
-    let want = arch::families::bound_absent_reason(&c.model.architecture);
+    let want = arch::families::bound_absent_reason(
+        &c.model.architecture,
+        c.parameters.stack.as_ref().map(|s| s.name.as_str()),
+    );
     match (want, &c.bounds, c.bound_absent.as_deref()) {
         (None, Some(_), None) => None,
         (None, _, _) => Some(format!(
@@ -1072,9 +1075,25 @@ pub fn verify_with_model_options(
         &ArchOverrides {
             heads: Some(c.model.heads),
             layers: Some(c.model.layers),
+            stack: c.parameters.stack.as_ref().map(|s| s.name.clone()),
         },
     )
     .map_err(|e| EvidenceError::Model(e.to_string()))?;
+    // The stack: the model type's stacks must be the ones the certificate lists.
+    let stacks = a.stack.as_ref().map(|s| &s.stacks);
+    if stacks != c.parameters.stack.as_ref().map(|s| &s.stacks) {
+        let said = |s: Option<&Vec<String>>| {
+            s.map_or("one stack".into(), |v| {
+                format!("the stacks {}", v.join(", "))
+            })
+        };
+        v.failure = Some(format!(
+            "$.parameters.stack: the certificate says the model has {}, its files have {}",
+            crate::io::escape(&said(c.parameters.stack.as_ref().map(|s| &s.stacks))),
+            said(stacks)
+        ));
+        return Ok(v);
+    }
     // --heads: what the certificate says the file states is re-read.
     if let Some(o) = &c.parameters.heads_override {
         let found = a.heads_override.as_ref().and_then(|h| h.replaced);

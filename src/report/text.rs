@@ -65,6 +65,19 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
             }
         );
     }
+    if let Some(st) = &c.parameters.stack {
+        let _ = writeln!(
+            s,
+            "stack '{}' of {} ({})",
+            escape(&st.name),
+            escape(&st.stacks.join(", ")),
+            if st.by_flag {
+                "given by --stack"
+            } else {
+                "the first the files hold"
+            }
+        );
+    }
     for e in &c.extensions {
         let _ = writeln!(
             s,

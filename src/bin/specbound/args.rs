@@ -74,6 +74,10 @@ pub struct CertifyParams {
     /// Number of layers (default: from config.json or the tensors).
     #[arg(long)]
     pub layers: Option<usize>,
+    /// The stack of blocks of a model of several: encoder | decoder (T5,
+    /// BART, Whisper), text | vision (CLIP, SigLIP); default the first.
+    #[arg(long)]
+    pub stack: Option<String>,
 }
 
 impl CertifyParams {
@@ -85,6 +89,7 @@ impl CertifyParams {
             overrides: ArchOverrides {
                 heads: self.heads,
                 layers: self.layers,
+                stack: self.stack.clone(),
             },
         }
     }
@@ -316,6 +321,9 @@ pub struct InspectArgs {
     /// L_phi that certify would use (decides the L_phi extension note).
     #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
     pub l_phi: String,
+    /// The stack of blocks of a model of several (as certify --stack).
+    #[arg(long)]
+    pub stack: Option<String>,
 }
 
 // The arguments of `specbound verify` (a plain comment: a doc comment would
@@ -692,12 +700,14 @@ impl InspectArgs {
             revision,
             heads,
             l_phi,
+            stack,
             ..
         } = self;
         Ok(Request::Inspect(cmd::inspect::InspectRequest {
             model: model(&m, &revision)?,
             heads,
             l_phi,
+            stack,
         }))
     }
 }
