@@ -575,6 +575,7 @@ impl Checkpoint {
     /// A model held in memory: its tensors, and its config when it has
     /// one; read as the same tensors in a safetensors file are. The path
     /// (for messages) is [`MEMORY_LABEL`](super::memory::MEMORY_LABEL),
+    /// its config's [`MEMORY_CONFIG_LABEL`](super::memory::MEMORY_CONFIG_LABEL),
     /// and its one weight file is the serialisation
     /// ([`Checkpoint::file_hashes`] gives its SHA-256).
     pub fn from_memory(model: &MemoryModel) -> Self {
@@ -592,7 +593,9 @@ impl Checkpoint {
             gguf_meta: None,
             index,
             config: model.config().cloned(),
-            config_path: None,
+            config_path: model
+                .config()
+                .map(|_| PathBuf::from(super::memory::MEMORY_CONFIG_LABEL)),
         }
     }
 

@@ -38,6 +38,10 @@ use crate::matrix::SourceDtype;
 /// a certificate's `model.path` and `model.files[].file`.
 pub const MEMORY_LABEL: &str = "<memory>";
 
+/// What stands for the config of a model in memory in messages (where a
+/// model on disk names its `config.json`).
+pub const MEMORY_CONFIG_LABEL: &str = "<memory config>";
+
 /// The element types a tensor in memory may have.
 pub const SUPPORTED: &str = "F16, BF16, F32, F64";
 
