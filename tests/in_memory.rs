@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use specbound::certificate::Certificate;
 use specbound::certify::CertifyOptions;
-use specbound::cmd::certify::{CertifyRequest, Certified};
+use specbound::cmd::certify::{Certified, CertifyRequest};
 use specbound::cmd::spectra::SpectraRequest;
 use specbound::cmd::{ModelRef, Silent};
 use specbound::io::memory::{MemoryModel, MemoryTensor, MEMORY_LABEL};
@@ -20,10 +20,8 @@ use specbound::matrix::SourceDtype;
 
 /// A fresh directory under the target directory.
 fn temp_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "in-memory-{name}-{}",
-        std::process::id()
-    ));
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("in-memory-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -114,7 +112,9 @@ fn memory_certifies_as_disk_and_verify_says_what_the_hash_shows() {
     // Against the directory written by another writer: the hash differs,
     // and the line says why it cannot vouch for the weights.
     let v = specbound::evidence::verify::verify_with_model(&in_memory, &dir).unwrap();
-    let why = v.failure.expect("a memory certificate against another file");
+    let why = v
+        .failure
+        .expect("a memory certificate against another file");
     assert!(
         why.contains("weights in memory") && why.contains("save_file"),
         "{why}"
@@ -170,7 +170,9 @@ fn memory_errors_name_the_tensor_and_the_key() {
     // No config: the architecture cannot be told, said in one line.
     let m = MemoryModel::new(&tensors, Some(serde_json::json!({"model_type": "bert"}))).unwrap();
     let req = CertifyRequest::new(ModelRef::Memory(m), CertifyOptions::default());
-    let e = specbound::cmd::certify::run(&req, &Silent).err().expect("refused");
+    let e = specbound::cmd::certify::run(&req, &Silent)
+        .err()
+        .expect("refused");
     let line = e.to_string();
     assert!(line.starts_with(MEMORY_LABEL), "{line}");
     assert!(!line.contains('\n'), "{line}");

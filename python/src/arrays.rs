@@ -215,9 +215,9 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
         check_device(key, t)?;
     }
     let cap = obj.call_method0("__dlpack__")?;
-    let capsule = cap.cast::<PyCapsule>().map_err(|_| {
-        tensor_error(key, "__dlpack__ did not return a DLPack capsule")
-    })?;
+    let capsule = cap
+        .cast::<PyCapsule>()
+        .map_err(|_| tensor_error(key, "__dlpack__ did not return a DLPack capsule"))?;
     let ptr = capsule
         .pointer_checked(Some(c"dltensor"))
         .map_err(|_| tensor_error(key, "__dlpack__ did not return a 'dltensor' capsule"))?;

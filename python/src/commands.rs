@@ -17,7 +17,7 @@ use specbound::cmd::{CertOutputs, Report, Style};
 
 use crate::certify::{cancelled, certify_options, Certificate};
 use crate::{
-    cmd_error, decimal_arg, json_to_py, layers_arg, model_input, model_ref, model_ref_of, path_arg, paths_arg,
+    cmd_error, decimal_arg, json_to_py, layers_arg, model_input, model_ref_of, path_arg, paths_arg,
     positive, run_command, strings_arg,
 };
 

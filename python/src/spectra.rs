@@ -196,9 +196,7 @@ pub fn spectra(
         rtol,
         csv: csv.map(|c| path_arg(c, "csv")).transpose()?,
     };
-    let report = run_command(py, false, move |ui| {
-        specbound::cmd::spectra::run(&req, ui)
-    })?
-    .map_err(|e| cmd_error(&e, &[]))?;
+    let report = run_command(py, false, move |ui| specbound::cmd::spectra::run(&req, ui))?
+        .map_err(|e| cmd_error(&e, &[]))?;
     SpectraResult::new(&report)
 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use super::flax::FlaxFile;
 use super::gguf::GgufFile;
-use super::memory::MemoryModel;
 use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
+use super::memory::MemoryModel;
 use super::onnx::OnnxFile;
 use super::pytorch::PytorchFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};

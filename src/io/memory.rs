@@ -296,7 +296,10 @@ mod tests {
     #[test]
     fn the_serialisation_is_the_crates_and_the_key_lives_with_the_model() {
         let a = f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        let b: Vec<u8> = [1.5f64, -2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let b: Vec<u8> = [1.5f64, -2.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         let tensors = [
             MemoryTensor {
                 name: "w",
