@@ -167,12 +167,13 @@ fn memory_errors_name_the_tensor_and_the_key() {
         shape: &[2, 2],
         data: &w,
     }];
-    // No config: the architecture cannot be told, said in one line.
+    // A config without the facts: the architecture cannot be told, said
+    // in one line naming the model in memory.
     let m = MemoryModel::new(&tensors, Some(serde_json::json!({"model_type": "bert"}))).unwrap();
     let req = CertifyRequest::new(ModelRef::Memory(m), CertifyOptions::default());
-    let e = specbound::cmd::certify::run(&req, &Silent)
-        .err()
-        .expect("refused");
+    let Err(e) = specbound::cmd::certify::run(&req, &Silent) else {
+        panic!("certified a model without its facts")
+    };
     let line = e.to_string();
     assert!(line.starts_with(MEMORY_LABEL), "{line}");
     assert!(!line.contains('\n'), "{line}");
@@ -180,9 +181,9 @@ fn memory_errors_name_the_tensor_and_the_key() {
     let m = MemoryModel::new(&tensors, None).unwrap();
     let mut req = CertifyRequest::new(ModelRef::Memory(m), CertifyOptions::default());
     req.resume_dir = Some(temp_dir("resume"));
-    let line = specbound::cmd::certify::run(&req, &Silent)
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(e) = specbound::cmd::certify::run(&req, &Silent) else {
+        panic!("resumed a model in memory")
+    };
+    let line = e.to_string();
     assert!(line.contains("model in memory"), "{line}");
 }
