@@ -5,7 +5,7 @@ each with an example."""
 import os
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union, final
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,10 @@ import numpy.typing as npt
 _Path = Union[str, "os.PathLike[str]"]
 _Exponent = Union[int, float, str, Decimal]
 _Real = Union[float, int, Fraction, Decimal]
+# A model in memory: tensor names to arrays (NumPy, or anything with
+# __dlpack__ on the CPU or __array__), and its config.
+_Tensors = Mapping[str, Any]
+_Config = Union[Mapping[str, Any], Any]
 
 __version__: str
 __all__ = [
@@ -22,6 +26,7 @@ __all__ = [
     "DiffResult",
     "Interval",
     "RankInterval",
+    "SpectraResult",
     "SpectrumAuditResult",
     "SvdResult",
     "VerifyResult",
@@ -33,6 +38,7 @@ __all__ = [
     "load",
     "merge",
     "report",
+    "spectra",
     "study",
     "svd",
     "verify",
@@ -145,7 +151,7 @@ class SvdResult:
         """The result as ``specbound svd --json`` writes it."""
 
 def svd(
-    a: Union[npt.ArrayLike, _Path],
+    a: Union[npt.ArrayLike, Any, _Path],
     *,
     precision: str = "auto",
     schatten_p: Iterable[_Exponent] = (1, 2),
@@ -206,7 +212,8 @@ class Certificate:
         """The four ``--csv`` tables as ``pandas.DataFrame`` objects, by file name."""
 
 def certify(
-    model: Optional[_Path] = None,
+    model: Union[_Path, _Tensors, None] = None,
+    config: Optional[_Config] = None,
     *,
     l_phi: Union[str, float, int, Decimal] = "1.13",
     grid_m: Optional[int] = None,
@@ -221,11 +228,55 @@ def certify(
     stack: Optional[str] = None,
 ) -> Certificate:
     """Certifies a whole checkpoint: a path or a Hugging Face id (None: the
-    bundled all-MiniLM-L6-v2).
+    bundled all-MiniLM-L6-v2), or a mapping of tensor names to arrays with
+    its ``config`` (a dict as in config.json, or an object with to_dict()).
 
     >>> import specbound
     >>> b = specbound.certify().bounds
     >>> b.ours.hi < b.edelman.lo
+    True
+    """
+
+@final
+class SpectraResult:
+    """Certified spectra of a checkpoint's matrices (see :func:`spectra`).
+
+    >>> import specbound
+    >>> len(specbound.spectra("data/all-MiniLM-L6-v2", include=r"layer\.0\..*query\.weight"))
+    1
+    """
+
+    @property
+    def certified(self) -> bool: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def tensors(self) -> List[str]: ...
+    @property
+    def skipped(self) -> List[Tuple[str, str]]: ...
+    def to_frame(self) -> Any:
+        """The table of ``spectra --csv`` as a pandas DataFrame indexed by tensor name."""
+    def to_json(self) -> str:
+        """The report as ``spectra --json`` prints it."""
+    def __len__(self) -> int: ...
+
+def spectra(
+    model: Union[_Path, _Tensors],
+    config: Optional[_Config] = None,
+    *,
+    schatten_p: Iterable[_Exponent] = (1, 2),
+    include: Optional[str] = None,
+    exclude: Optional[str] = None,
+    max_elements: Optional[int] = None,
+    precision: str = "f64",
+    rtol: float = 1e-11,
+    revision: Optional[str] = None,
+    csv: Optional[_Path] = None,
+) -> SpectraResult:
+    """Certified spectra of every 2-D weight tensor (``specbound spectra``).
+
+    >>> import specbound
+    >>> specbound.spectra("data/all-MiniLM-L6-v2", include=r"layer\.0\..*query\.weight").certified
     True
     """
 
@@ -360,7 +411,8 @@ def diff(
     """
 
 def inspect(
-    model: _Path,
+    model: Union[_Path, _Tensors],
+    config: Optional[_Config] = None,
     *,
     heads: Optional[int] = None,
     l_phi: Union[str, float, int, Decimal] = "1.13",

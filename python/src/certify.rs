@@ -152,8 +152,22 @@ fn read_csv<'py>(
             col.push(cell);
         }
     }
+    frame_of(py, pd, &header, &columns)
+}
+
+/// A DataFrame of CSV columns, each typed as [`read_csv`] says (a number
+/// too large for a float64, such as a decimal bound `1.5e400`, keeps its
+/// column as strings: it is never read as infinity).
+pub(crate) fn frame_of<'py, S: AsRef<str>>(
+    py: Python<'py>,
+    pd: &Bound<'py, PyModule>,
+    header: &[S],
+    columns: &[Vec<S>],
+) -> PyResult<Bound<'py, PyAny>> {
     let frame = PyDict::new(py);
-    for (name, cells) in header.iter().zip(&columns) {
+    for (name, cells) in header.iter().zip(columns) {
+        let (name, cells): (&str, Vec<&str>) =
+            (name.as_ref(), cells.iter().map(AsRef::as_ref).collect());
         let ints: Option<Vec<i64>> = cells.iter().map(|c| c.parse().ok()).collect();
         let floats: Option<Vec<f64>> = cells
             .iter()
@@ -161,7 +175,7 @@ fn read_csv<'py>(
                 if c.is_empty() {
                     Some(f64::NAN)
                 } else {
-                    c.parse().ok()
+                    c.parse::<f64>().ok().filter(|v| v.is_finite())
                 }
             })
             .collect();
@@ -434,7 +448,17 @@ enum Sink {
 /// ``.safetensors``, PyTorch or ``.gguf`` file, or a Hugging Face id
 /// (``org/name``) in the local cache, at ``revision`` (a branch, tag or
 /// commit; default main), never downloaded; ``None`` is the bundled
-/// all-MiniLM-L6-v2. ``l_phi`` (the activation's Lipschitz constant) is
+/// all-MiniLM-L6-v2. ``model`` may also be held in memory: a mapping of
+/// tensor names to arrays (a ``dict`` of NumPy arrays, a torch
+/// ``state_dict``: anything with ``__dlpack__`` on the CPU or
+/// ``__array__``; float16, bfloat16, float32 or float64, read exactly),
+/// with ``config`` a ``dict`` as in ``config.json`` or a transformers
+/// config (``to_dict()``). Its certificate is that of the same tensors
+/// saved as ``model.safetensors`` beside that ``config.json``, except the
+/// file section: ``model.path`` and ``model.files[0].file`` are
+/// ``"<memory>"`` and the hash is that of the tensors' safetensors
+/// serialisation (what ``safetensors.numpy.save_file`` writes for the same
+/// dict). ``l_phi`` (the activation's Lipschitz constant) is
 /// read as an exact decimal (str as written, float as printed); ``grid_m``
 /// overrides the grid resolution; ``precision`` is ``"f64"``,
 /// ``"extended"``, ``"auto"`` or ``"mpfr:BITS"``; ``heads`` and ``layers``
@@ -464,12 +488,13 @@ enum Sink {
 /// >>> b.ours.hi < b.edelman.lo
 /// True
 #[pyfunction]
-#[pyo3(signature = (model = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None),
-       text_signature = "(model=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None)")]
+#[pyo3(signature = (model = None, config = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None),
+       text_signature = "(model=None, config=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn certify(
     py: Python<'_>,
     model: Option<&Bound<'_, PyAny>>,
+    config: Option<&Bound<'_, PyAny>>,
     l_phi: Option<&Bound<'_, PyAny>>,
     grid_m: Option<i64>,
     precision: &str,
@@ -500,7 +525,7 @@ pub fn certify(
             )))
         }
     };
-    let mut req = CertifyRequest::new(model_ref(model, revision)?, options);
+    let mut req = CertifyRequest::new(crate::model_input(model, config, revision)?, options);
     req.model_id = model_id;
     req.measures = measures;
     req.init = init.map(|i| model_ref(Some(i), None)).transpose()?;

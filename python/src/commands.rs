@@ -17,7 +17,7 @@ use specbound::cmd::{CertOutputs, Report, Style};
 
 use crate::certify::{cancelled, certify_options, Certificate};
 use crate::{
-    cmd_error, decimal_arg, json_to_py, layers_arg, model_ref, model_ref_of, path_arg, paths_arg,
+    cmd_error, decimal_arg, json_to_py, layers_arg, model_input, model_ref_of, path_arg, paths_arg,
     positive, run_command, strings_arg,
 };
 
@@ -43,7 +43,8 @@ fn opt_path(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<PathB
 /// proxies do not use).
 ///
 /// ``model`` is a path or a Hugging Face id in the local cache (at
-/// ``revision``), as :func:`certify` takes it; ``heads`` is needed for a
+/// ``revision``), or a mapping of tensor names to arrays with its
+/// ``config``, as :func:`certify` takes it; ``heads`` is needed for a
 /// file without config.json or metadata; ``stack`` names the stack of
 /// blocks of a model of several (``inspect --stack``). Bad input raises ``ValueError``
 /// (or ``FileNotFoundError``).
@@ -55,18 +56,19 @@ fn opt_path(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<PathB
 /// >>> i["architecture"], i["layers"], len(i["matrices"])
 /// ('bert', 6, 156)
 #[pyfunction]
-#[pyo3(signature = (model, *, heads = None, l_phi = None, revision = None, stack = None),
-       text_signature = "(model, *, heads=None, l_phi='1.13', revision=None, stack=None)")]
+#[pyo3(signature = (model, config = None, *, heads = None, l_phi = None, revision = None, stack = None),
+       text_signature = "(model, config=None, *, heads=None, l_phi='1.13', revision=None, stack=None)")]
 pub fn inspect<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
+    config: Option<&Bound<'py, PyAny>>,
     heads: Option<i64>,
     l_phi: Option<&Bound<'py, PyAny>>,
     revision: Option<&str>,
     stack: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let req = InspectRequest {
-        model: model_ref(Some(model), revision)?,
+        model: model_input(Some(model), config, revision)?,
         heads: positive(heads, "heads")?,
         l_phi: match l_phi {
             Some(x) => decimal_arg(x, "l_phi")?,

@@ -18,10 +18,12 @@
 //!   the interpreter lock, waits and checks for signals (Ctrl-C) every
 //!   [`POLL`]; see [`run_interruptibly`].
 
+mod arrays;
 mod certify;
 mod commands;
 mod evidence;
 mod interval;
+mod spectra;
 mod svd;
 
 use std::path::{Path, PathBuf};
@@ -53,6 +55,7 @@ fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<interval::Interval>()?;
     m.add_class::<interval::RankInterval>()?;
     m.add_class::<svd::SvdResult>()?;
+    m.add_class::<spectra::SpectraResult>()?;
     m.add_class::<certify::Certificate>()?;
     m.add_class::<certify::Bounds>()?;
     m.add_class::<evidence::VerifyResult>()?;
@@ -60,6 +63,7 @@ fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<evidence::DiffResult>()?;
     m.add_class::<evidence::SpectrumAuditResult>()?;
     m.add_function(wrap_pyfunction!(svd::svd, m)?)?;
+    m.add_function(wrap_pyfunction!(spectra::spectra, m)?)?;
     m.add_function(wrap_pyfunction!(certify::certify, m)?)?;
     m.add_function(wrap_pyfunction!(certify::load, m)?)?;
     m.add_function(wrap_pyfunction!(evidence::verify, m)?)?;
@@ -182,6 +186,38 @@ pub(crate) fn model_ref(
         Some(m) => Some(path_arg(m, "model")?),
     };
     model_ref_of(path.as_deref(), revision)
+}
+
+/// A `model` argument that may also be held in memory: a mapping of
+/// tensor names to arrays (a `dict` of NumPy arrays, a torch `state_dict`:
+/// [`arrays`]) with its `config` (a `dict` as in `config.json`, or an
+/// object with `to_dict()`), else what [`model_ref`] takes (then `config`
+/// must be `None`: a path's config is its `config.json`).
+pub(crate) fn model_input(
+    model: Option<&Bound<'_, PyAny>>,
+    config: Option<&Bound<'_, PyAny>>,
+    revision: Option<&str>,
+) -> PyResult<ModelRef> {
+    match model {
+        Some(m) if is_mapping(m)? => {
+            if revision.is_some() {
+                return Err(PyValueError::new_err(
+                    "revision applies to a Hugging Face id, not to a model in memory",
+                ));
+            }
+            Ok(ModelRef::Memory(arrays::memory_model(m, config)?))
+        }
+        _ if config.is_some() => Err(PyValueError::new_err(
+            "config applies to a model in memory (a mapping of names to arrays); a model on \
+             disk is read with its config.json",
+        )),
+        _ => model_ref(model, revision),
+    }
+}
+
+/// Whether `obj` is a mapping (has `items()`) and not a path.
+fn is_mapping(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(!obj.is_instance_of::<PyString>() && !is_pathlike(obj)? && obj.hasattr("items")?)
 }
 
 /// [`model_ref`] of an argument already converted to a path.

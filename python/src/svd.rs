@@ -144,6 +144,11 @@ impl SvdResult {
 fn to_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, String)> {
     let py = a.py();
     let np = py.import("numpy")?;
+    let ndarray = a.is_instance(&np.getattr("ndarray")?)?;
+    let bf16 = ndarray && a.getattr("dtype")?.getattr("name")?.extract::<String>()? == "bfloat16";
+    if bf16 || (!ndarray && a.hasattr("__dlpack__")?) {
+        return dlpack_matrix(a);
+    }
     let arr = np.call_method1("asarray", (a,))?;
     let name = Path::new(ARRAY);
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
@@ -206,6 +211,37 @@ fn to_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, Str
     Ok((m, dtype_name))
 }
 
+/// A float array that NumPy cannot convert exactly (bfloat16) or that is
+/// not NumPy's (a DLPack producer: torch, JAX, CuPy after `.cpu()`), as
+/// [`crate::arrays`] reads it: its stored elements, converted exactly.
+fn dlpack_matrix(a: &Bound<'_, PyAny>) -> PyResult<(specbound::io::LoadedMatrix, String)> {
+    let name = Path::new(ARRAY);
+    let arr = crate::arrays::to_array(a, ARRAY)?;
+    if arr.shape.len() != 2 {
+        let e = ReadError::NotTwoD {
+            path: name.into(),
+            tensor: None,
+            shape: arr.shape.clone(),
+        };
+        return Err(error(&e, &[]));
+    }
+    let m = specbound::io::npy::matrix_from_le_bytes(
+        name,
+        arr.dtype,
+        arr.shape[0],
+        arr.shape[1],
+        arr.bytes(),
+    )
+    .map_err(|e| error(&e, &[]))?;
+    let dtype = match arr.dtype {
+        SourceDtype::F16 => "float16",
+        SourceDtype::BF16 => "bfloat16",
+        SourceDtype::F32 => "float32",
+        _ => "float64",
+    };
+    Ok((m, dtype.to_string()))
+}
+
 /// A read-only float64 NumPy array.
 fn float_array(py: Python<'_>, values: impl IntoIterator<Item = f64>) -> PyResult<Py<PyAny>> {
     let list = PyList::new(py, values)?;
@@ -232,6 +268,52 @@ fn numpy_dtype(d: &str) -> String {
 
 /// The most Schatten exponents one call takes.
 const MAX_SCHATTEN_P: usize = 1024;
+
+/// The Schatten exponents of a `schatten_p` argument (default `(1, 2)`),
+/// each with the object it was given as (the key of a result's
+/// `schatten`): a sequence of exact decimals, at most [`MAX_SCHATTEN_P`].
+pub(crate) fn schatten_arg(
+    py: Python<'_>,
+    schatten_p: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<(Py<PyAny>, SchattenP)>> {
+    let mut ps: Vec<(Py<PyAny>, SchattenP)> = Vec::new();
+    let given: Vec<Bound<'_, PyAny>> = match schatten_p {
+        None => vec![
+            1i64.into_pyobject(py)?.into_any(),
+            2i64.into_pyobject(py)?.into_any(),
+        ],
+        Some(seq) if seq.is_instance_of::<pyo3::types::PyString>() => {
+            return Err(PyTypeError::new_err(
+                "schatten_p must be a sequence of exponents, e.g. (1, 2), not a str",
+            ))
+        }
+        Some(seq) => {
+            // Bounded: an endless iterator must not exhaust memory
+            // (issue 18, class 15); the CLI takes a list of the same size.
+            let mut given = Vec::new();
+            for p in seq.try_iter().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "schatten_p must be a sequence of exponents, got {}",
+                    type_name(seq)
+                ))
+            })? {
+                if given.len() == MAX_SCHATTEN_P {
+                    return Err(PyValueError::new_err(format!(
+                        "schatten_p: more than {MAX_SCHATTEN_P} exponents"
+                    )));
+                }
+                given.push(p?);
+            }
+            given
+        }
+    };
+    for p in given {
+        let text = decimal_arg(&p, "a Schatten exponent")?;
+        let parsed = SchattenP::parse(&text).map_err(PyValueError::new_err)?;
+        ps.push((p.unbind(), parsed));
+    }
+    Ok(ps)
+}
 
 /// Certified enclosures of all singular values of a 2-D array, and of its
 /// norms, rank and Schatten quantities (the command line's ``specbound svd``).
@@ -279,43 +361,7 @@ pub fn svd(
     revision: Option<&str>,
 ) -> PyResult<SvdResult> {
     let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
-    // Each p with the object it was given as (the key of `schatten`).
-    let mut ps: Vec<(Py<PyAny>, SchattenP)> = Vec::new();
-    let given: Vec<Bound<'_, PyAny>> = match schatten_p {
-        None => vec![
-            1i64.into_pyobject(py)?.into_any(),
-            2i64.into_pyobject(py)?.into_any(),
-        ],
-        Some(seq) if seq.is_instance_of::<pyo3::types::PyString>() => {
-            return Err(PyTypeError::new_err(
-                "schatten_p must be a sequence of exponents, e.g. (1, 2), not a str",
-            ))
-        }
-        Some(seq) => {
-            // Bounded: an endless iterator must not exhaust memory
-            // (issue 18, class 15); the CLI takes a list of the same size.
-            let mut given = Vec::new();
-            for p in seq.try_iter().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "schatten_p must be a sequence of exponents, got {}",
-                    type_name(seq)
-                ))
-            })? {
-                if given.len() == MAX_SCHATTEN_P {
-                    return Err(PyValueError::new_err(format!(
-                        "schatten_p: more than {MAX_SCHATTEN_P} exponents"
-                    )));
-                }
-                given.push(p?);
-            }
-            given
-        }
-    };
-    for p in given {
-        let text = decimal_arg(&p, "a Schatten exponent")?;
-        let parsed = SchattenP::parse(&text).map_err(PyValueError::new_err)?;
-        ps.push((p.unbind(), parsed));
-    }
+    let ps = schatten_arg(py, schatten_p)?;
     let is_path = a.is_instance_of::<pyo3::types::PyString>() || is_pathlike(a)?;
     let (source, numpy_name) = if is_path {
         let source = MatrixSource::Model {

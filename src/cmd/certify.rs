@@ -129,6 +129,12 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
     }
     let model = req.model.resolve()?;
     let init = req.init.as_ref().map(ModelRef::resolve).transpose()?;
+    if model.is_memory() && (req.shard.is_some() || req.resume_dir.is_some()) {
+        return Err(CmdError::usage(
+            "a model in memory is certified whole: --shard and --resume-dir need its files \
+             (save it, e.g. with safetensors' save_file, and certify the directory)",
+        ));
+    }
     if let Some(i) = &init {
         crate::certify::check_init_architecture(&model.path, &i.path, &req.options)?;
     }
@@ -222,6 +228,7 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
                 }
                 report.secs = t.elapsed().as_secs_f64();
             }
+            name_memory_models(&mut cert);
             let doc = cert.to_json_pretty();
             req.outputs.write(&cert, &doc, &report.model_id)?;
             report.results = results;
@@ -230,6 +237,21 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         Err(why) => report.outcome = Certified::Inconclusive(why.reason),
     }
     Ok(report)
+}
+
+/// A model in memory is read through its key (a path no file has, with a
+/// NUL byte): the certificate names it `<memory>` instead
+/// (docs/certificate.md, "Weights from memory").
+fn name_memory_models(cert: &mut Certificate) {
+    let label = crate::io::memory::MEMORY_LABEL;
+    if crate::io::memory::is_memory_key(std::path::Path::new(&cert.model.path)) {
+        cert.model.path = label.to_string();
+    }
+    if let Some(i) = &mut cert.init_model {
+        if crate::io::memory::is_memory_key(std::path::Path::new(&i.path)) {
+            i.path = label.to_string();
+        }
+    }
 }
 
 impl Report for CertifyReport {

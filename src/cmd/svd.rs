@@ -39,6 +39,7 @@ impl MatrixSource {
                     ModelRef::Path(p) => super::shown(p),
                     ModelRef::Hub { id, .. } => crate::io::escape(id).into_owned(),
                     ModelRef::Bundled => String::new(),
+                    ModelRef::Memory(_) => crate::io::memory::MEMORY_LABEL.to_string(),
                 };
                 let r = model.resolve()?;
                 let is_npy = r
@@ -51,7 +52,7 @@ impl MatrixSource {
                         crate::io::escape(t)
                     )));
                 }
-                if r.path.is_dir() {
+                if r.path.is_dir() || r.is_memory() {
                     let ck = crate::io::checkpoint::Checkpoint::open(&r.path)?;
                     let Some(t) = tensor else {
                         let names = ck.two_d_float_tensors();

@@ -36,7 +36,7 @@ use crate::certificate::{
 };
 use crate::certify::certify_matrix;
 use crate::enclosure::{Enclosure, Inconclusive};
-use crate::io::checkpoint::Checkpoint;
+use crate::io::checkpoint::{Checkpoint, FileHash};
 use crate::linalg::{Precision, SingularValues, SvdOptions, AUTO_MPFR_MAX_WORK};
 use crate::spectral::{self, SpectralSummary};
 
@@ -1015,6 +1015,44 @@ fn hash_mismatch(i: usize, file: &str, stated: &str, found: &str) -> String {
     )
 }
 
+/// Whether the certificate is of weights held in memory (its one weight
+/// file is [`MEMORY_LABEL`](crate::io::memory::MEMORY_LABEL)).
+fn is_memory_cert(c: &Certificate) -> bool {
+    matches!(c.model.files.as_slice(), [f] if f.file == crate::io::memory::MEMORY_LABEL)
+}
+
+/// For a certificate of weights in memory, checked against a model on
+/// disk: the one line saying why the hashes cannot vouch for the weights,
+/// unless the model is one file whose SHA-256 is the certificate's (the
+/// file is the tensors' safetensors serialisation, byte for byte).
+fn memory_mismatch(c: &Certificate, hashes: &[FileHash]) -> Option<String> {
+    if !is_memory_cert(c) {
+        return None;
+    }
+    let stated = &c.model.files[0].sha256;
+    let short = |h: &str| crate::io::escape(&h.chars().take(12).collect::<String>()).into_owned();
+    match hashes {
+        [h] if &h.sha256 == stated => None,
+        [h] => Some(format!(
+            "$.model.files[0].sha256: the certificate is of weights in memory whose safetensors \
+             serialisation has SHA-256 {}..., and '{}' has SHA-256 {}...: only the same tensors \
+             saved by safetensors (save_file, no metadata) have that hash, so the hash cannot \
+             show that this file holds the certified weights (check the certificate without a \
+             model, or certify the file)",
+            short(stated),
+            crate::io::escape(&h.file),
+            short(&h.sha256)
+        )),
+        _ => Some(format!(
+            "$.model.files: the certificate is of weights in memory (one safetensors \
+             serialisation, SHA-256 {}...), and the model has {} weight files: the hash can match \
+             only one file, the tensors saved by safetensors (save_file, no metadata)",
+            short(stated),
+            hashes.len()
+        )),
+    }
+}
+
 /// Checks a validated certificate against the model it claims to describe
 /// (see the module documentation): hashes, architecture, then every
 /// spectral quantity recomputed, refined where needed. Default
@@ -1046,8 +1084,20 @@ pub fn verify_with_model_options(
         .file_hashes()
         .map_err(|e| EvidenceError::Model(e.to_string()))?;
     let mut v = Verdict::default();
+    if let Some(line) = memory_mismatch(c, &hashes) {
+        v.failure = Some(line);
+        return Ok(v);
+    }
+    let memory = is_memory_cert(c);
     for (i, f) in c.model.files.iter().enumerate() {
-        match hashes.iter().find(|h| h.file == f.file) {
+        // Weights from memory: the model's one file must be their
+        // serialisation (checked by `memory_mismatch`).
+        let found = if memory {
+            hashes.first()
+        } else {
+            hashes.iter().find(|h| h.file == f.file)
+        };
+        match found {
             None => {
                 v.failure = Some(format!(
                     "$.model.files[{i}]: the model has no weight file '{}'",

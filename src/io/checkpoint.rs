@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use super::flax::FlaxFile;
 use super::gguf::GgufFile;
 use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
+use super::memory::MemoryModel;
 use super::onnx::OnnxFile;
 use super::pytorch::PytorchFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
@@ -26,6 +27,9 @@ enum Source {
     Torch(PytorchFile),
     Onnx(OnnxFile),
     Flax(FlaxFile),
+    /// A model in memory: its safetensors serialisation
+    /// ([`super::memory`]).
+    Mem(MemoryModel),
 }
 
 impl Source {
@@ -44,6 +48,7 @@ impl Source {
             Source::Torch(f) => f.path(),
             Source::Onnx(f) => f.table().path(),
             Source::Flax(f) => f.table().path(),
+            Source::Mem(m) => m.file().path(),
         }
     }
     /// Lower-case hex SHA-256 of each file the source reads (one, or an
@@ -59,6 +64,7 @@ impl Source {
             Source::Torch(f) => one(f.sha256()?),
             Source::Onnx(f) => f.table().hashes(),
             Source::Flax(f) => f.table().hashes(),
+            Source::Mem(m) => one(m.sha256().to_string()),
         })
     }
     /// Releases the mapped pages of a tensor (a no-op for a PyTorch file,
@@ -67,6 +73,7 @@ impl Source {
         match self {
             Source::St(f) => f.release(name),
             Source::Gguf(f) => f.release(name),
+            Source::Mem(m) => m.file().release(name),
             Source::Onnx(_) | Source::Flax(_) | Source::Torch(_) => {
                 if let Some(t) = self.table() {
                     t.release(name)
@@ -77,6 +84,7 @@ impl Source {
     fn names(&self) -> Vec<String> {
         match self {
             Source::St(f) => f.names().to_vec(),
+            Source::Mem(m) => m.file().names().to_vec(),
             Source::Gguf(f) => f.tensors.keys().cloned().collect(),
             Source::Torch(f) => f.names().to_vec(),
             Source::Onnx(_) | Source::Flax(_) => {
@@ -88,6 +96,7 @@ impl Source {
     fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
         match self {
             Source::St(f) => f.info(name),
+            Source::Mem(m) => m.file().info(name),
             Source::Gguf(f) => f.tensors.get(name).map(|t| {
                 let mut d: Vec<usize> = t.dims.iter().map(|&x| x as usize).collect();
                 d.reverse();
@@ -101,6 +110,7 @@ impl Source {
     fn two_d_candidates(&self) -> Vec<String> {
         match self {
             Source::St(f) => f.two_d_candidates(),
+            Source::Mem(m) => m.file().two_d_candidates(),
             Source::Gguf(f) => f.two_d_candidates(),
             Source::Torch(f) => f.two_d_candidates(),
             Source::Onnx(_) | Source::Flax(_) => self
@@ -112,6 +122,7 @@ impl Source {
     fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         match self {
             Source::St(f) => f.read(name),
+            Source::Mem(m) => m.file().read(name),
             Source::Gguf(f) => f.read(name),
             Source::Torch(f) => f.read(name),
             Source::Onnx(f) => f.table().read(name),
@@ -464,7 +475,13 @@ impl Checkpoint {
     /// a regular file (a FIFO or device is refused, never read), and
     /// `config.json` and the index are read under the caps of
     /// [`limits`](super::limits).
+    ///
+    /// The [key](MemoryModel::key) of a model in memory that lives opens
+    /// that model ([`Checkpoint::from_memory`]).
     pub fn open(path: &Path) -> Result<Self, ReadError> {
+        if let Some(m) = MemoryModel::lookup(path) {
+            return Ok(Self::from_memory(&m));
+        }
         let meta = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
         let (root, file_paths, config_path) = if meta.is_dir() {
             let single = path.join("model.safetensors");
@@ -553,6 +570,38 @@ impl Checkpoint {
             config,
             config_path,
         })
+    }
+
+    /// A model held in memory: its tensors, and its config when it has
+    /// one; read as the same tensors in a safetensors file are. The path
+    /// (for messages) is [`MEMORY_LABEL`](super::memory::MEMORY_LABEL),
+    /// its config's [`MEMORY_CONFIG_LABEL`](super::memory::MEMORY_CONFIG_LABEL),
+    /// and its one weight file is the serialisation
+    /// ([`Checkpoint::file_hashes`] gives its SHA-256).
+    pub fn from_memory(model: &MemoryModel) -> Self {
+        let label = PathBuf::from(super::memory::MEMORY_LABEL);
+        let index = model
+            .file()
+            .names()
+            .iter()
+            .map(|n| (n.clone(), 0))
+            .collect();
+        Self {
+            given: label,
+            root: PathBuf::new(),
+            files: vec![Source::Mem(model.clone())],
+            gguf_meta: None,
+            index,
+            config: model.config().cloned(),
+            config_path: model
+                .config()
+                .map(|_| PathBuf::from(super::memory::MEMORY_CONFIG_LABEL)),
+        }
+    }
+
+    /// Whether the checkpoint is a model in memory.
+    pub fn is_memory(&self) -> bool {
+        matches!(self.files.as_slice(), [Source::Mem(_)])
     }
 
     /// The path the checkpoint was opened from (a directory or a file).
@@ -664,6 +713,7 @@ impl Checkpoint {
             Some(&i) => {
                 let r = match &self.files[i] {
                     Source::St(f) => f.read_flattened(name),
+                    Source::Mem(m) => m.file().read_flattened(name),
                     Source::Onnx(f) => f.table().read_flattened(name),
                     other => other.read(name),
                 };

@@ -19,6 +19,7 @@ pub mod gguf;
 pub mod hub;
 pub mod limits;
 pub(crate) mod mapped;
+pub mod memory;
 pub mod model_ref;
 pub mod npy;
 pub mod onnx;

@@ -28,6 +28,9 @@ pub enum ModelRef {
         /// The revision asked for.
         revision: Option<String>,
     },
+    /// Tensors held in memory (the Python module's `certify(state_dict)`),
+    /// read through their [key](super::memory::MemoryModel::key).
+    Memory(super::memory::MemoryModel),
 }
 
 /// A model argument resolved to files.
@@ -129,6 +132,11 @@ impl ModelRef {
                     shown: super::escape(&p.display().to_string()).into_owned(),
                 })
             }
+            ModelRef::Memory(m) => Ok(ResolvedModel {
+                path: m.key().to_path_buf(),
+                hub: None,
+                shown: super::memory::MEMORY_LABEL.to_string(),
+            }),
             ModelRef::Hub { id, revision } => {
                 let r =
                     hub::resolve(Path::new(id), revision.as_deref()).map_err(ModelRefError::Hub)?;
@@ -153,12 +161,19 @@ impl ModelRef {
 impl ResolvedModel {
     /// The id a model gets in tables and studies when none is given: a Hub
     /// model's name (the part after `/`), else the name of its directory or
-    /// file (after resolving links, so `.` is the directory's name).
+    /// file (after resolving links, so `.` is the directory's name);
+    /// `memory` for a model in memory.
     pub fn default_id(&self) -> String {
         match &self.hub {
             Some(h) => h.name().to_string(),
+            None if super::memory::is_memory_key(&self.path) => "memory".to_string(),
             None => default_id_of_path(&self.path),
         }
+    }
+
+    /// Whether the model is held in memory ([`ModelRef::Memory`]).
+    pub fn is_memory(&self) -> bool {
+        super::memory::is_memory_key(&self.path)
     }
 }
 

@@ -36,8 +36,10 @@ fn source_dtype(d: Dtype) -> Option<SourceDtype> {
 pub struct SafetensorsFile {
     path: std::path::PathBuf,
     mmap: Mmap,
-    /// The open file and the map's registration (super::mapped).
-    guard: super::mapped::MapGuard,
+    /// The open file and the map's registration (super::mapped); `None`
+    /// for a serialisation held in anonymous memory ([`Self::from_memory`]),
+    /// whose pages are never released (they are the only copy).
+    guard: Option<super::mapped::MapGuard>,
     /// Where the data section starts (8 + header length).
     data_start: usize,
     meta: Metadata,
@@ -53,7 +55,25 @@ impl SafetensorsFile {
         Ok(Self {
             path: path.to_path_buf(),
             mmap,
-            guard,
+            guard: Some(guard),
+            data_start: 8 + header_len,
+            meta,
+            names,
+        })
+    }
+
+    /// A safetensors serialisation held in memory (an anonymous map that
+    /// this reader owns), validated as a file is; `label` stands for the
+    /// file in messages.
+    pub(crate) fn from_memory(label: &Path, mmap: Mmap) -> Result<Self, ReadError> {
+        let (header_len, meta) = SafeTensors::read_metadata(&mmap)
+            .map_err(|e| ReadError::format(label, None, describe_crate_error(&e, &mmap)))?;
+        let mut names: Vec<String> = meta.tensors().into_keys().collect();
+        names.sort_by(|a, b| natural_cmp(a, b));
+        Ok(Self {
+            path: label.to_path_buf(),
+            mmap,
+            guard: None,
             data_start: 8 + header_len,
             meta,
             names,
@@ -91,7 +111,9 @@ impl SafetensorsFile {
             });
         };
         // The file may have been truncated since it was mapped.
-        self.guard.check_len()?;
+        if let Some(g) = &self.guard {
+            g.check_len()?;
+        }
         // In range: the crate checked that the offsets tile the data section,
         // which ends at the end of the file.
         let (b, e) = info.data_offsets;
@@ -127,8 +149,12 @@ impl SafetensorsFile {
     }
 
     /// Releases the file pages of a tensor from resident memory
-    /// ([`super::release_pages`]); a no-op for an unknown name.
+    /// ([`super::release_pages`]); a no-op for an unknown name and for a
+    /// serialisation in memory (releasing anonymous pages would lose them).
     pub fn release(&self, name: &str) {
+        if self.guard.is_none() {
+            return;
+        }
         if let Some(info) = self.meta.info(name) {
             let (b, e) = info.data_offsets;
             super::release_pages(&self.mmap, self.data_start + b, e - b);
