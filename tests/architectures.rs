@@ -478,7 +478,7 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
     use specbound::arch::families::{Cond, KvHeads};
     use specbound::arch::{self, ArchOverrides, Fusion, Orientation, ProxySource, Role, FAMILIES};
     let w = layer(0); // q, k, v, o, ff1, ff2, [out, in]
-    // Every layout of every entry, its config.json flags choosing it.
+                      // Every layout of every entry, its config.json flags choosing it.
     let layouts = FAMILIES.iter().flat_map(|spec| {
         let choices = spec.choices();
         (0..choices.len()).map(move |k| (spec, k, choices.clone()))
@@ -557,7 +557,11 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
             })
             .collect();
         // LayerScale vectors of ones (1-D, as stored): the proxies unchanged.
-        let scales: Vec<String> = choice.tensors.iter().filter_map(|ts| ts.scale_at(prefix, 0, 0)).collect();
+        let scales: Vec<String> = choice
+            .tensors
+            .iter()
+            .filter_map(|ts| ts.scale_at(prefix, 0, 0))
+            .collect();
         for name in &scales {
             let ones = DenseMatrix {
                 rows: 1,
@@ -601,7 +605,14 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
                 (keys.layers, 1),
                 (keys.hidden, N),
                 (keys.heads, 12),
-                (keys.kv_heads, if choice.kv_heads == KvHeads::Read { kv } else { 0 }),
+                (
+                    keys.kv_heads,
+                    if choice.kv_heads == KvHeads::Read {
+                        kv
+                    } else {
+                        0
+                    },
+                ),
                 (keys.head_dim, DH),
                 (keys.intermediate, I),
             ] {

@@ -1322,7 +1322,10 @@ impl FamilySpec {
     /// condition holds (an error about a flag's value passes through).
     pub fn choose<E>(&self, holds: impl Fn(&Cond) -> Result<bool, E>) -> Result<Variant, E> {
         for v in self.choices() {
-            if v.when.iter().try_fold(true, |all, c| Ok(all && holds(c)?))? {
+            if v.when
+                .iter()
+                .try_fold(true, |all, c| Ok(all && holds(c)?))?
+            {
                 return Ok(v);
             }
         }
@@ -1341,7 +1344,9 @@ impl FamilySpec {
         }
         out.extend(self.notes.iter().copied());
         for n in self.flag_notes {
-            if n.when.iter().try_fold(true, |all, c| Ok(all && holds(c)?))?
+            if n.when
+                .iter()
+                .try_fold(true, |all, c| Ok(all && holds(c)?))?
                 && !out.contains(&n.note)
             {
                 out.push(n.note);
@@ -1539,7 +1544,8 @@ mod tests {
                 <= 1
         );
         for t in v.tensors {
-            let per_layer = |n: &str| n.contains("{l}") && (n.contains("{i}") == f.shared.is_some());
+            let per_layer =
+                |n: &str| n.contains("{l}") && (n.contains("{i}") == f.shared.is_some());
             assert!(per_layer(t.name), "{}", t.name);
             assert!(t.scale.is_none_or(per_layer), "{}", t.name);
             assert!(!t.roles.is_empty(), "{}", t.name);

@@ -133,7 +133,9 @@ impl Architecture {
 
     /// Gated (GLU) feed-forward: `M_in = [W_gate, W_up]`, an extension of the paper.
     pub fn gated(&self) -> bool {
-        self.tensors.iter().any(|t| t.roles.contains(&Role::FfnGate))
+        self.tensors
+            .iter()
+            .any(|t| t.roles.contains(&Role::FfnGate))
     }
 
     /// Rotary position embeddings (ignored in `QK`, an extension).
