@@ -6,7 +6,7 @@
 mod common;
 
 use common::reemit::{
-    certify, hcat, layer, one_dimensional_gains, rows, slice, t, tmpdir, vstack, write_st,
+    certify, hcat, layer, one_dimensional_gains, rows, slice, t, tmpdir, vstack, write_st, BERT,
 };
 use common::{ok_json, root, run};
 use serde_json::{json, Value};
@@ -24,15 +24,7 @@ fn bert_reference(dir: &Path, transform_kv: impl Fn(&DenseMatrix) -> DenseMatrix
     let mut ts = Vec::new();
     for l in 0..LAYERS {
         let w = layer(l);
-        let names = [
-            "attention.self.query",
-            "attention.self.key",
-            "attention.self.value",
-            "attention.output.dense",
-            "intermediate.dense",
-            "output.dense",
-        ];
-        for (k, (name, m)) in names.iter().zip(w.iter()).enumerate() {
+        for (k, (name, m)) in BERT.iter().zip(w.iter()).enumerate() {
             let m = if k == 1 || k == 2 {
                 transform_kv(m)
             } else {

@@ -8,7 +8,7 @@
 mod common;
 
 use common::reemit::{
-    certify, layer, one_dimensional_gains, rows, slice, tmpdir, vstack, write_st,
+    certify, layer, one_dimensional_gains, rows, slice, tmpdir, vstack, write_st, BERT,
 };
 use common::{assert_bad, ok_json, run};
 use rug::Rational;
@@ -21,16 +21,6 @@ const N: usize = 384;
 const I: usize = 1536;
 const DH: usize = 32;
 const HEADS: usize = 12;
-
-/// BERT names of the six weights of a layer, in `layer`'s order.
-const BERT: [&str; 6] = [
-    "attention.self.query",
-    "attention.self.key",
-    "attention.self.value",
-    "attention.output.dense",
-    "intermediate.dense",
-    "output.dense",
-];
 
 /// The BERT certificate of the given layers (q, k, v, o, ff1, ff2 each),
 /// stored as float64 when `f64_dtype` (exact products that float32 cannot hold).

@@ -135,8 +135,15 @@ impl Sources<'_> {
                 }));
             }
         }
+        self.config_fact(pick(&self.spec.config))
+    }
+
+    /// The first of `keys` present in config.json (a JSON `null` counts as
+    /// absent); a value that is not a non-negative integer that fits a
+    /// `usize` is an error.
+    fn config_fact(&self, keys: &[&str]) -> Result<Option<Fact>, ModelError> {
         if let (Some(cfg), Some(path)) = (self.ck.config(), self.ck.config_path()) {
-            for k in pick(&self.spec.config) {
+            for k in keys {
                 let v = match cfg.get(*k) {
                     None | Some(Value::Null) => continue,
                     Some(v) => v,
@@ -191,41 +198,21 @@ impl Sources<'_> {
     }
 
     /// A count of the family's shared layers (groups, layers per group):
-    /// 1 when config.json does not give it.
+    /// 1 when config.json does not give it, an error when it gives 0.
     fn count(&self, keys: &'static [&'static str]) -> Result<Fact, ModelError> {
-        if let (Some(cfg), Some(path)) = (self.ck.config(), self.ck.config_path()) {
-            for k in keys {
-                let v = match cfg.get(*k) {
-                    None | Some(Value::Null) => continue,
-                    Some(v) => v,
-                };
-                let value = v
-                    .as_u64()
-                    .and_then(|x| usize::try_from(x).ok())
-                    .filter(|&x| x > 0)
-                    .ok_or_else(|| {
-                        invalid(
-                            path,
-                            Some(k),
-                            format!("expected a positive integer, found {}", json_kind(v)),
-                        )
-                    })?;
-                return Ok(Fact {
-                    value,
-                    origin: Origin::Key {
-                        file: path.to_path_buf(),
-                        key: k.to_string(),
-                    },
-                });
+        match self.config_fact(keys)? {
+            Some(f) if f.value == 0 => {
+                Err(f.error(&self.ck.file_of(""), "expected a positive count"))
             }
+            Some(f) => Ok(f),
+            None => Ok(Fact {
+                value: 1,
+                origin: Origin::Derived {
+                    file: self.ck.file_of(""),
+                    tensor: String::new(),
+                },
+            }),
         }
-        Ok(Fact {
-            value: 1,
-            origin: Origin::Derived {
-                file: self.ck.file_of(""),
-                tensor: String::new(),
-            },
-        })
     }
 
     /// The activation: a GGUF key, a config key, or (when config.json or

@@ -431,12 +431,66 @@ contributions of QK) does not bound their derivative, which involves ||Q_h^T K_h
 than a proxy matrix; no proxy and no bound is computed, and the certificate states the \
 certified spectra and norms of every proxy matrix";
 
+/// DeBERTa's weights after the query, key and value (BERT's names).
+const DEBERTA_REST: [TensorSpec; 3] = [
+    t(
+        "encoder.layer.{l}.attention.output.dense.weight",
+        &[Output],
+        OutIn,
+    ),
+    t(
+        "encoder.layer.{l}.intermediate.dense.weight",
+        &[FfnIn],
+        OutIn,
+    ),
+    t("encoder.layer.{l}.output.dense.weight", &[FfnOut], OutIn),
+];
+
+/// DeBERTa-v2 (no bound: disentangled attention).
+const DEBERTA_V2: FamilySpec = FamilySpec {
+    layout: "DebertaV2",
+    family: "deberta-v2",
+    model_types: &["deberta-v2"],
+    architectures: &[],
+    gguf_architectures: &[],
+    tensors: &[
+        t(
+            "encoder.layer.{l}.attention.self.query_proj.weight",
+            &[Query],
+            OutIn,
+        ),
+        t(
+            "encoder.layer.{l}.attention.self.key_proj.weight",
+            &[Key],
+            OutIn,
+        ),
+        t(
+            "encoder.layer.{l}.attention.self.value_proj.weight",
+            &[Value],
+            OutIn,
+        ),
+        DEBERTA_REST[0],
+        DEBERTA_REST[1],
+        DEBERTA_REST[2],
+    ],
+    config: HF,
+    gguf: FactKeys::NONE,
+    default_activation: Some("gelu"),
+    rotary: false,
+    notes: &[],
+    no_bound: Some(DISENTANGLED),
+    markers: &[],
+    variants: &[],
+    flag_notes: &[],
+    shared: None,
+};
+
 /// DINOv2's LayerScale vectors (the attention output's, the feed-forward output's).
 const LAYER_SCALE_1: &str = "encoder.layer.{l}.layer_scale1.lambda1";
 const LAYER_SCALE_2: &str = "encoder.layer.{l}.layer_scale2.lambda1";
 
-/// DINOv2's attention (ViT's names, LayerScale folded into the output).
-const DINOV2_ATTENTION: [TensorSpec; 4] = [
+/// ViT's query, key and value (also DINOv2's).
+const VIT_QKV: [TensorSpec; 3] = [
     t(
         "encoder.layer.{l}.attention.attention.query.weight",
         &[Query],
@@ -452,6 +506,13 @@ const DINOV2_ATTENTION: [TensorSpec; 4] = [
         &[Value],
         OutIn,
     ),
+];
+
+/// DINOv2's attention (ViT's names, LayerScale folded into the output).
+const DINOV2_ATTENTION: [TensorSpec; 4] = [
+    VIT_QKV[0],
+    VIT_QKV[1],
+    VIT_QKV[2],
     scaled(
         "encoder.layer.{l}.attention.output.dense.weight",
         &[Output],
@@ -572,21 +633,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         architectures: &["vit"],
         gguf_architectures: &[],
         tensors: &[
-            t(
-                "encoder.layer.{l}.attention.attention.query.weight",
-                &[Query],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.attention.key.weight",
-                &[Key],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.attention.value.weight",
-                &[Value],
-                OutIn,
-            ),
+            VIT_QKV[0],
+            VIT_QKV[1],
+            VIT_QKV[2],
             t(
                 "encoder.layer.{l}.attention.output.dense.weight",
                 &[Output],
@@ -969,83 +1018,20 @@ pub const FAMILIES: &[FamilySpec] = &[
         flag_notes: &[],
         shared: None,
     },
-    FamilySpec {
-        layout: "DebertaV2",
-        family: "deberta-v2",
-        model_types: &["deberta-v2"],
-        architectures: &[],
-        gguf_architectures: &[],
-        tensors: &[
-            t(
-                "encoder.layer.{l}.attention.self.query_proj.weight",
-                &[Query],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.self.key_proj.weight",
-                &[Key],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.self.value_proj.weight",
-                &[Value],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.output.dense.weight",
-                &[Output],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.intermediate.dense.weight",
-                &[FfnIn],
-                OutIn,
-            ),
-            t("encoder.layer.{l}.output.dense.weight", &[FfnOut], OutIn),
-        ],
-        config: HF,
-        gguf: FactKeys::NONE,
-        default_activation: Some("gelu"),
-        rotary: false,
-        notes: &[],
-        no_bound: Some(DISENTANGLED),
-        markers: &[],
-        variants: &[],
-        flag_notes: &[],
-        shared: None,
-    },
+    DEBERTA_V2,
     FamilySpec {
         layout: "Deberta",
         family: "deberta",
         model_types: &["deberta"],
-        architectures: &[],
-        gguf_architectures: &[],
         tensors: &[
             // `in_proj` viewed as (heads, 3 head_dim) and chunked in three:
             // per head [q_h; k_h; v_h].
             per_group("encoder.layer.{l}.attention.self.in_proj.weight"),
-            t(
-                "encoder.layer.{l}.attention.output.dense.weight",
-                &[Output],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.intermediate.dense.weight",
-                &[FfnIn],
-                OutIn,
-            ),
-            t("encoder.layer.{l}.output.dense.weight", &[FfnOut], OutIn),
+            DEBERTA_REST[0],
+            DEBERTA_REST[1],
+            DEBERTA_REST[2],
         ],
-        config: HF,
-        gguf: FactKeys::NONE,
-        default_activation: Some("gelu"),
-        rotary: false,
-        notes: &[],
-        no_bound: Some(DISENTANGLED),
-        markers: &[],
-        variants: &[],
-        flag_notes: &[],
-        shared: None,
+        ..DEBERTA_V2
     },
     FamilySpec {
         layout: "Opt",

@@ -15,24 +15,26 @@ pub fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// BERT names of the six weights of a layer, in [`layer`]'s order.
+pub const BERT: [&str; 6] = [
+    "attention.self.query",
+    "attention.self.key",
+    "attention.self.value",
+    "attention.output.dense",
+    "intermediate.dense",
+    "output.dense",
+];
+
 /// The real weights of layer l: q, k, v, o, ff1, ff2 ([out, in]).
 pub fn layer(l: usize) -> Vec<DenseMatrix> {
     let ck = Checkpoint::open(&root().join("data/all-MiniLM-L6-v2")).unwrap();
-    [
-        "attention.self.query",
-        "attention.self.key",
-        "attention.self.value",
-        "attention.output.dense",
-        "intermediate.dense",
-        "output.dense",
-    ]
-    .iter()
-    .map(|t| {
-        ck.read(&format!("encoder.layer.{l}.{t}.weight"))
-            .unwrap()
-            .matrix
-    })
-    .collect()
+    BERT.iter()
+        .map(|t| {
+            ck.read(&format!("encoder.layer.{l}.{t}.weight"))
+                .unwrap()
+                .matrix
+        })
+        .collect()
 }
 
 pub fn t(x: &DenseMatrix) -> DenseMatrix {
