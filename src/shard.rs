@@ -166,12 +166,13 @@ mod tests {
         kv: usize,
         ff: usize,
     ) -> Architecture {
+        let spec: &'static crate::arch::FamilySpec = crate::arch::FAMILIES
+            .iter()
+            .find(|f| f.layout == layout)
+            .expect("a layout of the table");
         Architecture {
             family: layout.to_lowercase(),
-            spec: crate::arch::FAMILIES
-                .iter()
-                .find(|f| f.layout == layout)
-                .expect("a layout of the table"),
+            spec,
             prefix: String::new(),
             layers,
             hidden,
@@ -183,6 +184,9 @@ mod tests {
             heads_override: None,
             moe: None,
             stack: None,
+            tensors: spec.tensors,
+            notes: Vec::new(),
+            sharing: None,
         }
     }
 

@@ -769,7 +769,6 @@ pub fn run_study(
 /// them); such a model's certificate has its bounds and no measures.
 fn measures_available(arch: &Architecture) -> bool {
     !arch
-        .spec
         .tensors
         .iter()
         .any(|t| t.fusion == crate::arch::Fusion::PerGroup)

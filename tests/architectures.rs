@@ -5,6 +5,9 @@
 
 mod common;
 
+use common::reemit::{
+    certify, hcat, layer, one_dimensional_gains, rows, slice, t, tmpdir, vstack, write_st, BERT,
+};
 use common::{ok_json, root, run};
 use serde_json::{json, Value};
 use specbound::io::checkpoint::Checkpoint;
@@ -17,113 +20,11 @@ const N: usize = 384;
 const I: usize = 1536;
 const DH: usize = 32;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-arch-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// The real weights of layer l: q, k, v, o, ff1, ff2 ([out, in]).
-fn layer(l: usize) -> Vec<DenseMatrix> {
-    let ck = Checkpoint::open(&root().join("data/all-MiniLM-L6-v2")).unwrap();
-    [
-        "attention.self.query",
-        "attention.self.key",
-        "attention.self.value",
-        "attention.output.dense",
-        "intermediate.dense",
-        "output.dense",
-    ]
-    .iter()
-    .map(|t| {
-        ck.read(&format!("encoder.layer.{l}.{t}.weight"))
-            .unwrap()
-            .matrix
-    })
-    .collect()
-}
-
-fn t(x: &DenseMatrix) -> DenseMatrix {
-    let mut data = vec![0.0; x.data.len()];
-    for i in 0..x.rows {
-        for j in 0..x.cols {
-            data[j * x.rows + i] = x.data[i * x.cols + j];
-        }
-    }
-    DenseMatrix {
-        rows: x.cols,
-        cols: x.rows,
-        data,
-    }
-}
-
-fn rows(x: &DenseMatrix, idx: &[usize]) -> DenseMatrix {
-    let mut data = Vec::with_capacity(idx.len() * x.cols);
-    for &r in idx {
-        data.extend_from_slice(&x.data[r * x.cols..(r + 1) * x.cols]);
-    }
-    DenseMatrix {
-        rows: idx.len(),
-        cols: x.cols,
-        data,
-    }
-}
-
-fn hcat(mats: &[&DenseMatrix]) -> DenseMatrix {
-    let r = mats[0].rows;
-    let mut data = Vec::new();
-    for i in 0..r {
-        for m in mats {
-            data.extend_from_slice(&m.data[i * m.cols..(i + 1) * m.cols]);
-        }
-    }
-    DenseMatrix {
-        rows: r,
-        cols: mats.iter().map(|m| m.cols).sum(),
-        data,
-    }
-}
-
-fn write_st(dir: &Path, tensors: &[(String, DenseMatrix)], f64_dtype: bool, config: Value) {
-    if !f64_dtype {
-        for (n, m) in tensors {
-            assert!(
-                m.data.iter().all(|&x| (x as f32) as f64 == x),
-                "{n}: re-emitting must not round"
-            );
-        }
-    }
-    let refs: Vec<(String, &DenseMatrix)> = tensors.iter().map(|(n, m)| (n.clone(), m)).collect();
-    common::write_safetensors(
-        &dir.join("model.safetensors"),
-        &refs,
-        if f64_dtype { "F64" } else { "F32" },
-    );
-    std::fs::write(
-        dir.join("config.json"),
-        serde_json::to_vec(&config).unwrap(),
-    )
-    .unwrap();
-}
-
-fn certify(path: &Path) -> Value {
-    ok_json(&run(&["certify", path.to_str().unwrap(), "--json"]))
-}
-
 fn bert_reference(dir: &Path, transform_kv: impl Fn(&DenseMatrix) -> DenseMatrix) -> Value {
     let mut ts = Vec::new();
     for l in 0..LAYERS {
         let w = layer(l);
-        let names = [
-            "attention.self.query",
-            "attention.self.key",
-            "attention.self.value",
-            "attention.output.dense",
-            "intermediate.dense",
-            "output.dense",
-        ];
-        for (k, (name, m)) in names.iter().zip(w.iter()).enumerate() {
+        for (k, (name, m)) in BERT.iter().zip(w.iter()).enumerate() {
             let m = if k == 1 || k == 2 {
                 transform_kv(m)
             } else {
@@ -558,25 +459,6 @@ fn gguf_block_decoding_is_exact() {
     }
 }
 
-/// Rows `r0..r0 + n` of `x`, transposed or not (the reference slicing,
-/// written independently of the library's recipes).
-fn slice(x: &DenseMatrix, r0: usize, n: usize, transpose: bool) -> DenseMatrix {
-    let s = rows(x, &(r0..r0 + n).collect::<Vec<_>>());
-    if transpose {
-        t(&s)
-    } else {
-        s
-    }
-}
-
-fn vstack(mats: &[DenseMatrix]) -> DenseMatrix {
-    DenseMatrix {
-        rows: mats.iter().map(|m| m.rows).sum(),
-        cols: mats[0].cols,
-        data: mats.iter().flat_map(|m| m.data.iter().copied()).collect(),
-    }
-}
-
 /// Every entry of the layout table, fed the real MiniLM layer 0 re-emitted
 /// in that entry's names, orientations and fusions (GQA entries with 6
 /// key/value heads, gated entries with W_gate = W_up = FF1), through its own
@@ -585,32 +467,63 @@ fn vstack(mats: &[DenseMatrix]) -> DenseMatrix {
 /// table is tested here without a line of test code.
 #[test]
 fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
+    use specbound::arch::families::{Cond, KvHeads};
     use specbound::arch::{self, ArchOverrides, Fusion, Orientation, ProxySource, Role, FAMILIES};
     let w = layer(0); // q, k, v, o, ff1, ff2, [out, in]
-    let kv_rows: Vec<usize> = (0..6)
-        .flat_map(|g| (2 * g * DH)..(2 * g * DH + DH))
-        .collect();
-    for spec in FAMILIES {
+                      // Every layout of every entry, its config.json flags choosing it.
+    let layouts = FAMILIES.iter().flat_map(|spec| {
+        let choices = spec.choices();
+        (0..choices.len()).map(move |k| (spec, k, choices.clone()))
+    });
+    for (spec, k, choices) in layouts {
         // A mixture of experts stores one feed-forward per expert, not the
         // table's dense ones: tests/architectures_moe.rs re-emits those.
         if spec.moe.is_some() {
             continue;
         }
-        let gqa = spec.grouped_query();
-        let kv = if gqa { 6 } else { 12 };
+        let choice = choices[k];
+        // Its conditions hold, and one of each earlier layout's does not.
+        let mut model_type = spec.model_types.first().copied().unwrap_or_default();
+        let mut flags = serde_json::Map::new();
+        for c in choice.when {
+            match c {
+                Cond::Is(f, v) => {
+                    flags.insert(f.key.into(), json!(v));
+                }
+                Cond::ModelType(m) => model_type = m[0],
+            }
+        }
+        for c in choices[..k].iter().flat_map(|e| e.when) {
+            match c {
+                Cond::Is(f, v) if !flags.contains_key(f.key) => {
+                    flags.insert(f.key.into(), json!(!v));
+                }
+                Cond::ModelType(m) if m.contains(&model_type) => {
+                    model_type = spec.model_types.iter().find(|t| !m.contains(t)).unwrap();
+                }
+                _ => {}
+            }
+        }
+        let kv = match choice.kv_heads {
+            KvHeads::Read => 6,
+            KvHeads::One => 1,
+            KvHeads::PerHead => 12,
+        };
+        // Key/value head g carries BERT head g * 12 / kv.
+        let kv_rows: Vec<usize> = (0..kv)
+            .flat_map(|g| (g * (12 / kv) * DH)..(g * (12 / kv) * DH + DH))
+            .collect();
         let role = |r: Role| match r {
             Role::Query => w[0].clone(),
-            Role::Key if gqa => rows(&w[1], &kv_rows),
-            Role::Key => w[1].clone(),
-            Role::Value if gqa => rows(&w[2], &kv_rows),
-            Role::Value => w[2].clone(),
+            Role::Key => rows(&w[1], &kv_rows),
+            Role::Value => rows(&w[2], &kv_rows),
             Role::Output => w[3].clone(),
             Role::FfnGate | Role::FfnIn => w[4].clone(),
             Role::FfnOut => w[5].clone(),
         };
         let is_gguf = !spec.gguf_architectures.is_empty();
         let prefix = if is_gguf { "" } else { "base." };
-        let tensors: Vec<(String, DenseMatrix)> = spec
+        let mut tensors: Vec<(String, DenseMatrix)> = choice
             .tensors
             .iter()
             .map(|ts| {
@@ -640,7 +553,21 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
                 (ts.name_in(prefix, 0), stored)
             })
             .collect();
-        let dir = tmpdir(&format!("table-{}", spec.layout));
+        // LayerScale vectors of ones (1-D, as stored): the proxies unchanged.
+        let scales: Vec<String> = choice
+            .tensors
+            .iter()
+            .filter_map(|ts| ts.scale_at(prefix, 0, 0))
+            .collect();
+        for name in &scales {
+            let ones = DenseMatrix {
+                rows: 1,
+                cols: N,
+                data: vec![1.0; N],
+            };
+            tensors.push((name.clone(), ones));
+        }
+        let dir = tmpdir(&format!("table-{}-{k}", spec.layout));
         let model = if is_gguf {
             let a = spec.gguf_architectures[0];
             let keys = &spec.gguf;
@@ -669,12 +596,20 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
         } else {
             let keys = &spec.config;
             let mut cfg = serde_json::Map::new();
-            cfg.insert("model_type".into(), json!(spec.model_types[0]));
+            cfg.insert("model_type".into(), json!(model_type));
+            cfg.extend(flags.clone());
             for (ks, v) in [
                 (keys.layers, 1),
                 (keys.hidden, N),
                 (keys.heads, 12),
-                (keys.kv_heads, kv),
+                (
+                    keys.kv_heads,
+                    if choice.kv_heads == KvHeads::Read {
+                        kv
+                    } else {
+                        0
+                    },
+                ),
                 (keys.head_dim, DH),
                 (keys.intermediate, I),
             ] {
@@ -682,7 +617,11 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
                     cfg.insert(k.to_string(), json!(v));
                 }
             }
+            cfg.retain(|_, v| v != &json!(0));
             write_st(&dir, &tensors, false, Value::Object(cfg));
+            if !scales.is_empty() {
+                one_dimensional_gains(&dir, N);
+            }
             dir.clone()
         };
         let ck = Checkpoint::open(&model).unwrap();
@@ -700,6 +639,7 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
             ),
             (spec.layout, prefix, 1, N, 12, kv, DH, I)
         );
+        assert!(a.tensors == choice.tensors, "{} layout {k}", spec.layout);
         let mats = arch::extract(&ck, &a).unwrap();
         let (descs, unmapped) = arch::describe(&ck, &a).unwrap();
         assert!(unmapped.is_empty(), "{}: {unmapped:?}", spec.layout);
@@ -742,7 +682,7 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
                 }
                 (ProxySource::Dense(x), None) => {
                     let want = match m.id.kind {
-                        specbound::arch::MatrixType::MIn if spec.gated() => {
+                        specbound::arch::MatrixType::MIn if a.gated() => {
                             hcat(&[&t(&w[4]), &t(&w[4])])
                         }
                         specbound::arch::MatrixType::MIn => t(&w[4]),
@@ -772,13 +712,13 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
         }
         assert_eq!(
             ext.iter().any(|e| e.contains("[W_gate, W_up]")),
-            spec.gated(),
+            a.gated(),
             "{}",
             spec.layout
         );
         assert_eq!(
             ext.iter().any(|e| e.contains("rotary position embeddings")),
-            spec.rotary,
+            a.rotary(),
             "{}",
             spec.layout
         );
@@ -825,7 +765,11 @@ fn every_family_in_the_table_is_documented() {
             .collect();
         names.extend(keys(&spec.config, ""));
         names.extend(keys(&spec.gguf, "{arch}."));
-        names.extend(spec.tensors.iter().map(|t| t.name.replace("{l}", "N")));
+        names.extend(
+            spec.tensors
+                .iter()
+                .map(|t| t.name.replace("{l}", "N").replace("{i}", "M")),
+        );
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}`")),
@@ -1243,25 +1187,6 @@ fn phi3_and_gemma_certify_as_the_llama_layout() {
             .iter()
             .all(|e| !e.as_str().unwrap().starts_with("L_phi")));
     }
-}
-
-/// Rewrites the shapes `[1, n]` of the safetensors file in `dir` as `[n]`
-/// (padded with spaces, so the header keeps its length): the 1-D gains of
-/// an RMSNorm as transformers stores them.
-fn one_dimensional_gains(dir: &Path, n: usize) {
-    let f = dir.join("model.safetensors");
-    let mut bytes = std::fs::read(&f).unwrap();
-    let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header = String::from_utf8(bytes[8..8 + len].to_vec()).unwrap();
-    let from = format!("\"shape\":[1,{n}]");
-    let to = format!(
-        "\"shape\":[{n}]{}",
-        " ".repeat(from.len() - n.to_string().len() - 10)
-    );
-    assert_eq!(from.len(), to.len());
-    let header = header.replace(&from, &to);
-    bytes[8..8 + len].copy_from_slice(header.as_bytes());
-    std::fs::write(&f, bytes).unwrap();
 }
 
 /// A LLaMA checkpoint with QK-norm (Qwen3's and Gemma 3's names: per-head

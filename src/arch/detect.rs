@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::families::{
-    supported, FactKeys, FamilySpec, MoeSpec, Orientation, Role, FAMILIES, SPECTRA_HINT,
+    supported, Cond, FactKeys, FamilySpec, KvHeads, MoeSpec, Orientation, Role, FAMILIES,
+    SPECTRA_HINT,
 };
 use super::recipe::tensor_shape;
 use super::{
     clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, LayerFfn,
-    ModelError, MoeLayout, StackChoice, MAX_EXPERTS,
+    ModelError, MoeLayout, Sharing, StackChoice, MAX_EXPERTS,
 };
 use crate::io::checkpoint::Checkpoint;
 use crate::io::gguf::MetaValue;
@@ -208,6 +209,51 @@ impl Sources<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Whether `cond` holds for this checkpoint, whose family (model type)
+    /// is `family`: a flag absent from config.json (or `null`, or without
+    /// config.json) has its default; a value that is not a boolean is an
+    /// error naming the key.
+    fn holds(&self, cond: &Cond, family: &str) -> Result<bool, ModelError> {
+        match cond {
+            Cond::ModelType(types) => Ok(types.contains(&family)),
+            Cond::Is(flag, want) => {
+                let value = match (self.ck.config(), self.ck.config_path()) {
+                    (Some(cfg), Some(path)) => match cfg.get(flag.key) {
+                        None | Some(Value::Null) => flag.default,
+                        Some(Value::Bool(b)) => *b,
+                        Some(other) => {
+                            return Err(invalid(
+                                path,
+                                Some(flag.key),
+                                format!("expected true or false, found {}", json_kind(other)),
+                            ))
+                        }
+                    },
+                    _ => flag.default,
+                };
+                Ok(value == *want)
+            }
+        }
+    }
+
+    /// A count of the family's shared layers (groups, layers per group):
+    /// 1 when config.json does not give it, an error when it gives 0.
+    fn count(&self, keys: &'static [&'static str]) -> Result<Fact, ModelError> {
+        match self.config_fact(keys)? {
+            Some(f) if f.value == 0 => {
+                Err(f.error(&self.ck.file_of(""), "expected a positive count"))
+            }
+            Some(f) => Ok(f),
+            None => Ok(Fact {
+                value: 1,
+                origin: Origin::Derived {
+                    file: self.ck.file_of(""),
+                    tensor: String::new(),
+                },
+            }),
+        }
     }
 
     /// The activation: a GGUF key, a config key, or (when config.json or
@@ -573,10 +619,13 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         spec,
         gguf_arch,
     };
-    let anchor = spec.anchor();
+    let holds = |c: &Cond| src.holds(c, &family);
+    let variant = spec.choose(holds)?;
+    let notes = spec.notes_where(holds)?;
+    let anchor = variant.anchor();
     let first = anchor.name_in(&prefix, 0);
     let mut found_layers = 0usize;
-    while ck.contains(&anchor.name_in(&prefix, found_layers)) {
+    while spec.shared.is_none() && ck.contains(&anchor.name_in(&prefix, found_layers)) {
         found_layers += 1;
     }
     let layers = match ov.layers {
@@ -584,17 +633,65 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             value,
             origin: Origin::Flag("--layers"),
         },
-        None => src.fact(|k| k.layers)?.unwrap_or(Fact {
-            value: found_layers,
-            origin: Origin::Derived {
-                file: ck.file_of(&first),
-                tensor: first.clone(),
+        None => match src.fact(|k| k.layers)? {
+            Some(f) => f,
+            // Shared layers are stored once per group: their names do not
+            // count the depths.
+            None if spec.shared.is_some() => {
+                return Err(invalid(
+                    &ck.file_of(&first),
+                    None,
+                    "the number of layers of a model whose layers share weights cannot be \
+                     inferred from tensor names: put config.json beside the file or pass --layers",
+                ))
+            }
+            None => Fact {
+                value: found_layers,
+                origin: Origin::Derived {
+                    file: ck.file_of(&first),
+                    tensor: first.clone(),
+                },
             },
-        }),
+        },
     };
     if layers.value == 0 {
         return Err(layers.error(&weights, "the model has no layers"));
     }
+    // Shared layers: depths per group, each applying the group's layers in turn.
+    let sharing = match spec.shared {
+        None => None,
+        Some(sh) => {
+            let groups = src.count(sh.groups)?;
+            let inner = src.count(sh.inner)?;
+            if layers.value % groups.value != 0 {
+                // transformers maps depths to groups by a float division:
+                // only a whole number of depths per group is unambiguous.
+                return Err(groups.error(
+                    &weights,
+                    format!(
+                        "{} layers do not divide into {} groups of shared layers",
+                        layers.value, groups.value
+                    ),
+                ));
+            }
+            let blocks = layers.value.checked_mul(inner.value).ok_or_else(|| {
+                inner.error(&weights, "the number of blocks overflows the address space")
+            })?;
+            Some((
+                Sharing {
+                    groups: groups.value,
+                    inner: inner.value,
+                    depths: layers.value,
+                },
+                blocks,
+            ))
+        }
+    };
+    let layers = Fact {
+        value: sharing.map_or(layers.value, |(_, b)| b),
+        ..layers
+    };
+    let sharing = sharing.map(|(s, _)| s);
     let layers = layers.value;
 
     // Hidden size: the input width of the query weight.
@@ -694,15 +791,15 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         return Err(query_rows_error());
     }
 
-    let kv_heads = if spec.grouped_query() {
-        let (kt, _) = spec
+    let kv_heads = if variant.kv_heads == KvHeads::Read {
+        let (kt, _) = variant
             .holder(Role::Key)
             .expect("grouped-query families store the key (table test)");
         let kname = kt.name_in(&prefix, 0);
         let (mut kr, _) = out_in(kt.orientation, tensor_shape(ck, &kname, 0, layers)?);
         if kt.roles.len() > 1 {
-            // A stacked [query; key; value] (table test): the key is half
-            // of what the query leaves.
+            // A fused [query; key; value], stacked or per group (table
+            // test): the key is half of what the query leaves.
             let rest = kr.checked_sub(q_width).filter(|r| r % 2 == 0);
             kr = rest.ok_or_else(|| {
                 invalid(
@@ -756,6 +853,8 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             ));
         }
         kv.value
+    } else if variant.kv_heads == KvHeads::One {
+        1
     } else {
         h
     };
@@ -788,9 +887,9 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
     // Feed-forward width: the output width of the first feed-forward input
     // (a mixture-of-experts family reads its own widths, below).
     let intermediate = || -> Result<usize, ModelError> {
-        let (ft, _) = spec
+        let (ft, _) = variant
             .holder(Role::FfnGate)
-            .or_else(|| spec.holder(Role::FfnIn))
+            .or_else(|| variant.holder(Role::FfnIn))
             .expect("every family has a feed-forward input (table test)");
         let fname = ft.name_in(&prefix, 0);
         let (f0, f1) = tensor_shape(ck, &fname, 0, layers)?;
@@ -849,6 +948,9 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         heads_override,
         moe,
         stack,
+        tensors: variant.tensors,
+        notes,
+        sharing,
     })
 }
 

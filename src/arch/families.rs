@@ -77,6 +77,12 @@ pub struct TensorSpec {
     pub orientation: Orientation,
     /// How fused roles share the output axis (one role: [`Fusion::Stacked`]).
     pub fusion: Fusion,
+    /// A vector tensor (`{l}` the layer) whose entry `o` multiplies output
+    /// `o` of this weight in the block as applied (DINOv2's LayerScale
+    /// `lambda1` after the attention output and the feed-forward output):
+    /// the proxies are formed from `diag(scale) W`, each product of two
+    /// stored numbers exact (`proofs/exact-layerscale.md`).
+    pub scale: Option<&'static str>,
 }
 
 /// Keys that hold the architecture facts, each list in order of preference.
@@ -111,6 +117,82 @@ impl FactKeys {
         intermediate: &[],
         activation: &[],
     };
+}
+
+/// A boolean `config.json` key, with the value a file that leaves it out
+/// (or sets it to `null`) means: the default of the Hugging Face
+/// configuration class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flag {
+    /// The key.
+    pub key: &'static str,
+    /// Its value when absent.
+    pub default: bool,
+}
+
+/// A condition on a checkpoint's `config.json` (without one, every flag
+/// has its default and the model type is the recognised family's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cond {
+    /// The flag has this value.
+    Is(Flag, bool),
+    /// `model_type` (lower-cased) is one of these (old checkpoints whose
+    /// configuration predates the flags, such as Falcon's `RefinedWeb`).
+    ModelType(&'static [&'static str]),
+}
+
+/// How a layout's key/value heads are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvHeads {
+    /// From the family's key/value-head keys (as many as query heads when
+    /// absent; with `--heads`, from the key's height), checked against the
+    /// key's height: grouped-query attention.
+    Read,
+    /// One key/value head shared by every query head (multi-query attention).
+    One,
+    /// As many as query heads.
+    PerHead,
+}
+
+/// A tensor layout of a family, chosen by `config.json` flags (Falcon's
+/// `new_decoder_architecture` and `multi_query` choose how
+/// `query_key_value` is fused and how many key/value heads it holds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// Holds when every condition holds (an empty list always holds).
+    pub when: &'static [Cond],
+    /// The weights of layer `{l}` in this layout (the first holds the query).
+    pub tensors: &'static [TensorSpec],
+    /// Its key/value heads.
+    pub kv_heads: KvHeads,
+}
+
+/// A departure from the paper's model that a family has when every
+/// condition holds (Falcon's parallel residual, ALiBi or rotary
+/// embeddings, by its `parallel_attn` and `alibi` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlagNote {
+    /// Holds when every condition holds.
+    pub when: &'static [Cond],
+    /// The sentence for the certificate's `extensions` ([`ROTARY`] for
+    /// rotary embeddings).
+    pub note: &'static str,
+}
+
+/// Layers that share one set of weights (ALBERT): the stored tensors
+/// are per group `{l}` and per layer `{i}` of a group; the model applies
+/// `layers` blocks, each group to `layers / groups` consecutive depths,
+/// and at each depth every layer of the group in turn (transformers'
+/// `AlbertTransformer` and `AlbertLayerGroup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedLayers {
+    /// Keys of the number of groups (1 when absent).
+    pub groups: &'static [&'static str],
+    /// Keys of the number of layers per group (1 when absent).
+    pub inner: &'static [&'static str],
+    /// Why the certificate counts each shared matrix at every depth where
+    /// it is applied, for the certificate's `extensions`.
+    pub note: &'static str,
 }
 
 /// One supported family.
@@ -165,6 +247,15 @@ pub struct FamilySpec {
     /// one model type are its stacks, in order, and a certificate is about
     /// one of them (`--stack`); `None` for a model of one stack.
     pub stack: Option<Stack>,
+    /// Layouts chosen by `config.json` flags: the first whose conditions
+    /// hold replaces [`FamilySpec::tensors`] and the key/value heads;
+    /// when none holds (or the list is empty), `tensors` with key/value
+    /// heads read when [`FamilySpec::grouped_query`].
+    pub variants: &'static [Variant],
+    /// Departures that hold by `config.json` flags (each sentence once).
+    pub flag_notes: &'static [FlagNote],
+    /// Layers that share weights, when they do.
+    pub shared: Option<SharedLayers>,
 }
 
 /// A mixture-of-experts feed-forward (Mixtral, Qwen2-MoE, Qwen3-MoE): where
@@ -222,6 +313,18 @@ const fn t(name: &'static str, roles: &'static [Role], orientation: Orientation)
         roles,
         orientation,
         fusion: Fusion::Stacked,
+        scale: None,
+    }
+}
+
+/// An `[out, in]` weight whose outputs a LayerScale vector multiplies.
+const fn scaled(name: &'static str, roles: &'static [Role], scale: &'static str) -> TensorSpec {
+    TensorSpec {
+        name,
+        roles,
+        orientation: OutIn,
+        fusion: Fusion::Stacked,
+        scale: Some(scale),
     }
 }
 
@@ -232,8 +335,16 @@ const fn per_group(name: &'static str) -> TensorSpec {
         roles: &[Query, Key, Value],
         orientation: OutIn,
         fusion: Fusion::PerGroup,
+        scale: None,
     }
 }
+
+/// Rotary position embeddings, ignored by the QK proxy ([`FamilySpec::rotary`]).
+pub const ROTARY: &str = "rotary position embeddings are ignored: this model rotates queries and \
+keys inside each head by position-dependent angles, so its attention logits are \
+x_i Q_h^T R_(j-i) K_h x_j^T with an orthogonal rotation R_(j-i), while QK is taken as Q_h^T K_h \
+as in the paper's model, which has no rotation; the bounds of this model are an extension of \
+the paper";
 
 /// The parallel-residual note (GPT-NeoX, GPT-J).
 const PARALLEL: &str = "parallel residual is outside the paper's model: this block computes \
@@ -571,6 +682,186 @@ const VIT_BASE_DEFAULTS: &[(&str, usize)] = &[
     ("intermediate_size", 3072),
 ];
 
+/// Falcon's flags (transformers' `FalconConfig` defaults).
+const NEW_ARCH: Flag = Flag {
+    key: "new_decoder_architecture",
+    default: false,
+};
+const MULTI_QUERY: Flag = Flag {
+    key: "multi_query",
+    default: true,
+};
+const PARALLEL_ATTN: Flag = Flag {
+    key: "parallel_attn",
+    default: true,
+};
+const ALIBI: Flag = Flag {
+    key: "alibi",
+    default: false,
+};
+
+/// Falcon's weights after `query_key_value` (BLOOM's names).
+const FALCON_REST: [TensorSpec; 3] = [
+    t("h.{l}.self_attention.dense.weight", &[Output], OutIn),
+    t("h.{l}.mlp.dense_h_to_4h.weight", &[FfnIn], OutIn),
+    t("h.{l}.mlp.dense_4h_to_h.weight", &[FfnOut], OutIn),
+];
+
+/// Falcon's `query_key_value` per key/value group (new decoder
+/// architecture; per head when every head is its own group).
+const FALCON_PER_GROUP: &[TensorSpec] = &[
+    per_group("h.{l}.self_attention.query_key_value.weight"),
+    FALCON_REST[0],
+    FALCON_REST[1],
+    FALCON_REST[2],
+];
+
+/// Falcon's multi-query `query_key_value`: all query heads, then the one
+/// key head, then the one value head.
+const FALCON_MULTI_QUERY: &[TensorSpec] = &[
+    t(
+        "h.{l}.self_attention.query_key_value.weight",
+        &[Query, Key, Value],
+        OutIn,
+    ),
+    FALCON_REST[0],
+    FALCON_REST[1],
+    FALCON_REST[2],
+];
+
+/// ALBERT's shared layers: why every depth counts.
+const ALBERT_SHARING: &str = "shared layers (ALBERT): the L blocks apply the weights of \
+num_hidden_groups groups, group g at depths g L / num_hidden_groups to (g + 1) L / \
+num_hidden_groups - 1, so the proxy matrices of different layers are equal rather than \
+independent; the certificate counts each shared matrix at every depth where it is applied \
+(layer l's proxies are its group's matrices), as the network computes it, so the paper's \
+bound, a statement about the composition of the L blocks as applied, holds for the network \
+(networks with tied weights are networks of the paper's class), while the paper's model \
+has weights of its own in each layer; the factorised embedding \
+(embedding_hidden_mapping_in, E to N) precedes the first block and is not a block matrix";
+
+/// DeBERTa's disentangled attention: why the paper's reasoning gives no bound.
+pub const DISENTANGLED: &str = "disentangled attention (DeBERTa): the logit of positions i and \
+j is x_i Q_h^T K_h x_j^T plus a content-to-position term x_i Q_h^T (P K_h^T)_(delta(i,j)) and \
+a position-to-content term (P Q_h^T)_(delta(j,i)) K_h x_j^T, with P the learned (normalised) \
+relative-position embeddings projected by the query and key weights (or pos_key_proj and \
+pos_query_proj): terms linear in the input that depend on it, unlike a fixed position bias, \
+and that the bilinear form of Q_h^T K_h does not contain; the paper's Lipschitz accounting of \
+attention through ||QK||_2 (its factor 1 + 4 ||QK||_2, the sensitivity gamma and the \
+contributions of QK) does not bound their derivative, which involves ||Q_h^T K_h P^T|| rather \
+than a proxy matrix; no proxy and no bound is computed, and the certificate states the \
+certified spectra and norms of every proxy matrix";
+
+/// DeBERTa's weights after the query, key and value (BERT's names).
+const DEBERTA_REST: [TensorSpec; 3] = [
+    t(
+        "encoder.layer.{l}.attention.output.dense.weight",
+        &[Output],
+        OutIn,
+    ),
+    t(
+        "encoder.layer.{l}.intermediate.dense.weight",
+        &[FfnIn],
+        OutIn,
+    ),
+    t("encoder.layer.{l}.output.dense.weight", &[FfnOut], OutIn),
+];
+
+/// DeBERTa-v2 (no bound: disentangled attention).
+const DEBERTA_V2: FamilySpec = FamilySpec {
+    layout: "DebertaV2",
+    family: "deberta-v2",
+    model_types: &["deberta-v2"],
+    architectures: &[],
+    gguf_architectures: &[],
+    tensors: &[
+        t(
+            "encoder.layer.{l}.attention.self.query_proj.weight",
+            &[Query],
+            OutIn,
+        ),
+        t(
+            "encoder.layer.{l}.attention.self.key_proj.weight",
+            &[Key],
+            OutIn,
+        ),
+        t(
+            "encoder.layer.{l}.attention.self.value_proj.weight",
+            &[Value],
+            OutIn,
+        ),
+        DEBERTA_REST[0],
+        DEBERTA_REST[1],
+        DEBERTA_REST[2],
+    ],
+    config: HF,
+    gguf: FactKeys::NONE,
+    default_activation: Some("gelu"),
+    rotary: false,
+    notes: &[],
+    no_bound: Some(DISENTANGLED),
+    markers: &[],
+    variants: &[],
+    flag_notes: &[],
+    shared: None,
+    moe: None,
+    stack: None,
+};
+
+/// DINOv2's LayerScale vectors (the attention output's, the feed-forward output's).
+const LAYER_SCALE_1: &str = "encoder.layer.{l}.layer_scale1.lambda1";
+const LAYER_SCALE_2: &str = "encoder.layer.{l}.layer_scale2.lambda1";
+
+/// ViT's query, key and value (also DINOv2's).
+const VIT_QKV: [TensorSpec; 3] = [
+    t(
+        "encoder.layer.{l}.attention.attention.query.weight",
+        &[Query],
+        OutIn,
+    ),
+    t(
+        "encoder.layer.{l}.attention.attention.key.weight",
+        &[Key],
+        OutIn,
+    ),
+    t(
+        "encoder.layer.{l}.attention.attention.value.weight",
+        &[Value],
+        OutIn,
+    ),
+];
+
+/// DINOv2's attention (ViT's names, LayerScale folded into the output).
+const DINOV2_ATTENTION: [TensorSpec; 4] = [
+    VIT_QKV[0],
+    VIT_QKV[1],
+    VIT_QKV[2],
+    scaled(
+        "encoder.layer.{l}.attention.output.dense.weight",
+        &[Output],
+        LAYER_SCALE_1,
+    ),
+];
+
+/// DINOv2 giant's SwiGLU feed-forward (`use_swiglu_ffn`): `weights_in`
+/// holds [x1; x2] with `silu(x1) * x2` (the first half activated: the gate).
+const DINOV2_SWIGLU: &[TensorSpec] = &[
+    DINOV2_ATTENTION[0],
+    DINOV2_ATTENTION[1],
+    DINOV2_ATTENTION[2],
+    DINOV2_ATTENTION[3],
+    t(
+        "encoder.layer.{l}.mlp.weights_in.weight",
+        &[FfnGate, FfnIn],
+        OutIn,
+    ),
+    scaled(
+        "encoder.layer.{l}.mlp.weights_out.weight",
+        &[FfnOut],
+        LAYER_SCALE_2,
+    ),
+];
+
 /// The supported families, in the order tensor names are tried (OPT's
 /// `decoder.layers.N.self_attn.q_proj` before LLaMA's `layers.N...`, which
 /// it ends with; Gemma's tensors are LLaMA's, so without config.json a
@@ -615,6 +906,52 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
+    },
+    FamilySpec {
+        layout: "Dinov2",
+        family: "dinov2",
+        model_types: &["dinov2", "dinov2_with_registers"],
+        architectures: &["dinov2"],
+        gguf_architectures: &[],
+        tensors: &[
+            DINOV2_ATTENTION[0],
+            DINOV2_ATTENTION[1],
+            DINOV2_ATTENTION[2],
+            DINOV2_ATTENTION[3],
+            t("encoder.layer.{l}.mlp.fc1.weight", &[FfnIn], OutIn),
+            scaled("encoder.layer.{l}.mlp.fc2.weight", &[FfnOut], LAYER_SCALE_2),
+        ],
+        // The feed-forward width is mlp_ratio times the hidden size: read
+        // from fc1's height.
+        config: FactKeys {
+            intermediate: &[],
+            ..HF
+        },
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        // ViT's tensors with LayerScale: tried before ViT by its vectors.
+        markers: &[LAYER_SCALE_1, LAYER_SCALE_2],
+        variants: &[Variant {
+            when: &[Cond::Is(
+                Flag {
+                    key: "use_swiglu_ffn",
+                    default: false,
+                },
+                true,
+            )],
+            tensors: DINOV2_SWIGLU,
+            kv_heads: KvHeads::PerHead,
+        }],
+        flag_notes: &[],
+        shared: None,
+        moe: None,
+        stack: None,
     },
     FamilySpec {
         layout: "Vit",
@@ -623,21 +960,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         architectures: &["vit"],
         gguf_architectures: &[],
         tensors: &[
-            t(
-                "encoder.layer.{l}.attention.attention.query.weight",
-                &[Query],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.attention.key.weight",
-                &[Key],
-                OutIn,
-            ),
-            t(
-                "encoder.layer.{l}.attention.attention.value.weight",
-                &[Value],
-                OutIn,
-            ),
+            VIT_QKV[0],
+            VIT_QKV[1],
+            VIT_QKV[2],
             t(
                 "encoder.layer.{l}.attention.output.dense.weight",
                 &[Output],
@@ -657,6 +982,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         notes: &[],
         no_bound: None,
         markers: &[],
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
         moe: None,
         stack: None,
     },
@@ -707,6 +1035,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Gpt2",
@@ -737,6 +1068,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Mpnet",
@@ -769,6 +1103,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "GptNeoX",
@@ -791,6 +1128,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Bloom",
@@ -822,6 +1162,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "GptJ",
@@ -854,6 +1197,188 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
+    },
+    FamilySpec {
+        layout: "Falcon",
+        family: "falcon",
+        model_types: &["falcon", "refinedweb", "refinedwebmodel"],
+        architectures: &["falcon"],
+        gguf_architectures: &[],
+        // Per head [q_h; k_h; v_h] (neither flag): BLOOM's tensors, so
+        // without config.json a Falcon checkpoint is read as BLOOM.
+        tensors: FALCON_PER_GROUP,
+        config: FactKeys {
+            layers: &["num_hidden_layers", "n_layer"],
+            hidden: &["hidden_size", "n_embed"],
+            heads: &["num_attention_heads", "n_head"],
+            kv_heads: &["num_kv_heads", "n_head_kv"],
+            head_dim: &[],
+            intermediate: &["ffn_hidden_size"],
+            activation: &["activation"],
+        },
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        // transformers' FalconAttention._split_heads; the original
+        // RefinedWeb (Falcon-40B) code is the new decoder architecture.
+        variants: &[
+            Variant {
+                when: &[Cond::ModelType(&["refinedweb"])],
+                tensors: FALCON_PER_GROUP,
+                kv_heads: KvHeads::Read,
+            },
+            Variant {
+                when: &[Cond::Is(NEW_ARCH, true)],
+                tensors: FALCON_PER_GROUP,
+                kv_heads: KvHeads::Read,
+            },
+            Variant {
+                when: &[Cond::Is(MULTI_QUERY, true)],
+                tensors: FALCON_MULTI_QUERY,
+                kv_heads: KvHeads::One,
+            },
+            Variant {
+                when: &[],
+                tensors: FALCON_PER_GROUP,
+                kv_heads: KvHeads::PerHead,
+            },
+        ],
+        // FalconDecoderLayer: the new decoder architecture is always
+        // parallel; otherwise parallel_attn decides.
+        flag_notes: &[
+            FlagNote {
+                when: &[Cond::Is(ALIBI, false)],
+                note: ROTARY,
+            },
+            FlagNote {
+                when: &[Cond::Is(ALIBI, true)],
+                note: POSITION_BIAS,
+            },
+            FlagNote {
+                when: &[Cond::ModelType(&["refinedweb"])],
+                note: PARALLEL,
+            },
+            FlagNote {
+                when: &[Cond::Is(NEW_ARCH, true)],
+                note: PARALLEL,
+            },
+            FlagNote {
+                when: &[Cond::Is(PARALLEL_ATTN, true)],
+                note: PARALLEL,
+            },
+        ],
+        shared: None,
+        moe: None,
+        stack: None,
+    },
+    FamilySpec {
+        layout: "Albert",
+        family: "albert",
+        model_types: &["albert"],
+        architectures: &["albert"],
+        gguf_architectures: &[],
+        // `{l}` is the group, `{i}` the layer within it.
+        tensors: &[
+            t(
+                "encoder.albert_layer_groups.{l}.albert_layers.{i}.attention.query.weight",
+                &[Query],
+                OutIn,
+            ),
+            t(
+                "encoder.albert_layer_groups.{l}.albert_layers.{i}.attention.key.weight",
+                &[Key],
+                OutIn,
+            ),
+            t(
+                "encoder.albert_layer_groups.{l}.albert_layers.{i}.attention.value.weight",
+                &[Value],
+                OutIn,
+            ),
+            t(
+                "encoder.albert_layer_groups.{l}.albert_layers.{i}.attention.dense.weight",
+                &[Output],
+                OutIn,
+            ),
+            t(
+                "encoder.albert_layer_groups.{l}.albert_layers.{i}.ffn.weight",
+                &[FfnIn],
+                OutIn,
+            ),
+            t(
+                "encoder.albert_layer_groups.{l}.albert_layers.{i}.ffn_output.weight",
+                &[FfnOut],
+                OutIn,
+            ),
+        ],
+        config: HF,
+        gguf: FactKeys::NONE,
+        // AlbertConfig's default hidden_act.
+        default_activation: Some("gelu_new"),
+        rotary: false,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        variants: &[],
+        flag_notes: &[],
+        shared: Some(SharedLayers {
+            groups: &["num_hidden_groups"],
+            inner: &["inner_group_num"],
+            note: ALBERT_SHARING,
+        }),
+        moe: None,
+        stack: None,
+    },
+    FamilySpec {
+        layout: "ModernBert",
+        family: "modernbert",
+        model_types: &["modernbert"],
+        architectures: &["modernbert"],
+        gguf_architectures: &[],
+        tensors: &[
+            t("layers.{l}.attn.Wqkv.weight", &[Query, Key, Value], OutIn),
+            t("layers.{l}.attn.Wo.weight", &[Output], OutIn),
+            // `input, gate = Wi(x).chunk(2)`, `Wo(act(input) * gate)`: the
+            // first half is activated (LLaMA's gate_proj), the second is
+            // linear (up_proj).
+            t("layers.{l}.mlp.Wi.weight", &[FfnGate, FfnIn], OutIn),
+            t("layers.{l}.mlp.Wo.weight", &[FfnOut], OutIn),
+        ],
+        config: FactKeys {
+            activation: &["hidden_activation"],
+            ..HF
+        },
+        gguf: FactKeys::NONE,
+        default_activation: Some("gelu"),
+        rotary: true,
+        notes: &[],
+        no_bound: None,
+        markers: &[],
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
+        moe: None,
+        stack: None,
+    },
+    DEBERTA_V2,
+    FamilySpec {
+        layout: "Deberta",
+        family: "deberta",
+        model_types: &["deberta"],
+        tensors: &[
+            // `in_proj` viewed as (heads, 3 head_dim) and chunked in three:
+            // per head [q_h; k_h; v_h].
+            per_group("encoder.layer.{l}.attention.self.in_proj.weight"),
+            DEBERTA_REST[0],
+            DEBERTA_REST[1],
+            DEBERTA_REST[2],
+        ],
+        ..DEBERTA_V2
     },
     FamilySpec {
         layout: "ClipText",
@@ -875,6 +1400,9 @@ pub const FAMILIES: &[FamilySpec] = &[
             defaults: CLIP_TEXT_DEFAULTS,
         }),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "ClipVision",
@@ -896,6 +1424,9 @@ pub const FAMILIES: &[FamilySpec] = &[
             defaults: VIT_BASE_DEFAULTS,
         }),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "SiglipText",
@@ -917,6 +1448,9 @@ pub const FAMILIES: &[FamilySpec] = &[
             defaults: VIT_BASE_DEFAULTS,
         }),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "SiglipVision",
@@ -938,6 +1472,9 @@ pub const FAMILIES: &[FamilySpec] = &[
             defaults: VIT_BASE_DEFAULTS,
         }),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     // T5 v1.1, flan-T5, mT5, umT5 (gated `wi_0`, `wi_1`) before T5 v1.0
     // (`wi`): the same model types, told apart by the gate's tensor.
@@ -957,6 +1494,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["encoder.block.{l}.layer.1.DenseReluDense.wi_0.weight"],
         stack: flat("encoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "T5Encoder",
@@ -974,6 +1514,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         stack: flat("encoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "T5GatedDecoder",
@@ -991,6 +1534,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["decoder.block.{l}.layer.2.DenseReluDense.wi_0.weight"],
         stack: flat("decoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "T5Decoder",
@@ -1008,6 +1554,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["decoder.block.{l}.layer.2.DenseReluDense.wi.weight"],
         stack: flat("decoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "BartEncoder",
@@ -1025,6 +1574,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         stack: flat("encoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     // Before OPT, whose tensors a decoder's are: its cross-attention tells it apart.
     FamilySpec {
@@ -1043,6 +1595,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["decoder.layers.{l}.encoder_attn.q_proj.weight"],
         stack: flat("decoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "WhisperEncoder",
@@ -1060,6 +1615,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         stack: flat("encoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "WhisperDecoder",
@@ -1077,6 +1635,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["decoder.layers.{l}.encoder_attn.q_proj.weight"],
         stack: flat("decoder"),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Opt",
@@ -1117,6 +1678,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Gemma3",
@@ -1134,6 +1698,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: GEMMA3_MARKERS,
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Qwen3Moe",
@@ -1155,6 +1722,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         ],
         moe: Some(&QWEN3_MOE),
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Gemma3Multimodal",
@@ -1184,6 +1754,9 @@ pub const FAMILIES: &[FamilySpec] = &[
             ],
         }),
         moe: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Qwen3",
@@ -1201,6 +1774,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: QK_NORM_MARKERS,
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Mixtral",
@@ -1218,6 +1794,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["layers.{l}.block_sparse_moe.gate.weight"],
         moe: Some(&MIXTRAL_MOE),
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Qwen2Moe",
@@ -1235,6 +1814,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &["layers.{l}.mlp.shared_expert_gate.weight"],
         moe: Some(&QWEN2_MOE),
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Llama",
@@ -1252,6 +1834,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Phi3",
@@ -1282,6 +1867,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Gemma2",
@@ -1299,6 +1887,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Gemma",
@@ -1316,6 +1907,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
     FamilySpec {
         layout: "Gguf",
@@ -1351,6 +1945,9 @@ pub const FAMILIES: &[FamilySpec] = &[
         markers: &[],
         moe: None,
         stack: None,
+        variants: &[],
+        flag_notes: &[],
+        shared: None,
     },
 ];
 
@@ -1406,12 +2003,104 @@ impl FamilySpec {
     pub fn grouped_query(&self) -> bool {
         !self.config.kv_heads.is_empty() || !self.gguf.kv_heads.is_empty()
     }
+
+    /// Every layout of the family, in the order they are tried: its
+    /// variants, then (unless a variant always holds) its own tensors.
+    pub fn choices(&self) -> Vec<Variant> {
+        let mut out = self.variants.to_vec();
+        if !out.iter().any(|v| v.when.is_empty()) {
+            out.push(Variant {
+                when: &[],
+                tensors: self.tensors,
+                kv_heads: if self.grouped_query() {
+                    KvHeads::Read
+                } else {
+                    KvHeads::PerHead
+                },
+            });
+        }
+        out
+    }
+
+    /// The layout whose conditions hold first, `holds` telling whether a
+    /// condition holds (an error about a flag's value passes through).
+    pub fn choose<E>(&self, holds: impl Fn(&Cond) -> Result<bool, E>) -> Result<Variant, E> {
+        for v in self.choices() {
+            if v.when
+                .iter()
+                .try_fold(true, |all, c| Ok(all && holds(c)?))?
+            {
+                return Ok(v);
+            }
+        }
+        unreachable!("choices() ends with a layout that always holds")
+    }
+
+    /// The notes of [`FamilySpec::flag_notes`] that hold, after the rotary
+    /// note ([`FamilySpec::rotary`]) and [`FamilySpec::notes`], each once.
+    pub fn notes_where<E>(
+        &self,
+        holds: impl Fn(&Cond) -> Result<bool, E>,
+    ) -> Result<Vec<&'static str>, E> {
+        let mut out: Vec<&'static str> = Vec::new();
+        if self.rotary {
+            out.push(ROTARY);
+        }
+        out.extend(self.notes.iter().copied());
+        for n in self.flag_notes {
+            if n.when
+                .iter()
+                .try_fold(true, |all, c| Ok(all && holds(c)?))?
+                && !out.contains(&n.note)
+            {
+                out.push(n.note);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Variant {
+    /// The tensor that holds the query.
+    pub fn anchor(&self) -> &TensorSpec {
+        &self.tensors[0]
+    }
+
+    /// The tensor that holds `role`, with the role's position among its roles.
+    pub fn holder(&self, role: Role) -> Option<(&TensorSpec, usize)> {
+        self.tensors
+            .iter()
+            .find_map(|t| t.roles.iter().position(|&r| r == role).map(|k| (t, k)))
+    }
 }
 
 impl TensorSpec {
-    /// The name in layer `l`, after `prefix`.
+    /// The name in layer `l`, after `prefix` (in a family of shared
+    /// layers, group `l`'s first layer).
     pub fn name_in(&self, prefix: &str, l: usize) -> String {
-        format!("{prefix}{}", self.name.replace("{l}", &l.to_string()))
+        self.name_at(prefix, l, 0)
+    }
+
+    /// The name in layer (or group) `l` and layer `i` of a group of shared
+    /// layers ([`SharedLayers`]), after `prefix`.
+    pub fn name_at(&self, prefix: &str, l: usize, i: usize) -> String {
+        format!(
+            "{prefix}{}",
+            self.name
+                .replace("{l}", &l.to_string())
+                .replace("{i}", &i.to_string())
+        )
+    }
+
+    /// The scale vector's name in layer (or group) `l`, layer `i` of a group.
+    pub fn scale_at(&self, prefix: &str, l: usize, i: usize) -> Option<String> {
+        self.scale.map(|s| {
+            format!(
+                "{prefix}{}",
+                s.replace("{l}", &l.to_string())
+                    .replace("{i}", &i.to_string())
+            )
+        })
     }
 }
 
@@ -1486,12 +2175,17 @@ mod tests {
         }
     }
 
-    /// What the generic code relies on, checked for every entry: the first
-    /// tensor holds the query; every role of the paper's block appears
-    /// exactly once; the roles fused in one tensor share their input width;
-    /// feed-forward inputs are stored alone (their height is the width I);
-    /// grouped-query families store the key alone (its height gives the
-    /// key/value heads); names are per layer; every family can be recognised.
+    /// What the generic code relies on, checked for every entry and every
+    /// layout of it ([`FamilySpec::choices`]): the first tensor holds the
+    /// query, under the family's anchor name (the prefix is found by it);
+    /// every role of the paper's block appears exactly once; the roles
+    /// fused in one tensor share their input width; feed-forward inputs are
+    /// stored alone or as [gate; up] (their height gives the width I);
+    /// layouts whose key/value heads are read store the key alone or in a
+    /// fused [query; key; value] (its height gives the key/value heads);
+    /// names (and scale vectors) are per layer, and per layer of a group
+    /// exactly in families of shared layers; the last layout always holds;
+    /// a flag has one default in a family; every family can be recognised.
     #[test]
     fn every_family_spec_is_well_formed() {
         let in_width = |r: Role| match r {
@@ -1500,81 +2194,44 @@ mod tests {
             _ => "N",
         };
         for f in FAMILIES {
-            assert_eq!(f.anchor().roles[0], Role::Query, "{}", f.layout);
-            for role in [
-                Role::Query,
-                Role::Key,
-                Role::Value,
-                Role::Output,
-                Role::FfnIn,
-                Role::FfnOut,
-            ] {
-                let n = f
-                    .tensors
-                    .iter()
-                    .flat_map(|t| t.roles)
-                    .filter(|&&r| r == role)
-                    .count();
-                assert_eq!(n, 1, "{}: {}", f.layout, role.name());
+            let choices = f.choices();
+            assert!(choices.last().unwrap().when.is_empty(), "{}", f.layout);
+            let mut conds: Vec<&Cond> = Vec::new();
+            for v in &choices {
+                conds.extend(v.when);
+                check_layout(f, v, in_width);
             }
-            assert!(
-                f.tensors
-                    .iter()
-                    .flat_map(|t| t.roles)
-                    .filter(|&&r| r == Role::FfnGate)
-                    .count()
-                    <= 1
-            );
-            for t in f.tensors {
-                assert!(t.name.contains("{l}"), "{}", t.name);
-                assert!(!t.roles.is_empty(), "{}", t.name);
-                assert!(
-                    t.roles.iter().all(|&r| in_width(r) == in_width(t.roles[0])),
-                    "{}",
-                    t.name
-                );
-                // Feed-forward inputs are stored alone or as [gate; up]
-                // (the height over the role count is the width I).
-                if t.roles
-                    .iter()
-                    .any(|r| matches!(r, Role::FfnIn | Role::FfnGate))
-                {
-                    assert!(
-                        t.roles == [Role::FfnIn]
-                            || t.roles == [Role::FfnGate]
-                            || t.roles == [Role::FfnGate, Role::FfnIn],
-                        "{}",
-                        t.name
-                    );
-                }
-                if t.fusion == Fusion::PerGroup {
-                    assert_eq!(t.roles, &[Role::Query, Role::Key, Role::Value]);
+            for n in f.flag_notes {
+                assert!(!n.when.is_empty() && !n.note.is_empty(), "{}", f.layout);
+                conds.extend(n.when);
+            }
+            for c in &conds {
+                match c {
+                    Cond::ModelType(m) => {
+                        assert!(m.iter().all(|m| f.model_types.contains(m)), "{}", f.layout)
+                    }
+                    Cond::Is(flag, _) => assert!(
+                        conds.iter().all(|d| match d {
+                            Cond::Is(g, _) => g.key != flag.key || g.default == flag.default,
+                            _ => true,
+                        }),
+                        "{}: {}",
+                        f.layout,
+                        flag.key
+                    ),
                 }
             }
-            // The key's height gives the key/value heads: stored alone, or
-            // in a stacked [query; key; value].
-            if f.grouped_query() {
-                let kt = f.holder(Role::Key).unwrap().0;
-                assert!(
-                    kt.roles == [Role::Key]
-                        || (kt.roles == [Role::Query, Role::Key, Role::Value]
-                            && kt.fusion == Fusion::Stacked),
-                    "{}",
-                    f.layout
-                );
+            if let Some(sh) = f.shared {
+                assert!(!sh.groups.is_empty() && !sh.inner.is_empty() && !sh.note.is_empty());
+                assert!(!f.config.layers.is_empty(), "{}", f.layout);
             }
-            // Markers are per layer (layer 0 is looked up), and only a
-            // family without a bound needs them here (its tensors are
-            // another's; the table tries it first).
+            // Markers are per layer (layer 0 is looked up). A family whose
+            // query tensor is an earlier family's must have the same
+            // tensors (told apart by config.json alone), or the earlier one
+            // must have markers that tell them apart by tensor names; a
+            // family without a bound is never read by a later family's
+            // tensors with a bound.
             assert!(f.markers.iter().all(|m| m.contains("{l}")), "{}", f.layout);
-            if f.no_bound.is_some() {
-                assert!(!f.markers.is_empty(), "{}", f.layout);
-                let shared = FAMILIES
-                    .iter()
-                    .position(|g| g.no_bound.is_none() && g.anchor().name == f.anchor().name);
-                let me = FAMILIES.iter().position(|g| g.layout == f.layout);
-                assert!(shared.is_none_or(|k| me < Some(k)), "{}", f.layout);
-            }
             // Experts: per layer and per expert, gated, and without a bound
             // (top-k routing is discontinuous).
             if let Some(m) = f.moe {
@@ -1598,22 +2255,98 @@ mod tests {
             assert!(f.architectures.iter().all(|a| f.model_types.contains(a)));
             assert!(!f.config.heads.is_empty() || !f.gguf.heads.is_empty());
         }
-        // Layout names are distinct, and so are the query tensor names,
-        // except for families of one tensor layout told apart by
-        // config.json alone (Gemma's tensors are LLaMA's).
+        // Layout names are distinct; query tensor names are distinct except
+        // for families of one tensor layout told apart by config.json alone
+        // (Gemma's tensors are LLaMA's) or by the earlier one's markers
+        // (DINOv2's LayerScale, Qwen3's q_norm); a family without a bound
+        // that shares its query tensor with a family with one comes first.
         for (i, a) in FAMILIES.iter().enumerate() {
             for b in &FAMILIES[i + 1..] {
                 assert_ne!(a.layout, b.layout);
-                // Or by their markers (T5's gated feed-forward).
+                if a.anchor().name == b.anchor().name {
+                    assert!(
+                        a.tensors == b.tensors || !a.markers.is_empty(),
+                        "{} {}",
+                        a.layout,
+                        b.layout
+                    );
+                    assert!(
+                        b.no_bound.is_none() || a.no_bound.is_some(),
+                        "{} {}",
+                        a.layout,
+                        b.layout
+                    );
+                    if a.no_bound.is_some() && b.no_bound.is_none() {
+                        assert!(!a.markers.is_empty(), "{}", a.layout);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_layout(f: &FamilySpec, v: &Variant, in_width: impl Fn(Role) -> &'static str) {
+        assert_eq!(v.anchor().roles[0], Role::Query, "{}", f.layout);
+        assert_eq!(v.anchor().name, f.anchor().name, "{}", f.layout);
+        for role in [
+            Role::Query,
+            Role::Key,
+            Role::Value,
+            Role::Output,
+            Role::FfnIn,
+            Role::FfnOut,
+        ] {
+            let n = v
+                .tensors
+                .iter()
+                .flat_map(|t| t.roles)
+                .filter(|&&r| r == role)
+                .count();
+            assert_eq!(n, 1, "{}: {}", f.layout, role.name());
+        }
+        assert!(
+            v.tensors
+                .iter()
+                .flat_map(|t| t.roles)
+                .filter(|&&r| r == Role::FfnGate)
+                .count()
+                <= 1
+        );
+        for t in v.tensors {
+            let per_layer =
+                |n: &str| n.contains("{l}") && (n.contains("{i}") == f.shared.is_some());
+            assert!(per_layer(t.name), "{}", t.name);
+            assert!(t.scale.is_none_or(per_layer), "{}", t.name);
+            assert!(!t.roles.is_empty(), "{}", t.name);
+            assert!(
+                t.roles.iter().all(|&r| in_width(r) == in_width(t.roles[0])),
+                "{}",
+                t.name
+            );
+            if t.roles
+                .iter()
+                .any(|r| matches!(r, Role::FfnIn | Role::FfnGate))
+            {
                 assert!(
-                    a.anchor().name != b.anchor().name
-                        || a.tensors == b.tensors
-                        || a.markers != b.markers,
-                    "{} {}",
-                    a.layout,
-                    b.layout
+                    t.roles == [Role::FfnIn]
+                        || t.roles == [Role::FfnGate]
+                        || t.roles == [Role::FfnGate, Role::FfnIn],
+                    "{}",
+                    t.name
                 );
             }
+            if t.fusion == Fusion::PerGroup {
+                assert_eq!(t.roles, &[Role::Query, Role::Key, Role::Value]);
+            }
+        }
+        // The key's height gives the key/value heads: stored alone, or in a
+        // fused [query; key; value] (stacked or per group, of one height).
+        if v.kv_heads == KvHeads::Read {
+            let kt = v.holder(Role::Key).unwrap().0;
+            assert!(
+                kt.roles == [Role::Key] || kt.roles == [Role::Query, Role::Key, Role::Value],
+                "{}",
+                f.layout
+            );
         }
     }
 }

@@ -84,6 +84,14 @@ pub struct Architecture {
     pub moe: Option<MoeLayout>,
     /// The stack read, for a model of several stacks ([`FamilySpec::stack`]).
     pub stack: Option<StackChoice>,
+    /// The weights of a layer in the layout `config.json` chose
+    /// ([`FamilySpec::choose`]; the family's own tensors for most).
+    pub tensors: &'static [TensorSpec],
+    /// The family's departures from the paper's model that hold for this
+    /// model, rotary embeddings first ([`FamilySpec::notes_where`]).
+    pub notes: Vec<&'static str>,
+    /// How the blocks share stored weights (ALBERT), when they do.
+    pub sharing: Option<Sharing>,
 }
 
 /// The experts of a mixture-of-experts model, as detected.
@@ -162,6 +170,28 @@ impl StackChoice {
     }
 }
 
+/// How the `layers` blocks of a model with shared layers map to stored
+/// weights ([`families::SharedLayers`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sharing {
+    /// Groups of stored layers.
+    pub groups: usize,
+    /// Stored layers per group, applied in turn at each depth.
+    pub inner: usize,
+    /// Depths (`num_hidden_layers`); the model has `depths * inner` blocks.
+    pub depths: usize,
+}
+
+impl Sharing {
+    /// The group and the layer within it whose weights block `b` applies:
+    /// depth `b / inner` uses group `depth / (depths / groups)` (`depths`
+    /// a multiple of `groups`, checked when read).
+    pub fn stored(&self, b: usize) -> (usize, usize) {
+        let depth = b / self.inner;
+        (depth / (self.depths / self.groups), b % self.inner)
+    }
+}
+
 /// The number of heads given by `--heads`, with what the file states (when
 /// it states a number): recorded in a certificate's parameters so that a
 /// reader knows the heads are the user's, not the file's.
@@ -183,7 +213,27 @@ impl Architecture {
 
     /// Gated (GLU) feed-forward: `M_in = [W_gate, W_up]`, an extension of the paper.
     pub fn gated(&self) -> bool {
-        self.spec.gated()
+        self.tensors
+            .iter()
+            .any(|t| t.roles.contains(&Role::FfnGate))
+    }
+
+    /// Rotary position embeddings (ignored in `QK`, an extension).
+    pub fn rotary(&self) -> bool {
+        self.notes.contains(&families::ROTARY)
+    }
+
+    /// The stored name of `t` in block `l` (its group's, in a model with
+    /// shared layers).
+    pub fn tensor_name(&self, t: &TensorSpec, l: usize) -> String {
+        let (g, i) = self.sharing.map_or((l, 0), |s| s.stored(l));
+        t.name_at(&self.prefix, g, i)
+    }
+
+    /// The stored name of `t`'s scale vector in block `l`, if it has one.
+    pub fn scale_name(&self, t: &TensorSpec, l: usize) -> Option<String> {
+        let (g, i) = self.sharing.map_or((l, 0), |s| s.stored(l));
+        t.scale_at(&self.prefix, g, i)
     }
 
     /// Every place where this model departs from the paper's model, one
@@ -192,7 +242,10 @@ impl Architecture {
     /// * a gated feed-forward (LLaMA family): how `M_in`/`M_out` are formed;
     /// * rotary position embeddings (LLaMA family, GGUF): ignored in `QK`;
     /// * the family's own notes ([`FamilySpec::notes`]: parallel residual,
-    ///   position biases, Gemma 2's logit scale and cap);
+    ///   position biases, Gemma 2's logit scale and cap), and those its
+    ///   `config.json` flags choose ([`FamilySpec::flag_notes`]);
+    /// * shared layers ([`families::SharedLayers`]): each shared matrix
+    ///   counted at every depth where it is applied;
     /// * `L_phi`: when `l_phi_text` is the paper's GELU bound `1.13` (the
     ///   default) and the activation is not GELU or a GELU approximation
     ///   ([`families::GELU_VARIANTS`]), or is unknown (no config.json or
@@ -218,17 +271,10 @@ impl Architecture {
                 self.hidden
             ));
         }
-        if self.spec.rotary {
-            out.push(
-                "rotary position embeddings are ignored: this model rotates queries and keys \
-                 inside each head by position-dependent angles, so its attention logits are \
-                 x_i Q_h^T R_(j-i) K_h x_j^T with an orthogonal rotation R_(j-i), while QK is \
-                 taken as Q_h^T K_h as in the paper's model, which has no rotation; the bounds \
-                 of this model are an extension of the paper"
-                    .to_string(),
-            );
+        out.extend(self.notes.iter().map(|n| n.to_string()));
+        if let (Some(_), Some(shared)) = (self.sharing, self.spec.shared) {
+            out.push(shared.note.to_string());
         }
-        out.extend(self.spec.notes.iter().map(|n| n.to_string()));
         if l_phi_text.trim() == PAPER_L_PHI {
             match &self.activation {
                 Some(a) if a.is_gelu() => {}

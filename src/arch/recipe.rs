@@ -14,7 +14,7 @@ use super::{
     ProxySource,
 };
 use crate::io::checkpoint::Checkpoint;
-use crate::matrix::DenseMatrix;
+use crate::matrix::{DenseMatrix, SourceDtype};
 
 /// The `[rows, cols]` of a layer tensor, or the error `certify` and
 /// `inspect` both report: missing, not 2-D.
@@ -96,7 +96,10 @@ impl Block {
                 format!("{}:{}", r.start, r.end)
             }
         };
-        let mut t = clean(&s.name);
+        let mut t = match &s.scale {
+            Some(v) => format!("(diag({}) {})", clean(v), clean(&s.name)),
+            None => clean(&s.name),
+        };
         if !(self.rows == (0..s.shape.0) && self.cols == (0..s.shape.1)) {
             t += &format!(
                 "[{}, {}]",
@@ -134,6 +137,82 @@ struct Recipe {
 struct Stored {
     name: String,
     shape: (usize, usize),
+    orientation: Orientation,
+    /// Its LayerScale vector ([`super::TensorSpec::scale`]), if any.
+    scale: Option<String>,
+}
+
+/// Whether every number of this storage format times every number of
+/// another such format is exact in binary64: formats of at most 26
+/// significant bits whose exponents stay far inside binary64's range
+/// (`proofs/exact-layerscale.md`).
+fn exact_factor(d: SourceDtype) -> bool {
+    matches!(d, SourceDtype::F32 | SourceDtype::F16 | SourceDtype::BF16)
+}
+
+/// Reads the layer tensor `s` (shape checked) as the block applies it:
+/// with a LayerScale vector `lambda`, output `o` of the weight times
+/// `lambda[o]`, i.e. `diag(lambda) W`. Guarantee: every entry is the exact
+/// product of two stored numbers (exact conversion, then a binary64 product
+/// that is exact for float32, float16 and bfloat16 factors by
+/// `proofs/exact-layerscale.md`); any other storage format (float64,
+/// integers, block formats) is refused, naming the tensor, rather than
+/// rounded.
+fn read_stored(ck: &Checkpoint, s: &Stored) -> Result<DenseMatrix, ModelError> {
+    let loaded = ck.read(&s.name)?;
+    let mut m = loaded.matrix;
+    if (m.rows, m.cols) != s.shape {
+        return Err(invalid(
+            &ck.file_of(&s.name),
+            Some(&s.name),
+            format!(
+                "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                m.rows, m.cols, s.shape.0, s.shape.1
+            ),
+        ));
+    }
+    let Some(vname) = &s.scale else {
+        return Ok(m);
+    };
+    let v = ck.read_vector(vname)?;
+    for (name, dtype) in [(&s.name, loaded.dtype), (vname, v.dtype)] {
+        if !exact_factor(dtype) {
+            return Err(invalid(
+                &ck.file_of(name),
+                Some(name),
+                format!(
+                    "LayerScale is folded into the weight by products of stored numbers, exact \
+                     only for float32, float16 or bfloat16 (proofs/exact-layerscale.md); this \
+                     tensor is stored as {dtype:?}, whose products could round: not certified"
+                ),
+            ));
+        }
+    }
+    let outputs = match s.orientation {
+        Orientation::OutIn => m.rows,
+        Orientation::InOut => m.cols,
+    };
+    if v.matrix.cols != outputs {
+        return Err(invalid(
+            &ck.file_of(vname),
+            Some(vname),
+            format!(
+                "{} entries disagree with the {outputs} outputs of '{}'",
+                v.matrix.cols,
+                clean(&s.name)
+            ),
+        ));
+    }
+    let cols = m.cols;
+    for (k, x) in m.data.iter_mut().enumerate() {
+        let o = match s.orientation {
+            Orientation::OutIn => k / cols,
+            Orientation::InOut => k % cols,
+        };
+        // Exact (proofs/exact-layerscale.md): both factors checked above.
+        *x *= v.matrix.data[o];
+    }
+    Ok(m)
 }
 
 /// Where a role's matrix `R` (in `[out, in]` orientation) lies in a stored tensor.
@@ -279,6 +358,8 @@ struct LayerTensor {
     orientation: Orientation,
     fusion: Fusion,
     block: Option<Expert>,
+    /// The stored LayerScale vector folded into it (DINOv2), if any.
+    scale: Option<String>,
 }
 
 /// The stored tensors of layer `l`: the family's, except that in a sparse
@@ -289,16 +370,16 @@ fn layer_tensors(a: &Architecture, l: usize) -> Vec<LayerTensor> {
     let moe = a.spec.moe.filter(|_| ffn != LayerFfn::DENSE);
     let is_ffn = |r: &Role| matches!(r, Role::FfnGate | Role::FfnIn | Role::FfnOut);
     let mut out: Vec<LayerTensor> = a
-        .spec
         .tensors
         .iter()
         .filter(|ts| moe.is_none() || !ts.roles.iter().any(is_ffn))
         .map(|ts| LayerTensor {
-            name: ts.name_in(&a.prefix, l),
+            name: a.tensor_name(ts, l),
             roles: ts.roles,
             orientation: ts.orientation,
             fusion: ts.fusion,
             block: None,
+            scale: a.scale_name(ts, l),
         })
         .collect();
     if let Some(m) = moe {
@@ -325,6 +406,7 @@ fn layer_tensors(a: &Architecture, l: usize) -> Vec<LayerTensor> {
                     orientation: Orientation::OutIn,
                     fusion: Fusion::Stacked,
                     block: Some(block),
+                    scale: None,
                 });
             }
         }
@@ -401,7 +483,12 @@ fn plan_layer(
                 ),
             ));
         }
-        tensors.push(Stored { name, shape: want });
+        tensors.push(Stored {
+            name,
+            shape: want,
+            orientation: ts.orientation,
+            scale: ts.scale,
+        });
     }
     let role_of = |r: Role, b: Option<Expert>| {
         at.iter()
@@ -578,18 +665,7 @@ pub fn extract_layer(
             if !need {
                 return Ok(None);
             }
-            let m = ck.read(&s.name)?.matrix;
-            if (m.rows, m.cols) != s.shape {
-                return Err(invalid(
-                    &ck.file_of(&s.name),
-                    Some(&s.name),
-                    format!(
-                        "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
-                        m.rows, m.cols, s.shape.0, s.shape.1
-                    ),
-                ));
-            }
-            Ok(Some(m))
+            read_stored(ck, s).map(Some)
         })
         .collect::<Vec<Result<_, ModelError>>>()
         .into_iter()
@@ -715,7 +791,10 @@ pub fn describe(
                 formed_from,
             });
         }
-        used.extend(plan.tensors.into_iter().map(|s| s.name));
+        for s in plan.tensors {
+            used.extend(s.scale);
+            used.insert(s.name);
+        }
     }
     let unmapped = ck
         .names()
@@ -794,7 +873,7 @@ pub fn extract_raw_layer(
             continue;
         };
         let s = &plan.tensors[at.tensor];
-        if arch.spec.tensors[at.tensor].fusion == Fusion::PerGroup {
+        if arch.tensors[at.tensor].fusion == Fusion::PerGroup {
             // The raw query, key and value weights are interleaved per head
             // there; reading them is not implemented, and a measure over
             // fewer matrices would be another measure.
@@ -806,18 +885,7 @@ pub fn extract_raw_layer(
             ));
         }
         if mats[at.tensor].is_none() {
-            let m = ck.read(&s.name)?.matrix;
-            if (m.rows, m.cols) != s.shape {
-                return Err(invalid(
-                    &ck.file_of(&s.name),
-                    Some(&s.name),
-                    format!(
-                        "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
-                        m.rows, m.cols, s.shape.0, s.shape.1
-                    ),
-                ));
-            }
-            mats[at.tensor] = Some(m);
+            mats[at.tensor] = Some(read_stored(ck, s)?);
         }
         let m = mats[at.tensor].as_ref().expect("read above");
         out.push(RawWeight {
@@ -835,7 +903,7 @@ pub fn extract_raw_layer(
 /// feed-forward).
 fn plan_role(a: &Architecture, d: &Dims, role: Role) -> Option<RoleAt> {
     let width = |r: Role| role_width(d, d.i, r);
-    for (k, ts) in a.spec.tensors.iter().enumerate() {
+    for (k, ts) in a.tensors.iter().enumerate() {
         let mut offset = 0usize;
         for &r in ts.roles {
             let (o, i) = width(r);

@@ -703,6 +703,27 @@ impl Checkpoint {
         v
     }
 
+    /// Reads a 1-D float tensor as a `1 x n` matrix (exact conversion to
+    /// f64, finiteness checked); safetensors files only, the format of the
+    /// checkpoints whose vectors are read (DINOv2's LayerScale).
+    pub fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        match self.index.get(name) {
+            Some(&i) => {
+                let r = match &self.files[i] {
+                    Source::St(f) => f.read_vector(name),
+                    other => Err(ReadError::format(
+                        other.path(),
+                        Some(name),
+                        "a 1-D tensor is read from safetensors files only",
+                    )),
+                };
+                self.files[i].release(name);
+                r
+            }
+            None => self.read(name),
+        }
+    }
+
     /// Reads a float tensor of rank >= 2 flattened to
     /// `[shape[0], product of the other dimensions]`, row-major (the stored
     /// order); 2-D tensors as [`Self::read`]. Only safetensors files hold

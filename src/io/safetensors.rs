@@ -121,6 +121,29 @@ impl SafetensorsFile {
         decode_tensor(&self.path, name, info, bytes)
     }
 
+    /// Reads a 1-D float tensor as a `1 x n` matrix (exact conversion, L1):
+    /// a vector such as a LayerScale's.
+    pub fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        let Some(info) = self.meta.info(name) else {
+            return self.read(name);
+        };
+        if info.shape.len() != 1 {
+            return Err(ReadError::format(
+                &self.path,
+                Some(name),
+                format!("expected a 1-D tensor, found shape {:?}", info.shape),
+            ));
+        }
+        if let Some(g) = &self.guard {
+            g.check_len()?;
+        }
+        let mut flat = info.clone();
+        flat.shape = vec![1, info.shape[0]];
+        let (b, e) = info.data_offsets;
+        let bytes = &self.mmap[self.data_start + b..self.data_start + e];
+        decode_tensor(&self.path, name, &flat, bytes)
+    }
+
     /// Reads a float tensor of rank >= 2 as the row-major matrix
     /// `[shape[0], shape[1] * ... * shape[k-1]]` (its bytes unchanged, so
     /// entry `(r, c)` is the stored element of flat index `r * cols + c`;
