@@ -119,11 +119,6 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         ));
     }
     let with_measures = req.measures || req.init.is_some();
-    if req.shard.is_some() && with_measures {
-        return Err(CmdError::usage(
-            "--measures and --init certify the whole model, not a shard",
-        ));
-    }
     let model = req.model.resolve()?;
     let init = req.init.as_ref().map(ModelRef::resolve).transpose()?;
     if let Some(i) = &init {
@@ -175,7 +170,35 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
             run.cost_share,
             run.header.model.layers * (2 * run.header.model.heads + 2),
         );
-        let doc = run.into_part().to_json_pretty();
+        let raw = if with_measures {
+            // The shard's raw weights; merge computes the measures from
+            // those of every shard.
+            let progress = ui.spinner("certify", "certifying the shard's raw weights' norms");
+            match crate::certify::certify_shard_raw_weights(
+                &model_path,
+                init.as_ref().map(|i| i.path.as_path()),
+                &req.options,
+                &run.header,
+                shard,
+                &run.spectra,
+                &*progress,
+            )? {
+                Outcome::Certified(r) => Some(r),
+                Outcome::Inconclusive(why) => {
+                    report.outcome = Certified::Inconclusive(why.reason);
+                    return Ok(report);
+                }
+            }
+        } else {
+            None
+        };
+        report.secs = t.elapsed().as_secs_f64();
+        let part = run.into_part();
+        let part = match raw {
+            Some(r) => part.with_raw_weights(r.raw_weights, r.init_model),
+            None => part,
+        };
+        let doc = part.to_json_pretty();
         if let Some(p) = &req.outputs.out {
             crate::io::output::Outputs::new()
                 .stage(p, doc.as_bytes())

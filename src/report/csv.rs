@@ -34,6 +34,10 @@ pub const TABLE_NAMES: [&str; 4] = [
     "p_contribution_raw.csv",
 ];
 
+/// The table of the norm-based measures that [`tables`] adds for a
+/// certificate with measures (the study's `measures.csv`, one model).
+pub const MEASURES_TABLE: &str = "measures.csv";
+
 /// Header of `matrix_summary.csv` (without a newline).
 pub const MATRIX_SUMMARY_HEADER: &str =
     "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
@@ -134,8 +138,9 @@ pub fn bound_rows(cert: &Certificate) -> Vec<String> {
         .collect()
 }
 
-/// `(file name, contents)` of the four tables. `model_id` fills the
-/// `model_id` column of `observed_bounds.csv`.
+/// `(file name, contents)` of the four tables, and [`MEASURES_TABLE`]
+/// when `cert` states measures. `model_id` fills the `model_id` column of
+/// `observed_bounds.csv` and of the measures table.
 pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)> {
     let [summary, opt_t, raw] = matrix_rows(cert);
     let join = |header: &str, rows: Vec<String>| {
@@ -153,7 +158,7 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
     for r in bound_rows(cert) {
         bounds.push_str(&format!("{id},{r}\n"));
     }
-    TABLE_NAMES
+    let mut out: Vec<(&'static str, String)> = TABLE_NAMES
         .into_iter()
         .zip([
             join(MATRIX_SUMMARY_HEADER, summary),
@@ -161,5 +166,12 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
             bounds,
             join(P_CONTRIBUTION_HEADER, raw),
         ])
-        .collect()
+        .collect();
+    if cert.measures.is_some() {
+        out.push((
+            MEASURES_TABLE,
+            super::tables::measures_csv([(id.as_str(), cert)]),
+        ));
+    }
+    out
 }

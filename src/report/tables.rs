@@ -35,6 +35,30 @@ fn opt_mid(x: &Option<CertInterval>) -> String {
     x.as_ref().map(mid).unwrap_or_else(|| ",,".into())
 }
 
+/// `measures.csv` of the certificates `models` (`(model_id, certificate)`,
+/// ids used as given): `model_id, hidden_size, num_hidden_layers,
+/// num_heads, measure, value, value_lo, value_hi`, one row per measure each
+/// certificate states, its stated interval (nothing computed but the
+/// midpoint). The study's table, and `certify --csv`'s for one model.
+pub fn measures_csv<'a>(
+    models: impl IntoIterator<Item = (&'a str, &'a crate::certificate::Certificate)>,
+) -> String {
+    let mut t = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
+    for (id, cert) in models {
+        let md = &cert.model;
+        for (name, v) in super::measures::measure_rows(cert) {
+            t.push_str(&format!(
+                "{id},{},{},{},{name},{}\n",
+                md.hidden,
+                md.layers,
+                md.heads,
+                mid(&v)
+            ));
+        }
+    }
+    t
+}
+
 /// `(file name, contents)` of the seven tables for every model of `set`.
 /// Ids are used as given: the caller keeps them free of `,`, `"` and line
 /// breaks (the study's id rule does).
@@ -48,7 +72,7 @@ pub fn study_tables(set: &StudySet) -> Vec<(&'static str, String)> {
 sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         .to_string();
     out[5] = "model_id,bound,axis,x,anchor_model_id,ratio,ratio_lo,ratio_hi\n".to_string();
-    out[6] = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
+    out[6] = measures_csv(set.models.iter().map(|mc| (mc.id.as_str(), &mc.cert)));
     for mc in &set.models {
         let md = &mc.cert.model;
         let lead = format!("{},{},{},{}", mc.id, md.hidden, md.layers, md.heads);
@@ -63,9 +87,6 @@ sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         }
         for r in bound_rows(&mc.cert) {
             out[2].push_str(&format!("{lead},{r}\n"));
-        }
-        for (name, v) in super::measures::measure_rows(&mc.cert) {
-            out[6].push_str(&format!("{lead},{name},{}\n", mid(&v)));
         }
         for w in &mc.cert.matrices {
             let id = w.id();
