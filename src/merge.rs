@@ -8,7 +8,10 @@
 //! [`certify::assemble`], the code `certify` itself uses, from the parts'
 //! certified spectral quantities, so the merged certificate is the one an
 //! unsharded run writes, number for number (only `model.path`, which is
-//! informative, comes from the part of the lowest shard index).
+//! informative, comes from the part of the lowest shard index). Parts of a
+//! run with measures also hold every raw weight matrix once between them;
+//! the measures are then computed from their norms by
+//! [`certify::measures_of_raw_weights`], as `certify` computes them.
 
 use std::fmt;
 use std::path::PathBuf;

@@ -28,7 +28,9 @@ pub struct CertifyRequest {
     /// certificate holds.
     pub keep_results: bool,
     /// Certify the raw weights' norms and the norm-based measures
-    /// (`docs/measures.md`) into the certificate (`--measures`).
+    /// (`docs/measures.md`) into the certificate (`--measures`); with a
+    /// shard, its share of the raw weights' norms into the part (merge
+    /// derives the measures).
     pub measures: bool,
     /// The initialisation for the distance measures (`--init`; implies
     /// [`CertifyRequest::measures`]); must have the model's architecture.
