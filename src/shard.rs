@@ -67,18 +67,7 @@ pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
 /// largest shard costs at most 4/3 of the best possible split (Graham).
 pub fn assign(costs: &[u128], count: usize) -> Vec<usize> {
     assert!(count >= 1, "at least one shard");
-    let mut order: Vec<usize> = (0..costs.len()).collect();
-    order.sort_by_key(|&i| (Reverse(costs[i]), i));
-    let mut loads: BinaryHeap<Reverse<(u128, usize)>> = (0..count.min(costs.len().max(1)))
-        .map(|s| Reverse((0, s)))
-        .collect();
-    let mut shard_of = vec![0; costs.len()];
-    for i in order {
-        let Reverse((load, s)) = loads.pop().expect("at least one shard");
-        shard_of[i] = s;
-        loads.push(Reverse((load.saturating_add(costs[i]), s)));
-    }
-    shard_of
+    assign_onto(costs, vec![0; count.min(costs.len().max(1))])
 }
 
 /// The matrices of shard `shard` (in certificate order) and the shard's

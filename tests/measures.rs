@@ -474,29 +474,6 @@ fn gpt_neox_fused_per_head_gives_the_bert_measures_exactly() {
     use specbound::io::checkpoint::Checkpoint;
     let (n, i, dh, heads) = (384usize, 1536usize, 32usize, 12usize);
     let ck = Checkpoint::open(&bundled()).unwrap();
-    let w: Vec<DenseMatrix> = [
-        "attention.self.query",
-        "attention.self.key",
-        "attention.self.value",
-        "attention.output.dense",
-        "intermediate.dense",
-        "output.dense",
-    ]
-    .iter()
-    .map(|t| {
-        ck.read(&format!("encoder.layer.0.{t}.weight"))
-            .unwrap()
-            .matrix
-    })
-    .collect();
-    let base = std::env::temp_dir().join(format!("specbound-measures-neox-{}", std::process::id()));
-    let write = |name: &str, ts: Vec<(String, &DenseMatrix)>, cfg: serde_json::Value| {
-        let d = base.join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        common::write_safetensors(&d.join("model.safetensors"), &ts, "F32");
-        std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
-        d
-    };
     let names = [
         "attention.self.query",
         "attention.self.key",
@@ -505,6 +482,22 @@ fn gpt_neox_fused_per_head_gives_the_bert_measures_exactly() {
         "intermediate.dense",
         "output.dense",
     ];
+    let w: Vec<DenseMatrix> = names
+        .iter()
+        .map(|t| {
+            ck.read(&format!("encoder.layer.0.{t}.weight"))
+                .unwrap()
+                .matrix
+        })
+        .collect();
+    let base = std::env::temp_dir().join(format!("specbound-measures-neox-{}", std::process::id()));
+    let write = |name: &str, ts: Vec<(String, &DenseMatrix)>, cfg: serde_json::Value| {
+        let d = base.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        common::write_safetensors(&d.join("model.safetensors"), &ts, "F32");
+        std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
+        d
+    };
     let bert = write(
         "bert",
         names
