@@ -34,6 +34,34 @@ pub const TABLE_NAMES: [&str; 4] = [
     "p_contribution_raw.csv",
 ];
 
+/// The columns that lead every row of the study's multi-model tables
+/// (`report::tables`) and of the measures table.
+pub const MODEL_COLUMNS: &str = "model_id,hidden_size,num_hidden_layers,num_heads";
+
+/// `measures.csv` of the certificates `models` (`(model_id, certificate)`,
+/// ids used as given): `model_id, hidden_size, num_hidden_layers,
+/// num_heads, measure, value, value_lo, value_hi`, one row per measure each
+/// certificate states, its stated interval (nothing computed but the
+/// midpoint). The study's table, and `certify --csv`'s for one model.
+pub fn measures_csv<'a>(
+    models: impl IntoIterator<Item = (&'a str, &'a crate::certificate::Certificate)>,
+) -> String {
+    let mut t = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
+    for (id, cert) in models {
+        let md = &cert.model;
+        for (name, v) in super::measures::measure_rows(cert) {
+            t.push_str(&format!(
+                "{id},{},{},{},{name},{}\n",
+                md.hidden,
+                md.layers,
+                md.heads,
+                mid(&v)
+            ));
+        }
+    }
+    t
+}
+
 /// The table of the norm-based measures that [`tables`] adds for a
 /// certificate with measures (the study's `measures.csv`, one model).
 pub const MEASURES_TABLE: &str = "measures.csv";
@@ -168,10 +196,7 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
         ])
         .collect();
     if cert.measures.is_some() {
-        out.push((
-            MEASURES_TABLE,
-            super::tables::measures_csv([(id.as_str(), cert)]),
-        ));
+        out.push((MEASURES_TABLE, measures_csv([(id.as_str(), cert)])));
     }
     out
 }

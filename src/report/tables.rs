@@ -28,35 +28,10 @@ pub const STUDY_TABLE_NAMES: [&str; 7] = [
     "measures.csv",
 ];
 
-/// The columns that lead every row of the four multi-model tables.
-pub const MODEL_COLUMNS: &str = "model_id,hidden_size,num_hidden_layers,num_heads";
+pub use super::csv::{measures_csv, MODEL_COLUMNS};
 
 fn opt_mid(x: &Option<CertInterval>) -> String {
     x.as_ref().map(mid).unwrap_or_else(|| ",,".into())
-}
-
-/// `measures.csv` of the certificates `models` (`(model_id, certificate)`,
-/// ids used as given): `model_id, hidden_size, num_hidden_layers,
-/// num_heads, measure, value, value_lo, value_hi`, one row per measure each
-/// certificate states, its stated interval (nothing computed but the
-/// midpoint). The study's table, and `certify --csv`'s for one model.
-pub fn measures_csv<'a>(
-    models: impl IntoIterator<Item = (&'a str, &'a crate::certificate::Certificate)>,
-) -> String {
-    let mut t = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
-    for (id, cert) in models {
-        let md = &cert.model;
-        for (name, v) in super::measures::measure_rows(cert) {
-            t.push_str(&format!(
-                "{id},{},{},{},{name},{}\n",
-                md.hidden,
-                md.layers,
-                md.heads,
-                mid(&v)
-            ));
-        }
-    }
-    t
 }
 
 /// `(file name, contents)` of the seven tables for every model of `set`.
