@@ -801,6 +801,102 @@ pub fn certify_measures_reusing(
     proxies: Option<&Certificate>,
     progress: &dyn Progress,
 ) -> Result<Outcome<MeasuresRun>, CertifyError> {
+    let sigma = |id: MatrixId| {
+        proxies
+            .and_then(|c| c.matrix(id))
+            .map(|e| (e.rows, e.cols, e.spectral_norm))
+    };
+    let files = proxies.map(|c| c.model.files.as_slice());
+    let raw = match certify_raw_weights(path, init, opts, &|_, _| true, files, &sigma, progress)? {
+        Outcome::Certified(r) => r,
+        Outcome::Inconclusive(inc) => return Ok(Outcome::Inconclusive(inc)),
+    };
+    Ok(
+        match measures_of_raw_weights(&raw.raw_weights, raw.init_model.is_some()) {
+            Ok(measures) => Outcome::Certified(MeasuresRun {
+                raw_weights: raw.raw_weights,
+                measures,
+                init_model: raw.init_model,
+            }),
+            Err(inc) => Outcome::Inconclusive(inc),
+        },
+    )
+}
+
+/// The raw weights one run certified (all of them, or a shard's), with the
+/// initialisation read.
+#[derive(Clone, Debug)]
+pub struct RawWeightsRun {
+    /// Layer then role order.
+    pub raw_weights: Vec<RawWeightEntry>,
+    /// The initialisation (with `init`).
+    pub init_model: Option<InitModel>,
+}
+
+/// The raw weights of shard `shard` of a sharded run with measures
+/// ([`shard::raw_shards`]), certified as [`certify_measures_reusing`]
+/// certifies them, reusing the certified sigma_1 of the proxies `M_in`,
+/// `M_out` of `spectra` (the shard's own proxies, which [`shard::raw_shards`]
+/// makes hold every proxy reused), so that the entries are those of an
+/// unsharded run. `merge` computes the measures from the entries of all
+/// shards.
+///
+/// *Guarantee: certified enclosure* of every norm, as
+/// [`certify_measures_reusing`].
+pub fn certify_shard_raw_weights(
+    path: &Path,
+    init: Option<&Path>,
+    opts: &CertifyOptions,
+    header: &Header,
+    shard: ShardSpec,
+    spectra: &[SpectrumEntry],
+    progress: &dyn Progress,
+) -> Result<Outcome<RawWeightsRun>, CertifyError> {
+    let ck = Checkpoint::open(path).map_err(ModelError::from)?;
+    let arch = arch::detect(&ck, &opts.overrides)?;
+    let raws = shard::raw_plan(&header.model, arch.gated());
+    let of = shard::raw_shards(&arch, opts.precision, &raws, shard.count);
+    let mine: Vec<(usize, arch::Role)> = raws
+        .iter()
+        .zip(&of)
+        .filter(|(_, s)| **s + 1 == shard.index)
+        .map(|(r, _)| (r.layer, r.role))
+        .collect();
+    let sigma = |id: MatrixId| {
+        spectra
+            .iter()
+            .find(|e| e.id() == id)
+            .map(|e| (e.rows, e.cols, e.spectral_norm))
+    };
+    certify_raw_weights(
+        path,
+        init,
+        opts,
+        &|l, r| mine.contains(&(l, r)),
+        Some(&header.model.files),
+        &sigma,
+        progress,
+    )
+}
+
+/// The raw weights `want` selects (by layer and role), certified
+/// ([`certify_raw_norms_with`], [`certify_distance_norms`] with `init`),
+/// reusing `sigma(id)`, a proxy's `(rows, cols, certified sigma_1)`, for the
+/// raw feed-forward weights of an ungated block when `proxy_files` are
+/// this model's weight files and the shape is the transpose's.
+///
+/// *Guarantee: certified enclosure* of every norm, as
+/// [`certify_measures_reusing`].
+#[allow(clippy::too_many_arguments)]
+fn certify_raw_weights(
+    path: &Path,
+    init: Option<&Path>,
+    opts: &CertifyOptions,
+    want: &(dyn Fn(usize, arch::Role) -> bool + Sync),
+    proxy_files: Option<&[FileEntry]>,
+    sigma: &(dyn Fn(MatrixId) -> Option<(usize, usize, CertInterval)> + Sync),
+    progress: &dyn Progress,
+) -> Result<Outcome<RawWeightsRun>, CertifyError> {
     use rayon::prelude::*;
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
@@ -814,16 +910,19 @@ pub fn certify_measures_reusing(
             sha256: h.sha256.clone(),
         })
         .collect();
-    let proxies = proxies.filter(|c| c.model.files == hashes && !arch.gated());
+    let reuse = proxy_files.is_some_and(|f| f == hashes.as_slice()) && !arch.gated();
     let known = |l: usize, w: &arch::RawWeight| -> Option<Enclosure> {
         let kind = match w.role {
             arch::Role::FfnIn => MatrixType::MIn,
             arch::Role::FfnOut => MatrixType::MOut,
             _ => return None,
         };
-        let e = proxies?.matrix(MatrixId::layer(l, kind))?;
-        ((e.rows, e.cols) == (w.in_dim(), w.out_dim()))
-            .then(|| Enclosure::new(e.spectral_norm.lo, e.spectral_norm.hi))
+        if !reuse {
+            return None;
+        }
+        let (rows, cols, s) = sigma(MatrixId::layer(l, kind))?;
+        ((rows, cols) == (w.in_dim(), w.out_dim()))
+            .then(|| Enclosure::new(s.lo, s.hi))
             .flatten()
     };
     let init_ck = match init {
@@ -842,15 +941,24 @@ pub fn certify_measures_reusing(
         ..SvdOptions::default()
     };
     let mut raw_weights = Vec::new();
-    let mut norms = Vec::new();
-    let mut dists = Vec::new();
     for l in 0..arch.layers {
         if progress.cancelled() {
             return Err(CertifyError::Cancelled);
         }
-        let raw = arch::extract_raw_layer(&ck, &arch, l)?;
+        let raw: Vec<arch::RawWeight> = arch::extract_raw_layer(&ck, &arch, l)?
+            .into_iter()
+            .filter(|w| want(l, w.role))
+            .collect();
+        if raw.is_empty() {
+            continue;
+        }
         let raw0 = match &init_ck {
-            Some((_, ck0, a0)) => Some(arch::extract_raw_layer(ck0, a0, l)?),
+            Some((_, ck0, a0)) => Some(
+                arch::extract_raw_layer(ck0, a0, l)?
+                    .into_iter()
+                    .filter(|w| want(l, w.role))
+                    .collect::<Vec<_>>(),
+            ),
             None => None,
         };
         let done: Vec<Result<_, Inconclusive>> = raw
@@ -897,10 +1005,6 @@ pub fn certify_measures_reusing(
                 Ok(e) => e,
                 Err(inc) => return Ok(Outcome::Inconclusive(inc)),
             };
-            norms.push(ne);
-            if let Some(de) = de {
-                dists.push(de);
-            }
             raw_weights.push(RawWeightEntry {
                 layer: l,
                 role: w.role.name().to_string(),
@@ -929,15 +1033,42 @@ pub fn certify_measures_reusing(
         }),
         None => None,
     };
-    let d = init_ck.as_ref().map(|_| dists.as_slice());
-    Ok(match measures_entry(&norms, d) {
-        Ok(measures) => Outcome::Certified(MeasuresRun {
-            raw_weights,
-            measures,
-            init_model,
-        }),
-        Err(inc) => Outcome::Inconclusive(inc),
-    })
+    Ok(Outcome::Certified(RawWeightsRun {
+        raw_weights,
+        init_model,
+    }))
+}
+
+/// The measures of the certified raw weights `raw` (every raw weight of a
+/// model, in certificate order), with the distance measures when `init`
+/// (every entry then states its distance): [`measures_entry`] of their
+/// stated norms. `certify`, `merge` and `verify` evaluate them so.
+///
+/// *Guarantee: certified enclosure* of every measure given enclosures
+/// (`proofs/measures.md`, L26); inconclusive as [`measures_entry`], or
+/// when `init` and an entry states no distance.
+pub fn measures_of_raw_weights(
+    raw: &[RawWeightEntry],
+    init: bool,
+) -> Result<MeasuresEntry, Inconclusive> {
+    let norms: Vec<NormsEntry> = raw.iter().map(RawWeightEntry::norms).collect();
+    let dists: Option<Vec<NormsEntry>> = if init {
+        Some(
+            raw.iter()
+                .map(|w| {
+                    w.init_distance.ok_or_else(|| {
+                        Inconclusive::new(format!(
+                            "layer {} {}: no distance to the initialisation",
+                            w.layer, w.role
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        )
+    } else {
+        None
+    };
+    measures_entry(&norms, dists.as_deref())
 }
 
 /// The measures of the certified norms `norms` (and the distances `dist`,

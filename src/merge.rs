@@ -8,14 +8,18 @@
 //! [`certify::assemble`], the code `certify` itself uses, from the parts'
 //! certified spectral quantities, so the merged certificate is the one an
 //! unsharded run writes, number for number (only `model.path`, which is
-//! informative, comes from the part of the lowest shard index).
+//! informative, comes from the part of the lowest shard index). Parts of a
+//! run with measures also hold every raw weight matrix once between them;
+//! the measures are then computed from their norms by
+//! [`certify::measures_of_raw_weights`], as `certify` computes them.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use crate::arch::MatrixId;
 use crate::certificate::{
-    expected_ids, Certificate, CertificateError, HeaderDifference, Part, SpectrumEntry,
+    expected_ids, Certificate, CertificateError, HeaderDifference, InitModel, Part, RawWeightEntry,
+    SpectrumEntry,
 };
 use crate::certify::{self, Outcome};
 
@@ -63,6 +67,15 @@ pub enum MergeError {
         file: String,
         /// The first failed check.
         check: String,
+    },
+    /// Parts that disagree on the measures (with and without, another
+    /// initialisation), or whose raw weights overlap, miss one or are not
+    /// the model's.
+    RawWeights {
+        /// The part concerned, or the first part when a raw weight is missing.
+        file: String,
+        /// What is wrong.
+        detail: String,
     },
     /// No part holds some matrices.
     Gap {
@@ -121,6 +134,7 @@ impl fmt::Display for MergeError {
                 f,
                 "{file}: not a consistent part (its re-derivation fails): {check}"
             ),
+            MergeError::RawWeights { file, detail } => write!(f, "{file}: {detail}"),
             MergeError::Gap {
                 first,
                 count,
@@ -251,8 +265,124 @@ pub fn merge(parts: &[(String, Part)]) -> Result<Outcome<Certificate>, MergeErro
         .iter()
         .flat_map(|(_, p)| p.matrices.iter().cloned())
         .collect();
-    Ok(match certify::assemble(&header, &spectra) {
-        Ok(c) => Outcome::Certified(c),
-        Err(inc) => Outcome::Inconclusive(inc),
-    })
+    let raw = merged_raw_weights(parts, first, &spectra)?;
+    let mut cert = match certify::assemble(&header, &spectra) {
+        Ok(c) => c,
+        Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+    };
+    if let Some((raw_weights, init_model)) = raw {
+        // Re-derived from the parts' norms, as certify derives them.
+        match certify::measures_of_raw_weights(&raw_weights, init_model.is_some()) {
+            Ok(measures) => certify::MeasuresRun {
+                raw_weights,
+                measures,
+                init_model,
+            }
+            .attach(&mut cert),
+            Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+        }
+    }
+    Ok(Outcome::Certified(cert))
+}
+
+/// The raw weights of parts with measures, in certificate order, and their
+/// initialisation: `None` when no part has measures. Every part must have
+/// them or none, with the same initialisation; together the parts hold
+/// every raw weight of the model once ([`crate::shard::raw_plan`], the
+/// feed-forward gate when the merged `M_in` is `[W_gate, W_up]`), each of
+/// its shape.
+#[allow(clippy::type_complexity)]
+fn merged_raw_weights(
+    parts: &[(String, Part)],
+    first: usize,
+    spectra: &[SpectrumEntry],
+) -> Result<Option<(Vec<RawWeightEntry>, Option<InitModel>)>, MergeError> {
+    let (ref_file, ref_part) = &parts[first];
+    let bad = |file: &str, detail: String| MergeError::RawWeights {
+        file: file.to_string(),
+        detail,
+    };
+    for (file, p) in parts {
+        if p.raw_weights.is_some() != ref_part.raw_weights.is_some() {
+            let (with, without) = if p.raw_weights.is_some() {
+                (file, ref_file)
+            } else {
+                (ref_file, file)
+            };
+            return Err(bad(
+                file,
+                format!(
+                    "parts with and without measures ({with} has them, {without} not): \
+                     certify every shard with the same --measures and --init"
+                ),
+            ));
+        }
+        if p.init_model.as_ref().map(|i| &i.files) != ref_part.init_model.as_ref().map(|i| &i.files)
+        {
+            return Err(bad(
+                file,
+                format!("another initialisation than {ref_file} (--init)"),
+            ));
+        }
+    }
+    if ref_part.raw_weights.is_none() {
+        return Ok(None);
+    }
+    let md = &ref_part.model;
+    // Gated exactly when the merged M_in is [W_gate, W_up], 2 x the width.
+    let gated = spectra
+        .iter()
+        .find(|e| e.id() == MatrixId::layer(0, crate::arch::MatrixType::MIn))
+        .is_some_and(|e| e.cols == md.intermediate.saturating_mul(2));
+    let plan = crate::shard::raw_plan(md, gated);
+    let key = |layer: usize, role: &str| {
+        plan.iter()
+            .position(|r| r.layer == layer && r.role.name() == role)
+    };
+    let mut slot: Vec<Option<(usize, RawWeightEntry)>> = vec![None; plan.len()];
+    for (i, (file, p)) in parts.iter().enumerate() {
+        for w in p.raw_weights.iter().flatten() {
+            let role = crate::arch::clean_to(&w.role, 40);
+            let Some(k) = key(w.layer, &w.role) else {
+                return Err(bad(
+                    file,
+                    format!(
+                        "raw weight layer {} {role} is not one of the model's",
+                        w.layer
+                    ),
+                ));
+            };
+            if (w.rows, w.cols) != (plan[k].rows, plan[k].cols) {
+                return Err(bad(
+                    file,
+                    format!(
+                        "raw weight layer {} {role} is {} x {}, not the model's {} x {}",
+                        w.layer, w.rows, w.cols, plan[k].rows, plan[k].cols
+                    ),
+                ));
+            }
+            if let Some((j, _)) = &slot[k] {
+                return Err(bad(
+                    file,
+                    format!(
+                        "overlaps {}: raw weight layer {} {role} is in both",
+                        parts[*j].0, w.layer
+                    ),
+                ));
+            }
+            slot[k] = Some((i, w.clone()));
+        }
+    }
+    if let Some(k) = slot.iter().position(Option::is_none) {
+        return Err(bad(
+            ref_file,
+            format!(
+                "no part holds raw weight layer {} {}: a part is missing",
+                plan[k].layer,
+                plan[k].role.name()
+            ),
+        ));
+    }
+    let raw = slot.into_iter().flatten().map(|(_, w)| w).collect();
+    Ok(Some((raw, ref_part.init_model.clone())))
 }

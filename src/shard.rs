@@ -11,8 +11,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::arch::{Architecture, MatrixId, MatrixType};
-use crate::certificate::ShardSpec;
+use crate::arch::{Architecture, MatrixId, MatrixType, Role};
+use crate::certificate::{expected_ids, ShardSpec};
 use crate::linalg::cost::matrix_cost;
 use crate::linalg::Precision;
 
@@ -65,18 +65,7 @@ pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
 /// largest shard costs at most 4/3 of the best possible split (Graham).
 pub fn assign(costs: &[u128], count: usize) -> Vec<usize> {
     assert!(count >= 1, "at least one shard");
-    let mut order: Vec<usize> = (0..costs.len()).collect();
-    order.sort_by_key(|&i| (Reverse(costs[i]), i));
-    let mut loads: BinaryHeap<Reverse<(u128, usize)>> = (0..count.min(costs.len().max(1)))
-        .map(|s| Reverse((0, s)))
-        .collect();
-    let mut shard_of = vec![0; costs.len()];
-    for i in order {
-        let Reverse((load, s)) = loads.pop().expect("at least one shard");
-        shard_of[i] = s;
-        loads.push(Reverse((load.saturating_add(costs[i]), s)));
-    }
-    shard_of
+    assign_onto(costs, vec![0; count.min(costs.len().max(1))])
 }
 
 /// The matrices of shard `shard` (in certificate order) and the shard's
@@ -105,6 +94,122 @@ pub fn shard_matrices(
         mine.iter().map(|m| m.cost).sum::<u128>() as f64 / total as f64
     };
     (mine, share)
+}
+
+/// One raw weight matrix of the norm-based measures (`docs/measures.md`),
+/// as the map `x -> W x`: its layer, role and `[out, in]` shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedRaw {
+    /// Layer from 0.
+    pub layer: usize,
+    /// Role in the block.
+    pub role: Role,
+    /// Rows of `W` (output width).
+    pub rows: usize,
+    /// Columns of `W` (input width).
+    pub cols: usize,
+}
+
+/// Every raw weight matrix of a model with these widths, in the order the
+/// certificate lists them (layer, then query, key, value, attention output,
+/// the gate when `gated`, feed-forward input and output), with the shapes
+/// `arch::extract_raw_layer` forms. Merge checks a sharded run's raw
+/// weights against this list.
+pub fn raw_plan(md: &crate::certificate::ModelInfo, gated: bool) -> Vec<PlannedRaw> {
+    let (n, q, kv, i) = (
+        md.hidden,
+        md.heads.saturating_mul(md.head_dim),
+        md.kv_heads.saturating_mul(md.head_dim),
+        md.intermediate,
+    );
+    let mut out = Vec::new();
+    for layer in 0..md.layers {
+        for (role, rows, cols) in [
+            (Role::Query, q, n),
+            (Role::Key, kv, n),
+            (Role::Value, kv, n),
+            (Role::Output, n, q),
+            (Role::FfnGate, i, n),
+            (Role::FfnIn, i, n),
+            (Role::FfnOut, n, i),
+        ] {
+            if role != Role::FfnGate || gated {
+                out.push(PlannedRaw {
+                    layer,
+                    role,
+                    rows,
+                    cols,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The shard (0-based, of `count`) that certifies each raw weight of
+/// `raws` ([`raw_plan`] order) in a sharded run with measures. In an
+/// ungated block the feed-forward raw weights are the transposes of the
+/// proxies `M_in`, `M_out`, whose certified sigma_1 `certify` reuses: each
+/// goes to the shard that certifies that proxy ([`shard_matrices`]), which
+/// reuses it as an unsharded run does, so the merged norms are the
+/// unsharded ones. The others are dealt by estimated cost ([`assign`]).
+/// Depends only on the architecture and the precision, as
+/// [`shard_matrices`].
+pub fn raw_shards(
+    arch: &Architecture,
+    precision: Precision,
+    raws: &[PlannedRaw],
+    count: usize,
+) -> Vec<usize> {
+    let proxies = plan(arch, precision);
+    let proxy_of = assign(&proxies.iter().map(|m| m.cost).collect::<Vec<_>>(), count);
+    let reused = |r: &PlannedRaw| -> Option<usize> {
+        let kind = match r.role {
+            Role::FfnIn if !arch.gated() => MatrixType::MIn,
+            Role::FfnOut if !arch.gated() => MatrixType::MOut,
+            _ => return None,
+        };
+        let id = MatrixId::layer(r.layer, kind);
+        proxies.iter().position(|m| m.id == id).map(|k| proxy_of[k])
+    };
+    let cost = |r: &PlannedRaw| matrix_cost(r.cols, r.rows, None, precision);
+    // The others continue the proxies' dealing, from the shards' loads.
+    let mut loads = vec![0u128; count];
+    for (m, &s) in proxies.iter().zip(&proxy_of) {
+        loads[s] = loads[s].saturating_add(m.cost);
+    }
+    let mut of: Vec<usize> = raws.iter().map(|r| reused(r).unwrap_or(0)).collect();
+    for (r, &s) in raws.iter().zip(&of) {
+        if reused(r).is_some() {
+            loads[s] = loads[s].saturating_add(cost(r));
+        }
+    }
+    let dealt: Vec<usize> = (0..raws.len())
+        .filter(|&k| reused(&raws[k]).is_none())
+        .collect();
+    let costs: Vec<u128> = dealt.iter().map(|&k| cost(&raws[k])).collect();
+    for (&k, s) in dealt.iter().zip(assign_onto(&costs, loads)) {
+        of[k] = s;
+    }
+    of
+}
+
+/// [`assign`] onto shards that already carry `loads` (one per shard).
+fn assign_onto(costs: &[u128], loads: Vec<u128>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by_key(|&i| (Reverse(costs[i]), i));
+    let mut heap: BinaryHeap<Reverse<(u128, usize)>> = loads
+        .into_iter()
+        .enumerate()
+        .map(|(s, l)| Reverse((l, s)))
+        .collect();
+    let mut shard_of = vec![0; costs.len()];
+    for i in order {
+        let Reverse((load, s)) = heap.pop().expect("at least one shard");
+        shard_of[i] = s;
+        heap.push(Reverse((load.saturating_add(costs[i]), s)));
+    }
+    shard_of
 }
 
 #[cfg(test)]

@@ -50,6 +50,10 @@ pub struct StudyModel {
     /// The trajectory it belongs to (`run=NAME`); `None` is the default
     /// run ([`DEFAULT_RUN`]). Only meaningful with a step.
     pub run: Option<String>,
+    /// The initialisation of its distance measures (`init=MODEL`, or by
+    /// default the step-0 model of its run: [`assign_inits`]), a local
+    /// path; `None`: the measures without an initialisation.
+    pub init: Option<PathBuf>,
 }
 
 /// The name of the trajectory of stepped models given no `run=NAME`.
@@ -66,10 +70,17 @@ pub struct ModelFields {
     /// `revision=REV`: the Hugging Face revision of an `org/name` id
     /// (`stepN`, Pythia's naming, gives step N).
     pub revision: Option<String>,
+    /// `init=MODEL`: the initialisation of the model's distance measures
+    /// (`certify --init`; in a models file a relative path is the file's
+    /// neighbour, as the model's).
+    pub init: Option<PathBuf>,
 }
 
 /// The keys of [`ModelFields`], as a models file writes them.
-pub const FIELD_KEYS: [&str; 3] = ["step", "run", "revision"];
+pub const FIELD_KEYS: [&str; 4] = ["step", "run", "revision", "init"];
+
+/// The known fields, as messages list them.
+const KNOWN_FIELDS: &str = "step=N, run=NAME, revision=REV, init=MODEL";
 
 /// One line of a `--models` file: the model and its fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,9 +147,18 @@ impl ModelFields {
                 }
                 self.revision = Some(value.to_string());
             }
+            "init" => {
+                if self.init.is_some() {
+                    return Err(repeated());
+                }
+                if value.is_empty() {
+                    return Err("init= names no model".into());
+                }
+                self.init = Some(PathBuf::from(value));
+            }
             other => {
                 return Err(format!(
-                    "unknown field '{}' (known: step=N, run=NAME, revision=REV)",
+                    "unknown field '{}' (known: {KNOWN_FIELDS})",
                     crate::io::escape_to(other, 60)
                 ))
             }
@@ -235,7 +255,7 @@ pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
 
 /// The models listed in `file` with their fields: each line is a model,
 /// then optional whitespace-separated `key=value` fields (`step=N`,
-/// `run=NAME`, `revision=REV`); blank lines and lines whose first
+/// `run=NAME`, `revision=REV`, `init=MODEL`); blank lines and lines whose first
 /// non-blank character is `#` are skipped. A line that names an existing
 /// file or directory as a whole is that model (a path with spaces). A
 /// relative path is taken relative to the directory of `file`. `Err`
@@ -274,11 +294,21 @@ pub fn read_model_entries(file: &Path) -> Result<Vec<ListEntry>, StudyError> {
             };
             let Some((k, v)) = w.split_once('=') else {
                 return Err(bad(format!(
-                    "'{}' after the model is not a key=value field (known: step=N, run=NAME, revision=REV)",
+                    "'{}' after the model is not a key=value field (known: {KNOWN_FIELDS})",
                     crate::io::escape_to(w, 60)
                 )));
             };
             fields.set(k, v).map_err(bad)?;
+        }
+        // A relative initialisation is the file's neighbour, as a model is.
+        if let Some(i) = fields.init.take() {
+            let id = !exists(&i.to_string_lossy())
+                && crate::io::hub::looks_like_id(&i.to_string_lossy());
+            fields.init = Some(if i.is_absolute() || id {
+                i
+            } else {
+                base.join(i)
+            });
         }
         let p = PathBuf::from(model);
         // A relative path is the file's neighbour; an `org/name` that is
@@ -339,6 +369,7 @@ pub fn assign_ids(
             path: r.path,
             step: None,
             run: None,
+            init: None,
         })
         .collect();
     for (i, m) in models.iter().enumerate() {
@@ -400,6 +431,28 @@ pub fn assign_steps(models: &mut [StudyModel], fields: &[ModelFields]) -> Result
         }
     }
     Ok(())
+}
+
+/// Gives the models their initialisations: `inits[i]` (index-matched, the
+/// resolved `init=MODEL` fields; missing entries are none) where given;
+/// otherwise, for a model with a step whose run has a model at step 0,
+/// that model's path: a run that starts at step 0 (Pythia's `step0`) starts
+/// at its initialisation (`docs/study.md`, "Initialisation"). The step-0
+/// model is then its own initialisation (every distance 0).
+pub fn assign_inits(models: &mut [StudyModel], inits: &[Option<PathBuf>]) {
+    let start: Vec<Option<PathBuf>> = models
+        .iter()
+        .map(|m| {
+            m.step?;
+            models
+                .iter()
+                .find(|o| o.step == Some(0) && o.run == m.run)
+                .map(|o| o.path.clone())
+        })
+        .collect();
+    for (i, (m, s)) in models.iter_mut().zip(start).enumerate() {
+        m.init = inits.get(i).cloned().flatten().or(s);
+    }
 }
 
 /// Parses a layer list: `0-3`, `0,2,5` or a mix (`0-2,7`).
@@ -611,6 +664,9 @@ pub fn run_study(
     for m in models {
         let ck = Checkpoint::open(&m.path).map_err(|e| CertifyError::Model(e.into()))?;
         archs.push(arch::detect(&ck, &opts.certify.overrides).map_err(CertifyError::Model)?);
+        if let Some(init) = &m.init {
+            crate::certify::check_init_architecture(&m.path, init, &opts.certify)?;
+        }
     }
     let mut done: Vec<ModelCert> = Vec::with_capacity(models.len());
     let mut inconclusive = Vec::new();
@@ -629,12 +685,14 @@ pub fn run_study(
         let status = if let Some(c) = cert.as_mut() {
             reused += 1;
             // A certificate whose measures an earlier run could not
-            // certify: the measures alone are tried again.
-            if c.measures.is_none() && measures_available(a) {
-                measures_note = add_measures(&m.path, c, &opts.certify, progress)?;
-                if measures_note.is_none() {
-                    write_certificate(out, &path, c)?;
-                }
+            // certify, or made with another initialisation: the measures
+            // alone are certified again.
+            if c.measures.is_none() || !same_init(c, m.init.as_deref())? {
+                measures_note =
+                    add_measures(&m.path, m.init.as_deref(), c, &opts.certify, progress)?;
+                // Written either way: measures of another initialisation
+                // are not left in the file.
+                write_certificate(out, &path, c)?;
             }
             ModelStatus::Reused
         } else {
@@ -644,9 +702,8 @@ pub fn run_study(
             {
                 Outcome::Certified((mut c, results)) => {
                     drop(results);
-                    if measures_available(a) {
-                        measures_note = add_measures(&m.path, &mut c, &opts.certify, progress)?;
-                    }
+                    measures_note =
+                        add_measures(&m.path, m.init.as_deref(), &mut c, &opts.certify, progress)?;
                     let secs = t.elapsed().as_secs_f64();
                     write_certificate(out, &path, &c)?;
                     cert = Some(c);
@@ -763,17 +820,6 @@ pub fn run_study(
     Ok(outcome)
 }
 
-/// Whether the raw-weight measures can be read for `arch`: not for
-/// attention fused per head (GPT-NeoX, BLOOM), whose raw query, key and
-/// value weights are not read yet (`arch::extract_raw_layer` refuses
-/// them); such a model's certificate has its bounds and no measures.
-fn measures_available(arch: &Architecture) -> bool {
-    !arch
-        .tensors
-        .iter()
-        .any(|t| t.fusion == crate::arch::Fusion::PerGroup)
-}
-
 /// Adds the raw weights' norms and the norm-based measures to `cert` (a
 /// certificate of the model at `path`), as `certify --measures` does,
 /// reusing the proxies' spectral norms where the raw weights are their
@@ -784,17 +830,47 @@ fn measures_available(arch: &Architecture) -> bool {
 /// [`crate::certify::certify_measures_reusing`].
 fn add_measures(
     path: &Path,
+    init: Option<&Path>,
     cert: &mut Certificate,
     opts: &CertifyOptions,
     progress: &dyn Progress,
 ) -> Result<Option<String>, StudyError> {
-    match crate::certify::certify_measures_reusing(path, None, opts, Some(cert), progress)? {
+    match crate::certify::certify_measures_reusing(path, init, opts, Some(cert), progress)? {
         Outcome::Certified(m) => {
             m.attach(cert);
             Ok(None)
         }
-        Outcome::Inconclusive(why) => Ok(Some(why.reason)),
+        Outcome::Inconclusive(why) => {
+            // Measures of another initialisation are not kept.
+            cert.raw_weights = None;
+            cert.measures = None;
+            cert.init_model = None;
+            if cert.version == crate::certificate::VERSION_MEASURES {
+                cert.version = crate::certificate::VERSION;
+            }
+            Ok(Some(why.reason))
+        }
     }
+}
+
+/// Whether `cert`'s measures were made with the initialisation `init`
+/// (the same weight files, by SHA-256), or both without one.
+fn same_init(cert: &Certificate, init: Option<&Path>) -> Result<bool, StudyError> {
+    Ok(match (&cert.init_model, init) {
+        (None, None) => true,
+        (Some(im), Some(p)) => {
+            let ck = Checkpoint::open(p).map_err(|e| CertifyError::Model(e.into()))?;
+            let now = ck
+                .file_hashes()
+                .map_err(|e| CertifyError::Model(e.into()))?;
+            now.len() == im.files.len()
+                && now
+                    .iter()
+                    .zip(&im.files)
+                    .all(|(h, f)| h.file == f.file && h.sha256 == f.sha256)
+        }
+        _ => false,
+    })
 }
 
 /// Writes `cert` to `path` under `out` atomically.

@@ -463,10 +463,106 @@ fn init_of_another_architecture_is_refused_in_one_line() {
     );
 }
 
+/// The raw weights of the bundled MiniLM's first layer re-emitted as a
+/// one-layer GPT-NeoX (`query_key_value` interleaved per head, `[q_h; k_h;
+/// v_h]` for each head, as `tests/architectures.rs` re-emits it) have
+/// exactly the norms and measures of the same layer in BERT's names: the
+/// de-interleaved `W_Q`, `W_K`, `W_V` are the BERT matrices. A split of
+/// the fused tensor in thirds would give other matrices, other norms.
 #[test]
-fn measures_are_refused_for_a_shard() {
-    common::assert_bad(
-        &["certify", "--measures", "--shard", "1/2"],
-        &["--measures and --init certify the whole model, not a shard"],
+fn gpt_neox_fused_per_head_gives_the_bert_measures_exactly() {
+    use specbound::io::checkpoint::Checkpoint;
+    let (n, i, dh, heads) = (384usize, 1536usize, 32usize, 12usize);
+    let ck = Checkpoint::open(&bundled()).unwrap();
+    let names = [
+        "attention.self.query",
+        "attention.self.key",
+        "attention.self.value",
+        "attention.output.dense",
+        "intermediate.dense",
+        "output.dense",
+    ];
+    let w: Vec<DenseMatrix> = names
+        .iter()
+        .map(|t| {
+            ck.read(&format!("encoder.layer.0.{t}.weight"))
+                .unwrap()
+                .matrix
+        })
+        .collect();
+    let base = std::env::temp_dir().join(format!("specbound-measures-neox-{}", std::process::id()));
+    let write = |name: &str, ts: Vec<(String, &DenseMatrix)>, cfg: serde_json::Value| {
+        let d = base.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        common::write_safetensors(&d.join("model.safetensors"), &ts, "F32");
+        std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
+        d
+    };
+    let bert = write(
+        "bert",
+        names
+            .iter()
+            .zip(&w)
+            .map(|(t, m)| (format!("encoder.layer.0.{t}.weight"), m))
+            .collect(),
+        serde_json::json!({"model_type": "bert", "num_hidden_layers": 1, "hidden_size": n,
+                           "num_attention_heads": heads, "intermediate_size": i}),
     );
+    // [q_0; k_0; v_0; q_1; ...]: head h's rows of each of W_Q, W_K, W_V.
+    let mut data = Vec::with_capacity(3 * n * n);
+    for h in 0..heads {
+        for m in &w[..3] {
+            data.extend_from_slice(&m.data[h * dh * n..(h + 1) * dh * n]);
+        }
+    }
+    let qkv = DenseMatrix {
+        rows: 3 * n,
+        cols: n,
+        data,
+    };
+    let p = "gpt_neox.layers.0.";
+    let neox = write(
+        "neox",
+        vec![
+            (format!("{p}attention.query_key_value.weight"), &qkv),
+            (format!("{p}attention.dense.weight"), &w[3]),
+            (format!("{p}mlp.dense_h_to_4h.weight"), &w[4]),
+            (format!("{p}mlp.dense_4h_to_h.weight"), &w[5]),
+        ],
+        serde_json::json!({"model_type": "gpt_neox", "num_hidden_layers": 1, "hidden_size": n,
+                           "num_attention_heads": heads, "intermediate_size": i,
+                           "hidden_act": "gelu", "use_parallel_residual": true,
+                           "rotary_pct": 0.25}),
+    );
+    let opts = CertifyOptions::default();
+    let measured = |d: &Path| {
+        certify_measures(d, None, &opts, &NoProgress)
+            .unwrap()
+            .into_result()
+            .unwrap()
+    };
+    let (b, x) = (measured(&bert), measured(&neox));
+    let _ = std::fs::remove_dir_all(&base);
+    assert_eq!(x.raw_weights.len(), 6);
+    for (rb, rx) in b.raw_weights.iter().zip(&x.raw_weights) {
+        assert_eq!(
+            (rb.role.as_str(), rb.rows, rb.cols),
+            (rx.role.as_str(), rx.rows, rx.cols)
+        );
+        assert_eq!(
+            (rb.spectral_norm, rb.frobenius_norm, rb.norm_21_rows),
+            (rx.spectral_norm, rx.frobenius_norm, rx.norm_21_rows),
+            "{}",
+            rx.role
+        );
+    }
+    // The key's blocks are found where the interleaving puts them.
+    assert!(
+        x.raw_weights[1]
+            .tensor
+            .contains("query_key_value.weight[32:64, :]"),
+        "{}",
+        x.raw_weights[1].tensor
+    );
+    assert_eq!(b.measures, x.measures);
 }

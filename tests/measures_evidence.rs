@@ -299,3 +299,71 @@ fn audit_refuses_a_distance_measure_without_init_in_one_line() {
         &["unknown measure 'no_such'"],
     );
 }
+
+/// `certify --measures --csv DIR` writes `measures.csv` beside the four
+/// tables, with the study's columns and the certificate's intervals; every
+/// table it writes audits cleanly against the model (exit 0), the measures
+/// table with the same `--init`. Without measures no such table is written.
+#[test]
+fn certify_csv_writes_a_measures_table_that_audits_cleanly() {
+    let a = write_model("csv-a", 1.0);
+    let b = write_model("csv-b", 2.0);
+    let dir = tmpdir("csv");
+    let csv = dir.join("tables");
+    let o = common::run(&[
+        "certify",
+        "-q",
+        "--init",
+        a.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--model-id",
+        "b",
+        "--out",
+        dir.join("b.json").to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cert: specbound::certificate::Certificate =
+        serde_json::from_slice(&std::fs::read(dir.join("b.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(csv.join("measures.csv")).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "model_id,hidden_size,num_hidden_layers,num_heads,measure,value,value_lo,value_hi"
+    );
+    let rows = common::csv_rows(&csv.join("measures.csv"));
+    let want = specbound::report::measures::measure_rows(&cert);
+    assert_eq!(rows.len(), want.len());
+    assert_eq!(want.len(), 13, "every measure, the init ones included");
+    for (r, (name, v)) in rows.iter().zip(&want) {
+        assert_eq!(
+            (r["model_id"].as_str(), r["hidden_size"].as_str()),
+            ("b", "8")
+        );
+        assert_eq!(r["measure"], *name);
+        let lo: f64 = r["value_lo"].parse().unwrap();
+        let hi: f64 = r["value_hi"].parse().unwrap();
+        assert_eq!((lo, hi), (v.lo, v.hi), "{name}");
+    }
+    let init = ["--init", a.to_str().unwrap()];
+    for name in specbound::report::csv::TABLE_NAMES
+        .into_iter()
+        .chain([specbound::report::csv::MEASURES_TABLE])
+    {
+        let (code, j) = audit(&b, &csv.join(name), &init);
+        assert_eq!(code, 0, "{name}: {j}");
+        assert!(j["consistent"].as_u64().unwrap() > 0, "{name}: {j}");
+    }
+    // No measures: the four tables alone.
+    let plain = dir.join("plain");
+    let o = common::run(&[
+        "certify",
+        "-q",
+        "--csv",
+        plain.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(!plain.join("measures.csv").exists());
+    assert!(plain.join("observed_bounds.csv").exists());
+}

@@ -255,6 +255,112 @@ fn sharded_and_unsharded_certificates_are_identical_on_generated_llama_checkpoin
     }
 }
 
+/// A small BERT (hidden 16, 2 heads, feed-forward 32) of random dyadic
+/// weights, exact in F32.
+fn tiny_bert(dir: &Path, layers: usize, seed: u64) {
+    let mut rng = Rng(seed);
+    let mut ts: Vec<(String, DenseMatrix)> = Vec::new();
+    for l in 0..layers {
+        for (t, rows, cols) in [
+            ("attention.self.query", 16, 16),
+            ("attention.self.key", 16, 16),
+            ("attention.self.value", 16, 16),
+            ("attention.output.dense", 16, 16),
+            ("intermediate.dense", 32, 16),
+            ("output.dense", 16, 32),
+        ] {
+            let data = (0..rows * cols)
+                .map(|_| (rng.below(2001) as f64 - 1000.0) / 4096.0)
+                .collect();
+            ts.push((
+                format!("encoder.layer.{l}.{t}.weight"),
+                DenseMatrix { rows, cols, data },
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let refs: Vec<(String, &DenseMatrix)> = ts.iter().map(|(k, m)| (k.clone(), m)).collect();
+    common::write_safetensors(&dir.join("model.safetensors"), &refs, "F32");
+    let config = serde_json::json!({
+        "model_type": "bert", "num_hidden_layers": layers, "hidden_size": 16,
+        "num_attention_heads": 2, "intermediate_size": 32, "hidden_act": "gelu"
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+}
+
+/// With `--measures` (and `--init`) every shard certifies its share of the
+/// raw weights into its part, and `merge` derives the measures from all
+/// of them: the merged certificate is the unsharded one, byte for byte
+/// (an ungated BERT, whose feed-forward raw weights reuse the proxies'
+/// sigma_1, with an initialisation; a gated LLaMA without). Parts with
+/// and without measures, or of other initialisations, do not merge, nor do
+/// parts that leave a raw weight out.
+#[test]
+fn sharded_runs_with_measures_merge_to_the_unsharded_certificate() {
+    let d = tmpdir("measures");
+    let (model, init) = (d.join("model"), d.join("init"));
+    tiny_bert(&model, 2, 11);
+    tiny_bert(&init, 2, 12);
+    let with = ["--measures", "--init", s(&init)];
+    let reference = certify(&model, &d.join("ref.json"), &with);
+    let cert: Value = serde_json::from_slice(&reference).unwrap();
+    assert_eq!(cert["measures"]["d"], 12);
+    assert!(cert["measures"]["frobenius_distance"].is_object());
+    // 2 x (2 x 2 + 2) = 12 proxies: 20 shards leave some with raw weights only.
+    for n in [2usize, 3, 20] {
+        let dn = d.join(format!("n{n}"));
+        std::fs::create_dir_all(&dn).unwrap();
+        let parts = shards(&model, n, &dn, &with);
+        assert_merges_to(
+            &parts,
+            &reference,
+            &format!("BERT with measures in {n} shards"),
+        );
+        if n == 20 {
+            // A part holding raw weights and no proxy, left out: refused.
+            let only_raw = parts
+                .iter()
+                .find(|p| {
+                    let part = Part::read(p).unwrap();
+                    part.matrices.is_empty() && !part.raw_weights.unwrap().is_empty()
+                })
+                .expect("a shard with raw weights only");
+            let rest: Vec<PathBuf> = parts.iter().filter(|p| p != &only_raw).cloned().collect();
+            let out = merge(&rest, &dn.join("gap.json"));
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("no part holds raw weight layer"), "{err}");
+            assert!(!dn.join("gap.json").exists());
+        }
+    }
+    // Mixed: one part with measures, one without; or another initialisation.
+    let dm = d.join("mixed");
+    std::fs::create_dir_all(&dm).unwrap();
+    let measured = shards(&model, 2, &dm, &with);
+    let plain = dm.join("plain-2.json");
+    certify(&model, &plain, &["--shard", "2/2"]);
+    let out = merge(&[measured[0].clone(), plain.clone()], &dm.join("m.json"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("parts with and without measures"), "{err}");
+    let other = dm.join("other-2.json");
+    certify(&model, &other, &["--shard", "2/2", "--init", s(&model)]);
+    let out = merge(&[measured[0].clone(), other], &dm.join("m.json"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another initialisation"), "{err}");
+    // A gated LLaMA, measures without an initialisation.
+    let llama_dir = d.join("llama");
+    llama(&llama_dir, 2, 5, false);
+    let reference = certify(&llama_dir, &d.join("llama-ref.json"), &["--measures"]);
+    let cert: Value = serde_json::from_slice(&reference).unwrap();
+    assert_eq!(cert["measures"]["d"], 14);
+    let dl = d.join("llama-3");
+    std::fs::create_dir_all(&dl).unwrap();
+    let parts = shards(&llama_dir, 3, &dl, &["--measures"]);
+    assert_merges_to(&parts, &reference, "LLaMA with measures in 3 shards");
+}
+
 /// Writes `text` to `dir/name` and returns the path.
 fn write(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
     let p = dir.join(name);

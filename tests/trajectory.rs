@@ -430,3 +430,109 @@ fn duplicate_steps_and_unknown_keys_are_one_line_errors() {
     assert_bad(&["study", i, "--step", "x", "--out", o], &["step 'x'"]);
     assert!(!out.exists());
 }
+
+/// A run that starts at step 0 measures the distances from its step-0
+/// model by default (docs/study.md, "Initialisation"): every certificate
+/// of the run names the step-0 model's files as its initialisation and
+/// states the distance measures, the step-0 model's distance contains 0
+/// (its logs are absent), and `trajectory.csv` lists the distances with
+/// no ratio (the first step's value contains 0). The trained model's
+/// `frobenius_distance` agrees with a float64 evaluation from the weights.
+#[test]
+fn a_run_starting_at_step_zero_measures_distances_from_it_by_default() {
+    let (out, _) = study();
+    let (d, _) = family();
+    let init = cert(out, "init");
+    for id in ["init", "mid", "trained"] {
+        let c = cert(out, id);
+        assert_eq!(
+            c.init_model.as_ref().expect(id).files,
+            init.model.files,
+            "{id}"
+        );
+        let m = c.measures.as_ref().unwrap();
+        assert!(m.frobenius_distance.is_some() && m.dist_spec_init.is_some());
+    }
+    let m0 = init.measures.as_ref().unwrap();
+    assert!(m0
+        .frobenius_distance
+        .unwrap()
+        .contains(&CertInterval::point(0.0)));
+    assert!(m0.log_spec_init.is_none() && m0.log_bartlett_init.is_none());
+    let rows = csv(&out.join("tables/trajectory.csv"));
+    let fd: Vec<_> = rows
+        .iter()
+        .filter(|r| r["bound"] == "frobenius_distance")
+        .collect();
+    assert_eq!(fd.len(), 3);
+    assert!(fd.iter().all(|r| r["ratio_lo"].is_empty()), "{fd:?}");
+    // float64: sum over the six matrices of ||W - W0||_F^2.
+    let read = |m: &str, n: &str| {
+        specbound::io::read_safetensors(&d.join(m).join("model.safetensors"), Some(n))
+            .unwrap()
+            .matrix
+    };
+    let f64_dist: f64 = TENSORS
+        .iter()
+        .map(|n| {
+            let (w, w0) = (read("trained", n), read("init", n));
+            w.data
+                .iter()
+                .zip(&w0.data)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+        })
+        .sum();
+    let x = cert(out, "trained")
+        .measures
+        .unwrap()
+        .frobenius_distance
+        .unwrap();
+    let margin = 1e-9 * f64_dist;
+    assert!(
+        x.lo - margin <= f64_dist && f64_dist <= x.hi + margin,
+        "[{:e}, {:e}] and the float64 {f64_dist:e}",
+        x.lo,
+        x.hi
+    );
+}
+
+/// `init=MODEL` in a models file gives a model without a step its
+/// initialisation (a relative path is the file's neighbour); one of
+/// another architecture is refused before any computation, in one line.
+#[test]
+fn init_field_names_the_initialisation_and_refuses_another_architecture() {
+    let (d, _) = family();
+    let dir = scratch("init-field");
+    let list = d.join("init-field.txt");
+    std::fs::write(&list, "mid init=init\n").unwrap();
+    let out = dir.join("out");
+    let o = run_study(&list, &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c = cert(&out, "mid");
+    assert_eq!(
+        c.init_model.as_ref().unwrap().files,
+        cert(&study().0, "init").model.files
+    );
+    assert!(c.measures.unwrap().frobenius_distance.is_some());
+    // The bundled six-layer MiniLM is not the one-layer model's architecture.
+    let bundle = common::root().join("data/all-MiniLM-L6-v2");
+    let bad = dir.join("bad.txt");
+    std::fs::write(
+        &bad,
+        format!("{} init={}\n", d.join("mid").display(), bundle.display()),
+    )
+    .unwrap();
+    let out2 = dir.join("out2");
+    assert_bad(
+        &[
+            "study",
+            "--models",
+            bad.to_str().unwrap(),
+            "--out",
+            out2.to_str().unwrap(),
+        ],
+        &["the initialisation is not the model's architecture: layers 6 (the model's: 1)"],
+    );
+    assert!(!out2.exists(), "nothing written");
+}

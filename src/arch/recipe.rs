@@ -348,6 +348,8 @@ fn role_width(d: &Dims, i: usize, r: Role) -> (usize, usize) {
 struct LayerPlan {
     tensors: Vec<Stored>,
     recipes: Vec<Recipe>,
+    /// Where each role of the family lies in `tensors`.
+    roles: Vec<(Role, RoleAt)>,
 }
 
 /// One stored tensor of layer `l` as the plan reads it: its name, roles,
@@ -560,7 +562,18 @@ fn plan_layer(
         });
     }
     recipes.extend(m_outs);
-    Ok(LayerPlan { tensors, recipes })
+    // The raw weights' places: the layer's own roles (an expert's are not
+    // raw weights of the measures, which a mixture of experts refuses).
+    let roles = at
+        .iter()
+        .filter(|(_, b, _)| b.is_none())
+        .map(|&(r, _, p)| (r, p))
+        .collect();
+    Ok(LayerPlan {
+        tensors,
+        recipes,
+        roles,
+    })
 }
 
 /// Writes the transpose of `m[rows, cols]` into `dst`: stored entry
@@ -869,59 +882,48 @@ pub fn extract_raw_layer(
         Role::FfnIn,
         Role::FfnOut,
     ] {
-        let Some(at) = plan_role(arch, &d, role) else {
+        let Some(&(_, at)) = plan.roles.iter().find(|(r, _)| *r == role) else {
             continue;
         };
         let s = &plan.tensors[at.tensor];
-        if arch.tensors[at.tensor].fusion == Fusion::PerGroup {
-            // The raw query, key and value weights are interleaved per head
-            // there; reading them is not implemented, and a measure over
-            // fewer matrices would be another measure.
-            return Err(invalid(
-                &ck.file_of(&s.name),
-                Some(&s.name),
-                "the raw-weight measures are not available for attention fused per head \
-                 (GPT-NeoX, BLOOM) yet; certify without --measures",
-            ));
-        }
         if mats[at.tensor].is_none() {
             mats[at.tensor] = Some(read_stored(ck, s)?);
         }
         let m = mats[at.tensor].as_ref().expect("read above");
+        // W's rows: the whole role, or, fused per head (GPT-NeoX, BLOOM),
+        // its head blocks in head order, gathered from where the
+        // interleaving puts them (the rows of the proxies' per-head
+        // slicing); `W^T` is then their transposes side by side.
+        let blocks: Vec<Block> = match at.group {
+            None => vec![at.whole(false)],
+            Some(g) => (0..at.out / g.dh)
+                .map(|b| at.rows(b * g.dh, g.dh, false))
+                .collect(),
+        };
+        let transposed_blocks: Vec<Block> = blocks
+            .iter()
+            .map(|b| Block {
+                transpose: !b.transpose,
+                ..b.clone()
+            })
+            .collect();
+        let tensor = match blocks.as_slice() {
+            [one] => one.render(&plan.tensors),
+            many => format!(
+                "[{}] stacked (heads interleaved)",
+                many.iter()
+                    .map(|b| b.render(&plan.tensors))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let get = |_: usize| m;
         out.push(RawWeight {
             layer: l,
             role,
-            tensor: at.whole(false).render(&plan.tensors),
-            transposed: at.whole(true).take(m),
+            tensor,
+            transposed: side_by_side(&transposed_blocks, &get),
         });
     }
     Ok(out)
-}
-
-/// Where `role` lies in the layer's tensors (as [`plan_layer`] places it);
-/// `None` for a role the family does not have (the gate of an ungated
-/// feed-forward).
-fn plan_role(a: &Architecture, d: &Dims, role: Role) -> Option<RoleAt> {
-    let width = |r: Role| role_width(d, d.i, r);
-    for (k, ts) in a.tensors.iter().enumerate() {
-        let mut offset = 0usize;
-        for &r in ts.roles {
-            let (o, i) = width(r);
-            if r == role {
-                return Some(RoleAt {
-                    tensor: k,
-                    orientation: ts.orientation,
-                    offset,
-                    out: o,
-                    inn: i,
-                    // Contiguous roles only: extract_raw_layer refuses a
-                    // per-group fused tensor before it asks.
-                    group: None,
-                });
-            }
-            // plan_layer has checked that these sums do not overflow.
-            offset += o;
-        }
-    }
-    None
 }

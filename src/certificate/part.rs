@@ -227,6 +227,14 @@ pub struct Part {
     /// empty (a shard of more shards than matrices).
     #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_MATRICES }>")]
     pub matrices: Vec<SpectrumEntry>,
+    /// With measures (`certify --shard --measures`): the raw weight
+    /// matrices this shard certified (`crate::shard::raw_shards`), layer
+    /// then role order; possibly empty. Absent without measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_weights: Option<Vec<super::RawWeightEntry>>,
+    /// The initialisation of the distance measures (`--init`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_model: Option<super::InitModel>,
     /// Lower-case hex SHA-256 of the part's other keys ([`Part::content_sha256`]).
     pub sha256: String,
 }
@@ -242,6 +250,10 @@ struct Content<'a> {
     parameters: &'a Parameters,
     extensions: &'a [String],
     matrices: &'a [SpectrumEntry],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_weights: Option<&'a [super::RawWeightEntry]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    init_model: Option<&'a super::InitModel>,
 }
 
 /// Feeds what serde writes into a hash, without holding the text.
@@ -269,10 +281,25 @@ impl Part {
             parameters: header.parameters,
             extensions: header.extensions,
             matrices,
+            raw_weights: None,
+            init_model: None,
             sha256: String::new(),
         };
         p.sha256 = p.content_sha256();
         p
+    }
+
+    /// This part with the raw weights a shard certified (and the
+    /// initialisation), its digest recomputed.
+    pub fn with_raw_weights(
+        mut self,
+        raw_weights: Vec<super::RawWeightEntry>,
+        init_model: Option<super::InitModel>,
+    ) -> Part {
+        self.raw_weights = Some(raw_weights);
+        self.init_model = init_model;
+        self.sha256 = self.content_sha256();
+        self
     }
 
     /// The program, model, parameters and extensions.
@@ -300,6 +327,8 @@ impl Part {
             parameters: &self.parameters,
             extensions: &self.extensions,
             matrices: &self.matrices,
+            raw_weights: self.raw_weights.as_deref(),
+            init_model: self.init_model.as_ref(),
         };
         let mut w = HashWriter(Sha256::new());
         serde_json::to_writer(&mut w, &content).expect("a part always serialises");
@@ -371,6 +400,11 @@ impl Part {
                     );
                 }
             }
+        }
+        if let Some(raw) = &self.raw_weights {
+            read::validate_raw_weights(raw, md.layers, self.init_model.as_ref())?;
+        } else if self.init_model.is_some() {
+            return err("$.init_model", "stated without raw_weights".into());
         }
         let hex =
             |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));

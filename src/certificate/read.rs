@@ -12,8 +12,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor}
 use serde::Serializer;
 
 use super::{
-    expected_ids, CertInterval, Certificate, GridPoint, MatrixEntry, ModelInfo, NormsEntry,
-    Parameters, RankBounds, Tool, FORMAT, VERSION, VERSION_MEASURES, VERSION_NO_BOUND,
+    expected_ids, CertInterval, Certificate, GridPoint, InitModel, MatrixEntry, ModelInfo,
+    NormsEntry, Parameters, RankBounds, RawWeightEntry, Tool, FORMAT, VERSION, VERSION_MEASURES,
+    VERSION_NO_BOUND,
 };
 use crate::arch::{MatrixId, MatrixType};
 
@@ -508,11 +509,61 @@ fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
             format!("{} disagrees with the {} raw weights", ms.d, raw.len()),
         );
     }
+    let init = c.init_model.is_some();
+    validate_raw_weights(raw, c.model.layers, c.init_model.as_ref())?;
+    for (k, v) in ms.stated() {
+        let nonneg = !k.starts_with("log_");
+        check_iv(&v, &format!("$.measures.{k}"), nonneg)?;
+    }
+    let init_stated = [
+        ("frobenius_distance", ms.frobenius_distance.is_some()),
+        ("dist_spec_init", ms.dist_spec_init.is_some()),
+    ];
+    for (k, present) in init_stated {
+        if present != init {
+            return err(
+                format!("$.measures.{k}"),
+                if init {
+                    "missing (init_model is stated)".into()
+                } else {
+                    "stated without init_model".into()
+                },
+            );
+        }
+    }
+    if !init {
+        for (k, present) in [
+            ("log_spec_init", ms.log_spec_init.is_some()),
+            ("bartlett_init", ms.bartlett_init.is_some()),
+            ("log_bartlett_init", ms.log_bartlett_init.is_some()),
+        ] {
+            if present {
+                return err(
+                    format!("$.measures.{k}"),
+                    "stated without init_model".into(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The raw weights of a certificate or a part (`docs/measures.md`): every
+/// entry in a layer of the model (`layers`), a known role, ordered by layer
+/// then role, each once, shapes within the limits, finite nonnegative
+/// norm intervals; a distance on every entry exactly when `init_model` is
+/// stated, whose files are listed with valid hashes.
+pub(crate) fn validate_raw_weights(
+    raw: &[RawWeightEntry],
+    layers: usize,
+    init_model: Option<&InitModel>,
+) -> Result<(), (String, String)> {
+    let err = |at: String, m: String| Err((at, m));
     const ROLES: [&str; 7] = [
         "query", "key", "value", "output", "ffn_gate", "ffn_in", "ffn_out",
     ];
-    let init = c.init_model.is_some();
-    if let Some(im) = &c.init_model {
+    let init = init_model.is_some();
+    if let Some(im) = init_model {
         if im.files.is_empty() {
             return err("$.init_model.files".into(), "no weight file listed".into());
         }
@@ -533,13 +584,10 @@ fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
     let mut prev: Option<(usize, usize)> = None;
     for (i, w) in raw.iter().enumerate() {
         let at = format!("$.raw_weights[{i}]");
-        if w.layer >= c.model.layers {
+        if w.layer >= layers {
             return err(
                 format!("{at}.layer"),
-                format!(
-                    "{} is outside the model ({} layers)",
-                    w.layer, c.model.layers
-                ),
+                format!("{} is outside the model ({} layers)", w.layer, layers),
             );
         }
         let Some(r) = ROLES.iter().position(|x| *x == w.role) else {
@@ -583,40 +631,6 @@ fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
                     format!("{at}.init_distance"),
                     "missing (init_model is stated)".into(),
                 )
-            }
-        }
-    }
-    for (k, v) in ms.stated() {
-        let nonneg = !k.starts_with("log_");
-        check_iv(&v, &format!("$.measures.{k}"), nonneg)?;
-    }
-    let init_stated = [
-        ("frobenius_distance", ms.frobenius_distance.is_some()),
-        ("dist_spec_init", ms.dist_spec_init.is_some()),
-    ];
-    for (k, present) in init_stated {
-        if present != init {
-            return err(
-                format!("$.measures.{k}"),
-                if init {
-                    "missing (init_model is stated)".into()
-                } else {
-                    "stated without init_model".into()
-                },
-            );
-        }
-    }
-    if !init {
-        for (k, present) in [
-            ("log_spec_init", ms.log_spec_init.is_some()),
-            ("bartlett_init", ms.bartlett_init.is_some()),
-            ("log_bartlett_init", ms.log_bartlett_init.is_some()),
-        ] {
-            if present {
-                return err(
-                    format!("$.measures.{k}"),
-                    "stated without init_model".into(),
-                );
             }
         }
     }

@@ -28,7 +28,9 @@ pub struct CertifyRequest {
     /// certificate holds.
     pub keep_results: bool,
     /// Certify the raw weights' norms and the norm-based measures
-    /// (`docs/measures.md`) into the certificate (`--measures`).
+    /// (`docs/measures.md`) into the certificate (`--measures`); with a
+    /// shard, its share of the raw weights' norms into the part (merge
+    /// derives the measures).
     pub measures: bool,
     /// The initialisation for the distance measures (`--init`; implies
     /// [`CertifyRequest::measures`]); must have the model's architecture.
@@ -122,11 +124,6 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         ));
     }
     let with_measures = req.measures || req.init.is_some();
-    if req.shard.is_some() && with_measures {
-        return Err(CmdError::usage(
-            "--measures and --init certify the whole model, not a shard",
-        ));
-    }
     let model = req.model.resolve()?;
     let init = req.init.as_ref().map(ModelRef::resolve).transpose()?;
     if model.is_memory() && (req.shard.is_some() || req.resume_dir.is_some()) {
@@ -193,7 +190,35 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
             run.cost_share,
             run.header.model.layers * (2 * run.header.model.heads + 2),
         );
-        let doc = run.into_part().to_json_pretty();
+        let raw = if with_measures {
+            // The shard's raw weights; merge computes the measures from
+            // those of every shard.
+            let progress = ui.spinner("certify", "certifying the shard's raw weights' norms");
+            match crate::certify::certify_shard_raw_weights(
+                &model_path,
+                init.as_ref().map(|i| i.path.as_path()),
+                &req.options,
+                &run.header,
+                shard,
+                &run.spectra,
+                &*progress,
+            )? {
+                Outcome::Certified(r) => Some(r),
+                Outcome::Inconclusive(why) => {
+                    report.outcome = Certified::Inconclusive(why.reason);
+                    return Ok(report);
+                }
+            }
+        } else {
+            None
+        };
+        report.secs = t.elapsed().as_secs_f64();
+        let part = run.into_part();
+        let part = match raw {
+            Some(r) => part.with_raw_weights(r.raw_weights, r.init_model),
+            None => part,
+        };
+        let doc = part.to_json_pretty();
         if let Some(p) = &req.outputs.out {
             crate::io::output::Outputs::new()
                 .stage(p, doc.as_bytes())

@@ -296,7 +296,8 @@ pub fn check_nonnegative(name: &str, v: f64) -> Result<(), CmdError> {
 pub struct CertOutputs {
     /// The certificate (JSON), written atomically.
     pub out: Option<PathBuf>,
-    /// A directory for the four CSV tables.
+    /// A directory for the four CSV tables (and `measures.csv` when the
+    /// certificate states measures).
     pub csv: Option<PathBuf>,
 }
 
@@ -306,7 +307,12 @@ impl CertOutputs {
         let mut planned = Outputs::new();
         if let Some(dir) = &self.csv {
             planned.create_dir(dir);
-            for name in crate::report::csv::TABLE_NAMES {
+            // The measures table is checked too: whether it is written is
+            // known only after the run.
+            for name in crate::report::csv::TABLE_NAMES
+                .into_iter()
+                .chain([crate::report::csv::MEASURES_TABLE])
+            {
                 planned.stage(dir.join(name), Vec::new());
             }
         }

@@ -20,7 +20,8 @@ pub struct StudyRequest {
     /// already in its [`ModelRef`], it is kept here for its step).
     pub model_fields: Vec<ModelFields>,
     /// A file listing further models, one per line, each with optional
-    /// `key=value` fields (`step=N`, `run=NAME`, `revision=REV`).
+    /// `key=value` fields (`step=N`, `run=NAME`, `revision=REV`,
+    /// `init=MODEL`).
     pub models_file: Option<PathBuf>,
     /// Model ids, one per model in order (default: each model's default id).
     pub model_ids: Vec<String>,
@@ -91,6 +92,21 @@ pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
     let mut models = study::assign_ids(resolved, &req.model_ids)?;
     let fields: Vec<ModelFields> = refs.into_iter().map(|(_, f)| f).collect();
     study::assign_steps(&mut models, &fields)?;
+    // `init=MODEL`: a local path or a Hugging Face id in the cache.
+    let inits = fields
+        .iter()
+        .map(|f| {
+            f.init
+                .as_ref()
+                .map(|i| {
+                    ModelRef::parse(Some(i.as_path()), None)?
+                        .resolve()
+                        .map(|r| r.path)
+                })
+                .transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    study::assign_inits(&mut models, &inits);
     let opts = StudyOptions {
         certify: req.certify.clone(),
         primary: req.primary.clone(),

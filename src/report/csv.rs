@@ -34,6 +34,38 @@ pub const TABLE_NAMES: [&str; 4] = [
     "p_contribution_raw.csv",
 ];
 
+/// The columns that lead every row of the study's multi-model tables
+/// (`report::tables`) and of the measures table.
+pub const MODEL_COLUMNS: &str = "model_id,hidden_size,num_hidden_layers,num_heads";
+
+/// `measures.csv` of the certificates `models` (`(model_id, certificate)`,
+/// ids used as given): `model_id, hidden_size, num_hidden_layers,
+/// num_heads, measure, value, value_lo, value_hi`, one row per measure each
+/// certificate states, its stated interval (nothing computed but the
+/// midpoint). The study's table, and `certify --csv`'s for one model.
+pub fn measures_csv<'a>(
+    models: impl IntoIterator<Item = (&'a str, &'a crate::certificate::Certificate)>,
+) -> String {
+    let mut t = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
+    for (id, cert) in models {
+        let md = &cert.model;
+        for (name, v) in super::measures::measure_rows(cert) {
+            t.push_str(&format!(
+                "{id},{},{},{},{name},{}\n",
+                md.hidden,
+                md.layers,
+                md.heads,
+                mid(&v)
+            ));
+        }
+    }
+    t
+}
+
+/// The table of the norm-based measures that [`tables`] adds for a
+/// certificate with measures (the study's `measures.csv`, one model).
+pub const MEASURES_TABLE: &str = "measures.csv";
+
 /// Header of `matrix_summary.csv` (without a newline).
 pub const MATRIX_SUMMARY_HEADER: &str =
     "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
@@ -134,8 +166,9 @@ pub fn bound_rows(cert: &Certificate) -> Vec<String> {
         .collect()
 }
 
-/// `(file name, contents)` of the four tables. `model_id` fills the
-/// `model_id` column of `observed_bounds.csv`.
+/// `(file name, contents)` of the four tables, and [`MEASURES_TABLE`]
+/// when `cert` states measures. `model_id` fills the `model_id` column of
+/// `observed_bounds.csv` and of the measures table.
 pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)> {
     let [summary, opt_t, raw] = matrix_rows(cert);
     let join = |header: &str, rows: Vec<String>| {
@@ -153,7 +186,7 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
     for r in bound_rows(cert) {
         bounds.push_str(&format!("{id},{r}\n"));
     }
-    TABLE_NAMES
+    let mut out: Vec<(&'static str, String)> = TABLE_NAMES
         .into_iter()
         .zip([
             join(MATRIX_SUMMARY_HEADER, summary),
@@ -161,5 +194,9 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
             bounds,
             join(P_CONTRIBUTION_HEADER, raw),
         ])
-        .collect()
+        .collect();
+    if cert.measures.is_some() {
+        out.push((MEASURES_TABLE, measures_csv([(id.as_str(), cert)])));
+    }
+    out
 }

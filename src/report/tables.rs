@@ -28,8 +28,7 @@ pub const STUDY_TABLE_NAMES: [&str; 7] = [
     "measures.csv",
 ];
 
-/// The columns that lead every row of the four multi-model tables.
-pub const MODEL_COLUMNS: &str = "model_id,hidden_size,num_hidden_layers,num_heads";
+pub use super::csv::{measures_csv, MODEL_COLUMNS};
 
 fn opt_mid(x: &Option<CertInterval>) -> String {
     x.as_ref().map(mid).unwrap_or_else(|| ",,".into())
@@ -48,7 +47,7 @@ pub fn study_tables(set: &StudySet) -> Vec<(&'static str, String)> {
 sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         .to_string();
     out[5] = "model_id,bound,axis,x,anchor_model_id,ratio,ratio_lo,ratio_hi\n".to_string();
-    out[6] = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
+    out[6] = measures_csv(set.models.iter().map(|mc| (mc.id.as_str(), &mc.cert)));
     for mc in &set.models {
         let md = &mc.cert.model;
         let lead = format!("{},{},{},{}", mc.id, md.hidden, md.layers, md.heads);
@@ -63,9 +62,6 @@ sigma_normalized,sigma_normalized_lo,sigma_normalized_hi\n"
         }
         for r in bound_rows(&mc.cert) {
             out[2].push_str(&format!("{lead},{r}\n"));
-        }
-        for (name, v) in super::measures::measure_rows(&mc.cert) {
-            out[6].push_str(&format!("{lead},{name},{}\n", mid(&v)));
         }
         for w in &mc.cert.matrices {
             let id = w.id();
