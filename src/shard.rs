@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::arch::{Architecture, MatrixId, MatrixType, Role};
-use crate::certificate::{expected_ids, ShardSpec};
+use crate::certificate::ShardSpec;
 use crate::linalg::cost::matrix_cost;
 use crate::linalg::Precision;
 
