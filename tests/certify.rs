@@ -473,10 +473,10 @@ fn bad_models_give_one_line_errors_and_no_output() {
     );
 
     let arch = tmpdir("arch");
-    one_layer(&arch, "", Some(cfg(1, 384, 12, "t5")), None, false);
+    one_layer(&arch, "", Some(cfg(1, 384, 12, "mamba")), None, false);
     assert_bad(
         &["certify", arch.to_str().unwrap()],
-        &["unsupported architecture 't5'", "supported: bert"],
+        &["unsupported architecture 'mamba'", "supported: bert"],
     );
     let mismatch = tmpdir("mismatch");
     one_layer(&mismatch, "", Some(cfg(1, 384, 12, "gpt2")), None, false);
