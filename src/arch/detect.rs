@@ -57,6 +57,26 @@ impl Fact {
         }
     }
 
+    /// That a measured width equals the stated fact: else one line naming
+    /// the tensor it was measured from and where the fact was stated
+    /// (`"{measured} {what} {value} of 'key' in config.json"`).
+    fn must_equal(
+        &self,
+        measured: usize,
+        file: &Path,
+        tensor: &str,
+        what: impl std::fmt::Display,
+    ) -> Result<(), ModelError> {
+        if self.value == measured {
+            return Ok(());
+        }
+        Err(invalid(
+            file,
+            Some(tensor),
+            format!("{what} {} {}", self.value, self.place()),
+        ))
+    }
+
     /// `'hidden_size' in config.json`: where a file states this fact.
     fn source(&self) -> String {
         self.place()
@@ -705,17 +725,12 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
     }
     let (anchor_out, hidden) = out_in(anchor.orientation, (r0, c0));
     if let Some(h) = src.fact(|k| k.hidden)? {
-        if h.value != hidden {
-            return Err(invalid(
-                &ck.file_of(&first),
-                Some(&first),
-                format!(
-                    "shape [{r0}, {c0}] disagrees with the hidden size {} {}",
-                    h.value,
-                    h.place()
-                ),
-            ));
-        }
+        h.must_equal(
+            hidden,
+            &ck.file_of(&first),
+            &first,
+            format_args!("shape [{r0}, {c0}] disagrees with the hidden size"),
+        )?;
     }
 
     // What the file states, for the record when --heads replaces it; a
@@ -912,17 +927,12 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
         }
         let intermediate = fused_height / parts;
         if let Some(i) = src.fact(|k| k.intermediate)? {
-            if i.value != intermediate {
-                return Err(invalid(
-                    &ck.file_of(&fname),
-                    Some(&fname),
-                    format!(
-                        "{intermediate} disagrees with the feed-forward width {} {}",
-                        i.value,
-                        i.place()
-                    ),
-                ));
-            }
+            i.must_equal(
+                intermediate,
+                &ck.file_of(&fname),
+                &fname,
+                format_args!("{intermediate} disagrees with the feed-forward width"),
+            )?;
         }
         Ok(intermediate)
     };
@@ -1041,16 +1051,13 @@ fn detect_moe(
         Ok(r)
     };
     let check = |stated: Option<Fact>, got: usize, n: &str| match stated {
-        Some(f) if f.value != got => Err(invalid(
+        Some(f) => f.must_equal(
+            got,
             &ck.file_of(n),
-            Some(n),
-            format!(
-                "{got} rows disagree with the width {} {}",
-                f.value,
-                f.place()
-            ),
-        )),
-        _ => Ok(()),
+            n,
+            format_args!("{got} rows disagree with the width"),
+        ),
+        None => Ok(()),
     };
     let (mut experts, mut expert_width, mut shared_width) = (0, 0, 0);
     if let Some(l) = first_sparse {
