@@ -1811,16 +1811,24 @@ impl TensorSpec {
 pub const SPECTRA_HINT: &str = "; `specbound spectra MODEL` certifies the spectra and norms of \
 every weight matrix of any checkpoint, known family or not";
 
-/// Every recognised `model_type` and GGUF architecture, for messages.
+/// Every recognised `model_type` and GGUF architecture, for messages: each
+/// once, in table order (a model of several stacks has an entry per stack).
 pub fn supported() -> String {
-    let hf: Vec<&str> = FAMILIES
-        .iter()
-        .flat_map(|f| f.model_types.iter().copied())
-        .collect();
-    let gguf: Vec<&str> = FAMILIES
-        .iter()
-        .flat_map(|f| f.gguf_architectures.iter().copied())
-        .collect();
+    fn each_once<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+        let mut seen = Vec::new();
+        for n in names {
+            if !seen.contains(&n) {
+                seen.push(n);
+            }
+        }
+        seen
+    }
+    let hf = each_once(FAMILIES.iter().flat_map(|f| f.model_types.iter().copied()));
+    let gguf = each_once(
+        FAMILIES
+            .iter()
+            .flat_map(|f| f.gguf_architectures.iter().copied()),
+    );
     format!(
         "{}; llama.cpp GGUF files of {}",
         hf.join(", "),
@@ -1831,6 +1839,23 @@ pub fn supported() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the list of supported types repeated a model type once
+    /// per stack (`t5, mt5, umt5` four times).
+    #[test]
+    fn supported_names_each_model_type_once() {
+        let list = supported();
+        let (hf, _) = list.split_once("; ").unwrap();
+        let names: Vec<&str> = hf.split(", ").collect();
+        for n in &names {
+            assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n} in {list}");
+        }
+        for f in FAMILIES {
+            for t in f.model_types {
+                assert!(names.contains(t), "{t}");
+            }
+        }
+    }
 
     /// The entries of a model type are one entry of one stack, or all
     /// stacks of one family; a stack's defaults are keys of its facts; a
