@@ -479,3 +479,108 @@ fn quantities_beyond_binary64_get_decimal_ends_in_every_output() {
     );
     assert!(text.contains("lambda_max"), "{text}");
 }
+
+/// `spectra` on every family of the layout table: layer 0 of each entry's
+/// every layout, stored under its real tensor names (with a prefix, the
+/// experts of a mixture of experts, LayerScale vectors) beside a
+/// config.json of its model type, gives one row per 2-D tensor keyed by its
+/// full name with its stored shape, and each row contains the exact values:
+/// tensor k holds d_i = (i + 1)(k + 1) / 8 at (i, (i + k) mod c) (a
+/// scaled permutation, singular values d_i), so sigma_max, ||W||_F^2 and the
+/// rank are known exactly; 1-D tensors are skipped, said so.
+#[test]
+fn spectra_of_every_family_contains_the_exact_values() {
+    use specbound::arch::families::FAMILIES;
+    use specbound::arch::Orientation;
+    let mut layouts = 0;
+    for (n, spec) in FAMILIES.iter().enumerate() {
+        for (v, choice) in spec.choices().iter().enumerate() {
+            let d = tmpdir(&format!("family-{n}-{v}"));
+            let prefix = if spec.gguf_architectures.is_empty() {
+                "model."
+            } else {
+                ""
+            };
+            // (name, [out, in]) of every 2-D tensor of layer 0.
+            let mut mats: Vec<(String, usize, usize)> = Vec::new();
+            let mut vectors: Vec<String> = Vec::new();
+            for ts in choice.tensors {
+                let (out, inp) = (4 * (ts.roles.len() + 1), 6);
+                let (r, c) = match ts.orientation {
+                    Orientation::OutIn => (out, inp),
+                    Orientation::InOut => (inp, out),
+                };
+                mats.push((ts.name_in(prefix, 0), r, c));
+                vectors.extend(ts.scale_at(prefix, 0, 0));
+            }
+            if let Some(m) = spec.moe {
+                let experts = m.experts.iter().chain(m.shared.iter().flatten());
+                for (j, pat) in experts.enumerate() {
+                    for e in 0..2 {
+                        let name = format!("{prefix}{}", pat.replace("{l}", "0"))
+                            .replace("{e}", &e.to_string());
+                        if !mats.iter().any(|(n, _, _)| *n == name) {
+                            mats.push((name, 5 + (j % 3), 6));
+                        }
+                    }
+                }
+            }
+            let mut tensors: Vec<Tensor> = Vec::new();
+            let mut want: Vec<(String, Vec<usize>, Vec<Rational>)> = Vec::new();
+            for (k, (name, r, c)) in mats.iter().enumerate() {
+                let mut w = vec![0.0; r * c];
+                let dk: Vec<Rational> = (0..(*r).min(*c))
+                    .map(|i| Rational::from(((i + 1) * (k + 1)) as u32) / 8u32)
+                    .collect();
+                for (i, x) in dk.iter().enumerate() {
+                    w[i * c + (i + k) % c] = x.to_f64();
+                }
+                tensors.push((name.clone(), "F32", vec![*r, *c], w));
+                want.push((name.clone(), vec![*r, *c], dk));
+            }
+            for s in &vectors {
+                tensors.push((s.clone(), "F32", vec![6], vec![1.0; 6]));
+            }
+            write_st(&d.join("model.safetensors"), &tensors);
+            let model_type = spec.model_types.first().copied().unwrap_or("llama");
+            std::fs::write(
+                d.join("config.json"),
+                format!(r#"{{"model_type": "{model_type}"}}"#),
+            )
+            .unwrap();
+            let what = format!("{} layout {v}", spec.layout);
+            let j = spectra(&[d.to_str().unwrap()]);
+            let rows = j["matrices"].as_array().unwrap();
+            let mut got: Vec<&str> = rows.iter().map(|r| r["tensor"].as_str().unwrap()).collect();
+            let mut names: Vec<&str> = want.iter().map(|(n, _, _)| n.as_str()).collect();
+            got.sort_unstable();
+            names.sort_unstable();
+            assert_eq!(got, names, "{what}");
+            for (name, shape, dk) in &want {
+                let row = rows.iter().find(|r| r["tensor"] == name.as_str()).unwrap();
+                let at = format!("{what}: {name}");
+                assert_eq!(row["shape"], serde_json::json!(shape), "{at}");
+                contains(&row["spectral_norm"], dk.last().unwrap(), &at);
+                let frob: Rational = dk.iter().map(|x| Rational::from(x * x)).sum();
+                contains(&row["norm"], &frob, &at);
+                assert_eq!(
+                    row["rank"],
+                    serde_json::json!({"lo": dk.len(), "hi": dk.len()}),
+                    "{at}"
+                );
+            }
+            let skipped = j["skipped"].as_array().unwrap();
+            for s in &vectors {
+                assert!(
+                    skipped
+                        .iter()
+                        .any(|x| x["tensor"] == s.as_str()
+                            && x["why"].as_str().unwrap().contains("1-D")),
+                    "{what}: {s} not skipped as 1-D: {skipped:?}"
+                );
+            }
+            layouts += 1;
+        }
+    }
+    assert!(layouts > FAMILIES.len(), "{layouts} layouts");
+}
