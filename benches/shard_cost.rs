@@ -6,7 +6,7 @@
 //! `cargo bench --bench shard_cost` (about a minute on 2 cores).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use specbound::arch::{self, ArchOverrides, MatrixType};
+use specbound::arch::{self, ArchOverrides};
 use specbound::certify::certify_matrix;
 use specbound::io::checkpoint::Checkpoint;
 use specbound::linalg::{Precision, SvdOptions};
@@ -24,12 +24,7 @@ fn bench_kinds(c: &mut Criterion) {
     let mut g = c.benchmark_group("certify_matrix");
     g.sample_size(10);
     for pm in &mats {
-        let name = match pm.id.kind {
-            MatrixType::QK => "QK",
-            MatrixType::VTilde => "V_tilde",
-            MatrixType::MIn => "M_in",
-            MatrixType::MOut => "M_out",
-        };
+        let name = pm.id.kind.name();
         let id = format!("{name} {}x{}", pm.rows, pm.cols);
         g.bench_with_input(BenchmarkId::new("minilm_layer0", &id), pm, |b, pm| {
             b.iter(|| certify_matrix(pm, &opts).expect("certifies"))

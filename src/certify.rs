@@ -1232,6 +1232,7 @@ pub fn run_header(
             head_dim: arch.head_dim,
             intermediate: arch.intermediate,
             experts: arch.experts_entry(),
+            cross_attention: arch.cross_attention(),
         },
         parameters: Parameters {
             l_phi: l_phi_text.to_string(),
@@ -1307,6 +1308,17 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
             raw_weights: None,
             measures: None,
         });
+    }
+    // A bound is made of the paper's families only (a cross-attention is in
+    // no family with a bound; the table test): never form one otherwise.
+    if let Some(e) = order
+        .iter()
+        .find(|e| !bounds::BOUND_KINDS.contains(&e.kind))
+    {
+        return Err(Inconclusive::new(format!(
+            "{}: not one of the paper's matrices, and the family has a bound",
+            e.id()
+        )));
     }
     let p = &header.parameters;
     let l_phi = crate::spectral::positive_decimal_interval(&p.l_phi)

@@ -43,7 +43,10 @@ pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
         .map(|id| {
             let i = arch.ffn_width(id.expert);
             let (rows, cols, inner) = match id.kind {
-                MatrixType::QK | MatrixType::VTilde => (n, n, Some(arch.head_dim)),
+                MatrixType::QK
+                | MatrixType::VTilde
+                | MatrixType::QKCross
+                | MatrixType::VTildeCross => (n, n, Some(arch.head_dim)),
                 MatrixType::MIn => (n, width_in(i), None),
                 MatrixType::MOut => (i, n, None),
             };

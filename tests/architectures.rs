@@ -461,16 +461,19 @@ fn gguf_block_decoding_is_exact() {
 
 /// Every entry of the layout table, fed the real MiniLM layer 0 re-emitted
 /// in that entry's names, orientations and fusions (GQA entries with 6
-/// key/value heads, gated entries with W_gate = W_up = FF1), through its own
+/// key/value heads, gated entries with W_gate = W_up = FF1, a decoder's
+/// cross-attention from MiniLM layer 1's q, k, v, o), through its own
 /// config keys or GGUF metadata, must give exactly (bit for bit) the paper's
-/// proxies computed here from the [out, in] weights. A family added to the
+/// proxies computed here from the [out, in] weights (and the cross-attention
+/// products of layer 1's, which `inspect` lists by role). A family added to the
 /// table is tested here without a line of test code.
 #[test]
 fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
     use specbound::arch::families::{Cond, KvHeads};
     use specbound::arch::{self, ArchOverrides, Fusion, Orientation, ProxySource, Role, FAMILIES};
     let w = layer(0); // q, k, v, o, ff1, ff2, [out, in]
-                      // Every layout of every entry, its config.json flags choosing it.
+    let w1 = layer(1); // a decoder's cross-attention: other known matrices
+                       // Every layout of every entry, its config.json flags choosing it.
     let layouts = FAMILIES.iter().flat_map(|spec| {
         let choices = spec.choices();
         (0..choices.len()).map(move |k| (spec, k, choices.clone()))
@@ -520,6 +523,10 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
             Role::Output => w[3].clone(),
             Role::FfnGate | Role::FfnIn => w[4].clone(),
             Role::FfnOut => w[5].clone(),
+            Role::CrossQuery => w1[0].clone(),
+            Role::CrossKey => w1[1].clone(),
+            Role::CrossValue => w1[2].clone(),
+            Role::CrossOutput => w1[3].clone(),
         };
         let is_gguf = !spec.gguf_architectures.is_empty();
         let prefix = if is_gguf { "" } else { "base." };
@@ -643,7 +650,14 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
         let mats = arch::extract(&ck, &a).unwrap();
         let (descs, unmapped) = arch::describe(&ck, &a).unwrap();
         assert!(unmapped.is_empty(), "{}: {unmapped:?}", spec.layout);
-        assert_eq!(mats.len(), 2 * 12 + 2);
+        let attention = if a.cross_attention() { 4 } else { 2 };
+        assert_eq!(
+            a.cross_attention(),
+            spec.cross_attention(),
+            "{}",
+            spec.layout
+        );
+        assert_eq!(mats.len(), attention * 12 + 2, "{}", spec.layout);
         assert_eq!(descs.len(), mats.len());
         for (m, d) in mats.iter().zip(&descs) {
             assert_eq!(
@@ -663,20 +677,31 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
         let k_src = role(Role::Key);
         let v_src = role(Role::Value);
         let o_t = t(&w[3]);
+        let o1_t = t(&w1[3]);
         for m in &mats {
             let what = format!("{}: {}", spec.layout, m.id);
             match (&m.source, m.id.head) {
                 (ProxySource::Factored { b, c }, Some(h)) => {
                     let g = h / group;
+                    // The cross-attention's own heads: one key/value head per head.
                     let (rb, rc) = match m.id.kind {
                         specbound::arch::MatrixType::QK => (
                             slice(&w[0], h * DH, DH, true),
                             slice(&k_src, g * DH, DH, false),
                         ),
-                        _ => (
+                        specbound::arch::MatrixType::VTilde => (
                             slice(&v_src, g * DH, DH, true),
                             slice(&o_t, h * DH, DH, false),
                         ),
+                        specbound::arch::MatrixType::QKCross => (
+                            slice(&w1[0], h * DH, DH, true),
+                            slice(&w1[1], h * DH, DH, false),
+                        ),
+                        specbound::arch::MatrixType::VTildeCross => (
+                            slice(&w1[2], h * DH, DH, true),
+                            slice(&o1_t, h * DH, DH, false),
+                        ),
+                        kind => panic!("{what}: {kind} is not per head"),
                     };
                     assert!(*b == rb && *c == rc, "{what}");
                 }
@@ -697,6 +722,31 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
         let j = ok_json(&run(&["inspect", model.to_str().unwrap(), "--json"]));
         assert_eq!(j["layout"], spec.layout);
         assert_eq!(j["matrices"].as_array().unwrap().len(), mats.len());
+        let cross: Vec<(String, String)> = choice
+            .tensors
+            .iter()
+            .filter(|ts| ts.roles[0].cross())
+            .map(|ts| {
+                (
+                    ts.roles[0].name().to_string(),
+                    format!("{prefix}{}", ts.name),
+                )
+            })
+            .collect();
+        match j["cross_attention"].as_array() {
+            None => assert!(cross.is_empty(), "{}", spec.layout),
+            Some(listed) => {
+                let listed: Vec<(String, String)> = listed
+                    .iter()
+                    .map(|e| {
+                        let s = |k: &str| e[k].as_str().unwrap().to_string();
+                        (s("role"), s("tensor"))
+                    })
+                    .collect();
+                assert_eq!(listed, cross, "{}", spec.layout);
+                assert_eq!(listed.len(), 4, "{}", spec.layout);
+            }
+        }
         let ext: Vec<String> = j["extensions"]
             .as_array()
             .unwrap()

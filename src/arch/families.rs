@@ -7,7 +7,11 @@
 
 /// What a stored weight is to the proxies. Widths are in `[out, in]`
 /// orientation: `H` heads, `K` key/value heads, `d` the head dimension, `N`
-/// the hidden size, `I` the feed-forward width.
+/// the hidden size, `I` the feed-forward width. The cross-attention of a
+/// decoder block has the decoder's `H` heads of dimension `d` (no grouped
+/// key/value heads in the families that have one); its keys and values read
+/// the encoder's output, of the encoder's width, which is `N` in these
+/// families (checked on the stored shapes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// Query projection, `H d x N`.
@@ -24,6 +28,16 @@ pub enum Role {
     FfnIn,
     /// Feed-forward output, `N x I`.
     FfnOut,
+    /// Query projection of a decoder block's cross-attention, `H d x N`.
+    CrossQuery,
+    /// Key projection of a decoder block's cross-attention, `H d x N`
+    /// (its input the encoder's output).
+    CrossKey,
+    /// Value projection of a decoder block's cross-attention, `H d x N`
+    /// (its input the encoder's output).
+    CrossValue,
+    /// Output projection of a decoder block's cross-attention, `N x H d`.
+    CrossOutput,
 }
 
 impl Role {
@@ -37,7 +51,19 @@ impl Role {
             Role::FfnGate => "ffn_gate",
             Role::FfnIn => "ffn_in",
             Role::FfnOut => "ffn_out",
+            Role::CrossQuery => "cross_query",
+            Role::CrossKey => "cross_key",
+            Role::CrossValue => "cross_value",
+            Role::CrossOutput => "cross_output",
         }
+    }
+
+    /// Whether the role belongs to a decoder block's cross-attention.
+    pub fn cross(self) -> bool {
+        matches!(
+            self,
+            Role::CrossQuery | Role::CrossKey | Role::CrossValue | Role::CrossOutput
+        )
     }
 }
 
@@ -501,9 +527,10 @@ self-attention and its feed-forward, an attention whose keys and values are comp
 encoder's output rather than from the block's input, so the block is a function of two \
 sequences, and the paper's per-block Lipschitz accounting in the block's input (the depth factor \
 alpha, the sensitivity gamma and the contributions) does not cover it; no proxy and no bound is \
-computed, and the certificate states the certified spectra and norms of the self-attention and \
-feed-forward proxy matrices of every block; the cross-attention matrices (Q_c^T K_c and \
-V_c^T O_c per head) are not included yet";
+computed, and the certificate states the certified spectra and norms of every block's \
+self-attention (QK, V_tilde per head), cross-attention (QK_cross = Q_c^T K_c and \
+V_tilde_cross = V_c^T O_c per head, from the cross-attention's own weights) and feed-forward \
+(M_in, M_out) matrices";
 
 /// The layers of a CLIP or SigLIP tower under `tower` (`text_model.`, `vision_model.`).
 macro_rules! clip_tower {
@@ -544,56 +571,69 @@ macro_rules! clip_tower {
 }
 
 /// The self-attention and feed-forward of a BART or Whisper stack
-/// (`encoder.`, `decoder.`); a decoder's `encoder_attn` is not a proxy yet.
+/// (`encoder.`, `decoder.`), and with `cross` a decoder's cross-attention
+/// (`encoder_attn`) between them.
 macro_rules! bart_stack {
-    ($stack:literal) => {
+    ($stack:literal $(, $cross:ident)?) => {
         &[
-            t(
-                concat!($stack, "layers.{l}.self_attn.q_proj.weight"),
-                &[Query],
-                OutIn,
-            ),
-            t(
-                concat!($stack, "layers.{l}.self_attn.k_proj.weight"),
-                &[Key],
-                OutIn,
-            ),
-            t(
-                concat!($stack, "layers.{l}.self_attn.v_proj.weight"),
-                &[Value],
-                OutIn,
-            ),
-            t(
-                concat!($stack, "layers.{l}.self_attn.out_proj.weight"),
-                &[Output],
-                OutIn,
-            ),
-            t(concat!($stack, "layers.{l}.fc1.weight"), &[FfnIn], OutIn),
-            t(concat!($stack, "layers.{l}.fc2.weight"), &[FfnOut], OutIn),
+            bart_stack!(@t $stack, "self_attn.q_proj", Query),
+            bart_stack!(@t $stack, "self_attn.k_proj", Key),
+            bart_stack!(@t $stack, "self_attn.v_proj", Value),
+            bart_stack!(@t $stack, "self_attn.out_proj", Output),
+            $(
+                bart_stack!(@t $stack, "encoder_attn.q_proj", CrossQuery $cross),
+                bart_stack!(@t $stack, "encoder_attn.k_proj", CrossKey $cross),
+                bart_stack!(@t $stack, "encoder_attn.v_proj", CrossValue $cross),
+                bart_stack!(@t $stack, "encoder_attn.out_proj", CrossOutput $cross),
+            )?
+            bart_stack!(@t $stack, "fc1", FfnIn),
+            bart_stack!(@t $stack, "fc2", FfnOut),
         ]
+    };
+    // `$cross` only places the tensor inside the optional group.
+    (@t $stack:literal, $w:literal, $role:ident $($cross:ident)?) => {
+        t(
+            concat!($stack, "layers.{l}.", $w, ".weight"),
+            &[$role],
+            OutIn,
+        )
     };
 }
 
 /// The self-attention of a T5 stack (`encoder.`, `decoder.`) and its
 /// feed-forward (sublayer `ff`: 1 in the encoder, 2 in the decoder, after
-/// `EncDecAttention`), plain (`wi`, ReLU) or gated (`wi_0` activated, `wi_1`).
+/// `EncDecAttention`), plain (`wi`, ReLU) or gated (`wi_0` activated,
+/// `wi_1`); with `cross`, a decoder's cross-attention
+/// (`layer.1.EncDecAttention`) between them.
 macro_rules! t5_stack {
-    ($stack:literal, $ff:literal, plain) => {
+    ($stack:literal, $ff:literal, plain $(, $cross:ident)?) => {
         &[
             t5_stack!(@attn $stack, "q", Query),
             t5_stack!(@attn $stack, "k", Key),
             t5_stack!(@attn $stack, "v", Value),
             t5_stack!(@attn $stack, "o", Output),
+            $(
+                t5_stack!(@enc $stack, "q", CrossQuery $cross),
+                t5_stack!(@enc $stack, "k", CrossKey $cross),
+                t5_stack!(@enc $stack, "v", CrossValue $cross),
+                t5_stack!(@enc $stack, "o", CrossOutput $cross),
+            )?
             t5_stack!(@ff $stack, $ff, "wi", FfnIn),
             t5_stack!(@ff $stack, $ff, "wo", FfnOut),
         ]
     };
-    ($stack:literal, $ff:literal, gated) => {
+    ($stack:literal, $ff:literal, gated $(, $cross:ident)?) => {
         &[
             t5_stack!(@attn $stack, "q", Query),
             t5_stack!(@attn $stack, "k", Key),
             t5_stack!(@attn $stack, "v", Value),
             t5_stack!(@attn $stack, "o", Output),
+            $(
+                t5_stack!(@enc $stack, "q", CrossQuery $cross),
+                t5_stack!(@enc $stack, "k", CrossKey $cross),
+                t5_stack!(@enc $stack, "v", CrossValue $cross),
+                t5_stack!(@enc $stack, "o", CrossOutput $cross),
+            )?
             t5_stack!(@ff $stack, $ff, "wi_0", FfnGate),
             t5_stack!(@ff $stack, $ff, "wi_1", FfnIn),
             t5_stack!(@ff $stack, $ff, "wo", FfnOut),
@@ -602,6 +642,14 @@ macro_rules! t5_stack {
     (@attn $stack:literal, $w:literal, $role:ident) => {
         t(
             concat!($stack, "block.{l}.layer.0.SelfAttention.", $w, ".weight"),
+            &[$role],
+            OutIn,
+        )
+    };
+    // `$cross` only places the tensor inside the optional group.
+    (@enc $stack:literal, $w:literal, $role:ident $($cross:ident)?) => {
+        t(
+            concat!($stack, "block.{l}.layer.1.EncDecAttention.", $w, ".weight"),
             &[$role],
             OutIn,
         )
@@ -1371,7 +1419,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         layout: "T5GatedDecoder",
         family: "t5",
         model_types: &["t5", "mt5", "umt5"],
-        tensors: t5_stack!("decoder.", "2", gated),
+        tensors: t5_stack!("decoder.", "2", gated, cross),
         config: T5_DECODER,
         default_activation: Some("gated-gelu"),
         no_bound: Some(CROSS_ATTENTION),
@@ -1383,7 +1431,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         layout: "T5Decoder",
         family: "t5",
         model_types: &["t5", "mt5", "umt5"],
-        tensors: t5_stack!("decoder.", "2", plain),
+        tensors: t5_stack!("decoder.", "2", plain, cross),
         config: T5_DECODER,
         default_activation: Some("relu"),
         no_bound: Some(CROSS_ATTENTION),
@@ -1406,7 +1454,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         layout: "BartDecoder",
         family: "bart",
         model_types: &["bart", "mbart"],
-        tensors: bart_stack!("decoder."),
+        tensors: bart_stack!("decoder.", cross),
         config: BART_DECODER,
         default_activation: Some("gelu"),
         no_bound: Some(CROSS_ATTENTION),
@@ -1428,7 +1476,7 @@ pub const FAMILIES: &[FamilySpec] = &[
         layout: "WhisperDecoder",
         family: "whisper",
         model_types: &["whisper"],
-        tensors: bart_stack!("decoder."),
+        tensors: bart_stack!("decoder.", cross),
         config: BART_DECODER,
         default_activation: Some("gelu"),
         no_bound: Some(CROSS_ATTENTION),
@@ -1701,6 +1749,11 @@ impl FamilySpec {
         self.holder(Role::FfnGate).is_some()
     }
 
+    /// A decoder block with a cross-attention (`QK_cross`, `V_tilde_cross`).
+    pub fn cross_attention(&self) -> bool {
+        self.holder(Role::CrossQuery).is_some()
+    }
+
     /// Grouped-query attention: key/value heads are read from the file.
     pub fn grouped_query(&self) -> bool {
         !self.config.kv_heads.is_empty() || !self.gguf.kv_heads.is_empty()
@@ -1899,6 +1952,7 @@ mod tests {
                 "{}",
                 f.layout
             );
+            assert_eq!(s.name == "decoder", f.cross_attention(), "{}", f.layout);
         }
     }
 
@@ -1916,7 +1970,7 @@ mod tests {
     #[test]
     fn every_family_spec_is_well_formed() {
         let in_width = |r: Role| match r {
-            Role::Output => "Hd",
+            Role::Output | Role::CrossOutput => "Hd",
             Role::FfnOut => "I",
             _ => "N",
         };
@@ -2030,6 +2084,36 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "{}: {}", f.layout, role.name());
         }
+        // A cross-attention has all four weights, each alone (never fused:
+        // the recipe reads each whole), or none; only a stack without a
+        // bound has one (the bound never sums over it).
+        let cross: Vec<Role> = v
+            .tensors
+            .iter()
+            .flat_map(|t| t.roles)
+            .copied()
+            .filter(|r| r.cross())
+            .collect();
+        assert!(
+            cross.is_empty()
+                || cross
+                    == [
+                        Role::CrossQuery,
+                        Role::CrossKey,
+                        Role::CrossValue,
+                        Role::CrossOutput
+                    ],
+            "{}",
+            f.layout
+        );
+        assert!(
+            v.tensors
+                .iter()
+                .all(|t| t.roles.len() == 1 || !t.roles.iter().any(|r| r.cross())),
+            "{}",
+            f.layout
+        );
+        assert!(cross.is_empty() || f.no_bound.is_some(), "{}", f.layout);
         assert!(
             v.tensors
                 .iter()

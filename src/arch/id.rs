@@ -2,13 +2,24 @@
 
 use std::fmt;
 
-/// The four proxy matrix families.
+/// The proxy matrix families: the paper's four, and the two of a decoder
+/// block's cross-attention. Ordered as a block applies them (so as
+/// certificates list a layer's matrices): self-attention, cross-attention,
+/// feed-forward.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MatrixType {
     /// Query-key product of one head.
     QK,
     /// Value-output product of one head.
     VTilde,
+    /// Query-key product `Q_c,h^T K_c,h` of one head of a decoder block's
+    /// cross-attention (its own query and key weights; keys read the
+    /// encoder's output). Not one of the paper's matrices: no bound uses it.
+    QKCross,
+    /// Value-output product `V_c,h^T O_c,h` of one head of a decoder
+    /// block's cross-attention. Not one of the paper's matrices: no bound
+    /// uses it.
+    VTildeCross,
     /// Feed-forward input matrix.
     MIn,
     /// Feed-forward output matrix.
@@ -21,6 +32,8 @@ impl MatrixType {
         match self {
             MatrixType::QK => "QK",
             MatrixType::VTilde => "V_tilde",
+            MatrixType::QKCross => "QK_cross",
+            MatrixType::VTildeCross => "V_tilde_cross",
             MatrixType::MIn => "M_in",
             MatrixType::MOut => "M_out",
         }
@@ -31,6 +44,8 @@ impl MatrixType {
         match s {
             "QK" => Some(MatrixType::QK),
             "V_tilde" => Some(MatrixType::VTilde),
+            "QK_cross" => Some(MatrixType::QKCross),
+            "V_tilde_cross" => Some(MatrixType::VTildeCross),
             "M_in" => Some(MatrixType::MIn),
             "M_out" => Some(MatrixType::MOut),
             _ => None,
@@ -46,10 +61,33 @@ impl fmt::Display for MatrixType {
 
 impl MatrixType {
     /// Whether matrices of this family belong to one attention head
-    /// (`QK`, `V_tilde`) rather than to the whole layer (`M_in`, `M_out`).
+    /// (`QK`, `V_tilde`, `QK_cross`, `V_tilde_cross`) rather than to the
+    /// whole layer (`M_in`, `M_out`).
     pub fn per_head(self) -> bool {
-        matches!(self, MatrixType::QK | MatrixType::VTilde)
+        matches!(
+            self,
+            MatrixType::QK | MatrixType::VTilde | MatrixType::QKCross | MatrixType::VTildeCross
+        )
     }
+
+    /// Whether this family belongs to a decoder block's cross-attention
+    /// (`QK_cross`, `V_tilde_cross`).
+    pub fn cross(self) -> bool {
+        matches!(self, MatrixType::QKCross | MatrixType::VTildeCross)
+    }
+
+    /// Every family, in certificate order.
+    pub const ALL: [MatrixType; 6] = [
+        MatrixType::QK,
+        MatrixType::VTilde,
+        MatrixType::QKCross,
+        MatrixType::VTildeCross,
+        MatrixType::MIn,
+        MatrixType::MOut,
+    ];
+
+    /// The names of every family, for messages.
+    pub const NAMES: &'static str = "QK, V_tilde, QK_cross, V_tilde_cross, M_in, M_out";
 }
 
 impl serde::Serialize for MatrixType {
@@ -64,13 +102,14 @@ impl<'de> serde::Deserialize<'de> for MatrixType {
         impl serde::de::Visitor<'_> for V {
             type Value = MatrixType;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a matrix type (QK, V_tilde, M_in, M_out)")
+                write!(f, "a matrix type ({})", MatrixType::NAMES)
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<MatrixType, E> {
                 MatrixType::parse(s).ok_or_else(|| {
                     let shown: String = s.chars().take(40).collect();
                     E::custom(format!(
-                        "unknown matrix type \"{shown}\" (QK, V_tilde, M_in, M_out)"
+                        "unknown matrix type \"{shown}\" ({})",
+                        MatrixType::NAMES
                     ))
                 })
             }
@@ -186,10 +225,22 @@ impl LayerFfn {
 
     /// The proxy matrices of layer `l` with `heads` heads and this
     /// feed-forward, in certificate order (`QK` heads, `V_tilde` heads,
-    /// `M_in` per block, `M_out` per block).
-    pub fn ids(&self, l: usize, heads: usize) -> Vec<MatrixId> {
+    /// with `cross` the `QK_cross` heads and `V_tilde_cross` heads of a
+    /// decoder block's cross-attention, then `M_in` per block, `M_out` per
+    /// block).
+    pub fn ids(&self, l: usize, heads: usize, cross: bool) -> Vec<MatrixId> {
         let mut v = Vec::new();
-        for kind in [MatrixType::QK, MatrixType::VTilde] {
+        let attention: &[MatrixType] = if cross {
+            &[
+                MatrixType::QK,
+                MatrixType::VTilde,
+                MatrixType::QKCross,
+                MatrixType::VTildeCross,
+            ]
+        } else {
+            &[MatrixType::QK, MatrixType::VTilde]
+        };
+        for &kind in attention {
             v.extend((0..heads).map(|h| MatrixId::head(l, h, kind)));
         }
         for kind in [MatrixType::MIn, MatrixType::MOut] {
@@ -205,12 +256,13 @@ impl LayerFfn {
 /// One proxy matrix of a model: layer, head (per-head families only),
 /// expert (feed-forward matrices of a mixture-of-experts layer only) and
 /// family. Ordered as certificates list matrices: by layer, then family
-/// (`QK`, `V_tilde`, `M_in`, `M_out`), then expert, then head.
+/// (`QK`, `V_tilde`, `QK_cross`, `V_tilde_cross`, `M_in`, `M_out`), then
+/// expert, then head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatrixId {
     /// Layer from 0.
     pub layer: usize,
-    /// Attention head for `QK` and `V_tilde`; `None` for `M_in` and `M_out`.
+    /// Attention head of a per-head family; `None` for `M_in` and `M_out`.
     pub head: Option<usize>,
     /// Family.
     pub kind: MatrixType,
@@ -327,7 +379,11 @@ mod tests {
             experts: 2,
             shared: true,
         };
-        let labels: Vec<String> = ffn.ids(0, 1).iter().map(ToString::to_string).collect();
+        let labels: Vec<String> = ffn
+            .ids(0, 1, false)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             labels,
             [
@@ -341,17 +397,54 @@ mod tests {
                 "layer 0 shared expert M_out"
             ]
         );
-        let mut sorted = ffn.ids(0, 1);
+        let mut sorted = ffn.ids(0, 1, false);
         sorted.reverse();
         sorted.sort();
-        assert_eq!(sorted, ffn.ids(0, 1));
+        assert_eq!(sorted, ffn.ids(0, 1, false));
         assert_eq!(
-            LayerFfn::DENSE.ids(3, 0),
+            LayerFfn::DENSE.ids(3, 0, false),
             [
                 MatrixId::layer(3, MatrixType::MIn),
                 MatrixId::layer(3, MatrixType::MOut)
             ]
         );
+    }
+
+    /// A decoder block's cross-attention heads come between its
+    /// self-attention heads and its feed-forward, in the order `Ord` sorts
+    /// them; every name parses back to its family.
+    #[test]
+    fn cross_attention_follows_self_attention_and_names_round_trip() {
+        let labels: Vec<String> = LayerFfn::DENSE
+            .ids(1, 2, true)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "layer 1 head 0 QK",
+                "layer 1 head 1 QK",
+                "layer 1 head 0 V_tilde",
+                "layer 1 head 1 V_tilde",
+                "layer 1 head 0 QK_cross",
+                "layer 1 head 1 QK_cross",
+                "layer 1 head 0 V_tilde_cross",
+                "layer 1 head 1 V_tilde_cross",
+                "layer 1 M_in",
+                "layer 1 M_out"
+            ]
+        );
+        let mut sorted = LayerFfn::DENSE.ids(1, 2, true);
+        sorted.reverse();
+        sorted.sort();
+        assert_eq!(sorted, LayerFfn::DENSE.ids(1, 2, true));
+        for kind in MatrixType::ALL {
+            assert_eq!(MatrixType::parse(kind.name()), Some(kind));
+            assert!(MatrixType::NAMES.contains(kind.name()));
+            assert_eq!(kind.cross(), kind.name().ends_with("_cross"));
+        }
+        assert_eq!(MatrixType::parse("QK_Cross"), None);
     }
 
     #[test]

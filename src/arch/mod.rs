@@ -5,7 +5,10 @@
 //! * `V_tilde` = `V_h^T O_h`, with `O_h` the head-h row slice of the
 //!   transposed attention output projection, kept factored;
 //! * `M_in` = `(intermediate.dense.weight)^T`, N x I;
-//! * `M_out` = `(output.dense.weight)^T`, I x N.
+//! * `M_out` = `(output.dense.weight)^T`, I x N;
+//! * in a decoder block with a cross-attention, `QK_cross` = `Q_c,h^T K_c,h`
+//!   and `V_tilde_cross` = `V_c,h^T O_c,h`, formed as `QK` and `V_tilde` from
+//!   the cross-attention's own weights (spectra only: no bound uses them).
 //!
 //! Families are data ([`families::FAMILIES`]): [`detect`] recognises one and
 //! reads its facts, and one recipe per layer, built from the table, is both
@@ -126,10 +129,12 @@ impl Architecture {
         }
     }
 
-    /// Every proxy matrix of the model, in certificate order.
+    /// Every proxy matrix of the model, in certificate order (with the
+    /// cross-attention's `QK_cross` and `V_tilde_cross` heads of a decoder).
     pub fn matrix_ids(&self) -> Vec<MatrixId> {
+        let cross = self.cross_attention();
         (0..self.layers)
-            .flat_map(|l| self.layer_ffn(l).ids(l, self.heads))
+            .flat_map(|l| self.layer_ffn(l).ids(l, self.heads, cross))
             .collect()
     }
 
@@ -216,6 +221,15 @@ impl Architecture {
         self.tensors
             .iter()
             .any(|t| t.roles.contains(&Role::FfnGate))
+    }
+
+    /// A decoder whose blocks have a cross-attention: its `QK_cross` and
+    /// `V_tilde_cross` heads are proxy matrices of every layer (certificate
+    /// key `model.cross_attention`).
+    pub fn cross_attention(&self) -> bool {
+        self.tensors
+            .iter()
+            .any(|t| t.roles.contains(&Role::CrossQuery))
     }
 
     /// Rotary position embeddings (ignored in `QK`, an extension).

@@ -340,11 +340,16 @@ fn role_width(d: &Dims, i: usize, r: Role) -> (usize, usize) {
         Role::Output => (d.n, d.q),
         Role::FfnGate | Role::FfnIn => (i, d.n),
         Role::FfnOut => (d.n, i),
+        // The decoder's heads (no grouped key/value heads); keys and values
+        // read the encoder's output, whose width must be the decoder's N.
+        Role::CrossQuery | Role::CrossKey | Role::CrossValue => (d.q, d.n),
+        Role::CrossOutput => (d.n, d.q),
     }
 }
 
 /// A layer's tensors (checked against the architecture) and its recipes,
-/// in the order layer, QK heads, V_tilde heads, M_in, M_out.
+/// in the order layer, QK heads, V_tilde heads, (a decoder's) QK_cross
+/// heads, V_tilde_cross heads, M_in, M_out.
 struct LayerPlan {
     tensors: Vec<Stored>,
     recipes: Vec<Recipe>,
@@ -416,6 +421,46 @@ fn layer_tensors(a: &Architecture, l: usize) -> Vec<LayerTensor> {
     out
 }
 
+/// The per-head products of one attention of a layer.
+#[derive(Clone, Copy)]
+struct Heads {
+    layer: usize,
+    heads: usize,
+    /// Query heads per key/value head.
+    group: usize,
+    n: usize,
+    dh: usize,
+}
+
+impl Heads {
+    /// Pushes the query-key product `Q_h^T K_g` of every head (kind
+    /// `kinds[0]`), then the value-output product `V_g^T O_h` (kind
+    /// `kinds[1]`), `g` the key/value head of query head `h` and `O_h` the
+    /// head-h row slice of the transposed output weight, from the roles'
+    /// places `[q, k, v, o]`.
+    fn push(&self, recipes: &mut Vec<Recipe>, [q, k, v, o]: [RoleAt; 4], kinds: [MatrixType; 2]) {
+        let (n, dh) = (self.n, self.dh);
+        for h in 0..self.heads {
+            let g = h / self.group;
+            recipes.push(Recipe {
+                id: MatrixId::head(self.layer, h, kinds[0]),
+                rows: n,
+                cols: n,
+                formula: Formula::Factored(q.rows(h * dh, dh, true), k.rows(g * dh, dh, false)),
+            });
+        }
+        for h in 0..self.heads {
+            let g = h / self.group;
+            recipes.push(Recipe {
+                id: MatrixId::head(self.layer, h, kinds[1]),
+                rows: n,
+                cols: n,
+                formula: Formula::Factored(v.rows(g * dh, dh, true), o.cols(h * dh, dh, true)),
+            });
+        }
+    }
+}
+
 fn plan_layer(
     ck: &Checkpoint,
     a: &Architecture,
@@ -475,6 +520,23 @@ fn plan_layer(
             Orientation::InOut => (inn, out),
         };
         let got = tensor_shape(ck, &name, l, a.layers)?;
+        let reads_encoder = ts
+            .roles
+            .iter()
+            .any(|r| matches!(r, Role::CrossKey | Role::CrossValue));
+        if got != want && reads_encoder && got.0 == want.0 {
+            // The encoder's width is the input width of these weights.
+            return Err(invalid(
+                &ck.file_of(&name),
+                Some(&name),
+                format!(
+                    "cross-attention input width {} (the encoder's) differs from the decoder's \
+                     hidden size {}: only a cross-attention whose encoder and decoder widths \
+                     are equal is read",
+                    got.1, want.1
+                ),
+            ));
+        }
         if got != want {
             return Err(invalid(
                 &ck.file_of(&name),
@@ -507,28 +569,37 @@ fn plan_layer(
         need(Role::Output, None),
     );
     let (n, dh) = (d.n, d.dh);
-    let group = a.heads / a.kv_heads;
     let blocks = a.layer_ffn(l).blocks();
-    let mut recipes = Vec::with_capacity(2 * a.heads + 2 * blocks.len());
-    // QK_h = Q_h^T K_g, g the key/value head of query head h.
-    for h in 0..a.heads {
-        let g = h / group;
-        recipes.push(Recipe {
-            id: MatrixId::head(l, h, MatrixType::QK),
-            rows: n,
-            cols: n,
-            formula: Formula::Factored(q.rows(h * dh, dh, true), k.rows(g * dh, dh, false)),
-        });
-    }
-    // V_tilde_h = V_g^T O_h, O_h the head-h rows of the transposed output weight.
-    for h in 0..a.heads {
-        let g = h / group;
-        recipes.push(Recipe {
-            id: MatrixId::head(l, h, MatrixType::VTilde),
-            rows: n,
-            cols: n,
-            formula: Formula::Factored(v.rows(g * dh, dh, true), o.cols(h * dh, dh, true)),
-        });
+    let mut recipes = Vec::with_capacity(4 * a.heads + 2 * blocks.len());
+    let heads = Heads {
+        layer: l,
+        heads: a.heads,
+        group: a.heads / a.kv_heads,
+        n,
+        dh,
+    };
+    heads.push(
+        &mut recipes,
+        [q, k, v, o],
+        [MatrixType::QK, MatrixType::VTilde],
+    );
+    // A decoder block's cross-attention: the same products of its own
+    // weights (the table test: all four roles or none), one key/value head
+    // per head.
+    let cross = [
+        Role::CrossQuery,
+        Role::CrossKey,
+        Role::CrossValue,
+        Role::CrossOutput,
+    ]
+    .map(|r| role_of(r, None));
+    if let [Some(q_c), Some(k_c), Some(v_c), Some(o_c)] = cross {
+        let cross_heads = Heads { group: 1, ..heads };
+        cross_heads.push(
+            &mut recipes,
+            [q_c, k_c, v_c, o_c],
+            [MatrixType::QKCross, MatrixType::VTildeCross],
+        );
     }
     // Per feed-forward block (the layer's, or each expert's): M_in = W_in^T,
     // or [W_gate^T, W_up^T] for a gated feed-forward; then every M_out.
@@ -634,7 +705,9 @@ fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) ->
 }
 
 /// Reads the layer tensors and builds all proxy matrices, in the order
-/// layer, then QK heads, V_tilde heads, M_in, M_out. Query head h uses
+/// layer, then QK heads, V_tilde heads, a decoder block's QK_cross and
+/// V_tilde_cross heads (its cross-attention's own weights), M_in, M_out.
+/// Query head h uses
 /// key/value head `floor(h / (heads / kv_heads))` (grouped-query attention).
 /// Every entry is a stored number moved (exact).
 pub fn extract(ck: &Checkpoint, arch: &Architecture) -> Result<Vec<ProxyMatrix>, ModelError> {

@@ -17,6 +17,19 @@ use inari::Interval;
 use crate::arch::{MatrixId, MatrixType};
 use crate::enclosure::{Enclosure, IntEnclosure};
 
+/// The proxy matrix families the paper's bound is made of, and the only
+/// ones [`evaluate`] reads: the block's self-attention (`QK`, `V_tilde`)
+/// and feed-forward (`M_in`, `M_out`). A decoder block's cross-attention
+/// (`QK_cross`, `V_tilde_cross`) is deliberately absent: the block is then a
+/// function of two sequences, which the paper's per-block accounting in the
+/// block's input does not cover, so no bound is ever formed from it.
+pub const BOUND_KINDS: [MatrixType; 4] = [
+    MatrixType::QK,
+    MatrixType::VTilde,
+    MatrixType::MIn,
+    MatrixType::MOut,
+];
+
 /// Parameters that change a number of the certificate.
 #[derive(Clone, Debug)]
 pub struct ProxyParams {
@@ -118,7 +131,7 @@ pub struct LayerProxies {
 /// Certified proxies of the whole model.
 #[derive(Clone, Debug)]
 pub struct ModelProxies {
-    /// Per matrix, in input order.
+    /// Per matrix of a family of [`BOUND_KINDS`], in input order.
     pub matrices: Vec<MatrixProxies>,
     /// Per layer.
     pub layers: Vec<LayerProxies>,
@@ -222,7 +235,10 @@ pub fn contribution(
 /// contribution, minimum and both bounds, given enclosures as inputs; the
 /// `p_opt` sets contain every minimiser (`proofs/proxy-formulas.md`, L18).
 /// `inputs` must hold, for each of the `layers` layers, the `heads` QK and
-/// V_tilde matrices and one M_in and M_out.
+/// V_tilde matrices and one M_in and M_out. Only the families of
+/// [`BOUND_KINDS`] are read: an input of another family has no proxies and
+/// no entry in [`ModelProxies::matrices`], which lists the others in their
+/// order.
 pub fn evaluate(
     inputs: &[MatrixInput<'_>],
     layers: usize,
@@ -279,7 +295,8 @@ pub fn evaluate(
     let m = params.grid_m;
     let matrices: Vec<MatrixProxies> = inputs
         .iter()
-        .map(|w| {
+        .filter(|w| BOUND_KINDS.contains(&w.id.kind))
+        .filter_map(|w| {
             let l = w.id.layer;
             let (cin, cout) = (c2(l, MatrixType::MIn, None), c2(l, MatrixType::MOut, None));
             let gamma = match w.id.kind {
@@ -287,6 +304,8 @@ pub fn evaluate(
                 MatrixType::VTilde => cout * cin,
                 MatrixType::MIn => cout,
                 MatrixType::MOut => one,
+                // Not in BOUND_KINDS (filtered above): no gamma, no proxy.
+                MatrixType::QKCross | MatrixType::VTildeCross => return None,
             };
             let scale = gamma * alpha[l] * ll;
             let sums = grid_power_sums(w.singular_values, m);
@@ -307,14 +326,14 @@ pub fn evaluate(
                 .map(|(k, _)| *k)
                 .collect();
             let min_contribution = Interval::try_from((min_lo, min_hi)).unwrap_or(Interval::ENTIRE);
-            MatrixProxies {
+            Some(MatrixProxies {
                 alpha: alpha[l],
                 gamma,
                 scale,
                 contributions,
                 p_opt,
                 min_contribution,
-            }
+            })
         })
         .collect();
     let ours = matrices

@@ -352,6 +352,13 @@ pub struct ModelInfo {
         deserialize_with = "read::opt_vec_max::<_, _, { read::MAX_LAYERS }>"
     )]
     pub experts: Option<Vec<crate::arch::LayerFfn>>,
+    /// Whether every block is a decoder block with a cross-attention (T5,
+    /// BART, Whisper decoders): the certificate then holds its `QK_cross`
+    /// and `V_tilde_cross` heads in every layer. Written only when true, so
+    /// that a certificate without one (every one written before the key)
+    /// reads and hashes unchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cross_attention: bool,
 }
 
 /// Parameters that change a number of the certificate.
@@ -726,10 +733,11 @@ impl Certificate {
     }
 }
 
-/// The proxy matrices of the model `md` (its layers, heads and, for a
-/// mixture-of-experts model, the experts of each layer), in certificate
-/// order (layer, then `QK` heads, `V_tilde` heads, `M_in` per feed-forward
-/// block, `M_out` per block).
+/// The proxy matrices of the model `md` (its layers, heads, whether its
+/// blocks have a cross-attention and, for a mixture-of-experts model, the
+/// experts of each layer), in certificate order (layer, then `QK` heads,
+/// `V_tilde` heads, `QK_cross` and `V_tilde_cross` heads, `M_in` per
+/// feed-forward block, `M_out` per block).
 pub fn expected_ids(md: &ModelInfo) -> Vec<MatrixId> {
     (0..md.layers)
         .flat_map(|l| {
@@ -737,7 +745,7 @@ pub fn expected_ids(md: &ModelInfo) -> Vec<MatrixId> {
                 .as_ref()
                 .and_then(|e| e.get(l).copied())
                 .unwrap_or(crate::arch::LayerFfn::DENSE)
-                .ids(l, md.heads)
+                .ids(l, md.heads, md.cross_attention)
         })
         .collect()
 }

@@ -296,6 +296,16 @@ impl Certificate {
                 ),
             );
         }
+        if md.cross_attention {
+            // Nor for a decoder block, a function of two sequences.
+            return err(
+                "$.model.cross_attention".into(),
+                format!(
+                    "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
+                     a certificate without a bound, has a cross-attention)"
+                ),
+            );
+        }
         for (key, present) in [
             ("bound_absent", self.bound_absent.is_some()),
             ("spectra", self.spectra.is_some()),
@@ -323,7 +333,7 @@ impl Certificate {
             return err(
                 "$.matrices".into(),
                 format!(
-                    "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer and expert)",
+                    "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, with a cross-attention QK_cross and V_tilde_cross per head, M_in and M_out per layer and expert)",
                     self.matrices.len(),
                     ids.len(),
                     md.layers,
@@ -433,7 +443,7 @@ fn validate_no_bound(c: &Certificate, ids: &[MatrixId]) -> Result<(), (String, S
         return err(
             "$.spectra".into(),
             format!(
-                "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, M_in and M_out per layer and expert)",
+                "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, with a cross-attention QK_cross and V_tilde_cross per head, M_in and M_out per layer and expert)",
                 spectra.len(),
                 ids.len(),
                 md.layers,
@@ -702,8 +712,13 @@ pub(crate) fn validate_header(
                 0,
                 crate::arch::MAX_EXPERTS,
             )?;
+            let attention = if md.cross_attention {
+                md.heads.saturating_mul(2)
+            } else {
+                md.heads
+            };
             count =
-                count.saturating_add(md.heads.saturating_add(f.blocks().len()).saturating_mul(2));
+                count.saturating_add(attention.saturating_add(f.blocks().len()).saturating_mul(2));
         }
         if count > MAX_MATRICES {
             return err(

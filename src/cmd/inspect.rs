@@ -99,6 +99,18 @@ impl Report for InspectReport {
         if let Some(m) = &a.moe {
             let _ = writeln!(s, "experts: {}", experts_line(m));
         }
+        let cross = cross_tensors(a);
+        if !cross.is_empty() {
+            let _ = writeln!(
+                s,
+                "cross-attention (QK_cross, V_tilde_cross per head; spectra only, no bound uses them): {}",
+                cross
+                    .iter()
+                    .map(|(r, t)| format!("{r} {t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         for n in &self.extensions {
             let _ = writeln!(s, "EXTENSION OF THE PAPER: {n}");
         }
@@ -110,7 +122,7 @@ impl Report for InspectReport {
             };
             let _ = writeln!(
                 s,
-                "  layer {:>3} head {:>3} {:<8} {:>6} x {:<6} {}",
+                "  layer {:>3} head {:>3} {:<13} {:>6} x {:<6} {}",
                 m.layer, m.head, kind, m.rows, m.cols, m.formed_from
             );
         }
@@ -153,6 +165,7 @@ impl Report for InspectReport {
                 "experts_per_token": m.experts_per_token,
             })),
             "stack": a.stack.as_ref().map(|s| serde_json::json!({"name": s.name, "stacks": s.stacks, "by_flag": s.by_flag})),
+            "cross_attention": a.cross_attention().then(|| cross_tensors(a).iter().map(|(r, t)| serde_json::json!({"role": r, "tensor": t})).collect::<Vec<_>>()),
             "activation": a.activation.as_ref().map(|x| serde_json::json!({"name": x.name, "source": x.source})),
             "bound": self.bound,
             "extensions": self.extensions,
@@ -161,6 +174,23 @@ impl Report for InspectReport {
         });
         Some(serde_json::to_string_pretty(&j).expect("JSON serialises"))
     }
+}
+
+/// The cross-attention weights of a decoder block, `(role, tensor)` with
+/// `{l}` standing for the layer (none for a stack without one), as the
+/// layout table names them.
+fn cross_tensors(a: &Architecture) -> Vec<(&'static str, String)> {
+    a.tensors
+        .iter()
+        .flat_map(|t| {
+            t.roles.iter().filter(|r| r.cross()).map(move |r| {
+                (
+                    r.name(),
+                    crate::arch::clean_to(&format!("{}{}", a.prefix, t.name), 256),
+                )
+            })
+        })
+        .collect()
 }
 
 /// The experts of a mixture-of-experts model, one line: routed experts and

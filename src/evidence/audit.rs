@@ -672,8 +672,9 @@ fn find_matrix(
 fn kind_of(s: &str) -> Result<MatrixType, String> {
     MatrixType::parse(s.trim()).ok_or_else(|| {
         format!(
-            "unknown matrix_type '{}' (QK, V_tilde, M_in, M_out)",
-            crate::io::escape(s)
+            "unknown matrix_type '{}' ({})",
+            crate::io::escape(s),
+            MatrixType::NAMES
         )
     })
 }

@@ -365,6 +365,15 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
             MatrixType::VTilde => cout.mul(&cin),
             MatrixType::MIn => cout,
             MatrixType::MOut => MI::int(1),
+            // A certificate with bounds holds none (validation refuses
+            // `model.cross_attention` there): no bound is made of them.
+            MatrixType::QKCross | MatrixType::VTildeCross => {
+                ck.fail(format!(
+                    "{at}: a cross-attention matrix in a certificate with bounds (the bound is \
+                     made of the paper's matrices only)"
+                ));
+                break;
+            }
         };
         ck.contains(
             &format!("{at}.alpha"),
@@ -1174,6 +1183,19 @@ pub fn verify_with_model_options(
         }
         v.checks += 1;
     }
+    if md.cross_attention != a.cross_attention() {
+        v.failure = Some(format!(
+            "$.model.cross_attention: the certificate says {}, the model's blocks have {}",
+            md.cross_attention,
+            if a.cross_attention() {
+                "a cross-attention"
+            } else {
+                "none"
+            }
+        ));
+        return Ok(v);
+    }
+    v.checks += 1;
     let mats: std::collections::HashMap<MatrixId, ProxyMatrix> = arch::extract(&ckpt, &a)
         .map_err(|e| EvidenceError::Model(e.to_string()))?
         .into_iter()

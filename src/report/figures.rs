@@ -92,8 +92,11 @@ pub fn type_colour(kind: MatrixType) -> Rgb {
     match kind {
         MatrixType::QK => Rgb(255, 99, 71),      // tomato
         MatrixType::VTilde => Rgb(65, 105, 225), // royal blue
-        MatrixType::MIn => Rgb(85, 107, 47),     // dark olive green
-        MatrixType::MOut => Rgb(143, 188, 143),  // dark sea green
+        // Not the authors' (they have no cross-attention): lighter QK, V_tilde.
+        MatrixType::QKCross => Rgb(255, 160, 122), // light salmon
+        MatrixType::VTildeCross => Rgb(135, 206, 250), // light sky blue
+        MatrixType::MIn => Rgb(85, 107, 47),       // dark olive green
+        MatrixType::MOut => Rgb(143, 188, 143),    // dark sea green
     }
 }
 
@@ -130,6 +133,8 @@ pub fn type_label(kind: MatrixType) -> &'static str {
     match kind {
         MatrixType::QK => "QK head",
         MatrixType::VTilde => "Ṽ = V Wᴼ head",
+        MatrixType::QKCross => "QK cross-attention head",
+        MatrixType::VTildeCross => "Ṽ cross-attention head",
         MatrixType::MIn => "M_in",
         MatrixType::MOut => "M_out",
     }
@@ -154,17 +159,14 @@ fn type_dash(kind: MatrixType) -> Option<&'static str> {
     match kind {
         MatrixType::QK => None,
         MatrixType::VTilde => Some("5 3"),
+        MatrixType::QKCross => Some("2 2"),
+        MatrixType::VTildeCross => Some("6 2 1 2"),
         MatrixType::MIn => Some("1.5 2.5"),
         MatrixType::MOut => Some("9 3 2 3"),
     }
 }
 
-const TYPES: [MatrixType; 4] = [
-    MatrixType::QK,
-    MatrixType::VTilde,
-    MatrixType::MIn,
-    MatrixType::MOut,
-];
+const TYPES: [MatrixType; 6] = MatrixType::ALL;
 
 const FONT: &str = "serif";
 const WIDTH: f64 = 860.0;

@@ -296,12 +296,8 @@ pub fn p_opt_counts(set: &StudySet) -> Vec<POptCounts> {
     let mut out = Vec::new();
     for (i, mc) in set.models.iter().enumerate() {
         let m = mc.cert.parameters.grid_m;
-        for kind in [
-            MatrixType::QK,
-            MatrixType::VTilde,
-            MatrixType::MIn,
-            MatrixType::MOut,
-        ] {
+        // p_opt is a bound's: only its families have one.
+        for kind in crate::bounds::BOUND_KINDS {
             let mut unique = std::collections::BTreeMap::new();
             let mut ambiguous = 0;
             let mut any = false;

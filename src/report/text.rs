@@ -165,12 +165,8 @@ fn p_opt_distribution(s: &mut String, c: &Certificate) {
         s,
         "p_opt (the grid point minimising each matrix's contribution to B_ours), per matrix type:"
     );
-    for kind in [
-        MatrixType::QK,
-        MatrixType::VTilde,
-        MatrixType::MIn,
-        MatrixType::MOut,
-    ] {
+    // The families of a bound: only a certificate with one has matrices.
+    for kind in crate::bounds::BOUND_KINDS {
         let mut hist: BTreeMap<(usize, usize, String), usize> = BTreeMap::new();
         let mut n = 0;
         for w in c.matrices.iter().filter(|w| w.kind == kind) {
@@ -226,6 +222,8 @@ fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {
         MatrixType::VTilde => cout * cin * n21,
         MatrixType::MIn => cout * n21,
         MatrixType::MOut => n21,
+        // Never in a bound (crate::bounds::BOUND_KINDS): no term.
+        MatrixType::QKCross | MatrixType::VTildeCross => return None,
     };
     let two_thirds = Interval::try_from((2.0, 2.0)).ok()? / Interval::try_from((3.0, 3.0)).ok()?;
     let alpha = c.layers.get(w.layer)?.alpha.to_inari()?;
