@@ -1549,6 +1549,24 @@ pub const FAMILIES: &[FamilySpec] = &[
         }),
         ..BASE
     },
+    // Its vision tower: a SigLIP vision encoder under `vision_tower.`
+    // (`model.vision_tower.` in newer transformers), its facts in
+    // `vision_config` with SiglipVisionConfig's defaults (Gemma3Config
+    // builds a SiglipVisionConfig from it).
+    FamilySpec {
+        layout: "Gemma3Vision",
+        family: "gemma3",
+        model_types: &["gemma3"],
+        tensors: clip_tower!("vision_model."),
+        config: TOWER,
+        default_activation: Some("gelu_pytorch_tanh"),
+        stack: Some(Stack {
+            name: "vision",
+            section: Some("vision_config"),
+            defaults: VIT_BASE_DEFAULTS,
+        }),
+        ..BASE
+    },
     FamilySpec {
         layout: "Qwen3",
         family: "qwen3",
