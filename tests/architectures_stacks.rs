@@ -556,7 +556,7 @@ fn multimodal_gemma3_is_its_text_model() {
         assert_eq!(c["model"]["tensor_prefix"], format!("{prefix}"));
         assert_eq!(
             c["parameters"]["stack"],
-            json!({"name": "text", "stacks": ["text"], "by_flag": false})
+            json!({"name": "text", "stacks": ["text", "vision"], "by_flag": false})
         );
         let out = verify(&c, &d, &format!("gemma3-{prefix}"));
         assert!(

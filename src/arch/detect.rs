@@ -11,7 +11,7 @@ use super::families::{
     supported, Cond, FactKeys, FamilySpec, KvHeads, MoeSpec, Orientation, Role, FAMILIES,
     SPECTRA_HINT,
 };
-use super::recipe::tensor_shape;
+use super::recipe::{tensor_shape, tensor_shape3};
 use super::{
     clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, LayerFfn,
     ModelError, MoeLayout, Sharing, StackChoice, MAX_EXPERTS,
@@ -1060,39 +1060,49 @@ fn detect_moe(
         None => Ok(()),
     };
     let (mut experts, mut expert_width, mut shared_width) = (0, 0, 0);
+    let mut fused = false;
     if let Some(l) = first_sparse {
         let gate0 = name(m.experts[0], l, Some(0));
-        if !ck.contains(&gate0) {
-            // transformers v5 stores an expert list as one 3-D tensor.
-            if let Some(f) = m
-                .fused
-                .iter()
-                .map(|f| name(f, l, None))
-                .find(|f| ck.contains(f))
-            {
-                return Err(invalid(
-                    &ck.file_of(&f),
-                    Some(&f),
-                    "fused 3-D expert tensors (transformers v5) are not supported yet: \
-                     save the model with one tensor per expert (transformers v4) to certify it",
-                ));
+        // transformers v5 stores a layer's routed experts as two 3-D tensors.
+        let v5 = m
+            .fused
+            .filter(|f| !ck.contains(&gate0) && ck.contains(&name(f.gate_up, l, None)));
+        let width_from = match v5 {
+            Some(f) => {
+                fused = true;
+                let gu = name(f.gate_up, l, None);
+                let (e, w) = fused_experts(ck, &gu, &name(f.down, l, None), l, layers, hidden)?;
+                if let Some(s) = &stated_experts {
+                    s.must_equal(
+                        e,
+                        &ck.file_of(&gu),
+                        &gu,
+                        format_args!("{e} experts disagree with the number of experts"),
+                    )?;
+                }
+                experts = e;
+                expert_width = w;
+                gu
             }
-        }
-        experts = match &stated_experts {
-            Some(f) => f.value,
-            None => (0..)
-                .take_while(|&e| ck.contains(&name(m.experts[0], l, Some(e))))
-                .count(),
+            None => {
+                experts = match &stated_experts {
+                    Some(f) => f.value,
+                    None => (0..)
+                        .take_while(|&e| ck.contains(&name(m.experts[0], l, Some(e))))
+                        .count(),
+                };
+                if experts == 0 || experts > MAX_EXPERTS {
+                    return Err(invalid(
+                        &ck.file_of(&gate0),
+                        Some(&gate0),
+                        format!("{experts} experts: expected 1 to {MAX_EXPERTS}"),
+                    ));
+                }
+                expert_width = tensor_height(&gate0, l)?;
+                gate0
+            }
         };
-        if experts == 0 || experts > MAX_EXPERTS {
-            return Err(invalid(
-                &ck.file_of(&gate0),
-                Some(&gate0),
-                format!("{experts} experts: expected 1 to {MAX_EXPERTS}"),
-            ));
-        }
-        expert_width = tensor_height(&gate0, l)?;
-        check(src.config_fact(m.expert_width)?, expert_width, &gate0)?;
+        check(src.config_fact(m.expert_width)?, expert_width, &width_from)?;
         if let Some(sh) = m.shared {
             let g = name(sh[0], l, None);
             shared_width = tensor_height(&g, l)?;
@@ -1128,6 +1138,47 @@ fn detect_moe(
         expert_width,
         shared_width,
         experts_per_token: src.config_fact(&["num_experts_per_tok"])?.map(|f| f.value),
+        fused,
     };
     Ok((intermediate, layout))
+}
+
+/// The number of experts and an expert's width from transformers v5's
+/// fused expert tensors of layer `l` ([`super::families::FusedExperts`]):
+/// `gate_up` must be `[E, 2I, N]` and `down` `[E, N, I]`, with `N` the
+/// hidden size, `1 <= E <= MAX_EXPERTS` and `I > 0`; anything else is one
+/// line naming the tensor.
+fn fused_experts(
+    ck: &Checkpoint,
+    gate_up: &str,
+    down: &str,
+    l: usize,
+    layers: usize,
+    hidden: usize,
+) -> Result<(usize, usize), ModelError> {
+    let [e, r, c] = tensor_shape3(ck, gate_up, l, layers)?;
+    if e == 0 || e > MAX_EXPERTS || r == 0 || r % 2 != 0 || c != hidden {
+        return Err(invalid(
+            &ck.file_of(gate_up),
+            Some(gate_up),
+            format!(
+                "shape [{e}, {r}, {c}] is not [experts (1 to {MAX_EXPERTS}), 2 x expert width, \
+                 hidden size {hidden}], the layout of transformers v5's fused 3-D expert tensors \
+                 (each expert's gate rows, then its up rows)"
+            ),
+        ));
+    }
+    let width = r / 2;
+    let d = tensor_shape3(ck, down, l, layers)?;
+    if d != [e, hidden, width] {
+        return Err(invalid(
+            &ck.file_of(down),
+            Some(down),
+            format!(
+                "shape {d:?} is not [{e} experts, hidden size {hidden}, expert width {width}], \
+                 the layout of transformers v5's fused 3-D expert tensors"
+            ),
+        ));
+    }
+    Ok((e, width))
 }

@@ -309,9 +309,38 @@ pub struct MoeSpec {
     pub sparse_step: Option<&'static str>,
     /// config.json key of the list of dense layers.
     pub dense_layers: Option<&'static str>,
-    /// A fused 3-D expert tensor (transformers v5) refused by name.
-    pub fused: &'static [&'static str],
+    /// Where transformers v5 keeps all routed experts of a layer in two
+    /// 3-D tensors instead of three per expert ([`FusedExperts`]).
+    pub fused: Option<FusedExperts>,
 }
+
+/// transformers v5's fused 3-D expert tensors of a layer (`{l}` the layer),
+/// as transformers itself lays them out: `integrations/moe.py` (revision
+/// 8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3: `gate_up_proj` is
+/// `[num_experts, 2 * intermediate_dim, hidden_dim]`, applied as
+/// `linear(x, gate_up_proj[e]).chunk(2, dim=-1)`, the first half the gate;
+/// `down_proj` is `[num_experts, hidden_dim, intermediate_dim]`) and
+/// `conversion_mapping.py` (revision 000c33fdfde12e1ffafbfcdb3c926df5727a00b6,
+/// which builds them from a v4 checkpoint: each expert's gate (`w1`,
+/// `gate_proj`) and up (`w3`, `up_proj`) stacked over experts and
+/// concatenated along dim 1, gate first; `w2`/`down_proj` stacked). So
+/// expert `e`'s `W_gate` is `gate_up[e, 0:I, :]`, `W_up` is
+/// `gate_up[e, I:2I, :]` and `W_down` is `down[e]`, each `[out, in]`:
+/// slices of stored numbers, nothing computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusedExperts {
+    /// `[E, 2I, N]`: every expert's `[W_gate; W_up]`.
+    pub gate_up: &'static str,
+    /// `[E, N, I]`: every expert's `W_down`.
+    pub down: &'static str,
+}
+
+/// The fused experts of transformers v5's Mixtral, Qwen2-MoE and Qwen3-MoE
+/// (all under `mlp.experts`: v5 renames Mixtral's `block_sparse_moe`).
+const V5_EXPERTS: FusedExperts = FusedExperts {
+    gate_up: "layers.{l}.mlp.experts.gate_up_proj",
+    down: "layers.{l}.mlp.experts.down_proj",
+};
 
 /// One stack of blocks of a model with several (`docs/architectures.md`,
 /// "Models with several stacks").
@@ -434,10 +463,7 @@ const MIXTRAL_MOE: MoeSpec = MoeSpec {
     shared_width: &[],
     sparse_step: None,
     dense_layers: None,
-    fused: &[
-        "layers.{l}.mlp.experts.gate_up_proj",
-        "layers.{l}.block_sparse_moe.experts.gate_up_proj",
-    ],
+    fused: Some(V5_EXPERTS),
 };
 
 /// The routed experts of Qwen2-MoE and Qwen3-MoE.
@@ -460,7 +486,7 @@ const QWEN2_MOE: MoeSpec = MoeSpec {
     shared_width: &["shared_expert_intermediate_size"],
     sparse_step: Some("decoder_sparse_step"),
     dense_layers: Some("mlp_only_layers"),
-    fused: &["layers.{l}.mlp.experts.gate_up_proj"],
+    fused: Some(V5_EXPERTS),
 };
 
 /// Qwen3-MoE: Qwen2-MoE's experts without a shared expert.
@@ -1571,6 +1597,24 @@ pub const FAMILIES: &[FamilySpec] = &[
         }),
         ..BASE
     },
+    // Its vision tower: a SigLIP vision encoder under `vision_tower.`
+    // (`model.vision_tower.` in newer transformers), its facts in
+    // `vision_config` with SiglipVisionConfig's defaults (Gemma3Config
+    // builds a SiglipVisionConfig from it).
+    FamilySpec {
+        layout: "Gemma3Vision",
+        family: "gemma3",
+        model_types: &["gemma3"],
+        tensors: clip_tower!("vision_model."),
+        config: TOWER,
+        default_activation: Some("gelu_pytorch_tanh"),
+        stack: Some(Stack {
+            name: "vision",
+            section: Some("vision_config"),
+            defaults: VIT_BASE_DEFAULTS,
+        }),
+        ..BASE
+    },
     FamilySpec {
         layout: "Qwen3",
         family: "qwen3",
@@ -2028,7 +2072,7 @@ mod tests {
                     .shared
                     .iter()
                     .flatten()
-                    .chain(m.fused)
+                    .chain(m.fused.iter().flat_map(|f| [&f.gate_up, &f.down]))
                     .all(|n| n.contains("{l}") && !n.contains("{e}")));
                 assert_eq!(m.shared.is_some(), !m.shared_width.is_empty());
             }

@@ -108,6 +108,9 @@ pub struct MoeLayout {
     pub shared_width: usize,
     /// Experts each token is routed to (`num_experts_per_tok`), when stated.
     pub experts_per_token: Option<usize>,
+    /// The routed experts are stored as transformers v5's fused 3-D tensors
+    /// ([`super::families::FusedExperts`]), not as tensors per expert.
+    pub fused: bool,
 }
 
 impl Architecture {

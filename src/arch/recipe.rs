@@ -39,6 +39,57 @@ pub(super) fn tensor_shape(
     }
 }
 
+/// The `[experts, rows, cols]` of a fused 3-D expert tensor of layer
+/// `layer` (transformers v5), or the error `certify` and `inspect` both
+/// report: missing, not 3-D.
+pub(super) fn tensor_shape3(
+    ck: &Checkpoint,
+    name: &str,
+    layer: usize,
+    layers: usize,
+) -> Result<[usize; 3], ModelError> {
+    match ck.info(name) {
+        Some((s, _)) => <[usize; 3]>::try_from(s.as_slice()).map_err(|_| {
+            invalid(
+                &ck.file_of(name),
+                Some(name),
+                format!(
+                    "expected a 3-D tensor [experts, rows, columns] (transformers v5's fused \
+                     experts), found shape {s:?}"
+                ),
+            )
+        }),
+        None => Err(invalid(
+            &ck.file_of(name),
+            Some(name),
+            format!("missing tensor (layer {layer} of {layers}; needed for the proxies)"),
+        )),
+    }
+}
+
+/// The `[rows, cols]` of one expert's slice of a fused 3-D expert tensor,
+/// after checking that the tensor holds `experts` slices.
+fn slice_shape(
+    ck: &Checkpoint,
+    name: &str,
+    experts: usize,
+    layer: usize,
+    layers: usize,
+) -> Result<(usize, usize), ModelError> {
+    let [e, r, c] = tensor_shape3(ck, name, layer, layers)?;
+    if e != experts {
+        return Err(invalid(
+            &ck.file_of(name),
+            Some(name),
+            format!(
+                "shape [{e}, {r}, {c}] holds {e} expert slices, not the architecture's \
+                 {experts} (transformers v5's fused experts: [experts, rows, columns])"
+            ),
+        ));
+    }
+    Ok((r, c))
+}
+
 /// A block of one stored tensor (rows, columns), transposed or not: its
 /// entries are stored numbers moved, never computed.
 #[derive(Clone, Debug)]
@@ -96,9 +147,13 @@ impl Block {
                 format!("{}:{}", r.start, r.end)
             }
         };
-        let mut t = match &s.scale {
-            Some(v) => format!("(diag({}) {})", clean(v), clean(&s.name)),
+        let name = match s.slice {
+            Some(e) => format!("{}[{e}]", clean(&s.name)),
             None => clean(&s.name),
+        };
+        let mut t = match &s.scale {
+            Some(v) => format!("(diag({}) {name})", clean(v)),
+            None => name,
         };
         if !(self.rows == (0..s.shape.0) && self.cols == (0..s.shape.1)) {
             t += &format!(
@@ -140,6 +195,9 @@ struct Stored {
     orientation: Orientation,
     /// Its LayerScale vector ([`super::TensorSpec::scale`]), if any.
     scale: Option<String>,
+    /// The expert whose slice `name[e]` of a fused 3-D expert tensor this
+    /// is (transformers v5), if it is one.
+    slice: Option<usize>,
 }
 
 /// Whether every number of this storage format times every number of
@@ -159,7 +217,10 @@ fn exact_factor(d: SourceDtype) -> bool {
 /// integers, block formats) is refused, naming the tensor, rather than
 /// rounded.
 fn read_stored(ck: &Checkpoint, s: &Stored) -> Result<DenseMatrix, ModelError> {
-    let loaded = ck.read(&s.name)?;
+    let loaded = match s.slice {
+        Some(e) => ck.read_slice(&s.name, e)?,
+        None => ck.read(&s.name)?,
+    };
     let mut m = loaded.matrix;
     if (m.rows, m.cols) != s.shape {
         return Err(invalid(
@@ -367,6 +428,8 @@ struct LayerTensor {
     block: Option<Expert>,
     /// The stored LayerScale vector folded into it (DINOv2), if any.
     scale: Option<String>,
+    /// The expert's slice of a fused 3-D expert tensor ([`Stored::slice`]).
+    slice: Option<usize>,
 }
 
 /// The stored tensors of layer `l`: the family's, except that in a sparse
@@ -387,34 +450,51 @@ fn layer_tensors(a: &Architecture, l: usize) -> Vec<LayerTensor> {
             fusion: ts.fusion,
             block: None,
             scale: a.scale_name(ts, l),
+            slice: None,
         })
         .collect();
     if let Some(m) = moe {
+        let name = |pat: &str, e: &str| {
+            let n = pat.replace("{l}", &l.to_string()).replace("{e}", e);
+            format!("{}{n}", a.prefix)
+        };
+        let fused = m.fused.filter(|_| a.moe.as_ref().is_some_and(|x| x.fused));
         for block in ffn.blocks().into_iter().flatten() {
-            let (names, e) = match block {
-                Expert::Routed(e) => (m.experts, e.to_string()),
-                Expert::Shared => (
-                    m.shared
-                        .expect("a shared expert is stated only with its names"),
-                    String::new(),
-                ),
-            };
-            for (pat, role) in names
-                .iter()
-                .zip([&[Role::FfnGate], &[Role::FfnIn], &[Role::FfnOut]])
-            {
+            let mut push = |name: String, roles: &'static [Role], slice: Option<usize>| {
                 out.push(LayerTensor {
-                    name: format!(
-                        "{}{}",
-                        a.prefix,
-                        pat.replace("{l}", &l.to_string()).replace("{e}", &e)
-                    ),
-                    roles: role,
+                    name,
+                    roles,
                     orientation: Orientation::OutIn,
                     fusion: Fusion::Stacked,
                     block: Some(block),
                     scale: None,
-                });
+                    slice,
+                })
+            };
+            match (block, fused) {
+                // transformers v5: expert e's [W_gate; W_up] and W_down are
+                // the slices e of two 3-D tensors.
+                (Expert::Routed(e), Some(f)) => {
+                    push(name(f.gate_up, ""), &[Role::FfnGate, Role::FfnIn], Some(e));
+                    push(name(f.down, ""), &[Role::FfnOut], Some(e));
+                }
+                _ => {
+                    let (names, e) = match block {
+                        Expert::Routed(e) => (m.experts, e.to_string()),
+                        Expert::Shared => (
+                            m.shared
+                                .expect("a shared expert is stated only with its names"),
+                            String::new(),
+                        ),
+                    };
+                    for (pat, role) in
+                        names
+                            .iter()
+                            .zip([&[Role::FfnGate], &[Role::FfnIn], &[Role::FfnOut]])
+                    {
+                        push(name(pat, &e), role, None);
+                    }
+                }
             }
         }
     }
@@ -519,7 +599,13 @@ fn plan_layer(
             Orientation::OutIn => (out, inn),
             Orientation::InOut => (inn, out),
         };
-        let got = tensor_shape(ck, &name, l, a.layers)?;
+        let got = match ts.slice {
+            Some(_) => {
+                let experts = a.layer_ffn(l).experts;
+                slice_shape(ck, &name, experts, l, a.layers)?
+            }
+            None => tensor_shape(ck, &name, l, a.layers)?,
+        };
         let reads_encoder = ts
             .roles
             .iter()
@@ -538,11 +624,15 @@ fn plan_layer(
             ));
         }
         if got != want {
+            let what = match ts.slice {
+                Some(e) => format!("expert {e}'s slice"),
+                None => "shape".to_string(),
+            };
             return Err(invalid(
                 &ck.file_of(&name),
                 Some(&name),
                 format!(
-                    "shape [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                    "{what} [{}, {}] disagrees with the architecture (expected [{}, {}])",
                     got.0, got.1, want.0, want.1
                 ),
             ));
@@ -552,6 +642,7 @@ fn plan_layer(
             shape: want,
             orientation: ts.orientation,
             scale: ts.scale,
+            slice: ts.slice,
         });
     }
     let role_of = |r: Role, b: Option<Expert>| {

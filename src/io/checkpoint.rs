@@ -745,6 +745,30 @@ impl Checkpoint {
         }
     }
 
+    /// Reads slice `index` of a 3-D float tensor (`tensor[index]`, the
+    /// matrix of its last two dimensions; exact conversion to f64,
+    /// finiteness checked), decoding that slice only. Only safetensors
+    /// files hold such tensors for this reader: a tensor of another format
+    /// is refused, naming it.
+    pub fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+        match self.index.get(name) {
+            Some(&i) => {
+                let r = match &self.files[i] {
+                    Source::St(f) => f.read_slice(name, index),
+                    Source::Mem(m) => m.file().read_slice(name, index),
+                    other => Err(ReadError::format(
+                        other.path(),
+                        Some(name),
+                        "a slice of a 3-D tensor is read from safetensors files only",
+                    )),
+                };
+                self.files[i].release(name);
+                r
+            }
+            None => self.read(name),
+        }
+    }
+
     /// SHA-256 of every weight file, in a stable order (an error only when
     /// a PyTorch checkpoint, read through its descriptor, fails to read).
     pub fn file_hashes(&self) -> Result<Vec<FileHash>, ReadError> {

@@ -166,6 +166,41 @@ impl SafetensorsFile {
         decode_tensor(&self.path, name, &flat, bytes)
     }
 
+    /// Reads slice `index` of a 3-D float tensor `[n, rows, cols]` as the
+    /// row-major `rows x cols` matrix `tensor[index]` (exact conversion,
+    /// L1): only that slice's bytes are decoded, so that one expert of
+    /// transformers v5's fused expert tensors is read without the others.
+    pub fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+        let Some(info) = self.meta.info(name) else {
+            return self.read(name);
+        };
+        let [n, rows, cols] = <[usize; 3]>::try_from(info.shape.as_slice()).map_err(|_| {
+            ReadError::format(
+                &self.path,
+                Some(name),
+                format!("expected a 3-D tensor, found shape {:?}", info.shape),
+            )
+        })?;
+        if index >= n {
+            return Err(ReadError::format(
+                &self.path,
+                Some(name),
+                format!("slice {index} of a tensor of {n} slices"),
+            ));
+        }
+        if let Some(g) = &self.guard {
+            g.check_len()?;
+        }
+        let (b, e) = info.data_offsets;
+        // The crate checked that the offsets hold n * rows * cols elements,
+        // so the slice's bytes lie inside them.
+        let slice = (e - b) / n;
+        let start = self.data_start + b + index * slice;
+        let mut one = info.clone();
+        one.shape = vec![rows, cols];
+        decode_tensor(&self.path, name, &one, &self.mmap[start..start + slice])
+    }
+
     /// The file mapping (for [`super::release_pages`]).
     pub(crate) fn bytes_map(&self) -> &Mmap {
         &self.mmap
