@@ -755,7 +755,9 @@ pub fn check_init_architecture(
     let arch = arch::detect(&ck, &opts.overrides)?;
     let ck0 = Checkpoint::open(init).map_err(ModelError::from)?;
     let a0 = arch::detect(&ck0, &opts.overrides)?;
-    check_same_architecture(init, &arch, &a0)?;
+    // Named as the checkpoint names itself: `<memory>` for tensors in
+    // memory, whose key is no path to show.
+    check_same_architecture(ck0.path(), &arch, &a0)?;
     arch::describe(&ck0, &a0)?;
     Ok(())
 }
@@ -930,7 +932,7 @@ fn certify_raw_weights(
         Some(p) => {
             let ck0 = Checkpoint::open(p).map_err(ModelError::from)?;
             let a0 = arch::detect(&ck0, &opts.overrides)?;
-            check_same_architecture(p, &arch, &a0)?;
+            check_same_architecture(ck0.path(), &arch, &a0)?;
             arch::describe(&ck0, &a0)?;
             Some((p, ck0, a0))
         }

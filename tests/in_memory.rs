@@ -187,3 +187,101 @@ fn memory_errors_name_the_tensor_and_the_key() {
     let line = e.to_string();
     assert!(line.contains("model in memory"), "{line}");
 }
+
+/// A fact a model in memory lacks is asked of its `config=` by the
+/// family's key (the Python module's words); the same model on disk keeps
+/// the file's hint (config.json, `--heads`).
+#[test]
+fn a_missing_fact_in_memory_names_the_config_key_to_give() {
+    let dir = temp_dir("missing-heads");
+    common::family::minilm(&common::root().join("data/all-MiniLM-L6-v2"), &dir, 1);
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    config
+        .as_object_mut()
+        .unwrap()
+        .remove("num_attention_heads");
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let owned = tensors_of(&dir.join("model.safetensors"));
+    let line = |model: ModelRef| {
+        let req = CertifyRequest::new(model, CertifyOptions::default());
+        match specbound::cmd::certify::run(&req, &Silent) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("certified without the number of heads"),
+        }
+    };
+    let fact = "the number of attention heads cannot be inferred from tensor shapes: ";
+    let mem = memory_of(&owned, Some(config));
+    assert_eq!(
+        line(ModelRef::Memory(mem)),
+        format!("{MEMORY_LABEL}: {fact}give 'num_attention_heads' in config= or pass heads=")
+    );
+    // Without any config: the same key, the same place to give it.
+    let bare = memory_of(&owned, None);
+    assert!(line(ModelRef::Memory(bare))
+        .ends_with("give 'num_attention_heads' in config= or pass heads="));
+    let on_disk = line(ModelRef::Path(dir.clone()));
+    assert!(
+        on_disk.ends_with(&format!(
+            "{fact}put config.json beside the file or pass --heads"
+        )),
+        "{on_disk}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `verify` against tensors in memory compares the hash of their
+/// serialisation with the certificate's: the same tensors hold (every
+/// matrix rechecked), other tensors fail in one line saying so.
+#[test]
+fn verify_against_tensors_in_memory_compares_their_serialisation() {
+    let dir = temp_dir("verify-memory");
+    common::family::minilm(&common::root().join("data/all-MiniLM-L6-v2"), &dir, 1);
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    let mut owned = tensors_of(&dir.join("model.safetensors"));
+    let mem = memory_of(&owned, Some(config.clone()));
+    let c = certify(ModelRef::Memory(mem.clone()));
+    let verify = |model: MemoryModel| {
+        let req = specbound::cmd::verify::VerifyRequest {
+            cert: specbound::cmd::CertInput::Loaded {
+                name: "certificate".into(),
+                cert: Box::new(c.clone()),
+            },
+            model: Some(ModelRef::Memory(model)),
+            options: Default::default(),
+        };
+        specbound::cmd::verify::run(&req, &Silent).unwrap().verdict
+    };
+    let v = verify(mem.clone());
+    assert_eq!(v.exit_code(), 0, "{:?}", v.failure);
+    assert!(v.checks > c.matrices.len());
+    // One element of one tensor changed (the lowest bit of its first f32).
+    owned[0].3[0] ^= 1;
+    let v = verify(memory_of(&owned, Some(config)));
+    let why = v.failure.expect("other tensors");
+    assert!(
+        why.starts_with("$.model.files[0].sha256: the weights in memory have SHA-256")
+            && why.contains("the certificate is for other tensors")
+            && !why.contains('\n'),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model in memory of `tensors_of`'s tensors and `config`.
+fn memory_of(
+    owned: &[(String, SourceDtype, Vec<usize>, Vec<u8>)],
+    config: Option<serde_json::Value>,
+) -> MemoryModel {
+    let tensors: Vec<MemoryTensor<'_>> = owned
+        .iter()
+        .map(|(name, dtype, shape, data)| MemoryTensor {
+            name,
+            dtype: *dtype,
+            shape,
+            data,
+        })
+        .collect();
+    MemoryModel::new(&tensors, config).unwrap()
+}

@@ -536,3 +536,43 @@ fn init_field_names_the_initialisation_and_refuses_another_architecture() {
     );
     assert!(!out2.exists(), "nothing written");
 }
+
+/// `study --init MODEL` gives every model its initialisation, except a
+/// `--models` line with its own `init=`, which wins: the MODEL argument
+/// `mid` measured from `init` states exactly the measures the shared study
+/// states for `mid` (whose step-0 default is the same `init`), and the
+/// line `trained init=mid` is measured from `mid`.
+#[test]
+fn study_init_applies_to_every_model_and_a_lines_own_init_wins() {
+    let (d, _) = family();
+    let dir = scratch("init-flag");
+    let list = d.join("init-flag.txt");
+    std::fs::write(&list, "trained init=mid\n").unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "study",
+        d.join("mid").to_str().unwrap(),
+        "--models",
+        list.to_str().unwrap(),
+        "--init",
+        d.join("init").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let shared = &study().0;
+    let mid = cert(&out, "mid");
+    assert_eq!(
+        mid.init_model.as_ref().unwrap().files,
+        cert(shared, "init").model.files
+    );
+    let by_default = cert(shared, "mid");
+    assert_eq!(mid.measures, by_default.measures);
+    assert_eq!(mid.raw_weights, by_default.raw_weights);
+    let trained = cert(&out, "trained");
+    assert_eq!(
+        trained.init_model.as_ref().unwrap().files,
+        cert(shared, "mid").model.files
+    );
+    assert!(trained.measures.unwrap().frobenius_distance.is_some());
+}

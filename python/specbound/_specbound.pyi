@@ -224,7 +224,7 @@ def certify(
     revision: Optional[str] = None,
     model_id: Optional[str] = None,
     measures: bool = False,
-    init: Optional[_Path] = None,
+    init: Union[_Path, _Tensors, None] = None,
     stack: Optional[str] = None,
 ) -> Certificate:
     """Certifies a whole checkpoint: a path or a Hugging Face id (None: the
@@ -304,7 +304,8 @@ class VerifyResult:
 
 def verify(
     path: Union[_Path, Certificate],
-    model: Optional[_Path] = None,
+    model: Union[_Path, _Tensors, None] = None,
+    config: Optional[_Config] = None,
     *,
     revision: Optional[str] = None,
     max_precision_bits: Optional[int] = None,
@@ -353,7 +354,7 @@ class SpectrumAuditResult:
     def to_dict(self) -> Dict[str, Any]: ...
 
 def audit(
-    model: _Path,
+    model: Union[_Path, _Tensors],
     claims: _Path,
     *,
     rtol: float = 0.0,
@@ -363,7 +364,8 @@ def audit(
     tensor: Optional[str] = None,
     revision: Optional[str] = None,
     model_id: Optional[str] = None,
-    init: Optional[_Path] = None,
+    init: Union[_Path, _Tensors, None] = None,
+    config: Optional[_Config] = None,
 ) -> Union[AuditResult, SpectrumAuditResult]:
     """Checks published numbers (a CSV about ``model``, or a 1-D ``.npy`` of
     claimed singular values of one matrix) against certified values."""

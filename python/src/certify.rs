@@ -18,8 +18,8 @@ use specbound::report::csv::{tables, TABLE_NAMES};
 
 use crate::interval::Interval;
 use crate::{
-    cmd_error, decimal_arg, error, json_to_py, model_ref, pandas, path_arg, positive,
-    run_interruptibly, OnInterrupt, PyUi, Watch,
+    cmd_error, decimal_arg, error, json_to_py, pandas, path_arg, positive, run_interruptibly,
+    OnInterrupt, PyUi, Watch,
 };
 
 /// The two certified bounds of a certificate: ``ours`` (B_ours) and
@@ -473,7 +473,12 @@ enum Sink {
 /// ``measures=True`` adds the raw weights' norms and the norm-based measures
 /// (``certify --measures``, :attr:`Certificate.measures`); ``init`` (a model
 /// as ``model``, of the same architecture) adds the distance measures from
-/// that initialisation (``certify --init``; implies ``measures``).
+/// that initialisation (``certify --init``; implies ``measures``). An
+/// ``init`` held in memory (a mapping of names to arrays) is read with the
+/// model's own ``config`` (the architecture is the model's by definition),
+/// so the model must be in memory too; its certificate entry
+/// ``init_model`` names it ``"<memory>"`` with the hash of its safetensors
+/// serialisation.
 ///
 /// The computation runs without the interpreter lock. Ctrl-C raises
 /// ``KeyboardInterrupt`` after the matrices under way have finished (no
@@ -528,7 +533,7 @@ pub fn certify(
     let mut req = CertifyRequest::new(crate::model_input(model, config, revision)?, options);
     req.model_id = model_id;
     req.measures = measures;
-    req.init = init.map(|i| model_ref(Some(i), None)).transpose()?;
+    req.init = crate::init_input(init, model, config)?;
     let watch = Arc::new(Watch::default());
     let ui = PyUi(Arc::clone(&watch));
     let mut shown = (usize::MAX, usize::MAX);

@@ -137,6 +137,7 @@ pub fn study<'py>(
         model_fields: Vec::new(),
         models_file: opt_path(models_file, "models_file")?,
         model_ids: strings_arg(model_ids, "model_ids")?,
+        init: None,
         out: path_arg(out, "out")?,
         certify: certify_options(l_phi, grid_m, precision, heads, layers, None)?,
         primary,

@@ -15,7 +15,7 @@ use specbound::evidence::diff::DiffReport;
 use specbound::linalg::Precision;
 
 use crate::certify::Certificate;
-use crate::{cmd_error, json_to_py, model_ref, pandas, path_arg, run_command};
+use crate::{cmd_error, init_input, json_to_py, model_input, pandas, path_arg, run_command};
 
 /// The file of a certificate input, to tell a missing file.
 fn cert_path(c: &CertInput) -> Vec<&std::path::Path> {
@@ -88,7 +88,12 @@ impl VerifyResult {
 /// stated interval.
 ///
 /// ``path`` is a certificate file, or a :class:`Certificate`; ``model`` a
-/// path or a Hugging Face id in the local cache (at ``revision``).
+/// path or a Hugging Face id in the local cache (at ``revision``), or a
+/// model held in memory with its ``config``, as :func:`certify` takes it:
+/// a certificate of weights in memory names them ``"<memory>"`` with the
+/// SHA-256 of their safetensors serialisation, which the same tensors in
+/// memory (or saved by ``safetensors``' ``save_file``) reproduce, and other
+/// weights do not.
 /// ``max_precision_bits`` raises the largest MPFR precision a certificate
 /// may state for its recomputation (the command line's
 /// ``--max-precision-bits``). Runs without
@@ -103,20 +108,26 @@ impl VerifyResult {
 /// >>> specbound.verify(specbound.certify(), model="data/all-MiniLM-L6-v2").holds
 /// True
 #[pyfunction]
-#[pyo3(signature = (path, model = None, *, revision = None, max_precision_bits = None))]
+#[pyo3(signature = (path, model = None, config = None, *, revision = None, max_precision_bits = None))]
 pub fn verify(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     model: Option<&Bound<'_, PyAny>>,
+    config: Option<&Bound<'_, PyAny>>,
     revision: Option<&str>,
     max_precision_bits: Option<u32>,
 ) -> PyResult<VerifyResult> {
     let cert = Certificate::cert_input(path, "path")?;
     let model = match model {
-        Some(m) => Some(model_ref(Some(m), revision)?),
+        Some(m) => Some(model_input(Some(m), config, revision)?),
         None if revision.is_some() => {
             return Err(PyValueError::new_err(
                 "revision applies to a Hugging Face id given as model",
+            ))
+        }
+        None if config.is_some() => {
+            return Err(PyValueError::new_err(
+                "config applies to a model in memory given as model",
             ))
         }
         None => None,
@@ -373,8 +384,9 @@ impl SpectrumAuditResult {
 /// Checks published numbers against certified values (the command line's
 /// ``specbound audit``).
 ///
-/// ``claims`` is a CSV file about the model ``model`` (a path, or a Hugging
-/// Face id in the local cache at ``revision``): a ``specbound certify
+/// ``claims`` is a CSV file about the model ``model`` (a path, a Hugging
+/// Face id in the local cache at ``revision``, or a model in memory with
+/// its ``config``, as :func:`certify` takes it): a ``specbound certify
 /// --csv`` table (the authors' layout), a generic claims table, or a
 /// WeightWatcher details table; the result is an :class:`AuditResult`. Or
 /// ``claims`` is a 1-D ``.npy`` of another tool's singular values of one
@@ -391,7 +403,8 @@ impl SpectrumAuditResult {
 /// A measures table (``measure,value`` rows, or a column per measure) or
 /// a raw-weights table (``layer,role`` and norm columns) is audited against
 /// the model's certified measures (``docs/measures.md``); ``init`` is the
-/// initialisation for the distance measures, as ``certify --init``.
+/// initialisation for the distance measures, as :func:`certify`'s ``init``
+/// (in memory, it is read with the model's ``config``).
 ///
 /// Runs without the interpreter lock; Ctrl-C returns at once (the audit
 /// under way finishes in the background and is dropped). Bad input raises
@@ -405,7 +418,7 @@ impl SpectrumAuditResult {
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None, init = None))]
+#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None, init = None, config = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
@@ -419,9 +432,10 @@ pub fn audit(
     revision: Option<&str>,
     model_id: Option<String>,
     init: Option<&Bound<'_, PyAny>>,
+    config: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let req = AuditRequest {
-        model: model_ref(Some(model), revision)?,
+        model: model_input(Some(model), config, revision)?,
         claims: path_arg(claims, "claims")?,
         tensor,
         rtol,
@@ -431,7 +445,7 @@ pub fn audit(
             .map_err(PyValueError::new_err)?,
         rounding_units,
         model_id,
-        init: init.map(|i| model_ref(Some(i), None)).transpose()?,
+        init: init_input(init, Some(model), config)?,
     };
     let job = req.clone();
     let report = run_command(py, false, move |ui| specbound::cmd::audit::run(&job, ui))?

@@ -215,6 +215,36 @@ pub(crate) fn model_input(
     }
 }
 
+/// An `init` argument (the initialisation of the distance measures, of
+/// the model's architecture by definition): a mapping of names to arrays
+/// is read with the model's own `config`, so it needs the model in memory
+/// too; anything else is what [`model_ref`] takes (a path or a Hugging
+/// Face id, read with its own config.json).
+pub(crate) fn init_input(
+    init: Option<&Bound<'_, PyAny>>,
+    model: Option<&Bound<'_, PyAny>>,
+    config: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<ModelRef>> {
+    let Some(init) = init else {
+        return Ok(None);
+    };
+    if !is_mapping(init)? {
+        return model_ref(Some(init), None).map(Some);
+    }
+    let model_in_memory = match model {
+        Some(m) => is_mapping(m)?,
+        None => false,
+    };
+    if !model_in_memory {
+        return Err(PyValueError::new_err(
+            "an init in memory is read with the model's config=, so the model must be in memory \
+             too; for a model on disk, save the initialisation beside its config.json \
+             (safetensors' save_file) and pass that directory",
+        ));
+    }
+    Ok(Some(ModelRef::Memory(arrays::memory_model(init, config)?)))
+}
+
 /// Whether `obj` is a mapping (has `items()`) and not a path.
 fn is_mapping(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(!obj.is_instance_of::<PyString>() && !is_pathlike(obj)? && obj.hasattr("items")?)

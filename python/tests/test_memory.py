@@ -267,9 +267,71 @@ def test_bad_arrays_and_configs_are_one_line_naming_the_key(one_layer, arrays):
     del broken["num_attention_heads"]
     with pytest.raises(ValueError) as e:
         specbound.certify(arrays, broken)
-    # The message is the architecture reader's, as for a config.json on
-    # disk without the key: it names the fact that is missing.
-    assert one_line(e).startswith("<memory>: the number of attention heads")
+    # The message is the architecture reader's: it names the fact that is
+    # missing and, the model being in memory, the config key that gives it.
+    assert one_line(e) == (
+        "<memory>: the number of attention heads cannot be inferred from tensor shapes: "
+        "give 'num_attention_heads' in config= or pass heads="
+    )
     with pytest.raises(ValueError) as e:
         specbound.certify(one_layer, cfg)
     assert "config applies to a model in memory" in one_line(e)
+
+
+def changed(arrays: dict) -> dict:
+    """The same tensors, one element of one changed (by its lowest bit)."""
+    other = dict(arrays)
+    name = "encoder.layer.0.attention.self.query.weight"
+    w = np.array(arrays[name])
+    w.view(np.uint32).flat[0] ^= 1
+    other[name] = w
+    return other
+
+
+def test_verify_against_a_state_dict_compares_its_serialisation(one_layer, arrays):
+    cfg = config_of(one_layer)
+    c = specbound.certify(arrays, cfg)
+    v = specbound.verify(c, arrays, cfg)
+    assert v.holds and v.with_model and v.checks > len(c.matrices())
+    r = specbound.verify(c, model=changed(arrays), config=cfg)
+    assert r.verdict == "failed" and r.exit_code == 1
+    assert r.failure.startswith("$.model.files[0].sha256: the weights in memory have SHA-256")
+    assert "the certificate is for other tensors" in r.failure and "\n" not in r.failure
+    with pytest.raises(ValueError) as e:
+        specbound.verify(c, one_layer, cfg)
+    assert "config applies to a model in memory" in one_line(e)
+    with pytest.raises(ValueError) as e:
+        specbound.verify(c, config=cfg)
+    assert "config applies to a model in memory" in one_line(e)
+
+
+def test_audit_of_a_state_dict_is_the_audit_of_its_files(one_layer, arrays, tmp_path):
+    claims = tmp_path / "claims.csv"
+    claims.write_text("model_id,bound,value\nm,ours,1.0\nm,edelman,1e30\n")
+    disk = specbound.audit(one_layer, claims, model_id="m")
+    mem = specbound.audit(arrays, claims, model_id="m", config=config_of(one_layer))
+    assert mem.verdict == disk.verdict == "inconsistent"
+    assert mem.results == disk.results
+
+
+def test_an_init_in_memory_gives_the_measures_of_certify_init_on_disk(one_layer, arrays, tmp_path):
+    cfg = config_of(one_layer)
+    # Every weight halved (exactly): every distance W - W0 = W / 2 is nonzero.
+    init = {k: (v * 0.5).astype(v.dtype) for k, v in arrays.items()}
+    d0 = tmp_path / "init"
+    d0.mkdir()
+    write_safetensors(d0 / "model.safetensors", init)
+    (d0 / "config.json").write_text(json.dumps(cfg))
+    disk = json.loads(specbound.certify(one_layer, init=d0).to_json())
+    mem = json.loads(specbound.certify(arrays, config=cfg, init=init).to_json())
+    assert disk["measures"]["frobenius_distance"] is not None and disk["measures"]["log_spec_init"] is not None
+    assert mem["measures"] == disk["measures"]
+    assert mem["raw_weights"] == disk["raw_weights"]
+    assert mem["init_model"] == {
+        "path": "<memory>",
+        "files": [{"file": "<memory>", "sha256": hashlib.sha256(canonical(raw_of(init))).hexdigest()}],
+    }
+    # The init is read with the model's config, so the model is in memory too.
+    with pytest.raises(ValueError) as e:
+        specbound.certify(one_layer, init=init)
+    assert "an init in memory is read with the model's config=" in one_line(e)

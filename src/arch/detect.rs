@@ -231,6 +231,36 @@ impl Sources<'_> {
         Ok(None)
     }
 
+    /// How to supply a fact that neither the flags nor the model's config
+    /// gave: for a model on disk `file_hint` (config.json or the flag); for
+    /// a model in memory, whose config is the `config=` it was given, the
+    /// family's config keys for it (`'num_attention_heads'`, under the
+    /// stack's section when the config has one) and the Python argument
+    /// that overrides it.
+    fn missing_hint(
+        &self,
+        pick: fn(&FactKeys) -> &'static [&'static str],
+        file_hint: &str,
+        argument: &str,
+    ) -> String {
+        if !self.ck.is_memory() {
+            return file_hint.to_string();
+        }
+        let pre = self.config().map(|(_, pre)| pre).unwrap_or_default();
+        let keys: Vec<String> = pick(&self.spec.config)
+            .iter()
+            .map(|k| format!("'{pre}{k}'"))
+            .collect();
+        match keys.as_slice() {
+            [] => format!("pass {argument}"),
+            [one] => format!("give {one} in config= or pass {argument}"),
+            [init @ .., last] => format!(
+                "give {} or {last} in config= or pass {argument}",
+                init.join(", ")
+            ),
+        }
+    }
+
     /// Whether `cond` holds for this checkpoint, whose family (model type)
     /// is `family`: a flag absent from config.json (or `null`, or without
     /// config.json) has its default; a value that is not a boolean is an
@@ -661,8 +691,15 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
                 return Err(invalid(
                     &ck.file_of(&first),
                     None,
-                    "the number of layers of a model whose layers share weights cannot be \
-                     inferred from tensor names: put config.json beside the file or pass --layers",
+                    format!(
+                        "the number of layers of a model whose layers share weights cannot be \
+                         inferred from tensor names: {}",
+                        src.missing_hint(
+                            |k| k.layers,
+                            "put config.json beside the file or pass --layers",
+                            "layers="
+                        )
+                    ),
                 ))
             }
             None => Fact {
@@ -752,8 +789,14 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             invalid(
                 &ck.file_of(&first),
                 None,
-                "the number of attention heads cannot be inferred from tensor shapes: \
-                 put config.json beside the file or pass --heads",
+                format!(
+                    "the number of attention heads cannot be inferred from tensor shapes: {}",
+                    src.missing_hint(
+                        |k| k.heads,
+                        "put config.json beside the file or pass --heads",
+                        "heads="
+                    )
+                ),
             )
         })?,
     };

@@ -89,8 +89,9 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
         precision: req.precision,
         rounding_units: req.rounding_units,
         model_id: req.model_id.clone(),
-        // A Hub model's id is its name, which its path does not show.
-        default_id: resolved.hub.as_ref().map(|h| h.name().to_string()),
+        // A Hub model's id is its name, and a model in memory's `memory`,
+        // which their paths (a cache entry, a key) do not show.
+        default_id: (resolved.hub.is_some() || resolved.is_memory()).then(|| resolved.default_id()),
         init: req
             .init
             .as_ref()

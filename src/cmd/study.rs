@@ -25,6 +25,10 @@ pub struct StudyRequest {
     pub models_file: Option<PathBuf>,
     /// Model ids, one per model in order (default: each model's default id).
     pub model_ids: Vec<String>,
+    /// The initialisation of every model's distance measures (`--init`),
+    /// where a `--models` line's own `init=MODEL` does not name one; it
+    /// replaces the step-0 default ([`study::assign_inits`]).
+    pub init: Option<ModelRef>,
     /// The output directory.
     pub out: PathBuf,
     /// Options of every certification.
@@ -92,18 +96,20 @@ pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
     let mut models = study::assign_ids(resolved, &req.model_ids)?;
     let fields: Vec<ModelFields> = refs.into_iter().map(|(_, f)| f).collect();
     study::assign_steps(&mut models, &fields)?;
-    // `init=MODEL`: a local path or a Hugging Face id in the cache.
+    // `init=MODEL`: a local path or a Hugging Face id in the cache; a
+    // line's own wins over `--init`, which applies to every other model.
+    let common = req
+        .init
+        .as_ref()
+        .map(|i| i.resolve().map(|r| r.path))
+        .transpose()?;
     let inits = fields
         .iter()
-        .map(|f| {
-            f.init
-                .as_ref()
-                .map(|i| {
-                    ModelRef::parse(Some(i.as_path()), None)?
-                        .resolve()
-                        .map(|r| r.path)
-                })
-                .transpose()
+        .map(|f| match &f.init {
+            Some(i) => ModelRef::parse(Some(i.as_path()), None)?
+                .resolve()
+                .map(|r| Some(r.path)),
+            None => Ok(common.clone()),
         })
         .collect::<Result<Vec<_>, _>>()?;
     study::assign_inits(&mut models, &inits);

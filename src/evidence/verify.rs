@@ -1030,11 +1030,13 @@ fn is_memory_cert(c: &Certificate) -> bool {
     matches!(c.model.files.as_slice(), [f] if f.file == crate::io::memory::MEMORY_LABEL)
 }
 
-/// For a certificate of weights in memory, checked against a model on
-/// disk: the one line saying why the hashes cannot vouch for the weights,
-/// unless the model is one file whose SHA-256 is the certificate's (the
-/// file is the tensors' safetensors serialisation, byte for byte).
-fn memory_mismatch(c: &Certificate, hashes: &[FileHash]) -> Option<String> {
+/// For a certificate of weights in memory: against a model on disk, the
+/// one line saying why the hashes cannot vouch for the weights, unless the
+/// model is one file whose SHA-256 is the certificate's (the file is the
+/// tensors' safetensors serialisation, byte for byte); against a model in
+/// memory (`in_memory`), whose one hash is of the same serialisation, a
+/// different hash means other tensors.
+fn memory_mismatch(c: &Certificate, hashes: &[FileHash], in_memory: bool) -> Option<String> {
     if !is_memory_cert(c) {
         return None;
     }
@@ -1042,6 +1044,13 @@ fn memory_mismatch(c: &Certificate, hashes: &[FileHash]) -> Option<String> {
     let short = |h: &str| crate::io::escape(&h.chars().take(12).collect::<String>()).into_owned();
     match hashes {
         [h] if &h.sha256 == stated => None,
+        [h] if in_memory => Some(format!(
+            "$.model.files[0].sha256: the weights in memory have SHA-256 {}..., the certificate \
+             expects {}...: the certificate is for other tensors (different names, dtypes, \
+             shapes or values), not for these",
+            short(&h.sha256),
+            short(stated)
+        )),
         [h] => Some(format!(
             "$.model.files[0].sha256: the certificate is of weights in memory whose safetensors \
              serialisation has SHA-256 {}..., and '{}' has SHA-256 {}...: only the same tensors \
@@ -1093,7 +1102,7 @@ pub fn verify_with_model_options(
         .file_hashes()
         .map_err(|e| EvidenceError::Model(e.to_string()))?;
     let mut v = Verdict::default();
-    if let Some(line) = memory_mismatch(c, &hashes) {
+    if let Some(line) = memory_mismatch(c, &hashes, ckpt.is_memory()) {
         v.failure = Some(line);
         return Ok(v);
     }

@@ -278,6 +278,11 @@ pub struct StudyArgs {
     /// The Hugging Face revision of the MODEL argument before it (`stepN` gives step N).
     #[arg(long = "revision", value_name = "REV")]
     pub revision: Vec<String>,
+    /// The initialisation (of the models' architecture) for every model's distance
+    /// measures, as certify --init; a --models line's own init= wins over it, and it
+    /// replaces the step-0 default (docs/study.md, Initialisation).
+    #[arg(long, value_name = "MODEL")]
+    pub init: Option<PathBuf>,
     /// Where MODEL, --step, --run and --revision were on the command line
     /// (clap's indices), set by [`StudyArgs::place`].
     #[arg(skip)]
@@ -653,6 +658,7 @@ impl StudyArgs {
             model_id,
             figures,
             params,
+            init,
             ..
         } = self;
         Ok(Request::Study(cmd::study::StudyRequest {
@@ -664,6 +670,10 @@ impl StudyArgs {
             model_fields,
             models_file,
             model_ids: model_id,
+            init: init
+                .as_deref()
+                .map(|p| ModelRef::parse(Some(p), None))
+                .transpose()?,
             out,
             certify: params.options(),
             primary: figures.primary,
