@@ -141,11 +141,16 @@ fn no_bound(c: &Value, reference: &Value, reason: &str, what: &str) {
     assert!(c.get("bounds").is_none(), "{what}");
     assert_eq!(c["bound_absent"].as_str(), Some(reason), "{what}");
     assert_eq!(c["extensions"], json!([]), "{what}");
-    assert_eq!(
-        c["spectra"].as_array().unwrap(),
-        &spectra_of(reference),
-        "{what}"
-    );
+    // A decoder's cross-attention kinds are checked exactly in
+    // tests/architectures_cross.rs; here the self-attention and feed-forward.
+    let own: Vec<Value> = c["spectra"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| !m["type"].as_str().unwrap().ends_with("_cross"))
+        .cloned()
+        .collect();
+    assert_eq!(own, spectra_of(reference), "{what}");
 }
 
 fn verify(cert: &Value, model: &Path, name: &str) -> std::process::Output {
