@@ -48,18 +48,10 @@ fn one_layer() -> (PathBuf, MemoryModel) {
     let dir = temp_dir("one-layer");
     common::family::minilm(&common::root().join("data/all-MiniLM-L6-v2"), &dir, 1);
     let owned = tensors_of(&dir.join("model.safetensors"));
-    let tensors: Vec<MemoryTensor<'_>> = owned
-        .iter()
-        .map(|(name, dtype, shape, data)| MemoryTensor {
-            name,
-            dtype: *dtype,
-            shape,
-            data,
-        })
-        .collect();
     let config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
-    (dir, MemoryModel::new(&tensors, Some(config)).unwrap())
+    let model = memory_of(&owned, Some(config));
+    (dir, model)
 }
 
 fn certify(model: ModelRef) -> Certificate {
