@@ -232,17 +232,33 @@ fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
     crate::linalg::cost::matrix_cost(pm.rows, pm.cols, inner, precision)
 }
 
-/// Certifies a batch of matrices (one layer) on the current rayon pool:
-/// largest first, each thread taking the next matrix when it finishes one
-/// (greedy list scheduling), each matrix certified on one thread with
-/// `opts` (`Par::Seq` there) and dropped when done
-/// ([`certify_matrix_owned`]). Results come back in the order given;
-/// `progress` hears of each matrix as it finishes and is asked before each
-/// one starts: once it says cancelled, no further matrix starts and those
-/// not started come back `None`.
+/// Certifies a batch of matrices (one layer) on the current rayon pool of
+/// `T` threads. Results come back in the order given; `progress` hears of
+/// each matrix as it finishes and is asked before each one starts: once it
+/// says cancelled, no further matrix starts and those not started come
+/// back `None`.
 ///
-/// At most one matrix per thread is in flight, so memory is the batch's
-/// matrices plus the working sets of as many matrices as there are threads.
+/// The schedule follows the critical path, by the one cost model
+/// ([`crate::linalg::cost`]), largest first ([`split_dominant`]): a matrix
+/// that costs at least `1/T` of what is left of the batch would finish
+/// last on one thread whatever the others do, so it is certified alone
+/// with the whole pool (`Par::rayon(T)`: the Gram product, the
+/// tridiagonalization's symmetric products and panel updates, the inverse
+/// iteration over clusters, the back-transformation and the residual
+/// products all split over the threads), one such matrix after another.
+/// The rest are certified one per thread (`opts.par`, `Par::Seq` in
+/// [`certify_run`]), each thread taking the next largest when it finishes
+/// one (greedy list scheduling). Every routine gives the same bits on any
+/// number of threads (fixed blocking and reduction orders), so the
+/// certificate does not depend on `T` (`tests/threads.rs`).
+///
+/// At most one matrix per thread is in flight, and each is dropped once
+/// prepared ([`certify_matrix_owned`]), so memory is the batch's matrices
+/// plus the working sets of as many matrices as there are threads (one,
+/// while a dominant matrix runs). `after_large` is called once, when every
+/// matrix costing at least `1 / LARGE_SHARE` of the batch ([`LARGE_SHARE`])
+/// has finished (at once if there is none; never if cancelled before): the caller reads the next batch from then on,
+/// when the largest working sets are gone.
 ///
 /// *Guarantee: certified enclosure* of every value it returns, as
 /// [`certify_matrix`] (the lemmas it names).
@@ -250,6 +266,7 @@ pub fn certify_batch(
     mats: Vec<ProxyMatrix>,
     opts: &SvdOptions,
     progress: &dyn Progress,
+    after_large: &(dyn Fn() + Sync),
 ) -> Vec<Option<Result<MatrixResult, Inconclusive>>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -258,20 +275,21 @@ pub fn certify_batch(
         .iter()
         .map(|m| schedule_cost(m, opts.precision))
         .collect();
-    let mut order: Vec<usize> = (0..n).collect();
-    // Largest first; ties keep the given order (a stable sort).
-    order.sort_by(|&i, &j| costs[j].cmp(&costs[i]));
+    let threads = rayon::current_num_threads().max(1);
+    let (dominant, order) = split_dominant(&costs, threads);
+    let total: u128 = costs.iter().sum();
+    let is_large = |i: usize| costs[i].saturating_mul(LARGE_SHARE) >= total;
+    let large_left = AtomicUsize::new((0..n).filter(|&i| is_large(i)).count());
+    let after_once = std::sync::Once::new();
+    let large_done = || after_once.call_once(after_large);
+    if large_left.load(Ordering::Relaxed) == 0 {
+        large_done();
+    }
     let slots: Vec<Mutex<Option<ProxyMatrix>>> =
         mats.into_iter().map(|m| Mutex::new(Some(m))).collect();
     let results: Vec<Mutex<Option<Result<MatrixResult, Inconclusive>>>> =
         (0..n).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        if progress.cancelled() {
-            break;
-        }
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(&i) = order.get(k) else { break };
+    let run_one = |i: usize, opts: &SvdOptions| {
         let pm = slots[i]
             .lock()
             .expect("no panic while holding the lock")
@@ -288,10 +306,36 @@ pub fn certify_batch(
             summary,
         });
         *results[i].lock().expect("no panic while holding the lock") = Some(r);
+        if is_large(i) && large_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            large_done();
+        }
     };
-    let threads = rayon::current_num_threads().clamp(1, n.max(1));
+    let whole_pool = SvdOptions {
+        par: if threads > 1 {
+            Par::rayon(threads)
+        } else {
+            Par::Seq
+        },
+        ..*opts
+    };
+    for &i in &dominant {
+        if progress.cancelled() {
+            break;
+        }
+        run_one(i, &whole_pool);
+    }
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        if progress.cancelled() {
+            break;
+        }
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&i) = order.get(k) else { break };
+        run_one(i, opts);
+    };
+    let workers = threads.clamp(1, order.len().max(1));
     rayon::scope(|s| {
-        for _ in 0..threads {
+        for _ in 0..workers {
             s.spawn(|_| work());
         }
     });
@@ -299,6 +343,33 @@ pub fn certify_batch(
         .into_iter()
         .map(|r| r.into_inner().expect("no panic while holding the lock"))
         .collect()
+}
+
+/// A matrix of a batch is large for [`certify_batch`]'s `after_large` when
+/// it costs at least `1 / LARGE_SHARE` of the batch (by the cost model):
+/// the feed-forward matrices of a layer, not its heads.
+pub const LARGE_SHARE: u128 = 8;
+
+/// The schedule of [`certify_batch`] for matrices of estimated `costs` on
+/// `threads` threads: the indices certified one after another with the
+/// whole pool (largest first, as long as the largest left costs at least
+/// `1/threads` of all that is left), then the rest, largest first, for one
+/// thread each. Ties keep the given order (a stable sort).
+fn split_dominant(costs: &[u128], threads: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by(|&i, &j| costs[j].cmp(&costs[i]));
+    let mut left: u128 = costs.iter().sum();
+    let mut k = 0;
+    while k < order.len() {
+        let c = costs[order[k]];
+        if c.saturating_mul(threads as u128) < left {
+            break;
+        }
+        left -= c;
+        k += 1;
+    }
+    let rest = order.split_off(k);
+    (order, rest)
 }
 
 /// Which matrices a run certifies, and where it keeps finished layers.
@@ -497,61 +568,101 @@ pub fn certify_run(
     let mut results = Vec::with_capacity(if scope.keep_results { pending } else { 0 });
     let mut certified = 0;
     let mut reused_layers = Vec::new();
+    // What is read and certified, in order: each layer not read back, a
+    // layer of a mixture-of-experts model one expert at a time (the
+    // attention and any dense feed-forward first), so that only one
+    // expert's tensors and matrices are held at once.
+    let mut jobs: Vec<(usize, Vec<MatrixId>)> = Vec::new();
     for (l, ids) in by_layer.iter().enumerate() {
-        if ids.is_empty() {
+        if done[l].is_some() {
             continue;
         }
-        if let Some(entries) = done[l].take() {
-            spectra.extend(entries);
-            reused_layers.push(l);
-            continue;
-        }
-        // A layer of a mixture-of-experts model is read one expert at a
-        // time (the attention and any dense feed-forward first), so that
-        // only one expert's tensors and matrices are held at once.
-        let mut chunks: Vec<(Option<arch::Expert>, Vec<MatrixId>)> = Vec::new();
+        let first = jobs.len();
         for &id in ids {
-            match chunks.iter_mut().find(|(e, _)| *e == id.expert) {
+            match jobs[first..]
+                .iter_mut()
+                .find(|(_, c)| c[0].expert == id.expert)
+            {
                 Some((_, c)) => c.push(id),
-                None => chunks.push((id.expert, vec![id])),
+                None => jobs.push((l, vec![id])),
             }
         }
-        let mut outcomes = Vec::with_capacity(ids.len());
-        for (_, chunk) in &chunks {
-            let wanted: std::collections::HashSet<MatrixId> = chunk.iter().copied().collect();
-            let mats = arch::extract_layer(&ck, &arch, l, &|id| wanted.contains(&id))?;
-            let order: Vec<MatrixId> = mats.iter().map(|m| m.id).collect();
-            // Largest first, each matrix dropped once certified; `None`:
-            // skipped because the run was cancelled.
-            let batch = certify_batch(mats, &svd_opts, progress);
-            let Some(batch) = batch.into_iter().collect::<Option<Vec<_>>>() else {
-                return Err(CertifyError::Cancelled);
+    }
+    let read = |(l, chunk): &(usize, Vec<MatrixId>)| {
+        let wanted: std::collections::HashSet<MatrixId> = chunk.iter().copied().collect();
+        arch::extract_layer(&ck, &arch, *l, &|id| wanted.contains(&id))
+    };
+    // Pipelining: the next chunk is read (and converted) on a thread of
+    // its own while this one's small matrices are certified, once its
+    // large ones are done ([`certify_batch`]), so memory stays near one
+    // chunk's matrices plus the largest working set (docs/certify.md,
+    // "Memory"). A read error surfaces when that chunk's turn comes, as
+    // when reading in order.
+    type Read = Result<Vec<ProxyMatrix>, ModelError>;
+    let mut next_job = 0;
+    let pipelined = std::thread::scope(|sc| -> Result<Option<Inconclusive>, CertifyError> {
+        let mut prefetched: Option<std::thread::ScopedJoinHandle<'_, Read>> = None;
+        for (l, ids) in by_layer.iter().enumerate() {
+            if ids.is_empty() {
+                continue;
+            }
+            if let Some(entries) = done[l].take() {
+                spectra.extend(entries);
+                reused_layers.push(l);
+                continue;
+            }
+            let mut outcomes = Vec::with_capacity(ids.len());
+            while next_job < jobs.len() && jobs[next_job].0 == l {
+                let mats = match prefetched.take() {
+                    Some(h) => h.join().expect("the reading thread does not panic")?,
+                    None => read(&jobs[next_job])?,
+                };
+                next_job += 1;
+                let slot = std::sync::Mutex::new(None);
+                let prefetch = || {
+                    if let Some(job) = jobs.get(next_job) {
+                        let h = sc.spawn(move || read(job));
+                        *slot.lock().expect("no panic while holding the lock") = Some(h);
+                    }
+                };
+                let order: Vec<MatrixId> = mats.iter().map(|m| m.id).collect();
+                // Largest first, each matrix dropped once certified; `None`:
+                // skipped because the run was cancelled.
+                let batch = certify_batch(mats, &svd_opts, progress, &prefetch);
+                prefetched = slot.into_inner().expect("no panic while holding the lock");
+                let Some(batch) = batch.into_iter().collect::<Option<Vec<_>>>() else {
+                    return Err(CertifyError::Cancelled);
+                };
+                outcomes.extend(order.into_iter().zip(batch));
+            }
+            // In certificate order, so that the inconclusive matrix reported is
+            // the first in that order, as for a layer certified in one batch.
+            outcomes.sort_by_key(|(id, _)| *id);
+            let layer: Vec<MatrixResult> = match outcomes.into_iter().map(|(_, r)| r).collect() {
+                Ok(r) => r,
+                Err(inc) => return Ok(Some(inc)),
             };
-            outcomes.extend(order.into_iter().zip(batch));
+            let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
+            if let Some(dir) = &scope.resume_dir {
+                let part = Part::new(header.clone(), scope.shard, entries.clone());
+                let mut out = Outputs::new();
+                out.create_dir(dir);
+                out.stage(
+                    dir.join(layer_part_name(scope.shard, l)),
+                    part.to_json_pretty(),
+                );
+                out.commit().map_err(CertifyError::Output)?;
+            }
+            spectra.extend(entries);
+            certified += layer.len();
+            if scope.keep_results {
+                results.extend(layer);
+            }
         }
-        // In certificate order, so that the inconclusive matrix reported is
-        // the first in that order, as for a layer certified in one batch.
-        outcomes.sort_by_key(|(id, _)| *id);
-        let layer: Vec<MatrixResult> = match outcomes.into_iter().map(|(_, r)| r).collect() {
-            Ok(r) => r,
-            Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-        };
-        let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
-        if let Some(dir) = &scope.resume_dir {
-            let part = Part::new(header.clone(), scope.shard, entries.clone());
-            let mut out = Outputs::new();
-            out.create_dir(dir);
-            out.stage(
-                dir.join(layer_part_name(scope.shard, l)),
-                part.to_json_pretty(),
-            );
-            out.commit().map_err(CertifyError::Output)?;
-        }
-        spectra.extend(entries);
-        certified += layer.len();
-        if scope.keep_results {
-            results.extend(layer);
-        }
+        Ok(None)
+    });
+    if let Some(inc) = pipelined? {
+        return Ok(Outcome::Inconclusive(inc));
     }
     Ok(Outcome::Certified(Run {
         header,
@@ -1472,6 +1583,30 @@ mod tests {
 
     fn bundled() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("data/all-MiniLM-L6-v2")
+    }
+
+    #[test]
+    fn split_dominant_gives_the_whole_pool_to_the_critical_path_only() {
+        // The cost model's shape of a LLaMA-7B layer: M_in, a small
+        // matrix, M_out, then 64 heads.
+        let costs: Vec<u128> = [2770u128, 30, 1660]
+            .into_iter()
+            .chain(std::iter::repeat_n(12u128, 64))
+            .collect();
+        // One thread: nothing is worth splitting but a lone matrix.
+        let (dom, rest) = split_dominant(&costs, 1);
+        assert!(dom.is_empty());
+        assert_eq!(&rest[..3], &[0, 2, 1]);
+        // Two threads: M_in (2770 of 5228) and then M_out (1660 of 2458)
+        // each cost at least half of what is left; the rest do not.
+        let mut rest = vec![1];
+        rest.extend(3..67);
+        assert_eq!(split_dominant(&costs, 2), (vec![0, 2], rest));
+        // Sixteen threads: the same two; a lone matrix always.
+        assert_eq!(split_dominant(&costs, 16).0, vec![0, 2]);
+        assert_eq!(split_dominant(&[7], 4), (vec![0], vec![]));
+        // Equal costs: nothing dominates.
+        assert!(split_dominant(&[5; 8], 4).0.is_empty());
     }
 
     #[test]

@@ -1141,7 +1141,7 @@ fn both_eigensolvers_of_the_exact_gram_route_contain_exact_singular_values() {
     assert!(e.exact);
     assert_eq!(e.solver, gram::EigenSolver::Tridiagonal);
     let mine = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
-    let f = e.with_faer(faer::Par::Seq).unwrap();
+    let f = e.with_faer().unwrap();
     assert_eq!(f.solver, gram::EigenSolver::Faer);
     let theirs = gram::certify_from_gram(&f, prep.scale_exp, faer::Par::Seq).unwrap();
     for (values, who) in [(mine, "symeig"), (theirs, "faer")] {

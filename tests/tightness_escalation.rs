@@ -194,7 +194,7 @@ fn gram_method_names_the_eigensolver() {
     let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
     let mine = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
     assert!(mine.iter().all(|v| v.method.name() == "gram-eigen-symeig"));
-    let f = e.with_faer(faer::Par::Seq).unwrap();
+    let f = e.with_faer().unwrap();
     let theirs = gram::certify_from_gram(&f, prep.scale_exp, faer::Par::Seq).unwrap();
     assert!(theirs.iter().all(|v| v.method.name() == "gram-eigen-faer"));
     for values in [mine, theirs] {

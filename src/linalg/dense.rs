@@ -177,12 +177,61 @@ pub struct ApproxSvd {
     pub av: Option<(Mat<f64>, usize)>,
 }
 
+/// How many tasks faer's SVD and eigensolver divide their work into. Their
+/// results depend on this number, not on how many threads run the tasks,
+/// so one fixed number makes every approximation, and with it every
+/// certificate, the same on one thread and on many (`tests/threads.rs`).
+/// faer's products (GEMM) give the same bits however they are split, and
+/// take the caller's parallelism.
+pub const SOLVER_TASKS: usize = 16;
+
+/// The parallelism given to faer's SVD and eigensolver ([`SOLVER_TASKS`]).
+pub fn solver_par() -> Par {
+    Par::rayon(SOLVER_TASKS)
+}
+
+/// An approximate thin SVD `A ~ U diag(s) V^T` (no guarantee).
+pub struct ThinSvd {
+    /// Left vectors, `m x min(m, n)`.
+    pub u: Mat<f64>,
+    /// Approximate singular values as faer returns them.
+    pub s: Vec<f64>,
+    /// Right vectors, `n x min(m, n)`.
+    pub v: Mat<f64>,
+}
+
+/// faer's thin SVD of `a` with [`solver_par`] (no guarantee); `None` if it
+/// did not converge.
+pub fn faer_thin_svd(a: MatRef<'_, f64>) -> Option<ThinSvd> {
+    use faer::linalg::svd::{self, ComputeSvdVectors};
+    let (m, n) = (a.nrows(), a.ncols());
+    let k = m.min(n);
+    let par = solver_par();
+    let mut u = Mat::<f64>::zeros(m, k);
+    let mut v = Mat::<f64>::zeros(n, k);
+    let mut s = faer::diag::Diag::<f64>::zeros(k);
+    let thin = ComputeSvdVectors::Thin;
+    let scratch = svd::svd_scratch::<f64>(m, n, thin, thin, par, Default::default());
+    let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
+    svd::svd(
+        a,
+        s.as_mut(),
+        Some(u.as_mut()),
+        Some(v.as_mut()),
+        par,
+        faer::dyn_stack::MemStack::new(&mut mem),
+        Default::default(),
+    )
+    .ok()?;
+    let s = s.column_vector().iter().copied().collect();
+    Some(ThinSvd { u, s, v })
+}
+
 /// Approximate thin SVD by faer (no guarantee).
 pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
-    let svd = a
-        .thin_svd()
-        .map_err(|_| Inconclusive::new("the approximate SVD did not converge"))?;
-    let s: Vec<f64> = svd.S().column_vector().iter().copied().collect();
+    let svd = faer_thin_svd(a)
+        .ok_or_else(|| Inconclusive::new("the approximate SVD did not converge"))?;
+    let s = svd.s;
     if s.iter().any(|x| !x.is_finite()) {
         return Err(Inconclusive::new(
             "the approximate SVD returned non-finite values",
@@ -191,9 +240,9 @@ pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
     // The residual theorem centres intervals at |s_j| (L6): use |s_j| throughout.
     let s = s.into_iter().map(f64::abs).collect();
     Ok(ApproxSvd {
-        u: svd.U().to_owned(),
+        u: svd.u,
         s,
-        v: svd.V().to_owned(),
+        v: svd.v,
         av: None,
     })
 }

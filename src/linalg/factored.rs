@@ -139,12 +139,11 @@ pub fn certify_factored(
         });
     }
     // Approximate SVD through the thin factors (no guarantee).
-    let svd_b = bm
-        .thin_svd()
-        .map_err(|_| Inconclusive::new("approximate SVD of a factor did not converge"))?;
-    let sb: Vec<f64> = svd_b.S().column_vector().iter().copied().collect();
+    let svd_b = super::dense::faer_thin_svd(bm.as_ref())
+        .ok_or_else(|| Inconclusive::new("approximate SVD of a factor did not converge"))?;
+    let sb = &svd_b.s;
     let mut kmat = Mat::<f64>::zeros(rr, cc.cols);
-    let mut svt = svd_b.V().transpose().to_owned();
+    let mut svt = svd_b.v.transpose().to_owned();
     for i in 0..rr {
         for j in 0..rr {
             svt[(i, j)] *= sb[i];
@@ -159,18 +158,19 @@ pub fn certify_factored(
         opts.par,
     );
     let kt = kmat.transpose().to_owned();
-    let svd_k = kt
-        .thin_svd()
-        .map_err(|_| Inconclusive::new("approximate SVD of the core did not converge"))?;
-    let s: Vec<f64> = svd_k
-        .S()
-        .column_vector()
-        .iter()
-        .map(|&x| x.max(0.0))
-        .collect();
-    let v = svd_k.U().to_owned(); // n x r
+    let svd_k = super::dense::faer_thin_svd(kt.as_ref())
+        .ok_or_else(|| Inconclusive::new("approximate SVD of the core did not converge"))?;
+    let s: Vec<f64> = svd_k.s.iter().map(|&x| x.max(0.0)).collect();
+    let v = svd_k.u; // n x r
     let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
-    faer::linalg::matmul::matmul(&mut u, Accum::Replace, svd_b.U(), svd_k.V(), 1.0, opts.par);
+    faer::linalg::matmul::matmul(
+        &mut u,
+        Accum::Replace,
+        svd_b.u.as_ref(),
+        svd_k.v.as_ref(),
+        1.0,
+        opts.par,
+    );
     // Residuals through the factors.
     let beta_b = abs_norm2_ru(bm.as_ref());
     let beta_c = abs_norm2_ru(cm.as_ref());

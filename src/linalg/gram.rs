@@ -129,10 +129,10 @@ pub struct GramEigen {
 /// by [`super::symeig`] with the parallelism `par` (faer's eigensolver if
 /// that fails; [`GramEigen::with_faer`] redoes it with faer when its
 /// certification falls short). Otherwise (the Gram matrix is then only an
-/// approximation for [`approx_thin_svd_from_gram`]) the full
-/// product and faer's default eigensolver call are used, as before the
-/// exact route existed, so that certificates of such matrices keep their
-/// exact widths.
+/// approximation for [`approx_thin_svd_from_gram`]) the full product and
+/// faer's eigensolver are used, as before the exact route existed. Every
+/// step gives the same bits on any number of threads (faer's eigensolver
+/// runs with the fixed [`dense::solver_par`]).
 pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
     let exact = gram_is_exact(a);
     let n = a.ncols();
@@ -140,29 +140,28 @@ pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
         let g = gram(a, par);
         return match super::symeig::approx_symmetric_eigen(g.as_ref(), par) {
             Some((raw, vecs)) => sorted(g, true, raw, vecs, EigenSolver::Tridiagonal),
-            None => faer_eigen(g, true, par),
+            None => faer_eigen(g, true),
         };
     }
     let mut g = Mat::<f64>::zeros(n, n);
     faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
-    let eig = g.self_adjoint_eigen(faer::Side::Lower).ok()?;
-    let raw: Vec<f64> = eig.S().column_vector().iter().copied().collect();
-    let vecs = eig.U().to_owned();
-    sorted(g, false, raw, vecs, EigenSolver::Faer)
+    faer_eigen(g, false)
 }
 
 impl GramEigen {
     /// The same Gram matrix decomposed again by faer's eigensolver (the
     /// fallback when the vectors of [`EigenSolver::Tridiagonal`] do not
     /// certify to the target).
-    pub fn with_faer(self, par: Par) -> Option<GramEigen> {
-        faer_eigen(self.g, self.exact, par)
+    pub fn with_faer(self) -> Option<GramEigen> {
+        faer_eigen(self.g, self.exact)
     }
 }
 
-/// faer's `self_adjoint_evd` of `g` with parallelism `par`.
-fn faer_eigen(g: Mat<f64>, exact: bool, par: Par) -> Option<GramEigen> {
+/// faer's `self_adjoint_evd` of `g` (lower triangle read), with the fixed
+/// parallelism [`dense::solver_par`] (the same bits on any thread count).
+fn faer_eigen(g: Mat<f64>, exact: bool) -> Option<GramEigen> {
     let n = g.nrows();
+    let par = dense::solver_par();
     let mut vecs = Mat::<f64>::zeros(n, n);
     let mut vals = faer::diag::Diag::<f64>::zeros(n);
     let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(

@@ -732,7 +732,7 @@ pub fn certify_prepared(
                     eig = Some(e);
                     break;
                 }
-                match e.with_faer(opts.par) {
+                match e.with_faer() {
                     Some(f) => e = f,
                     None => break,
                 }

@@ -447,23 +447,22 @@ pub fn certify(
     // faer's binary64 SVD, refined (L16), is the fast start; it fails (or
     // leaves the small values unresolved) on graded matrices whose entries
     // span much of the binary64 range.
-    let faer_start = a.thin_svd().ok().and_then(|svd| {
+    let faer_start = super::dense::faer_thin_svd(a).and_then(|svd| {
         let sig: Vec<Float> = svd
-            .S()
-            .column_vector()
+            .s
             .iter()
             .map(|&x| Float::with_val(prec, x.max(0.0)))
             .collect();
         let finite = sig.iter().all(|x| x.is_finite())
             && svd
-                .U()
+                .u
                 .col_iter()
-                .chain(svd.V().col_iter())
+                .chain(svd.v.col_iter())
                 .all(|c| c.iter().all(|x| x.is_finite()));
         finite.then(|| {
             (
-                FMat::from_faer(svd.U(), prec),
-                FMat::from_faer(svd.V(), prec),
+                FMat::from_faer(svd.u.as_ref(), prec),
+                FMat::from_faer(svd.v.as_ref(), prec),
                 sig,
             )
         })

@@ -102,28 +102,86 @@ fn symv_cols<const K: usize>(
     out
 }
 
+/// Entries of the lower triangle per column block of [`symv_lower`]: about
+/// 4 MiB of matrix, so that a block's work outweighs its partial vector.
+const SYMV_BLOCK_AREA: usize = 1 << 19;
+
+/// The column blocks of [`symv_lower`] of order `p`: boundaries (multiples
+/// of 4, starting at 0 and ending at `p`) that cut the lower triangle into
+/// shares of about [`SYMV_BLOCK_AREA`] entries. They depend on `p` alone,
+/// never on the thread count, so that the order of every sum, and with it
+/// every bit of the result, is the same on one thread and on many.
+fn symv_blocks(p: usize) -> Vec<usize> {
+    let area = p * (p + 1) / 2;
+    let k = area.div_ceil(SYMV_BLOCK_AREA).max(1);
+    let mut cuts = vec![0];
+    for b in 1..k {
+        // Column j0 with (p - j0)^2 ~ p^2 (1 - b / k): equal areas.
+        let rest = (p as f64) * (1.0 - b as f64 / k as f64).sqrt();
+        let j = ((p as f64 - rest) as usize) / 4 * 4;
+        if j > *cuts.last().expect("starts at 0") && j < p {
+            cuts.push(j);
+        }
+    }
+    cuts.push(p);
+    cuts
+}
+
 /// `y = A x` for the symmetric `A = a[off.., off..]` of which only the
-/// lower triangle is read (one pass over it, four columns at a time).
-fn symv_lower(a: &Mat<f64>, off: usize, x: &[f64], y: &mut [f64]) {
+/// lower triangle is read (one pass over it, four columns at a time), by
+/// column blocks ([`symv_blocks`]) whose partial results are added in block
+/// order: in parallel over the blocks when `par` allows, with the same bits
+/// as on one thread.
+fn symv_lower(a: &Mat<f64>, off: usize, x: &[f64], y: &mut [f64], par: Par) {
     let p = a.nrows() - off;
+    let cuts = symv_blocks(p);
+    if cuts.len() == 2 {
+        y.iter_mut().for_each(|v| *v = 0.0);
+        symv_lower_cols(a, off, x, 0, p, y);
+        return;
+    }
+    let block = |b: usize| {
+        let (j0, j1) = (cuts[b], cuts[b + 1]);
+        let mut part = vec![0.0; p - j0];
+        symv_lower_cols(a, off, x, j0, j1, &mut part);
+        part
+    };
+    let parts: Vec<Vec<f64>> = match par {
+        Par::Rayon(t) if t.get() > 1 => {
+            use rayon::prelude::*;
+            (0..cuts.len() - 1).into_par_iter().map(block).collect()
+        }
+        _ => (0..cuts.len() - 1).map(block).collect(),
+    };
     y.iter_mut().for_each(|v| *v = 0.0);
+    for (b, part) in parts.iter().enumerate() {
+        for (yv, &pv) in y[cuts[b]..].iter_mut().zip(part) {
+            *yv += pv;
+        }
+    }
+}
+
+/// The part of `A x` (`A = a[off.., off..]`, lower triangle) that columns
+/// `j0..j1` contribute, into `y` = rows `j0..p` (zeroed by the caller).
+fn symv_lower_cols(a: &Mat<f64>, off: usize, x: &[f64], j0: usize, j1: usize, y: &mut [f64]) {
+    let p = a.nrows() - off;
     let col = |j: usize, from: usize| &a.col_as_slice(off + j)[off + from..];
-    let mut j = 0;
-    while j < p {
-        let kk = (p - j).min(4);
+    let mut j = j0;
+    while j < j1 {
+        let kk = (j1 - j).min(4);
         // The kk x kk diagonal block (lower part, mirrored).
         for r in 0..kk {
             for q in 0..=r {
                 let av = col(j + q, j + r)[0];
-                y[j + r] += av * x[j + q];
+                y[j + r - j0] += av * x[j + q];
                 if r != q {
-                    y[j + q] += av * x[j + r];
+                    y[j + q - j0] += av * x[j + r];
                 }
             }
         }
         let st = j + kk;
         if st < p {
-            let (xt, yt) = (&x[st..], &mut y[st..]);
+            let (xt, yt) = (&x[st..], &mut y[st - j0..]);
             let d: [f64; 4] = if kk == 4 {
                 symv_cols::<4>(
                     [col(j, st), col(j + 1, st), col(j + 2, st), col(j + 3, st)],
@@ -139,7 +197,7 @@ fn symv_lower(a: &Mat<f64>, off: usize, x: &[f64], y: &mut [f64]) {
                 d
             };
             for q in 0..kk {
-                y[j + q] += d[q];
+                y[j + q - j0] += d[q];
             }
         }
         j = st;
@@ -222,7 +280,7 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
             // w = tau (A22 v - V (W^T v) - W (V^T v)), A22 = rows/cols c+1..n.
             let vc = &v.col_as_slice(i)[o + 1..];
             let wc = &mut w_col[..n - c - 1];
-            symv_lower(&a, c + 1, vc, wc);
+            symv_lower(&a, c + 1, vc, wc, par);
             for q in 0..i {
                 t1[q] = dot(&w.col_as_slice(q)[o + 1..], vc);
                 t2[q] = dot(&v.col_as_slice(q)[o + 1..], vc);
@@ -526,19 +584,51 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
     let t = tridiagonalize(g.to_owned(), par)?;
     let lam = tridiagonal_eigenvalues(&t.d, &t.e)?;
     let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let mut z = Mat::<f64>::zeros(n, n);
-    let mut cluster: Vec<Vec<f64>> = Vec::new();
-    for (j, &l) in lam.iter().enumerate() {
-        if j > 0 && (l - lam[j - 1]).abs() > CLUSTER_GAP * tnorm {
-            cluster.clear();
+    // Clusters (runs of eigenvalues closer than CLUSTER_GAP) are
+    // orthogonalised within themselves only, so they are computed
+    // independently of each other: in parallel when `par` allows, each
+    // vector from its own fixed seed (the same bits on any thread count).
+    let mut starts = vec![0];
+    for j in 1..n {
+        if (lam[j] - lam[j - 1]).abs() > CLUSTER_GAP * tnorm {
+            starts.push(j);
         }
-        if cluster.len() >= MAX_CLUSTER {
+    }
+    starts.push(n);
+    // Each cluster fills its own columns of Z.
+    let mut z = Mat::<f64>::zeros(n, n);
+    let mut pieces = Vec::with_capacity(starts.len() - 1);
+    let mut rest = z.as_mut();
+    for c in 0..starts.len() - 1 {
+        let (head, tail) = rest.split_at_col_mut(starts[c + 1] - starts[c]);
+        pieces.push((starts[c], head));
+        rest = tail;
+    }
+    let fill = |(j0, mut cols): (usize, faer::MatMut<'_, f64>)| -> Option<()> {
+        if cols.ncols() > MAX_CLUSTER {
             return None;
         }
-        let x = inverse_iteration(&t.d, &t.e, l, tnorm, j as u64 + 1, &cluster)?;
-        z.col_as_slice_mut(j).copy_from_slice(&x);
-        cluster.push(x);
-    }
+        let mut vecs: Vec<Vec<f64>> = Vec::with_capacity(cols.ncols());
+        for q in 0..cols.ncols() {
+            let j = j0 + q;
+            let x = inverse_iteration(&t.d, &t.e, lam[j], tnorm, j as u64 + 1, &vecs)?;
+            cols.as_mut()
+                .col_mut(q)
+                .iter_mut()
+                .zip(&x)
+                .for_each(|(d, &s)| *d = s);
+            vecs.push(x);
+        }
+        Some(())
+    };
+    let filled: Option<Vec<()>> = match par {
+        Par::Rayon(th) if th.get() > 1 => {
+            use rayon::prelude::*;
+            pieces.into_par_iter().map(fill).collect()
+        }
+        _ => pieces.into_iter().map(fill).collect(),
+    };
+    filled?;
     back_transform(&t, &mut z, par);
     if z.as_ref().norm_max().is_finite() {
         Some((lam, z))

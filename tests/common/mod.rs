@@ -10,6 +10,7 @@
 pub mod authors_float;
 pub mod family;
 pub mod formats;
+pub mod llama;
 pub mod reemit;
 pub mod schema;
 pub mod torch;
