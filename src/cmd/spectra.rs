@@ -23,11 +23,11 @@ use crate::enclosure::{Enclosure, IntEnclosure};
 use crate::io::checkpoint::Checkpoint;
 use crate::io::output::Outputs;
 use crate::io::ReadError;
-use crate::linalg::{certify_singular_values, ExactBounds, Precision, SvdOptions};
+use crate::linalg::{ExactBounds, Precision, SvdOptions};
 use crate::matrix::DenseMatrix;
 use crate::report::csv::num;
 use crate::report::fmt::interval;
-use crate::spectral::{enclose_schatten, summarize, wide, SchattenP};
+use crate::spectral::{certify_and_summarize, enclose_schatten, wide, SchattenP};
 
 /// The name of the table `--csv DIR` writes.
 pub const CSV_NAME: &str = "spectra.csv";
@@ -230,22 +230,23 @@ fn slices(shape: &[usize], flat: DenseMatrix) -> Vec<(Option<String>, DenseMatri
     }
 }
 
-/// Certifies one matrix.
+/// Certifies one matrix, dropping it as soon as its prepared copy and its
+/// entry norms are formed ([`certify_and_summarize`]).
 ///
 /// *Guarantee: certified enclosure* of every value: singular values by
-/// [`certify_singular_values`], norms, stable rank, rank and Schatten
-/// quantities by [`summarize`] and [`enclose_schatten`]
+/// `certify_singular_values`, norms, stable rank, rank and Schatten
+/// quantities by `summarize` (both through [`certify_and_summarize`]) and
+/// [`enclose_schatten`]
 /// (`proofs/derived-quantities.md` L15); the squares and base-10
 /// logarithms of WeightWatcher's quantities are inari interval operations
 /// on those enclosures (`proofs/assumptions.md` A0.9 (c): containment of
 /// monotone functions evaluated with outward rounding).
 fn certify_one(
-    a: &DenseMatrix,
+    a: DenseMatrix,
     opts: &SvdOptions,
     ps: &[SchattenP],
 ) -> Result<SpectraValues, String> {
-    let sv = certify_singular_values(a, opts).map_err(|e| e.reason)?;
-    let s = summarize(a, &sv).map_err(|e| e.reason)?;
+    let (sv, s) = certify_and_summarize(a, opts).map_err(|e| e.reason)?;
     let sv_min = sv
         .values
         .last()
@@ -416,13 +417,14 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
         let dtype_shown = loaded.dtype.to_string().to_lowercase();
         for (slice, m) in slices(&shape, loaded.matrix) {
             progress.message(&crate::arch::clean_to(&name, 80));
-            let outcome = certify_one(&m, &opts, &req.schatten_p);
+            let (m_rows, m_cols) = (m.rows, m.cols);
+            let outcome = certify_one(m, &opts, &req.schatten_p);
             rows.push(SpectraRow {
                 tensor: name.clone(),
                 slice,
                 shape: shape.clone(),
-                rows: m.rows,
-                cols: m.cols,
+                rows: m_rows,
+                cols: m_cols,
                 dtype: dtype_shown.clone(),
                 status: if outcome.is_ok() {
                     "certified"

@@ -3,9 +3,11 @@
 
 use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
 use crate::io::LoadedMatrix;
-use crate::linalg::{certify_singular_values, Precision, SingularValues, SvdOptions};
+use crate::linalg::{Precision, SingularValues, SvdOptions};
 use crate::report::SvdReport;
-use crate::spectral::{enclose_schatten, summarize, SchattenEnclosure, SchattenP, SpectralSummary};
+use crate::spectral::{
+    certify_and_summarize, enclose_schatten, SchattenEnclosure, SchattenP, SpectralSummary,
+};
 
 /// Where the matrix comes from.
 #[derive(Clone, Debug)]
@@ -110,8 +112,8 @@ pub struct SvdCmdReport {
 /// Runs `svd`.
 ///
 /// *Guarantee: certified enclosure* of every value
-/// ([`certify_singular_values`], [`summarize`], [`enclose_schatten`], which
-/// name their lemmas).
+/// ([`certify_and_summarize`], [`enclose_schatten`], which name their
+/// lemmas).
 pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
     if !(req.rtol > 0.0 && req.rtol.is_finite()) {
         return Err(CmdError::usage(format!(
@@ -124,13 +126,15 @@ pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
         MatrixSource::Matrix { .. } => None,
     };
     let (input, loaded) = req.source.load()?;
-    let a = &loaded.matrix;
+    let LoadedMatrix { matrix: a, dtype } = loaded;
+    let shape = (a.rows, a.cols);
     let opts = SvdOptions {
         precision: req.precision,
         rtol: req.rtol,
         ..SvdOptions::default()
     };
-    let sv = {
+    // The matrix is given up: dropped once prepared (the peak memory).
+    let certified = {
         let _spin = crate::linalg::cost::is_long(a.rows, a.cols, req.precision).then(|| {
             ui.spinner(
                 "svd",
@@ -140,12 +144,10 @@ pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
                 ),
             )
         });
-        certify_singular_values(a, &opts)
+        certify_and_summarize(a, &opts)
     };
-    let shape = (a.rows, a.cols);
-    let outcome = sv
-        .and_then(|sv| {
-            let summary = summarize(a, &sv)?;
+    let outcome = certified
+        .map(|(sv, summary)| {
             let schatten: Vec<_> = req
                 .schatten_p
                 .iter()
@@ -154,18 +156,18 @@ pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
             let report = SvdReport::new(
                 input.clone(),
                 tensor,
-                loaded.dtype.to_string().to_lowercase(),
+                dtype.to_string().to_lowercase(),
                 req.precision.to_string(),
                 &sv,
                 &summary,
                 &schatten,
             );
-            Ok(Box::new(SvdCertified {
+            Box::new(SvdCertified {
                 sv,
                 summary,
                 schatten,
                 report,
-            }))
+            })
         })
         .map_err(|inc| inc.reason);
     Ok(SvdCmdReport {

@@ -164,17 +164,80 @@ pub fn abs_norm2_ru(a: MatRef<'_, f64>) -> f64 {
     r::sqrt_ru(ratio)
 }
 
+/// The left vectors of an approximate SVD (no guarantee).
+pub enum LeftVectors {
+    /// The `m x p` matrix as computed (faer's thin SVD).
+    Stored(Mat<f64>),
+    /// `U = fl(P diag(fl(1 / s_j)))` for `P = fl(A V)` of rounding depth
+    /// `depth` (the Gram route): `P` alone is held, and the rows of `U` are
+    /// formed where they are read, a block at a time, by the same one
+    /// rounded product per entry (the numbers of a stored `U`), so that the
+    /// two `m x p` matrices never live in memory together.
+    Scaled {
+        /// `fl(A V)`, reused by the certification, which bounds its error.
+        p: Mat<f64>,
+        /// Its rounding depth (L4, blocked form).
+        depth: usize,
+        /// `fl(1 / s_j)`.
+        inv: Vec<f64>,
+    },
+}
+
+impl LeftVectors {
+    /// Rows `m`.
+    pub fn nrows(&self) -> usize {
+        match self {
+            LeftVectors::Stored(u) => u.nrows(),
+            LeftVectors::Scaled { p, .. } => p.nrows(),
+        }
+    }
+
+    /// Columns `p`.
+    pub fn ncols(&self) -> usize {
+        match self {
+            LeftVectors::Stored(u) => u.ncols(),
+            LeftVectors::Scaled { p, .. } => p.ncols(),
+        }
+    }
+
+    /// Column `j`.
+    pub fn col(&self, j: usize) -> Vec<f64> {
+        match self {
+            LeftVectors::Stored(u) => u.col(j).iter().copied().collect(),
+            LeftVectors::Scaled { p, inv, .. } => p.col(j).iter().map(|&x| x * inv[j]).collect(),
+        }
+    }
+
+    /// `f` of rows `r0 .. r0 + len` (a view of a stored matrix, else formed).
+    pub fn with_rows<R>(&self, r0: usize, len: usize, f: impl FnOnce(MatRef<'_, f64>) -> R) -> R {
+        match self {
+            LeftVectors::Stored(u) => f(u.as_ref().subrows(r0, len)),
+            LeftVectors::Scaled { p, inv, .. } => {
+                let b = Mat::from_fn(len, p.ncols(), |i, j| p[(r0 + i, j)] * inv[j]);
+                f(b.as_ref())
+            }
+        }
+    }
+
+    /// The whole matrix: borrowed when stored, formed when scaled.
+    pub fn to_mat(&self) -> std::borrow::Cow<'_, Mat<f64>> {
+        match self {
+            LeftVectors::Stored(u) => std::borrow::Cow::Borrowed(u),
+            LeftVectors::Scaled { .. } => {
+                std::borrow::Cow::Owned(self.with_rows(0, self.nrows(), |b| b.to_owned()))
+            }
+        }
+    }
+}
+
 /// An approximate thin SVD `A ~ U diag(s) V^T` (no guarantee).
 pub struct ApproxSvd {
     /// Left vectors, `m x p`.
-    pub u: Mat<f64>,
+    pub u: LeftVectors,
     /// Approximate singular values, `p`.
     pub s: Vec<f64>,
     /// Right vectors, `n x p`.
     pub v: Mat<f64>,
-    /// `fl(A V)` and its rounding depth, when the approximation already
-    /// computed it (reused by the certification, which bounds its error).
-    pub av: Option<(Mat<f64>, usize)>,
 }
 
 /// How many tasks faer's SVD and eigensolver divide their work into. Their
@@ -240,10 +303,9 @@ pub fn approx_thin_svd(a: MatRef<'_, f64>) -> Result<ApproxSvd, Inconclusive> {
     // The residual theorem centres intervals at |s_j| (L6): use |s_j| throughout.
     let s = s.into_iter().map(f64::abs).collect();
     Ok(ApproxSvd {
-        u: svd.u,
+        u: LeftVectors::Stored(svd.u),
         s,
         v: svd.v,
-        av: None,
     })
 }
 
@@ -405,25 +467,87 @@ impl ComputedProduct {
     /// `u/(1-u) ||C e_j|| + gamma_d beta ||B_lo e_j|| + sqrt(rows) k eta`
     /// (split, L27).
     pub fn bounded(self, beta: f64) -> BoundedProduct {
-        let rows = self.computed.nrows();
-        let g = r::mul_ru(r::gamma_ru(self.depth), beta);
-        let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(self.inner as f64, ETA));
-        // u / (1 - u) rounded up; 1 - u is a float.
-        let rel = r::div_ru(U, 1.0 - U);
-        let col_err = (0..self.computed.ncols())
-            .map(|j| {
-                let mut e = r::add_ru(r::mul_ru(g, self.tail_norm[j]), under);
-                if self.split {
-                    let c: Vec<f64> = self.computed.col(j).iter().copied().collect();
-                    e = r::add_ru(e, r::mul_ru(rel, r::norm2_ru(&c)));
-                }
-                e
-            })
-            .collect();
+        let c_norm = self.split.then(|| {
+            (0..self.computed.ncols())
+                .map(|j| r::norm2_ru(self.computed.col_as_slice(j)))
+                .collect::<Vec<_>>()
+        });
+        let col_err = computed_col_err(
+            self.depth,
+            self.inner,
+            self.computed.nrows(),
+            beta,
+            &self.tail_norm,
+            c_norm.as_deref(),
+        );
         BoundedProduct {
             computed: self.computed,
             col_err,
         }
+    }
+}
+
+/// The column error bounds of [`ComputedProduct::bounded`] from what they
+/// need: `gamma_d beta t_j + sqrt(rows) k eta`, plus `u/(1-u) c_j` for a
+/// split product, with `t_j` the tail norms and `c_j >= ||C e_j||_2` the
+/// norms of the computed columns (`c_norm`, present iff split; L4, L27).
+fn computed_col_err(
+    depth: usize,
+    inner: usize,
+    rows: usize,
+    beta: f64,
+    tail_norm: &[f64],
+    c_norm: Option<&[f64]>,
+) -> Vec<f64> {
+    let g = r::mul_ru(r::gamma_ru(depth), beta);
+    let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(inner as f64, ETA));
+    // u / (1 - u) rounded up; 1 - u is a float.
+    let rel = r::div_ru(U, 1.0 - U);
+    (0..tail_norm.len())
+        .map(|j| {
+            let mut e = r::add_ru(r::mul_ru(g, tail_norm[j]), under);
+            if let Some(c) = c_norm {
+                e = r::add_ru(e, r::mul_ru(rel, c[j]));
+            }
+            e
+        })
+        .collect()
+}
+
+/// [`r::sum_sq`] of a vector of `len` entries fed in pieces, in order: the
+/// same lanes and the same operations, hence the same value, whatever the
+/// pieces. [`LaneSumSq::norm2_ru`] is then [`r::norm2_ru`] of the vector.
+#[derive(Clone)]
+struct LaneSumSq {
+    acc: [f64; 4],
+    at: usize,
+    len: usize,
+}
+
+impl LaneSumSq {
+    fn new(len: usize) -> Self {
+        LaneSumSq {
+            acc: [0.0; 4],
+            at: 0,
+            len,
+        }
+    }
+
+    fn feed(&mut self, x: impl IntoIterator<Item = f64>) {
+        // Lane i % 4 for the entries of sum_sq's exact chunks of 4, lane 0
+        // for the remainder.
+        let main = self.len / 4 * 4;
+        for v in x {
+            let lane = if self.at < main { self.at % 4 } else { 0 };
+            self.acc[lane] = v.mul_add(v, self.acc[lane]);
+            self.at += 1;
+        }
+    }
+
+    fn norm2_ru(&self) -> f64 {
+        debug_assert_eq!(self.at, self.len);
+        let a = &self.acc;
+        r::sqrt_ru(r::nonneg_sum_ru((a[0] + a[1]) + (a[2] + a[3]), self.len))
     }
 }
 
@@ -435,12 +559,29 @@ impl ComputedProduct {
 /// the fewest bits a nonzero column kept in `B_hi`; `None` when no column
 /// can keep [`MIN_SPLIT_BITS`].
 fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, Mat<f64>, i32)> {
-    let (k, p) = (b.nrows(), b.ncols());
-    let mut hi = Mat::<f64>::zeros(k, p);
-    let mut lo = b.to_owned();
+    let col = |j: usize| b.col(j).iter().copied().collect();
+    let (h, fewest) = split_exponents(b.nrows(), col, b.ncols(), q, row_max)?;
+    let (hi, lo) = split_rows(b, &h);
+    Some((hi, lo, fewest))
+}
+
+/// The grid exponents of [`split_columns`]: `h_j` for each nonzero column
+/// (`None` for a zero column: all of it in `B_lo`) of the `k x p` matrix
+/// whose column `j` is `col(j)`, and the fewest bits kept; `None` when the
+/// product is not split. Column by column, so that `B` need not be stored
+/// whole (L27, L11).
+fn split_exponents(
+    k: usize,
+    col: impl Fn(usize) -> Vec<f64>,
+    p: usize,
+    q: i32,
+    row_max: f64,
+) -> Option<(Vec<Option<i32>>, i32)> {
+    let mut out = vec![None; p];
     let mut fewest = i32::MAX;
-    for j in 0..p {
-        let col: Vec<f64> = b.col(j).iter().copied().collect();
+    let mut hc = vec![0.0f64; k];
+    for (j, hj) in out.iter_mut().enumerate() {
+        let col = col(j);
         let maxabs = col.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         if maxabs == 0.0 {
             continue;
@@ -456,16 +597,13 @@ fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, 
             return None;
         }
         let h0 = (exponent_of(x) + 2 - 53 - q).max(-1022).max(-1074 - q);
-        let mut kept = false;
         for h in (h0.max(f - 52)..).take(3) {
             let t = f - h;
             if t < MIN_SPLIT_BITS {
                 break;
             }
-            let mut hc = vec![0.0f64; k];
             for (l, &v) in col.iter().enumerate() {
-                let n = r::scale_pow2_rn(v, -h).round();
-                hc[l] = r::scale_pow2_rn(n, h);
+                hc[l] = split_hi(v, h);
             }
             // The hypothesis of L27, checked on the slice itself.
             // A finite upper bound is below 2^1024, hence below 2^limit_exp
@@ -475,20 +613,38 @@ fn split_columns(b: MatRef<'_, f64>, q: i32, row_max: f64) -> Option<(Mat<f64>, 
             let ok =
                 bound.is_finite() && (limit_exp > 1023 || bound < r::scale_pow2_rn(1.0, limit_exp));
             if ok {
-                for (l, &v) in col.iter().enumerate() {
-                    hi[(l, j)] = hc[l];
-                    lo[(l, j)] = v - hc[l]; // exact (L11 item 2)
-                }
+                *hj = Some(h);
                 fewest = fewest.min(t);
-                kept = true;
                 break;
             }
         }
-        if !kept {
-            return None;
+        hj.as_ref()?;
+    }
+    (fewest != i32::MAX).then_some((out, fewest))
+}
+
+/// The exact slice of `v` on the grid `2^h` (L11 item 1).
+fn split_hi(v: f64, h: i32) -> f64 {
+    r::scale_pow2_rn(r::scale_pow2_rn(v, -h).round(), h)
+}
+
+/// `(B_hi, B_lo)` of the rows `b` of `B` for the exponents `h` of
+/// [`split_exponents`]: `B_lo = B - B_hi` exactly (L11 item 2).
+fn split_rows(b: MatRef<'_, f64>, h: &[Option<i32>]) -> (Mat<f64>, Mat<f64>) {
+    let (k, p) = (b.nrows(), b.ncols());
+    let mut hi = Mat::<f64>::zeros(k, p);
+    let mut lo = b.to_owned();
+    for (j, h) in h.iter().enumerate() {
+        if let Some(h) = *h {
+            for l in 0..k {
+                let v = b[(l, j)];
+                let x = split_hi(v, h);
+                hi[(l, j)] = x;
+                lo[(l, j)] = v - x; // exact (L11 item 2)
+            }
         }
     }
-    (fewest != i32::MAX).then_some((hi, lo, fewest))
+    (hi, lo)
 }
 
 /// `fl(A B)`, split (L27) when `grid = Some((q, row_max))` describes `A`
@@ -544,22 +700,207 @@ pub fn split_product(
 /// bounded product and the residual is evaluated as `fma(-s_j, x_ij, p_ij)`
 /// (one rounding each; L3, L4).
 pub fn residual_col_bounds(p: &BoundedProduct, x: MatRef<'_, f64>, s: &[f64]) -> Vec<f64> {
-    let rows = x.nrows();
-    let one_plus = 1.0 + 2.0 * U; // >= 1 + u, representable
-    let under = r::mul_ru(r::sqrt_ru(rows as f64), ETA);
-    (0..s.len())
-        .map(|j| {
-            let pc = p.computed.col(j);
-            let xc = x.col(j);
-            let mut e2 = 0.0f64;
+    let mut acc = ResidualSums::new(s.len());
+    acc.feed(p.computed.as_ref(), x, s);
+    acc.bounds(x.nrows(), &p.col_err)
+}
+
+/// The sums of squares of [`residual_col_bounds`], fed a block of rows at
+/// a time, in order (the same operations, hence the same bounds, as one
+/// call on all rows).
+struct ResidualSums {
+    e2: Vec<f64>,
+}
+
+impl ResidualSums {
+    fn new(p: usize) -> Self {
+        ResidualSums { e2: vec![0.0; p] }
+    }
+
+    /// Rows `p` of the computed product and the same rows `x`.
+    fn feed(&mut self, p: MatRef<'_, f64>, x: MatRef<'_, f64>, s: &[f64]) {
+        for (j, e2) in self.e2.iter_mut().enumerate() {
+            let (pc, xc) = (p.col(j), x.col(j));
             for (&pij, &xij) in pc.iter().zip(xc.iter()) {
                 let e = (-s[j]).mul_add(xij, pij);
-                e2 = e.mul_add(e, e2);
+                *e2 = e.mul_add(e, *e2);
             }
-            let norm = r::sqrt_ru(r::nonneg_sum_ru(e2, rows));
-            r::add_ru(r::add_ru(r::mul_ru(norm, one_plus), under), p.col_err[j])
-        })
-        .collect()
+        }
+    }
+
+    /// The bounds, for `rows` rows fed in all and the product's column
+    /// error bounds `col_err`.
+    fn bounds(&self, rows: usize, col_err: &[f64]) -> Vec<f64> {
+        let one_plus = 1.0 + 2.0 * U; // >= 1 + u, representable
+        let under = r::mul_ru(r::sqrt_ru(rows as f64), ETA);
+        self.e2
+            .iter()
+            .zip(col_err)
+            .map(|(&e2, &err)| {
+                let norm = r::sqrt_ru(r::nonneg_sum_ru(e2, rows));
+                r::add_ru(r::add_ru(r::mul_ru(norm, one_plus), under), err)
+            })
+            .collect()
+    }
+}
+
+/// Rows per block of the products of [`certify_pairs_within`] whose
+/// `m x p` result is only read a row at a time: about a sixteenth of the
+/// `m` rows, a multiple of [`CHUNK`], so that the blocks add little to the
+/// memory of `A` and `U` and each GEMM stays large.
+fn block_rows(m: usize) -> usize {
+    (m / 16).div_ceil(CHUNK).max(1) * CHUNK
+}
+
+/// The residual bounds `e_j >= ||(A V - U diag(s)) e_j||_2` (the exact
+/// product; L4, L27 for the product, L3 for the residual): [`split_product`]
+/// of `A` and `V` (split when `grid` allows, plain otherwise) bounded with
+/// `beta >= || |A| ||_2`, then [`residual_col_bounds`], computed a block of
+/// rows at a time so that the `m x p` product is never stored; where `U`
+/// is [`LeftVectors::Scaled`] and the product is not split, its stored
+/// `fl(A V)` is used. The GEMM of a block may sum in another order than
+/// that of all rows: the bound of L4 holds for any order, with the depth of
+/// the inner dimension `n`, unchanged by the blocking; the residual sums
+/// run over the rows in order, as in [`residual_col_bounds`].
+fn residual_av(
+    a: MatRef<'_, f64>,
+    u: &LeftVectors,
+    v: MatRef<'_, f64>,
+    s: &[f64],
+    beta: f64,
+    grid: Option<(i32, f64)>,
+    par: Par,
+) -> Vec<f64> {
+    let (m, n) = (a.nrows(), a.ncols());
+    let p = v.ncols();
+    let parts = grid.and_then(|(q, rm)| split_columns(v, q, rm));
+    let mut acc = ResidualSums::new(p);
+    let rows = block_rows(m);
+    if let (None, LeftVectors::Scaled { p: av, depth, .. }) = (&parts, u) {
+        for r0 in (0..m).step_by(rows) {
+            let len = rows.min(m - r0);
+            u.with_rows(r0, len, |ub| acc.feed(av.as_ref().subrows(r0, len), ub, s));
+        }
+        return acc.bounds(m, &product_col_err(*depth, n, m, beta, v));
+    }
+    let mut c_sq = vec![LaneSumSq::new(m); p];
+    let mut depth = n.max(1);
+    for r0 in (0..m).step_by(rows) {
+        let len = rows.min(m - r0);
+        let ab = a.subrows(r0, len);
+        let cb = match &parts {
+            Some((hi, lo, _)) => {
+                // fl(A B_hi) is exact in any evaluation order (L27).
+                let mut cb = Mat::<f64>::zeros(len, p);
+                faer::linalg::matmul::matmul(&mut cb, Accum::Replace, ab, hi.as_ref(), 1.0, par);
+                let (t, d) = chunked_product(ab, lo.as_ref(), par);
+                depth = d;
+                for (j, sq) in c_sq.iter_mut().enumerate() {
+                    let dst = cb.col_as_slice_mut(j);
+                    for (d, &x) in dst.iter_mut().zip(t.col_as_slice(j)) {
+                        *d += x;
+                    }
+                    sq.feed(dst.iter().copied());
+                }
+                cb
+            }
+            None => {
+                let (cb, d) = chunked_product(ab, v, par);
+                depth = d;
+                cb
+            }
+        };
+        u.with_rows(r0, len, |ub| acc.feed(cb.as_ref(), ub, s));
+    }
+    let col_err = match &parts {
+        Some((_, lo, _)) => {
+            let tail: Vec<f64> = (0..p).map(|j| r::norm2_ru(lo.col_as_slice(j))).collect();
+            let c_norm: Vec<f64> = c_sq.iter().map(LaneSumSq::norm2_ru).collect();
+            computed_col_err(depth, n, m, beta, &tail, Some(&c_norm))
+        }
+        None => product_col_err(depth, n, m, beta, v),
+    };
+    acc.bounds(m, &col_err)
+}
+
+/// `fl(A^T U)` as [`split_product`] of `A^T` and `U` computes it (split when
+/// `grid` allows, plain otherwise; L27, L4), with the rows of `U` read (or
+/// formed, [`LeftVectors::Scaled`]) a chunk of the inner dimension at a
+/// time: neither `U` nor its two parts are stored whole. The exact part is
+/// accumulated chunk by chunk (exact in any order, L27); the tail is the
+/// chunked product of [`chunked_product`], term by term.
+fn left_product(
+    a: MatRef<'_, f64>,
+    u: &LeftVectors,
+    grid: Option<(i32, f64)>,
+    par: Par,
+) -> ComputedProduct {
+    let (m, n) = (a.nrows(), a.ncols());
+    let p = u.ncols();
+    let exps = grid.and_then(|(q, cm)| split_exponents(m, |j| u.col(j), p, q, cm));
+    if let (None, LeftVectors::Stored(um)) = (&exps, u) {
+        return split_product(a.transpose(), um.as_ref(), None, par);
+    }
+    let at = a.transpose();
+    let chunks = m.div_ceil(CHUNK).max(1);
+    let mut c_hi = Mat::<f64>::zeros(n, p);
+    let mut c = Mat::<f64>::zeros(n, p);
+    let mut part = Mat::<f64>::zeros(n, p);
+    let mut tail = vec![LaneSumSq::new(m); p];
+    for ch in 0..chunks {
+        let r0 = ch * CHUNK;
+        let len = CHUNK.min(m - r0);
+        let ac = at.subcols(r0, len);
+        u.with_rows(r0, len, |ub| {
+            let parts = exps.as_ref().map(|(h, _)| split_rows(ub, h));
+            let bc = match &parts {
+                Some((hi, lo)) => {
+                    // fl(A^T B_hi) is exact in any evaluation order, its
+                    // partial sums over chunks included (L27).
+                    let acc = if ch == 0 { Accum::Replace } else { Accum::Add };
+                    faer::linalg::matmul::matmul(&mut c_hi, acc, ac, hi.as_ref(), 1.0, par);
+                    lo.as_ref()
+                }
+                None => ub,
+            };
+            for (j, t) in tail.iter_mut().enumerate() {
+                t.feed(bc.col(j).iter().copied());
+            }
+            if ch == 0 {
+                faer::linalg::matmul::matmul(&mut c, Accum::Replace, ac, bc, 1.0, par);
+            } else {
+                faer::linalg::matmul::matmul(&mut part, Accum::Replace, ac, bc, 1.0, par);
+                for j in 0..p {
+                    let dst = c.col_as_slice_mut(j);
+                    for (d, &s) in dst.iter_mut().zip(part.col_as_slice(j)) {
+                        *d += s;
+                    }
+                }
+            }
+        });
+    }
+    let depth = if chunks == 1 {
+        m.max(1)
+    } else {
+        (CHUNK + chunks - 1).min(m)
+    };
+    let split = exps.is_some();
+    if split {
+        for j in 0..p {
+            let dst = c_hi.col_as_slice_mut(j);
+            for (d, &s) in dst.iter_mut().zip(c.col_as_slice(j)) {
+                *d += s;
+            }
+        }
+        c = c_hi;
+    }
+    ComputedProduct {
+        computed: c,
+        depth,
+        inner: m,
+        tail_norm: tail.iter().map(LaneSumSq::norm2_ru).collect(),
+        split,
+    }
 }
 
 /// Upper bound of `||I - Y^T Y||_2` for the given columns of `y` (L8).
@@ -655,19 +996,16 @@ pub fn certify_pairs_within(
         Some(_) => max_row_col_norms_ru(a),
         None => (f64::INFINITY, f64::INFINITY),
     };
-    let pv = match (&svd.av, grid.filter(|_| worth(n) && row_max.is_finite())) {
-        (_, Some(q)) => split_product(a, svd.v.as_ref(), Some((q, row_max)), par).bounded(beta),
-        (Some((p, depth)), None) => BoundedProduct {
-            computed: p.clone(),
-            col_err: product_col_err(*depth, n, m, beta, svd.v.as_ref()),
-        },
-        (None, None) => product_with_bound(a, svd.v.as_ref(), beta, par),
-    };
+    // The m x p products are not stored: A V is formed a block of rows at
+    // a time and read into the residual, A^T U a chunk of U at a time.
+    let pv_grid = grid
+        .filter(|_| worth(n) && row_max.is_finite())
+        .map(|q| (q, row_max));
+    let e = residual_av(a, &svd.u, svd.v.as_ref(), &svd.s, beta, pv_grid, par);
     let qu_grid = grid
         .filter(|_| worth(m) && col_max.is_finite())
         .map(|q| (q, col_max));
-    let qu = split_product(a.transpose(), svd.u.as_ref(), qu_grid, par).bounded(beta);
-    let e = residual_col_bounds(&pv, svd.u.as_ref(), &svd.s);
+    let qu = left_product(a, &svd.u, qu_grid, par).bounded(beta);
     let f = residual_col_bounds(&qu, svd.v.as_ref(), &svd.s);
     pair_bounds_and_merge(&svd.s, &e, &f, svd.v.as_ref())
 }

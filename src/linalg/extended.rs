@@ -251,12 +251,14 @@ pub fn certify_pairs(
     svd: &ApproxSvd,
     par: Par,
 ) -> Result<Vec<Group<f64>>, Inconclusive> {
+    let u_mat = svd.u.to_mat();
+    let u = faer::Mat::as_ref(&u_mat);
     let pv = exact_product(a, svd.v.as_ref(), par)?;
-    let qu = exact_product(a.transpose(), svd.u.as_ref(), par)?;
-    let e = residual_col_bounds_exact(&pv, svd.u.as_ref(), &svd.s)?;
+    let qu = exact_product(a.transpose(), u, par)?;
+    let e = residual_col_bounds_exact(&pv, u, &svd.s)?;
     let f = residual_col_bounds_exact(&qu, svd.v.as_ref(), &svd.s)?;
     let mut groups = pair_bounds_and_merge(&svd.s, &e, &f, svd.v.as_ref())?;
-    kato_temple_refine(&mut groups, &pv, svd, &e, &f);
+    kato_temple_refine(&mut groups, &pv, u, svd, &e, &f);
     Ok(groups)
 }
 
@@ -270,6 +272,7 @@ pub fn certify_pairs(
 fn kato_temple_refine(
     groups: &mut [Group<f64>],
     pv: &ExactProduct,
+    u: MatRef<'_, f64>,
     svd: &ApproxSvd,
     e: &[f64],
     f: &[f64],
@@ -293,13 +296,13 @@ fn kato_temple_refine(
         } else {
             0.0
         };
-        let u2 = norm2_sq_enclosure(svd.u.as_ref(), j);
+        let u2 = norm2_sq_enclosure(u, j);
         let v2 = norm2_sq_enclosure(svd.v.as_ref(), j);
         let z2 = u2 + v2;
         if !(z2.inf() > 0.0) {
             continue;
         }
-        let num = rayleigh_numerator(pv, svd.u.as_ref(), j, u2.sqrt().sup());
+        let num = rayleigh_numerator(pv, u, j, u2.sqrt().sup());
         let two = Interval::try_from((2.0, 2.0)).expect("2");
         let theta = two * num / z2;
         let res2 = r::add_ru(r::mul_ru(e[j], e[j]), r::mul_ru(f[j], f[j]));

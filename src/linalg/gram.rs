@@ -312,16 +312,13 @@ pub fn approx_thin_svd_from_gram(
         return None;
     }
     let v = e.v.clone();
-    let (av, depth) = dense::chunked_product(a, v.as_ref(), par);
-    let mut u = av.clone();
-    for (j, &sj) in s.iter().enumerate() {
-        let inv = 1.0 / sj;
-        u.col_as_slice_mut(j).iter_mut().for_each(|x| *x *= inv);
-    }
+    let (p, depth) = dense::chunked_product(a, v.as_ref(), par);
+    // U = fl(A V) diag(fl(1 / s_j)), formed where it is read: the m x n
+    // product is held once.
+    let inv = s.iter().map(|&sj| 1.0 / sj).collect();
     Some(dense::ApproxSvd {
-        u,
+        u: dense::LeftVectors::Scaled { p, depth, inv },
         s,
         v,
-        av: Some((av, depth)),
     })
 }

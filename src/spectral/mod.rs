@@ -366,6 +366,41 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
     summarize_with(sv, frob, norm_21, norm_11)
 }
 
+/// [`crate::linalg::certify_singular_values`] of `a`, then [`summarize`],
+/// for a matrix the caller gives up: the same values and the same first
+/// error as the two calls, with `a` held no longer than needed. The matrix
+/// is checked and prepared (an exact scaled copy, `dense::prepare`, L2),
+/// its entry norms are enclosed, and it is dropped before the
+/// certification allocates its working set (`docs/spectra.md`, "Memory").
+///
+/// *Guarantee: certified enclosure* of every value: the singular values by
+/// [`crate::linalg::certify_prepared`] (which names its lemmas, as
+/// [`crate::linalg::certify_singular_values`]), the summary by
+/// [`enclose_frobenius_from_entries`], [`enclose_entry_norms`] and
+/// [`summarize_with`] (`proofs/derived-quantities.md` L15,
+/// `proofs/compensated-sum.md` L12).
+pub fn certify_and_summarize(
+    a: DenseMatrix,
+    opts: &crate::linalg::SvdOptions,
+) -> Result<(SingularValues, SpectralSummary), Inconclusive> {
+    let (rows, cols) = (a.rows, a.cols);
+    let Some(prep) = crate::linalg::prepare_checked(&a)? else {
+        let sv = crate::linalg::zero_singular_values(rows, cols);
+        let summary = summarize(&a, &sv)?;
+        return Ok((sv, summary));
+    };
+    let frob = enclose_frobenius_from_entries(&a);
+    let norms = enclose_entry_norms(&a);
+    drop(a);
+    let sv = crate::linalg::certify_prepared(&prep, rows, cols, opts)?;
+    drop(prep);
+    // The order of `summarize`'s errors: the Frobenius norm's first.
+    let frob = frob?;
+    let (norm_21, norm_11) = norms?;
+    let summary = summarize_with(&sv, frob, norm_21, norm_11)?;
+    Ok((sv, summary))
+}
+
 /// Certified summary of `A = B C` from its certified singular values and
 /// enclosures of its entries formed from the factors (L4, L12, L15).
 pub fn summarize_factored(
