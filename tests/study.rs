@@ -581,7 +581,7 @@ fn report_command_makes_the_same_page_from_the_certificates() {
 // ---------------------------------------------------------------------------
 // The report in a real browser.
 
-/// The Chromium binary, if installed (`scripts/setup` installs Debian's
+/// The Chromium binary, if installed (`scripts/setup --tests` installs Debian's
 /// `chromium`). In CI (`CI` set) a missing browser fails the test.
 fn chromium() -> Option<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
@@ -595,7 +595,7 @@ fn chromium() -> Option<PathBuf> {
             }
         }
     }
-    let why = "headless Chromium is not installed (run ./scripts/setup, which installs Debian's chromium)";
+    let why = "headless Chromium is not installed (run ./scripts/setup --tests, which installs Debian's chromium)";
     if std::env::var_os("CI").is_some() {
         panic!("{why}");
     }
