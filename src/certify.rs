@@ -223,13 +223,21 @@ pub fn certify_matrix_owned(
 }
 
 /// The estimated cost of certifying a matrix ([`crate::linalg::cost`]),
-/// for scheduling only (largest first).
+/// for scheduling only: a dense matrix of float16-looking entries at f64
+/// by the exact-Gram route's estimate, the rest by [`matrix_cost`].
+///
+/// [`matrix_cost`]: crate::linalg::cost::matrix_cost
 fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
-    let inner = match &pm.source {
-        ProxySource::Dense(_) => None,
-        ProxySource::Factored { b, .. } => Some(b.cols),
-    };
-    crate::linalg::cost::matrix_cost(pm.rows, pm.cols, inner, precision)
+    use crate::linalg::cost;
+    match &pm.source {
+        ProxySource::Dense(a) if precision == Precision::F64 && cost::looks_half(&a.data) => {
+            cost::exact_gram_cost(pm.rows, pm.cols)
+        }
+        ProxySource::Dense(_) => cost::matrix_cost(pm.rows, pm.cols, None, precision),
+        ProxySource::Factored { b, .. } => {
+            cost::matrix_cost(pm.rows, pm.cols, Some(b.cols), precision)
+        }
+    }
 }
 
 /// Certifies a batch of matrices (one layer) on the current rayon pool of

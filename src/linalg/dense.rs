@@ -248,9 +248,21 @@ pub struct ApproxSvd {
 /// take the caller's parallelism.
 pub const SOLVER_TASKS: usize = 16;
 
-/// The parallelism given to faer's SVD and eigensolver ([`SOLVER_TASKS`]).
-pub fn solver_par() -> Par {
-    Par::rayon(SOLVER_TASKS)
+/// Smallest `min(rows, cols)` for which faer's SVD and eigensolver are
+/// split into tasks: below it (the thin factors of attention heads, small
+/// models) one task is faster, and the many such matrices of a layer run in
+/// parallel with each other instead.
+pub const SOLVER_PAR_MIN: usize = 512;
+
+/// The parallelism given to faer's SVD and eigensolver of a `rows x cols`
+/// matrix: [`SOLVER_TASKS`] tasks from [`SOLVER_PAR_MIN`] on, else one; a
+/// function of the shape alone, never of the thread count.
+pub fn solver_par(rows: usize, cols: usize) -> Par {
+    if rows.min(cols) >= SOLVER_PAR_MIN {
+        Par::rayon(SOLVER_TASKS)
+    } else {
+        Par::Seq
+    }
 }
 
 /// An approximate thin SVD `A ~ U diag(s) V^T` (no guarantee).
@@ -269,7 +281,7 @@ pub fn faer_thin_svd(a: MatRef<'_, f64>) -> Option<ThinSvd> {
     use faer::linalg::svd::{self, ComputeSvdVectors};
     let (m, n) = (a.nrows(), a.ncols());
     let k = m.min(n);
-    let par = solver_par();
+    let par = solver_par(m, n);
     let mut u = Mat::<f64>::zeros(m, k);
     let mut v = Mat::<f64>::zeros(n, k);
     let mut s = faer::diag::Diag::<f64>::zeros(k);

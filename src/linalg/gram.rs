@@ -161,7 +161,7 @@ impl GramEigen {
 /// parallelism [`dense::solver_par`] (the same bits on any thread count).
 fn faer_eigen(g: Mat<f64>, exact: bool) -> Option<GramEigen> {
     let n = g.nrows();
-    let par = dense::solver_par();
+    let par = dense::solver_par(n, n);
     let mut vecs = Mat::<f64>::zeros(n, n);
     let mut vals = faer::diag::Diag::<f64>::zeros(n);
     let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
