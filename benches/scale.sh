@@ -12,6 +12,14 @@
 #   benches/scale.sh [SHAPE ...]      SHAPE: llama7b (default 1 layer), bert-large (default 4)
 #   LLAMA_LAYERS=2 BERT_LAYERS=24 benches/scale.sh
 #   BEFORE=/path/to/older/specbound benches/scale.sh llama7b
+#   THREADS="1 2 16" benches/scale.sh llama7b
+#
+# Each shape is run at every thread count of THREADS (default "1 2"):
+# specbound with RAYON_NUM_THREADS, numpy with OPENBLAS_NUM_THREADS and
+# OMP_NUM_THREADS set to the same count, so each ratio compares like with
+# like. For llama7b, `specbound svd` of the layer's M_in alone (4096 x
+# 22016, written once as target/scale/m_in.npy) is timed at each count too,
+# and the speedup over the first count printed.
 #
 # With BEFORE, that binary certifies the same checkpoint too, in the same run
 # (after this build's run, before numpy), and its time and the speedup are
@@ -23,6 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHAPES=("$@")
+TLIST="${THREADS:-1 2}"
 [ ${#SHAPES[@]} -eq 0 ] && SHAPES=(llama7b bert-large)
 VENV=target/bench-venv
 if [ ! -x "$VENV/bin/python" ]; then
@@ -45,15 +54,18 @@ for shape in "${SHAPES[@]}"; do
   if [ ! -f "$ck/model.safetensors" ]; then
     "$VENV/bin/python" benches/make_checkpoint.py "$shape" "$layers" "$ck"
   fi
+  for threads in $TLIST; do
+  echo "== $shape, $threads thread(s)"
   # specbound first, in its own process under /usr/bin/time (peak RSS of that process alone).
-  /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.time" \
+  RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.time" \
     "$BIN" certify -q --out "$DIR/$shape.cert.json" "$ck" > /dev/null
   rm -f "$DIR/$shape.before.time"
   if [ -n "${BEFORE:-}" ]; then
-    /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.before.time" \
+    RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.before.time" \
       "$BEFORE" certify -q --out "$DIR/$shape.before.cert.json" "$ck" > /dev/null
   fi
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$VENV/bin/python" - "$shape" "$ck" "$layers" "$DIR/$shape.time" "$DIR/$shape.cert.json" <<'PY'
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
+    "$VENV/bin/python" - "$shape" "$ck" "$layers" "$DIR/$shape.time" "$DIR/$shape.cert.json" <<'PY'
 import json, os, struct, sys, time
 import numpy as np
 from threadpoolctl import threadpool_info
@@ -111,5 +123,14 @@ if os.path.exists(before):
           f"identical: {bb == cert['bounds']}")
 print(f"  widths: largest sigma_1 relative radius {worst_s1:.2e}; ranks certified {all(m['rank']['lo'] == m['rank']['hi'] for m in mats)}; "
       f"p_opt singletons {all(len(m['p_opt']) == 1 for m in mats)}; sqrt(lambda_max) numpy {np.sqrt(e_in[-1]):.9f} {np.sqrt(e_out[-1]):.9f}")
+if shape == "llama7b" and not os.path.exists(os.path.join(os.path.dirname(ck), "m_in.npy")):
+    np.save(os.path.join(os.path.dirname(ck), "m_in.npy"), m_in_t().T.astype(np.float16))
 PY
+  if [ "$shape" = llama7b ]; then
+    RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e" -o "$DIR/svd.$threads.time" \
+      "$BIN" svd "$DIR/m_in.npy" --precision f64 --json > "$DIR/svd.$threads.json"
+    first=$(cat "$DIR/svd.${TLIST%% *}.time")
+    echo "  specbound svd of M_in (4096 x 22016 float16): $(cat "$DIR/svd.$threads.time") s; speedup over the first thread count $(python3 -c "print(f'{$first / $(cat "$DIR/svd.$threads.time"):.2f}')")"
+  fi
+  done
 done

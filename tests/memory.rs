@@ -13,35 +13,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 
 use common::llama::{write_llama_f16, HEADS};
 
-/// Runs `specbound certify MODEL -q --out OUT` and returns its peak resident
-/// set size in KiB (`wait4`'s `ru_maxrss`), after asserting success.
+/// `specbound certify -q --out OUT MODEL`'s peak resident set size in KiB.
 fn certify_peak_kib(model: &Path, out: &Path) -> i64 {
-    let child = common::bin()
-        .args(["certify", "-q", "--out"])
-        .arg(out)
-        .arg(model)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("binary runs");
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: plain wait4 on our own child, with valid out-pointers; the
-    // child is reaped here and its `Child` handle is never waited on.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    std::mem::forget(child);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "certify {} failed: status {status}",
-        model.display()
-    );
-    ru.ru_maxrss
+    let out = out.to_str().expect("a UTF-8 temporary path");
+    common::peak_kib(&["certify", "-q", "--out", out], model)
 }
 
 #[test]

@@ -13,8 +13,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 
 const TENSOR: &str = "embeddings.word_embeddings.weight";
 const ROWS: u64 = 30522;
@@ -32,32 +31,6 @@ fn shared_model() -> Option<PathBuf> {
         .find(|p| p.join("model.safetensors").is_file())
 }
 
-/// Runs the binary with `args`, asserts success, and returns its peak
-/// resident set size in KiB (`wait4`'s `ru_maxrss`).
-fn peak_kib(args: &[&str], model: &Path) -> i64 {
-    let child = common::bin()
-        .args(args)
-        .arg(model)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("binary runs");
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: plain wait4 on our own child, with valid out-pointers; the
-    // child is reaped here and its `Child` handle is never waited on.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    std::mem::forget(child);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{args:?} {} failed: status {status}",
-        model.display()
-    );
-    ru.ru_maxrss
-}
-
 #[test]
 fn spectra_and_svd_of_the_embedding_matrix_peak_below_3x_its_f64_size() {
     let Some(model) = shared_model() else {
@@ -69,8 +42,8 @@ fn spectra_and_svd_of_the_embedding_matrix_peak_below_3x_its_f64_size() {
     };
     let f64_kib = (ROWS * COLS * 8 / 1024) as i64;
     let include = format!("^{}$", TENSOR.replace('.', "\\."));
-    let spectra = peak_kib(&["spectra", "-q", "--json", "--include", &include], &model);
-    let svd = peak_kib(&["svd", "-q", "--json", "--tensor", TENSOR], &model);
+    let spectra = common::peak_kib(&["spectra", "-q", "--json", "--include", &include], &model);
+    let svd = common::peak_kib(&["svd", "-q", "--json", "--tensor", TENSOR], &model);
     eprintln!(
         "peak RSS: spectra {spectra} KiB ({:.2}x), svd {svd} KiB ({:.2}x) of the matrix in f64 ({f64_kib} KiB)",
         spectra as f64 / f64_kib as f64,

@@ -493,3 +493,30 @@ pub fn graded(m: usize, n: usize, e: i32, seed: u64) -> DenseMatrix {
         data,
     }
 }
+
+/// Runs the binary with `args` then `model`, asserts success, and returns
+/// its peak resident set size in KiB (`wait4`'s `ru_maxrss`; the memory
+/// tests, one test per file so that no other test raises the peak).
+pub fn peak_kib(args: &[&str], model: &Path) -> i64 {
+    let child = bin()
+        .args(args)
+        .arg(model)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("binary runs");
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: plain wait4 on our own child, with valid out-pointers; the
+    // child is reaped here and its `Child` handle is never waited on.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    std::mem::forget(child);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{args:?} {} failed: status {status}",
+        model.display()
+    );
+    ru.ru_maxrss
+}
