@@ -356,20 +356,35 @@ pub fn chunked_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) -> (Mat
         let hi = (lo + CHUNK).min(k);
         let ac = a.subcols(lo, hi - lo);
         let bc = b.subrows(lo, hi - lo);
-        if ch == 0 {
-            faer::linalg::matmul::matmul(&mut c, Accum::Replace, ac, bc, 1.0, par);
-        } else {
-            faer::linalg::matmul::matmul(&mut part, Accum::Replace, ac, bc, 1.0, par);
-            for j in 0..p {
-                let dst = c.col_as_slice_mut(j);
-                let src = part.col_as_slice(j);
-                for (d, &s) in dst.iter_mut().zip(src) {
-                    *d += s;
-                }
-            }
-        }
+        add_chunk_product(&mut c, &mut part, ch == 0, ac, bc, par);
     }
     (c, (CHUNK + chunks - 1).min(k))
+}
+
+/// One inner-dimension chunk of a blocked product: `c = fl(ac bc)` for the
+/// first chunk, else `c += fl(ac bc)` formed in the separate buffer `part`
+/// and added entry by entry (one rounding per chunk, so the depth of every
+/// term is known whatever order the GEMM kernel uses inside a chunk; L4,
+/// blocked form).
+fn add_chunk_product(
+    c: &mut Mat<f64>,
+    part: &mut Mat<f64>,
+    first: bool,
+    ac: MatRef<'_, f64>,
+    bc: MatRef<'_, f64>,
+    par: Par,
+) {
+    if first {
+        faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, ac, bc, 1.0, par);
+        return;
+    }
+    faer::linalg::matmul::matmul(part.as_mut(), Accum::Replace, ac, bc, 1.0, par);
+    for j in 0..c.ncols() {
+        let dst = c.col_as_slice_mut(j);
+        for (d, &s) in dst.iter_mut().zip(part.col_as_slice(j)) {
+            *d += s;
+        }
+    }
 }
 
 /// Column error bounds of a product `fl(A B)` of rounding depth `depth`,
@@ -878,17 +893,7 @@ fn left_product(
             for (j, t) in tail.iter_mut().enumerate() {
                 t.feed(bc.col(j).iter().copied());
             }
-            if ch == 0 {
-                faer::linalg::matmul::matmul(&mut c, Accum::Replace, ac, bc, 1.0, par);
-            } else {
-                faer::linalg::matmul::matmul(&mut part, Accum::Replace, ac, bc, 1.0, par);
-                for j in 0..p {
-                    let dst = c.col_as_slice_mut(j);
-                    for (d, &s) in dst.iter_mut().zip(part.col_as_slice(j)) {
-                        *d += s;
-                    }
-                }
-            }
+            add_chunk_product(&mut c, &mut part, ch == 0, ac, bc, par);
         });
     }
     let depth = if chunks == 1 {
