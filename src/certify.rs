@@ -265,8 +265,9 @@ fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
 /// plus the working sets of as many matrices as there are threads (one,
 /// while a dominant matrix runs). `after_large` is called once, when every
 /// matrix costing at least `1 / LARGE_SHARE` of the batch ([`LARGE_SHARE`])
-/// has finished (at once if there is none; never if cancelled before): the caller reads the next batch from then on,
-/// when the largest working sets are gone.
+/// has finished (at once if there is none; never if cancelled before): the
+/// caller reads the next batch from then on, when the largest working sets
+/// are gone.
 ///
 /// *Guarantee: certified enclosure* of every value it returns, as
 /// [`certify_matrix`] (the lemmas it names).
