@@ -1335,6 +1335,7 @@ pub fn run_header(
         tool: Tool {
             name: "specbound".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            device: crate::linalg::backend::recorded_device(),
         },
         model: ModelInfo {
             path: path.display().to_string(),

@@ -305,6 +305,11 @@ pub struct Tool {
     pub name: String,
     /// Its version.
     pub version: String,
+    /// Where the bulk products and the approximate eigensolver ran
+    /// (`linalg::backend`), when not on the CPU: `cuda:0 NVIDIA H200`, for
+    /// example. The certification itself always runs on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// One weight file read, with its SHA-256.

@@ -10,6 +10,7 @@
 
 use faer::{Accum, Mat, MatRef, Par};
 
+use super::backend;
 use super::cluster::{merge_groups, Group, PairBounds};
 use super::rounding::{self as r, ETA, U};
 use crate::enclosure::Inconclusive;
@@ -336,36 +337,32 @@ pub struct BoundedProduct {
 pub const CHUNK: usize = 512;
 
 /// `fl(A B)` computed as a sequential sum of GEMMs over inner-dimension
-/// chunks of at most [`CHUNK`]. Returns the product and the rounding depth
-/// `d`: every term of every entry passes through at most `d` roundings
-/// (`d = k` for one chunk, `CHUNK + chunks - 1` otherwise; L4, blocked form).
+/// chunks of at most [`CHUNK`], by the backend in use
+/// ([`super::backend::Backend::chunked_product`]). Returns the product and
+/// the rounding depth `d` ([`product_depth`]): every term of every entry
+/// passes through at most `d` roundings, whatever order the backend's GEMM
+/// uses inside a chunk (L4, blocked form).
 pub fn chunked_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) -> (Mat<f64>, usize) {
-    let (m, k) = (a.nrows(), a.ncols());
-    let p = b.ncols();
+    let c = super::backend::current().chunked_product(a, b, CHUNK, par);
+    (c, product_depth(a.ncols()))
+}
+
+/// The rounding depth of a [`chunked_product`] with inner dimension `k`:
+/// `k` for one chunk, `CHUNK + chunks - 1` otherwise (L4, blocked form).
+pub fn product_depth(k: usize) -> usize {
     let chunks = k.div_ceil(CHUNK).max(1);
-    let mut c = Mat::<f64>::zeros(m, p);
     if chunks == 1 {
-        faer::linalg::matmul::matmul(&mut c, Accum::Replace, a, b, 1.0, par);
-        return (c, k.max(1));
+        k.max(1)
+    } else {
+        (CHUNK + chunks - 1).min(k)
     }
-    // Separate buffers and explicit additions: the depth of every term is
-    // then known whatever order the GEMM kernel uses inside a chunk.
-    let mut part = Mat::<f64>::zeros(m, p);
-    for ch in 0..chunks {
-        let lo = ch * CHUNK;
-        let hi = (lo + CHUNK).min(k);
-        let ac = a.subcols(lo, hi - lo);
-        let bc = b.subrows(lo, hi - lo);
-        add_chunk_product(&mut c, &mut part, ch == 0, ac, bc, par);
-    }
-    (c, (CHUNK + chunks - 1).min(k))
 }
 
 /// One inner-dimension chunk of a blocked product: `c = fl(ac bc)` for the
 /// first chunk, else `c += fl(ac bc)` formed in the separate buffer `part`
-/// and added entry by entry (one rounding per chunk, so the depth of every
-/// term is known whatever order the GEMM kernel uses inside a chunk; L4,
-/// blocked form).
+/// by the backend in use and added entry by entry (one rounding per chunk,
+/// so the depth of every term is known whatever order the GEMM uses inside
+/// a chunk; L4, blocked form), as [`backend::Backend::chunked_product`].
 fn add_chunk_product(
     c: &mut Mat<f64>,
     part: &mut Mat<f64>,
@@ -374,17 +371,13 @@ fn add_chunk_product(
     bc: MatRef<'_, f64>,
     par: Par,
 ) {
+    let b = backend::current();
     if first {
-        faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, ac, bc, 1.0, par);
+        b.gemm(c.as_mut(), Accum::Replace, ac, bc, par);
         return;
     }
-    faer::linalg::matmul::matmul(part.as_mut(), Accum::Replace, ac, bc, 1.0, par);
-    for j in 0..c.ncols() {
-        let dst = c.col_as_slice_mut(j);
-        for (d, &s) in dst.iter_mut().zip(part.col_as_slice(j)) {
-            *d += s;
-        }
-    }
+    b.gemm(part.as_mut(), Accum::Replace, ac, bc, par);
+    backend::add_in_place(c.as_mut(), part.as_ref());
 }
 
 /// Column error bounds of a product `fl(A B)` of rounding depth `depth`,
@@ -696,7 +689,7 @@ pub fn split_product(
     if let Some((hi, lo, _)) = grid.and_then(|(q, rm)| split_columns(b, q, rm)) {
         // fl(A B_hi) is exact in any evaluation order (L27).
         let mut c = Mat::<f64>::zeros(a.nrows(), b.ncols());
-        faer::linalg::matmul::matmul(&mut c, Accum::Replace, a, hi.as_ref(), 1.0, par);
+        backend::current().gemm(c.as_mut(), Accum::Replace, a, hi.as_ref(), par);
         drop(hi);
         let (t, depth) = chunked_product(a, lo.as_ref(), par);
         for j in 0..c.ncols() {
@@ -819,7 +812,7 @@ fn residual_av(
             Some((hi, lo, _)) => {
                 // fl(A B_hi) is exact in any evaluation order (L27).
                 let mut cb = Mat::<f64>::zeros(len, p);
-                faer::linalg::matmul::matmul(&mut cb, Accum::Replace, ab, hi.as_ref(), 1.0, par);
+                backend::current().gemm(cb.as_mut(), Accum::Replace, ab, hi.as_ref(), par);
                 let (t, d) = chunked_product(ab, lo.as_ref(), par);
                 depth = d;
                 for (j, sq) in c_sq.iter_mut().enumerate() {
@@ -885,7 +878,7 @@ fn left_product(
                     // fl(A^T B_hi) is exact in any evaluation order, its
                     // partial sums over chunks included (L27).
                     let acc = if ch == 0 { Accum::Replace } else { Accum::Add };
-                    faer::linalg::matmul::matmul(&mut c_hi, acc, ac, hi.as_ref(), 1.0, par);
+                    backend::current().gemm(c_hi.as_mut(), acc, ac, hi.as_ref(), par);
                     lo.as_ref()
                 }
                 None => ub,
@@ -896,11 +889,7 @@ fn left_product(
             add_chunk_product(&mut c, &mut part, ch == 0, ac, bc, par);
         });
     }
-    let depth = if chunks == 1 {
-        m.max(1)
-    } else {
-        (CHUNK + chunks - 1).min(m)
-    };
+    let depth = product_depth(m);
     let split = exps.is_some();
     if split {
         for j in 0..p {

@@ -63,10 +63,16 @@ pub fn gram_is_exact(a: MatRef<'_, f64>) -> bool {
     e > 1023 || s_max < r::scale_pow2_rn(1.0, e)
 }
 
-/// `A^T A` by faer's symmetric (lower-triangle) product, mirrored to a full
-/// matrix. Exact when [`gram_is_exact`] holds (L23); otherwise a rounded
-/// approximation, used only where no guarantee is needed.
+/// `A^T A` by the backend in use ([`super::backend::Backend::gram`]): a
+/// symmetric (lower-triangle) product mirrored to a full matrix. Exact when
+/// [`gram_is_exact`] holds, in any order of evaluation (L23); otherwise a
+/// rounded approximation, used only where no guarantee is needed.
 pub fn gram(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
+    super::backend::current().gram(a, par)
+}
+
+/// The CPU's [`gram`]: faer's symmetric (lower-triangle) product, mirrored.
+pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     let n = a.ncols();
     let mut g = Mat::<f64>::zeros(n, n);
     triangular::matmul(
@@ -103,6 +109,8 @@ pub enum EigenSolver {
     /// faer's `self_adjoint_evd` (divide and conquer): orthogonal vectors
     /// to working precision; the fallback.
     Faer,
+    /// cuSOLVER's `syevd` on a CUDA device (`--device cuda`).
+    Cusolver,
 }
 
 /// An approximate eigendecomposition of a Gram matrix (no guarantee):
@@ -135,31 +143,41 @@ pub struct GramEigen {
 /// runs with the fixed [`dense::solver_par`]).
 pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
     let exact = gram_is_exact(a);
-    let n = a.ncols();
+    let backend = super::backend::current();
     if exact {
-        let g = gram(a, par);
-        return match super::symeig::approx_symmetric_eigen(g.as_ref(), par) {
-            Some((raw, vecs)) => sorted(g, true, raw, vecs, EigenSolver::Tridiagonal),
+        let g = backend.gram(a, par);
+        return match backend.sym_eigen(g.as_ref(), EigenSolver::Tridiagonal, par) {
+            Some((raw, vecs, solver)) => sorted(g, true, raw, vecs, solver),
             None => faer_eigen(g, true),
         };
     }
-    let mut g = Mat::<f64>::zeros(n, n);
-    faer::linalg::matmul::matmul(&mut g, Accum::Replace, a.transpose(), a, 1.0, par);
-    faer_eigen(g, false)
+    // Only an approximation is needed: the full product, in one chunk.
+    let g = backend.chunked_product(a.transpose(), a, usize::MAX, par);
+    match backend.sym_eigen(g.as_ref(), EigenSolver::Faer, par) {
+        Some((raw, vecs, solver)) => sorted(g, false, raw, vecs, solver),
+        None => None,
+    }
 }
 
 impl GramEigen {
-    /// The same Gram matrix decomposed again by faer's eigensolver (the
-    /// fallback when the vectors of [`EigenSolver::Tridiagonal`] do not
+    /// The same Gram matrix decomposed again by faer's eigensolver on the
+    /// CPU (the fallback when the vectors of the first solver do not
     /// certify to the target).
     pub fn with_faer(self) -> Option<GramEigen> {
         faer_eigen(self.g, self.exact)
     }
 }
 
-/// faer's `self_adjoint_evd` of `g` (lower triangle read), with the fixed
-/// parallelism [`dense::solver_par`] (the same bits on any thread count).
+/// faer's `self_adjoint_evd` of `g` as a [`GramEigen`].
 fn faer_eigen(g: Mat<f64>, exact: bool) -> Option<GramEigen> {
+    let (raw, vecs) = faer_evd(g.as_ref())?;
+    sorted(g, exact, raw, vecs, EigenSolver::Faer)
+}
+
+/// faer's `self_adjoint_evd` of `g` (lower triangle read), with the fixed
+/// parallelism [`dense::solver_par`] (the same bits on any thread count):
+/// eigenvalues in faer's order and eigenvectors as columns. No guarantee.
+pub(crate) fn faer_evd(g: MatRef<'_, f64>) -> Option<(Vec<f64>, Mat<f64>)> {
     let n = g.nrows();
     let par = dense::solver_par(n, n);
     let mut vecs = Mat::<f64>::zeros(n, n);
@@ -172,7 +190,7 @@ fn faer_eigen(g: Mat<f64>, exact: bool) -> Option<GramEigen> {
     );
     let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
     faer::linalg::evd::self_adjoint_evd(
-        g.as_ref(),
+        g,
         vals.as_mut(),
         Some(vecs.as_mut()),
         par,
@@ -181,7 +199,7 @@ fn faer_eigen(g: Mat<f64>, exact: bool) -> Option<GramEigen> {
     )
     .ok()?;
     let raw: Vec<f64> = vals.column_vector().iter().copied().collect();
-    sorted(g, exact, raw, vecs, EigenSolver::Faer)
+    Some((raw, vecs))
 }
 
 /// Pairs sorted by decreasing eigenvalue, eigenvalues clipped at 0.

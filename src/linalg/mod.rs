@@ -18,8 +18,11 @@
 //! - [`Method::Structural`]: an exact zero forced by the rank of a factored
 //!   product ([`factored`]).
 
+pub mod backend;
 pub mod cluster;
 pub mod cost;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod dense;
 pub mod eft;
 pub mod extended;
@@ -28,6 +31,7 @@ pub mod gram;
 pub mod kernel;
 pub mod mpfr;
 pub mod rounding;
+pub mod shuffled;
 pub mod symeig;
 
 use faer::Par;
@@ -234,6 +238,7 @@ impl Method {
             Method::F64Residual => "f64-residual".into(),
             Method::GramEigen(gram::EigenSolver::Tridiagonal) => "gram-eigen-symeig".into(),
             Method::GramEigen(gram::EigenSolver::Faer) => "gram-eigen-faer".into(),
+            Method::GramEigen(gram::EigenSolver::Cusolver) => "gram-eigen-cusolver".into(),
             Method::ExtendedResidual => "extended-residual".into(),
             Method::Mpfr(b) => format!("mpfr-{b}"),
             Method::Structural => "structural".into(),

@@ -10,6 +10,7 @@ use specbound::arch::{ArchOverrides, PAPER_L_PHI};
 use specbound::certificate::ShardSpec;
 use specbound::certify::CertifyOptions;
 use specbound::cmd::{self, CertOutputs, CmdError, ModelRef, Style};
+use specbound::linalg::backend::{Device, DEVICE_NAMES};
 use specbound::linalg::Precision;
 use specbound::spectral::SchattenP;
 
@@ -46,6 +47,21 @@ pub struct RevisionArg {
     /// Revision of a Hugging Face id (branch, tag or commit; default main).
     #[arg(long)]
     pub revision: Option<String>,
+}
+
+/// `--device`: where the bulk products and the approximate eigensolver run
+/// (`specbound::linalg::backend`); the certification stays on the CPU.
+#[derive(Args, Clone)]
+pub struct DeviceArg {
+    /// cpu | cuda (the first CUDA GPU; a binary built with --features cuda) | auto (cuda
+    /// where usable, else cpu, said on stderr). The certificate records a device other
+    /// than the CPU.
+    #[arg(long, default_value = "cpu", value_parser = device, value_name = "DEVICE")]
+    pub device: Device,
+}
+
+fn device(s: &str) -> Result<Device, String> {
+    Device::parse(s).ok_or_else(|| format!("expected one of {}", DEVICE_NAMES.join(", ")))
 }
 
 /// `--json`.
@@ -162,6 +178,8 @@ pub struct SvdArgs {
     pub rtol: f64,
     #[command(flatten)]
     pub json: JsonArg,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 // The arguments of `specbound spectra` (a plain comment: a doc comment would
@@ -196,6 +214,8 @@ pub struct SpectraArgs {
     /// Target relative radius for `--precision auto`.
     #[arg(long, default_value_t = 1e-11)]
     pub rtol: f64,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 // The arguments of `specbound certify` (a plain comment: a doc comment would
@@ -234,6 +254,8 @@ pub struct CertifyArgs {
     /// implies --measures.
     #[arg(long, value_name = "MODEL")]
     pub init: Option<PathBuf>,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 // The arguments of `specbound merge` (a plain comment: a doc comment would
@@ -291,6 +313,8 @@ pub struct StudyArgs {
     pub figures: FigureArgs,
     #[command(flatten)]
     pub params: CertifyParams,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 // The arguments of `specbound report` (a plain comment: a doc comment would
@@ -474,6 +498,17 @@ pub enum Request {
 }
 
 impl Command {
+    /// `--device` of the command, when it has one.
+    pub fn device(&self) -> Option<Device> {
+        match self {
+            Command::Svd(SvdArgs { device, .. })
+            | Command::Spectra(SpectraArgs { device, .. })
+            | Command::Certify(CertifyArgs { device, .. })
+            | Command::Study(StudyArgs { device, .. }) => Some(device.device),
+            _ => None,
+        }
+    }
+
     /// `--json` of the command, when it has one.
     pub fn json(&self) -> bool {
         match self {

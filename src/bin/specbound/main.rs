@@ -18,6 +18,7 @@ use clap::CommandFactory;
 
 use args::{Cli, Command, Request};
 use specbound::cmd::{self, CmdError, Report, Ui};
+use specbound::linalg::backend;
 use specbound::progress::{Bar, Progress};
 
 /// Progress on stderr: a bar or spinner on a terminal, nothing with `--quiet`.
@@ -181,6 +182,17 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         };
+    }
+    // The device is the run's, chosen before anything is read.
+    if let Some(device) = cli.command.device() {
+        match backend::select(device) {
+            Ok(None) => {}
+            Ok(Some(fallback)) => say(&fallback),
+            Err(e) => {
+                say(&format!("error: {e}"));
+                return ExitCode::from(2);
+            }
+        }
     }
     let (json, style, ui) = (
         cli.command.json(),

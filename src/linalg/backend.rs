@@ -1,0 +1,281 @@
+//! The backend seam: the few bulk operations the certification uses, and
+//! where they run (the CPU, a CUDA device, or the shuffled test backend).
+//!
+//! What a backend computes is either bounded by a lemma **whatever the order
+//! of evaluation**, or needs no guarantee at all:
+//! - [`Backend::gram`]: `fl(A^T A)`, exact in any order when
+//!   `gram::gram_is_exact` holds (`proofs/exact-gram.md`, L23);
+//! - [`Backend::chunked_product`]: `fl(A B)` by inner-dimension chunks, each
+//!   chunk product by any evaluation tree of A0.10 and the chunks added in
+//!   order with one rounding each, so that the a priori bound of
+//!   `proofs/dot-product-error.md` (L4, blocked form) holds;
+//! - [`Backend::sym_eigen`]: an approximate symmetric eigendecomposition, of
+//!   which the residual certification assumes nothing
+//!   (`proofs/gram-eigen.md`, L24).
+//!
+//! Everything else (the residual theorems, clusters, rank decisions, the
+//! directed-rounding norms and the decimal output) stays on the CPU and is
+//! shared by every backend. What a device backend must provide for the
+//! lemmas to apply (IEEE binary64, round to nearest, gradual underflow, no
+//! reduced-precision or emulated modes) is stated, and how the code checks
+//! it, in `proofs/device-arithmetic.md` (L35).
+//!
+//! The backend is chosen once per process (or per call, through
+//! [`with_device`]) and read by the linear algebra through [`current`]: the
+//! device is a property of the run, recorded in its certificate, not of one
+//! matrix.
+
+use std::sync::RwLock;
+
+use faer::{Accum, Mat, MatMut, MatRef, Par};
+
+use super::gram::EigenSolver;
+
+/// Which machine a run's bulk arithmetic uses, as the user asks for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// This machine's cores (faer).
+    Cpu,
+    /// The first CUDA device (cuBLAS, cuSOLVER), or an error if there is
+    /// none or it cannot be put in the mode the lemmas need.
+    Cuda,
+    /// The CUDA device when one is usable, else the CPU (said on stderr by
+    /// the front that asked).
+    Auto,
+}
+
+impl Device {
+    /// The device named `s` (`cpu`, `cuda`, `auto`).
+    ///
+    /// ```
+    /// use specbound::linalg::backend::Device;
+    /// assert_eq!(Device::parse("cuda"), Some(Device::Cuda));
+    /// assert_eq!(Device::parse("tpu"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<Device> {
+        match s {
+            "cpu" => Some(Device::Cpu),
+            "cuda" => Some(Device::Cuda),
+            "auto" => Some(Device::Auto),
+            _ => None,
+        }
+    }
+
+    /// The name [`Device::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Cuda => "cuda",
+            Device::Auto => "auto",
+        }
+    }
+}
+
+/// The names `--device` accepts, in the order `--help` lists them.
+pub const DEVICE_NAMES: [&str; 3] = ["cpu", "cuda", "auto"];
+
+/// The bulk operations of the certification (module docs). Implementations
+/// must compute exactly what each method's contract says; the contracts are
+/// the hypotheses of the lemmas the certificates rest on.
+pub trait Backend: Send + Sync {
+    /// What the certificate records as its device (`cpu`, `cuda:0 NVIDIA
+    /// H200`, ...).
+    fn describe(&self) -> String;
+
+    /// `fl(A^T A)` as a full symmetric matrix: the lower triangle by
+    /// evaluation trees of A0.10 (any order, FMA allowed), the upper one a
+    /// copy of it. Exact when `gram::gram_is_exact(a)` holds (L23).
+    fn gram(&self, a: MatRef<'_, f64>, par: Par) -> Mat<f64>;
+
+    /// One GEMM: `c = fl(A B)` ([`Accum::Replace`]) by evaluation trees of
+    /// A0.10 (any order, FMA allowed), or `c = fl(c + A B)`
+    /// ([`Accum::Add`]) by such trees with `c` as one more leaf; callers use
+    /// the second only where every such evaluation is exact (L27).
+    fn gemm(&self, c: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par);
+
+    /// `fl(A B)` with the inner dimension `k` split into consecutive chunks
+    /// of `chunk` indices (one chunk when `chunk >= k`): each chunk product
+    /// by [`Backend::gemm`], the chunk products added in chunk order with
+    /// one rounded addition per entry (L4, blocked form; rounding depth
+    /// `dense::product_depth(k)` for `chunk = dense::CHUNK`).
+    fn chunked_product(
+        &self,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        chunk: usize,
+        par: Par,
+    ) -> Mat<f64> {
+        let (m, k) = (a.nrows(), a.ncols());
+        let p = b.ncols();
+        let chunk = chunk.max(1);
+        let mut c = Mat::<f64>::zeros(m, p);
+        let first = chunk.min(k);
+        self.gemm(c.as_mut(), Accum::Replace, a.subcols(0, first), b.subrows(0, first), par);
+        if k <= chunk {
+            return c;
+        }
+        let mut part = Mat::<f64>::zeros(m, p);
+        for lo in (chunk..k).step_by(chunk) {
+            let len = chunk.min(k - lo);
+            self.gemm(part.as_mut(), Accum::Replace, a.subcols(lo, len), b.subrows(lo, len), par);
+            add_in_place(c.as_mut(), part.as_ref());
+        }
+        c
+    }
+
+    /// An approximate eigendecomposition of the symmetric `g` (lower
+    /// triangle read): eigenvalues in any order with their eigenvectors as
+    /// columns, and the solver that made them. **No guarantee** (L24
+    /// assumes nothing of it); `prefer` names the CPU solver to use where
+    /// the backend has a choice. `None` where the solver fails.
+    fn sym_eigen(
+        &self,
+        g: MatRef<'_, f64>,
+        prefer: EigenSolver,
+        par: Par,
+    ) -> Option<(Vec<f64>, Mat<f64>, EigenSolver)>;
+}
+
+/// The CPU backend: faer's GEMMs and the eigensolvers of this crate.
+pub struct Cpu;
+
+impl Backend for Cpu {
+    fn describe(&self) -> String {
+        "cpu".into()
+    }
+
+    fn gram(&self, a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
+        super::gram::gram_on_cpu(a, par)
+    }
+
+    fn gemm(&self, c: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) {
+        faer::linalg::matmul::matmul(c, accum, a, b, 1.0, par);
+    }
+
+    fn sym_eigen(
+        &self,
+        g: MatRef<'_, f64>,
+        prefer: EigenSolver,
+        par: Par,
+    ) -> Option<(Vec<f64>, Mat<f64>, EigenSolver)> {
+        match prefer {
+            EigenSolver::Faer | EigenSolver::Cusolver => super::gram::faer_evd(g)
+                .map(|(l, v)| (l, v, EigenSolver::Faer)),
+            EigenSolver::Tridiagonal => super::symeig::approx_symmetric_eigen(g, par)
+                .map(|(l, v)| (l, v, EigenSolver::Tridiagonal)),
+        }
+    }
+}
+
+/// `c += part`, one rounded addition per entry (column slices: the
+/// matrices this crate allocates are column-major and contiguous).
+pub fn add_in_place(mut c: MatMut<'_, f64>, part: MatRef<'_, f64>) {
+    for j in 0..c.ncols() {
+        let src = part.col(j);
+        for (i, d) in c.as_mut().col_mut(j).iter_mut().enumerate() {
+            *d += src[i];
+        }
+    }
+}
+
+static CPU: Cpu = Cpu;
+
+/// The backend in use, with the device it was chosen for.
+static CURRENT: RwLock<Option<&'static dyn Backend>> = RwLock::new(None);
+
+/// The backend the linear algebra uses now (the CPU unless [`install`] or
+/// [`with_device`] chose another).
+pub fn current() -> &'static dyn Backend {
+    match *CURRENT.read().unwrap_or_else(|e| e.into_inner()) {
+        Some(b) => b,
+        None => &CPU,
+    }
+}
+
+/// What a certificate records as its device: `None` for the CPU (the
+/// default, and every certificate before devices existed), else
+/// [`Backend::describe`] of the backend in use.
+pub fn recorded_device() -> Option<String> {
+    let d = current().describe();
+    (d != "cpu").then_some(d)
+}
+
+/// Makes `b` the backend of every later computation in this process.
+pub fn install(b: &'static dyn Backend) {
+    *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = Some(b);
+}
+
+/// Why a device cannot be used (one line; the fronts exit 2 with it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceError(pub String);
+
+impl std::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// The backend for `device`: the CPU, the CUDA device, or for
+/// [`Device::Auto`] the CUDA device where usable and else the CPU with the
+/// reason it was not used (the second value, for the front to print).
+pub fn open(device: Device) -> Result<(&'static dyn Backend, Option<String>), DeviceError> {
+    match device {
+        Device::Cpu => Ok((&CPU, None)),
+        Device::Cuda => open_cuda()
+            .map(|b| (b, None))
+            .map_err(|e| DeviceError(format!("--device cuda: {e}"))),
+        Device::Auto => match open_cuda() {
+            Ok(b) => Ok((b, None)),
+            Err(e) => Ok((&CPU, Some(format!("no usable CUDA device ({e}); using the CPU")))),
+        },
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda() -> Result<&'static dyn Backend, DeviceError> {
+    super::cuda::open()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda() -> Result<&'static dyn Backend, DeviceError> {
+    Err(DeviceError(
+        "this specbound was built without the `cuda` feature (cargo build --features cuda)".into(),
+    ))
+}
+
+/// Opens `device` ([`open`]) and makes it the process's backend
+/// ([`install`]); returns the fallback note of [`Device::Auto`], if any.
+///
+/// ```
+/// use specbound::linalg::backend::{self, Device};
+/// assert_eq!(backend::select(Device::Cpu).unwrap(), None);
+/// assert_eq!(backend::current().describe(), "cpu");
+/// ```
+pub fn select(device: Device) -> Result<Option<String>, DeviceError> {
+    let (b, note) = open(device)?;
+    install(b);
+    Ok(note)
+}
+
+/// Runs `f` with `device`'s backend and restores the previous one after
+/// (for library callers choosing a device per call, such as Python's
+/// `device=`). The choice is process-wide while `f` runs: calls on other
+/// threads at the same time use it too.
+pub fn with_device<R>(
+    device: Device,
+    f: impl FnOnce(Option<String>) -> R,
+) -> Result<R, DeviceError> {
+    /// Puts the previous backend back, also when `f` panics.
+    struct Restore(Option<&'static dyn Backend>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = self.0;
+        }
+    }
+    let (b, note) = open(device)?;
+    let _restore = Restore(*CURRENT.read().unwrap_or_else(|e| e.into_inner()));
+    install(b);
+    Ok(f(note))
+}
