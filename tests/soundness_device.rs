@@ -11,6 +11,9 @@
 //! is checked exactly, as in `soundness.rs`, whose tests are included here
 //! unchanged.
 
+// Each included suite brings its own `mod common;`, as when it is built alone.
+#![allow(clippy::duplicate_mod)]
+
 use specbound::linalg::{backend, shuffled::Shuffled};
 
 /// The seed: `SPECBOUND_SHUFFLE_SEED` when set (to replay a failure), else
@@ -37,7 +40,9 @@ mod graded;
 #[test]
 fn the_shuffled_backend_is_the_one_in_use() {
     assert!(
-        backend::current().describe().starts_with("cpu-shuffled-test:"),
+        backend::current()
+            .describe()
+            .starts_with("cpu-shuffled-test:"),
         "{}",
         backend::current().describe()
     );

@@ -91,7 +91,14 @@ pub trait Backend: Send + Sync {
     /// A0.10 (any order, FMA allowed), or `c = fl(c + A B)`
     /// ([`Accum::Add`]) by such trees with `c` as one more leaf; callers use
     /// the second only where every such evaluation is exact (L27).
-    fn gemm(&self, c: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par);
+    fn gemm(
+        &self,
+        c: MatMut<'_, f64>,
+        accum: Accum,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        par: Par,
+    );
 
     /// `fl(A B)` with the inner dimension `k` split into consecutive chunks
     /// of `chunk` indices (one chunk when `chunk >= k`): each chunk product
@@ -110,14 +117,26 @@ pub trait Backend: Send + Sync {
         let chunk = chunk.max(1);
         let mut c = Mat::<f64>::zeros(m, p);
         let first = chunk.min(k);
-        self.gemm(c.as_mut(), Accum::Replace, a.subcols(0, first), b.subrows(0, first), par);
+        self.gemm(
+            c.as_mut(),
+            Accum::Replace,
+            a.subcols(0, first),
+            b.subrows(0, first),
+            par,
+        );
         if k <= chunk {
             return c;
         }
         let mut part = Mat::<f64>::zeros(m, p);
         for lo in (chunk..k).step_by(chunk) {
             let len = chunk.min(k - lo);
-            self.gemm(part.as_mut(), Accum::Replace, a.subcols(lo, len), b.subrows(lo, len), par);
+            self.gemm(
+                part.as_mut(),
+                Accum::Replace,
+                a.subcols(lo, len),
+                b.subrows(lo, len),
+                par,
+            );
             add_in_place(c.as_mut(), part.as_ref());
         }
         c
@@ -148,7 +167,14 @@ impl Backend for Cpu {
         super::gram::gram_on_cpu(a, par)
     }
 
-    fn gemm(&self, c: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) {
+    fn gemm(
+        &self,
+        c: MatMut<'_, f64>,
+        accum: Accum,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        par: Par,
+    ) {
         faer::linalg::matmul::matmul(c, accum, a, b, 1.0, par);
     }
 
@@ -159,8 +185,9 @@ impl Backend for Cpu {
         par: Par,
     ) -> Option<(Vec<f64>, Mat<f64>, EigenSolver)> {
         match prefer {
-            EigenSolver::Faer | EigenSolver::Cusolver => super::gram::faer_evd(g)
-                .map(|(l, v)| (l, v, EigenSolver::Faer)),
+            EigenSolver::Faer | EigenSolver::Cusolver => {
+                super::gram::faer_evd(g).map(|(l, v)| (l, v, EigenSolver::Faer))
+            }
             EigenSolver::Tridiagonal => super::symeig::approx_symmetric_eigen(g, par)
                 .map(|(l, v)| (l, v, EigenSolver::Tridiagonal)),
         }
@@ -228,7 +255,10 @@ pub fn open(device: Device) -> Result<(&'static dyn Backend, Option<String>), De
             .map_err(|e| DeviceError(format!("--device cuda: {e}"))),
         Device::Auto => match open_cuda() {
             Ok(b) => Ok((b, None)),
-            Err(e) => Ok((&CPU, Some(format!("no usable CUDA device ({e}); using the CPU")))),
+            Err(e) => Ok((
+                &CPU,
+                Some(format!("no usable CUDA device ({e}); using the CPU")),
+            )),
         },
     }
 }

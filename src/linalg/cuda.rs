@@ -84,16 +84,32 @@ fn open_checked() -> Result<Cuda, DeviceError> {
     };
     match present {
         (false, _, _) => return Err(fail("no CUDA driver (libcuda.so.1) was found")),
-        (_, false, _) => return Err(fail("cuBLAS (libcublas.so.12) was not found on the loader's path")),
-        (_, _, false) => return Err(fail("cuSOLVER (libcusolver.so.11) was not found on the loader's path")),
+        (_, false, _) => {
+            return Err(fail(
+                "cuBLAS (libcublas.so.12) was not found on the loader's path",
+            ))
+        }
+        (_, _, false) => {
+            return Err(fail(
+                "cuSOLVER (libcusolver.so.11) was not found on the loader's path",
+            ))
+        }
         _ => {}
     }
     let ctx = CudaContext::new(0).map_err(|e| fail(format!("no usable CUDA device ({e:?})")))?;
-    let name = format!("cuda:0 {}", ctx.name().unwrap_or_else(|_| "unknown device".into()));
+    let name = format!(
+        "cuda:0 {}",
+        ctx.name().unwrap_or_else(|_| "unknown device".into())
+    );
     let stream = ctx.default_stream();
     let blas = CudaBlas::new(stream.clone()).map_err(|e| fail(format!("cuBLAS: {e:?}")))?;
     let solver = DnHandle::new(stream.clone()).map_err(|e| fail(format!("cuSOLVER: {e:?}")))?;
-    let inner = Inner { ctx, stream, blas, solver };
+    let inner = Inner {
+        ctx,
+        stream,
+        blas,
+        solver,
+    };
     inner.pin_modes().map_err(fail)?;
     inner.probe().map_err(fail)?;
     Ok(Cuda {
@@ -132,7 +148,10 @@ impl Inner {
                 return Err(format!("cuBLAS kept math mode {mode:?}, not PEDANTIC"));
             }
             cublas(
-                bsys::cublasSetAtomicsMode(h, bsys::cublasAtomicsMode_t::CUBLAS_ATOMICS_NOT_ALLOWED),
+                bsys::cublasSetAtomicsMode(
+                    h,
+                    bsys::cublasAtomicsMode_t::CUBLAS_ATOMICS_NOT_ALLOWED,
+                ),
                 "cublasSetAtomicsMode(NOT_ALLOWED)",
             )?;
         }
@@ -144,7 +163,9 @@ impl Inner {
         for j in 0..a.ncols() {
             v.extend(a.col(j).iter().copied());
         }
-        self.stream.clone_htod(&v).map_err(|e| format!("copy to the device: {e:?}"))
+        self.stream
+            .clone_htod(&v)
+            .map_err(|e| format!("copy to the device: {e:?}"))
     }
 
     fn zeros(&self, len: usize) -> Result<CudaSlice<f64>, Fail> {
@@ -154,7 +175,10 @@ impl Inner {
     }
 
     fn download(&self, s: &CudaSlice<f64>, rows: usize, cols: usize) -> Result<Mat<f64>, Fail> {
-        let v = self.stream.clone_dtoh(s).map_err(|e| format!("copy from the device: {e:?}"))?;
+        let v = self
+            .stream
+            .clone_dtoh(s)
+            .map_err(|e| format!("copy from the device: {e:?}"))?;
         Ok(Mat::from_fn(rows, cols, |i, j| v[i + j * rows]))
     }
 
@@ -263,7 +287,12 @@ impl Inner {
     }
 
     /// The chunked product of [`Backend::chunked_product`], on the device.
-    fn chunked_product(&self, a: MatRef<'_, f64>, b: MatRef<'_, f64>, chunk: usize) -> Result<Mat<f64>, Fail> {
+    fn chunked_product(
+        &self,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        chunk: usize,
+    ) -> Result<Mat<f64>, Fail> {
         self.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let (m, k, p) = (a.nrows(), a.ncols(), b.ncols());
         let chunk = chunk.max(1);
@@ -289,7 +318,13 @@ impl Inner {
     }
 
     /// One GEMM with `accum` (`Add`: beta = 1, used only where exact, L27).
-    fn gemm(&self, c: MatRef<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Result<Mat<f64>, Fail> {
+    fn gemm(
+        &self,
+        c: MatRef<'_, f64>,
+        accum: Accum,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+    ) -> Result<Mat<f64>, Fail> {
         self.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
         let (m, k, p) = (a.nrows(), a.ncols(), b.ncols());
         let da = self.upload(a)?;
@@ -328,8 +363,14 @@ impl Inner {
             // SAFETY: an n x n matrix, n eigenvalues, a workspace of the queried size.
             let st = unsafe {
                 ssys::cusolverDnDsyevd_bufferSize(
-                    self.solver.cu(), jobz, lower, int(n)?, pa as *const f64, int(n.max(1))?,
-                    pw as *const f64, &mut lwork,
+                    self.solver.cu(),
+                    jobz,
+                    lower,
+                    int(n)?,
+                    pa as *const f64,
+                    int(n.max(1))?,
+                    pw as *const f64,
+                    &mut lwork,
                 )
             };
             if st != ssys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
@@ -340,15 +381,26 @@ impl Inner {
             // SAFETY: as above.
             let st = unsafe {
                 ssys::cusolverDnDsyevd(
-                    self.solver.cu(), jobz, lower, int(n)?, pa as *mut f64, int(n.max(1))?,
-                    pw as *mut f64, pwk as *mut f64, lwork, pi as *mut i32,
+                    self.solver.cu(),
+                    jobz,
+                    lower,
+                    int(n)?,
+                    pa as *mut f64,
+                    int(n.max(1))?,
+                    pw as *mut f64,
+                    pwk as *mut f64,
+                    lwork,
+                    pi as *mut i32,
                 )
             };
             if st != ssys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
                 return Err(format!("cusolverDnDsyevd failed ({st:?})"));
             }
         }
-        let info = self.stream.clone_dtoh(&dinfo).map_err(|e| format!("{e:?}"))?;
+        let info = self
+            .stream
+            .clone_dtoh(&dinfo)
+            .map_err(|e| format!("{e:?}"))?;
         if info.first().copied().unwrap_or(-1) != 0 {
             return Err(format!("cusolverDnDsyevd did not converge (info {info:?})"));
         }
@@ -374,18 +426,36 @@ impl Inner {
         // 2. (1 + 2^-30)^2 + (-1) = 2^-29 + 2^-60: binary64 gives 2^-29
         //    (product rounded first) or 2^-29 + 2^-60 (FMA); any coarser
         //    format gives 0 (1 + 2^-30 is not a float32) or worse.
-        let x = Mat::from_fn(1, 2, |_, j| if j == 0 { 1.0 + 2f64.powi(-30) } else { -1.0 });
+        let x = Mat::from_fn(
+            1,
+            2,
+            |_, j| if j == 0 { 1.0 + 2f64.powi(-30) } else { -1.0 },
+        );
         let y = Mat::from_fn(2, 1, |i, _| if i == 0 { 1.0 + 2f64.powi(-30) } else { 1.0 });
-        let d = self.gemm(Mat::<f64>::zeros(1, 1).as_ref(), Accum::Replace, x.as_ref(), y.as_ref())?[(0, 0)];
+        let d = self.gemm(
+            Mat::<f64>::zeros(1, 1).as_ref(),
+            Accum::Replace,
+            x.as_ref(),
+            y.as_ref(),
+        )?[(0, 0)];
         if d != 2f64.powi(-29) && d != 2f64.powi(-29) + 2f64.powi(-60) {
-            return Err(format!("the rounding probe gave {d:e}: not binary64 rounded to nearest"));
+            return Err(format!(
+                "the rounding probe gave {d:e}: not binary64 rounded to nearest"
+            ));
         }
         // 3. 2^-537 * 2^-537 + 2^-537 * 2^-537 = 2^-1073, a subnormal.
         let s = Mat::from_fn(1, 2, |_, _| 2f64.powi(-537));
         let t = Mat::from_fn(2, 1, |_, _| 2f64.powi(-537));
-        let d = self.gemm(Mat::<f64>::zeros(1, 1).as_ref(), Accum::Replace, s.as_ref(), t.as_ref())?[(0, 0)];
+        let d = self.gemm(
+            Mat::<f64>::zeros(1, 1).as_ref(),
+            Accum::Replace,
+            s.as_ref(),
+            t.as_ref(),
+        )?[(0, 0)];
         if d != 2f64.powi(-1073) {
-            return Err(format!("the subnormal probe gave {d:e}, not 2^-1073: the device flushes subnormals"));
+            return Err(format!(
+                "the subnormal probe gave {d:e}, not 2^-1073: the device flushes subnormals"
+            ));
         }
         Ok(())
     }
@@ -400,7 +470,10 @@ impl Cuda {
             Ok(r) => Some(r),
             Err(e) => {
                 if !self.warned.swap(true, Ordering::Relaxed) {
-                    eprintln!("specbound: {what} on {} failed ({e}); computed on the CPU instead", self.name);
+                    eprintln!(
+                        "specbound: {what} on {} failed ({e}); computed on the CPU instead",
+                        self.name
+                    );
                 }
                 None
             }
@@ -418,14 +491,27 @@ impl Backend for Cuda {
             .unwrap_or_else(|| Cpu.gram(a, par))
     }
 
-    fn gemm(&self, mut c: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) {
+    fn gemm(
+        &self,
+        mut c: MatMut<'_, f64>,
+        accum: Accum,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        par: Par,
+    ) {
         match self.run("a product", |d| d.gemm(c.as_ref(), accum, a, b)) {
             Some(r) => c.copy_from(r.as_ref()),
             None => Cpu.gemm(c, accum, a, b, par),
         }
     }
 
-    fn chunked_product(&self, a: MatRef<'_, f64>, b: MatRef<'_, f64>, chunk: usize, par: Par) -> Mat<f64> {
+    fn chunked_product(
+        &self,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        chunk: usize,
+        par: Par,
+    ) -> Mat<f64> {
         self.run("a chunked product", |d| d.chunked_product(a, b, chunk))
             .unwrap_or_else(|| Cpu.chunked_product(a, b, chunk, par))
     }
@@ -442,4 +528,3 @@ impl Backend for Cuda {
         }
     }
 }
-

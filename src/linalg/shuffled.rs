@@ -145,7 +145,14 @@ impl Backend for Shuffled {
         })
     }
 
-    fn gemm(&self, mut c: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: MatRef<'_, f64>, _par: Par) {
+    fn gemm(
+        &self,
+        mut c: MatMut<'_, f64>,
+        accum: Accum,
+        a: MatRef<'_, f64>,
+        b: MatRef<'_, f64>,
+        _par: Par,
+    ) {
         let s = self.stream();
         let (m, p) = (a.nrows(), b.ncols());
         let rows: Vec<Vec<f64>> = (0..m).map(|i| row(a, i)).collect();
