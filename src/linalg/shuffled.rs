@@ -222,3 +222,69 @@ fn spoil(lam: &mut [f64], v: &mut Mat<f64>, key: u64) {
         _ => noise(v, 2f64.powi(-40), key),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rug::Rational;
+
+    /// A matrix of random binary floats spanning a few binades, both signs.
+    fn random(rows: usize, cols: usize, seed: u64) -> Mat<f64> {
+        Mat::from_fn(rows, cols, |i, j| {
+            let r = mix(seed ^ ((i * 7919 + j) as u64));
+            let m = (r >> 11) as f64 / (1u64 << 53) as f64;
+            let s = if r & 1 == 1 { -1.0 } else { 1.0 };
+            s * m * 2f64.powi(((r >> 3) % 9) as i32 - 4)
+        })
+    }
+
+    /// Every entry of the shuffled GEMM is within L4's bound of the exact
+    /// product (checked in rationals): the backend is inside its contract.
+    #[test]
+    fn shuffled_products_stay_within_the_a_priori_bound_exactly() {
+        let b = Shuffled::leak(11);
+        let (m, k, p) = (9, 37, 5);
+        let (x, y) = (random(m, k, 1), random(k, p, 2));
+        let mut c = Mat::<f64>::zeros(m, p);
+        for _ in 0..8 {
+            b.gemm(c.as_mut(), Accum::Replace, x.as_ref(), y.as_ref(), Par::Seq);
+            let gamma = Rational::from_f64(super::super::rounding::gamma_ru(k)).unwrap();
+            for i in 0..m {
+                for j in 0..p {
+                    let mut exact = Rational::new();
+                    let mut abs = Rational::new();
+                    for l in 0..k {
+                        let t = Rational::from_f64(x[(i, l)]).unwrap()
+                            * Rational::from_f64(y[(l, j)]).unwrap();
+                        abs += t.clone().abs();
+                        exact += t;
+                    }
+                    let err = (Rational::from_f64(c[(i, j)]).unwrap() - exact).abs();
+                    assert!(err <= gamma.clone() * abs, "entry ({i}, {j})");
+                }
+            }
+        }
+    }
+
+    /// The trees differ between calls: the same product is not always the
+    /// same bits (else the suite would test one order only).
+    #[test]
+    fn shuffled_products_change_with_the_call() {
+        let b = Shuffled::leak(3);
+        let (x, y) = (random(16, 200, 5), random(200, 16, 6));
+        let mut first = Mat::<f64>::zeros(16, 16);
+        b.gemm(
+            first.as_mut(),
+            Accum::Replace,
+            x.as_ref(),
+            y.as_ref(),
+            Par::Seq,
+        );
+        let differs = (0..6).any(|_| {
+            let mut c = Mat::<f64>::zeros(16, 16);
+            b.gemm(c.as_mut(), Accum::Replace, x.as_ref(), y.as_ref(), Par::Seq);
+            c != first
+        });
+        assert!(differs);
+    }
+}
