@@ -1267,3 +1267,76 @@ fn exact_clusters_of_float16_matrices_contain_exact_values() {
         }
     }
 }
+
+/// `(B, C)` of [`factored_case`] embedded with structural zeros: zero rows
+/// of `B` at 0, 7 and 14 (15 rows), an inner index 0 where `B`'s column is
+/// zero (`C`'s row is not) and one, 3, where `C`'s row is zero (`B`'s
+/// column is not), and zero columns of `C` at 3 and 11 (12 columns). The
+/// exact product is that of the case with zero rows and columns inserted.
+fn pruned_factored_case(d: &[f64], rng: &mut Rng) -> (DenseMatrix, DenseMatrix) {
+    let (b, c) = factored_case(12, 10, d, rng);
+    let r = d.len();
+    let inner: Vec<usize> = (0..r + 2).filter(|&k| k != 0 && k != 3).collect();
+    let rows: Vec<usize> = (0..15).filter(|i| ![0, 7, 14].contains(i)).collect();
+    let cols: Vec<usize> = (0..12).filter(|j| ![3, 11].contains(j)).collect();
+    let mut bb = DenseMatrix {
+        rows: 15,
+        cols: r + 2,
+        data: vec![0.0; 15 * (r + 2)],
+    };
+    let mut cc = DenseMatrix {
+        rows: r + 2,
+        cols: 12,
+        data: vec![0.0; (r + 2) * 12],
+    };
+    for (i0, &i) in rows.iter().enumerate() {
+        for (k0, &k) in inner.iter().enumerate() {
+            bb.data[i * (r + 2) + k] = b.get(i0, k0);
+        }
+        bb.data[i * (r + 2) + 3] = (i % 5) as f64 - 2.0; // meets C's zero row 3
+    }
+    for (k0, &k) in inner.iter().enumerate() {
+        for (j0, &j) in cols.iter().enumerate() {
+            cc.data[k * 12 + j] = c.get(k0, j0);
+        }
+    }
+    for &j in &cols {
+        cc.data[j] = (j % 3) as f64 + 0.5; // meets B's zero column 0
+    }
+    (bb, cc)
+}
+
+/// Issue 33 (pruned heads): a factored product whose factors have zero
+/// rows, zero columns and inner indices where one factor is zero is
+/// certified with those left out (L14 e); at every precision every
+/// enclosure contains the exact value (the case's, then exact zeros), and
+/// the summary's rank contains the exact rank.
+#[test]
+fn pruned_factored_product_contains_exact_values_at_every_precision() {
+    use specbound::spectral::{enclose_rank, summarize_factored};
+    for kind in [0u8, 1, 3, 5] {
+        let mut rng = Rng(4242 + kind as u64);
+        let d = spectrum(kind, 4, &mut rng);
+        let (b, c) = pruned_factored_case(&d, &mut rng);
+        let mut oracle = sorted_abs(&d);
+        oracle.resize(12, 0.0);
+        let rank = d.iter().filter(|&&x| x != 0.0).count();
+        for p in [
+            Precision::F64,
+            Precision::Extended,
+            Precision::Mpfr(128),
+            Precision::Auto,
+        ] {
+            let what = format!("pruned factored, spectrum {kind}, {p:?}");
+            let sv = certify_factored(&b, &c, &opts(p)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!((sv.rows, sv.cols), (15, 12), "{what}");
+            assert_contains_all(&sv.enclosures(), &oracle, &what);
+            let rk = enclose_rank(&sv);
+            assert!(
+                rk.lo <= rank as u64 && rank as u64 <= rk.hi,
+                "{what}: rank {rank} not in {rk:?}"
+            );
+            summarize_factored(&b, &c, &sv).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+}
