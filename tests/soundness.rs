@@ -1340,3 +1340,111 @@ fn pruned_factored_product_contains_exact_values_at_every_precision() {
         }
     }
 }
+
+/// Exact check that `sv` encloses the singular values of the two-column
+/// (or two-row) matrix `a`: with `F = ||A||_F^2`, `D = det(A^T A)` and
+/// `Delta = F^2 - 4 D` (exact rationals), `sigma_{1,2}^2 = (F +- sqrt Delta) / 2`,
+/// and each comparison `lo <= sigma`, `sigma <= hi` is decided by squaring
+/// twice with the signs checked (no rounding anywhere).
+fn assert_two_column_contains(a: &DenseMatrix, encs: &[Enclosure], what: &str) {
+    let q = |x: f64| Rational::from_f64(x).unwrap();
+    let (x, y): (Vec<Rational>, Vec<Rational>) = if a.cols == 2 {
+        (0..a.rows)
+            .map(|i| (q(a.get(i, 0)), q(a.get(i, 1))))
+            .unzip()
+    } else {
+        (0..a.cols)
+            .map(|j| (q(a.get(0, j)), q(a.get(1, j))))
+            .unzip()
+    };
+    let dot = |u: &[Rational], v: &[Rational]| -> Rational {
+        u.iter().zip(v).map(|(s, t)| Rational::from(s * t)).sum()
+    };
+    let (sxx, syy, sxy) = (dot(&x, &x), dot(&y, &y), dot(&x, &y));
+    let f = Rational::from(&sxx + &syy);
+    let d = Rational::from(&sxx * &syy) - Rational::from(&sxy * &sxy);
+    let delta = Rational::from(&f * &f) - Rational::from(4 * &d);
+    let zero = Rational::new();
+    // sqrt(Delta) >= t  <=>  t <= 0 or t^2 <= Delta; sqrt(Delta) <= t <=> t >= 0 and Delta <= t^2.
+    let root_ge = |t: Rational| t <= zero || Rational::from(&t * &t) <= delta;
+    let root_le = |t: Rational| t >= zero && delta <= Rational::from(&t * &t);
+    let two_sq = |v: f64| 2 * (q(v) * q(v));
+    let (s1, s2) = (encs[0], encs[1]);
+    // sigma_1^2 = (F + r) / 2, sigma_2^2 = (F - r) / 2, r = sqrt(Delta).
+    assert!(
+        root_ge(two_sq(s1.lo()) - &f),
+        "{what}: sigma_1 below [{:e}, ..]",
+        s1.lo()
+    );
+    assert!(
+        root_le(two_sq(s1.hi()) - &f),
+        "{what}: sigma_1 above [.., {:e}]",
+        s1.hi()
+    );
+    assert!(
+        root_le(&f - two_sq(s2.lo())),
+        "{what}: sigma_2 below [{:e}, ..]",
+        s2.lo()
+    );
+    assert!(
+        root_ge(&f - two_sq(s2.hi())),
+        "{what}: sigma_2 above [.., {:e}]",
+        s2.hi()
+    );
+    assert!(
+        encs[2..].iter().all(|e| e.lo() <= 0.0),
+        "{what}: only two values"
+    );
+}
+
+/// Issue 33 (tiny matrices with extreme entries): two-column and two-row
+/// matrices are certified in closed form from exact rationals (L32) at
+/// every precision, and every enclosure contains the exact value: float32
+/// `[[MAX, 2^-149], [2^-149, 0]]`, `2^-1074 [[1, 0], [2, 1]]`, a rank-one
+/// 2 x 2, and random m x 2 and 2 x n matrices with entries spread over
+/// 2^-600 .. 2^600.
+#[test]
+fn two_column_matrices_with_extreme_entries_contain_exact_values() {
+    let t = 2f64.powi(-149);
+    let d = 2f64.powi(-1074);
+    let mut cases = vec![
+        DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![f64::from(f32::MAX), t, t, 0.0],
+        },
+        DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![d, 0.0, 2.0 * d, d],
+        },
+        DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![1.0, 2.0, 3.0, 6.0],
+        },
+    ];
+    let mut rng = Rng(3301);
+    for (m, n) in [(7, 2), (2, 9), (40, 2)] {
+        let data = (0..m * n)
+            .map(|_| rng.sign() * (1 + rng.below(1000)) as f64 * pow2(rng.below(1200) as i32 - 600))
+            .collect();
+        cases.push(DenseMatrix {
+            rows: m,
+            cols: n,
+            data,
+        });
+    }
+    for (k, a) in cases.iter().enumerate() {
+        for p in [
+            Precision::F64,
+            Precision::Extended,
+            Precision::Mpfr(256),
+            Precision::Auto,
+        ] {
+            let what = format!("case {k} {p:?}");
+            let sv = certify_singular_values(a, &opts(p)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_two_column_contains(a, &sv.enclosures(), &what);
+        }
+    }
+}

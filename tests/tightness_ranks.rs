@@ -81,3 +81,72 @@ fn pruned_head_rank_was_undecided_and_b_ours_wide() {
         "B_ours [{lo:e}, {hi:e}]: relative radius {rel:e}"
     );
 }
+
+/// Issue 33: where a rank stays undecided (here rows 5..31 of head 0's
+/// value weight are copies of row 0: the exact rank is 5, but no factor
+/// has a zero row or column), the summary names the matrix, its rank
+/// interval and the relative radius of `B_ours` it leaves.
+#[test]
+fn summary_names_an_undecided_rank_and_its_cost() {
+    let dir = tmpdir("copied");
+    let model = dir.join("model");
+    common::family::minilm_edited(
+        &common::root().join("data/all-MiniLM-L6-v2"),
+        &model,
+        1,
+        &|name, shape, bytes| {
+            if name == "encoder.layer.0.attention.self.value.weight" {
+                let row = 4 * shape[1];
+                let first = bytes[..row].to_vec();
+                for i in 5..32 {
+                    bytes[i * row..(i + 1) * row].copy_from_slice(&first);
+                }
+            }
+        },
+    );
+    let o = common::run(&["certify", model.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("rank undecided for"))
+        .unwrap_or_else(|| panic!("no undecided rank named:\n{text}"));
+    assert!(
+        line.contains("head 0") && line.contains("relative radius"),
+        "{line}"
+    );
+}
+
+/// Issue 33: float32 `[[MAX, 2^-149], [2^-149, 0]]` (rank 2, sigma_2 =
+/// 2^-298 / sigma_1, about 5.77e-129) had rank `[1, 2]` at f64, extended
+/// and mpfr:256; the two-column closed form (L32) decides it at every
+/// precision, sigma_2 to a few ulps.
+#[test]
+fn extreme_two_by_two_rank_was_undecided_below_auto() {
+    use specbound::linalg::{certify_singular_values, Precision, SvdOptions};
+    use specbound::matrix::DenseMatrix;
+    let t = 2f64.powi(-149);
+    let a = DenseMatrix {
+        rows: 2,
+        cols: 2,
+        data: vec![f64::from(f32::MAX), t, t, 0.0],
+    };
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Mpfr(256),
+        Precision::Auto,
+    ] {
+        let sv = certify_singular_values(
+            &a,
+            &SvdOptions {
+                precision: p,
+                ..SvdOptions::default()
+            },
+        )
+        .unwrap();
+        let s2 = sv.values[1].enclosure;
+        assert!(s2.lo() > 0.0, "{p:?}: sigma_2 {s2:?}");
+        assert!(s2.rel_rad() <= 1e-15, "{p:?}: sigma_2 {s2:?}");
+    }
+}

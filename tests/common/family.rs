@@ -55,15 +55,13 @@ pub fn minilm(bundle: &Path, dir: &Path, layers: usize) {
     minilm_edited(bundle, dir, layers, &|_, _, _| {});
 }
 
+/// Edits a tensor's little-endian F32 bytes: `(name, shape, bytes)`.
+pub type Edit<'a> = dyn Fn(&str, &[usize], &mut [u8]) + 'a;
+
 /// [`minilm`], with `edit(name, shape, bytes)` applied to every tensor's
 /// little-endian F32 bytes before they are written (a pruned or zeroed
 /// weight).
-pub fn minilm_edited(
-    bundle: &Path,
-    dir: &Path,
-    layers: usize,
-    edit: &dyn Fn(&str, &[usize], &mut [u8]),
-) {
+pub fn minilm_edited(bundle: &Path, dir: &Path, layers: usize, edit: &Edit) {
     let bytes = std::fs::read(bundle.join("model.safetensors")).unwrap();
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Map<String, serde_json::Value> =
