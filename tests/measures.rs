@@ -159,6 +159,42 @@ fn raw_norms_contain_the_exact_norms_of_exact_weights() {
     }
 }
 
+/// Issue 33: at `extended` and `mpfr:N` the Frobenius and (2,1) norms are
+/// also summed in MPFR and intersected; they still contain the exact
+/// norms (the exact weights, and a random weight on a 2^-30 grid whose
+/// squared Frobenius norm is an exact rational).
+#[test]
+fn raw_norms_at_higher_precisions_contain_the_exact_norms() {
+    use specbound::linalg::Precision;
+    let mut g = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<f64> = (0..96 * 64)
+        .map(|_| {
+            g ^= g << 13;
+            g ^= g >> 7;
+            g ^= g << 17;
+            ((g >> 34) as f64 - 2f64.powi(29)) * 2f64.powi(-30)
+        })
+        .collect();
+    let f2: Rational = random.iter().map(|&x| rat(x) * rat(x)).sum();
+    for p in [Precision::Extended, Precision::Mpfr(160)] {
+        let o = SvdOptions {
+            precision: p,
+            ..SvdOptions::default()
+        };
+        for (k, (w, s, f2, n21)) in exact_weights().iter().enumerate() {
+            let n = certify_raw_norms(&transposed(w.0, w.1, &w.2), &o).unwrap();
+            let at = |x| CertInterval::of_inari(x).unwrap();
+            let what = format!("{p:?} weight {k}");
+            assert_contains_rational(at(n.spectral), s, &format!("{what} spectral"));
+            assert_contains_sqrt_rational(at(n.frobenius), f2, &format!("{what} Frobenius"));
+            assert_contains_rational(at(n.norm_21_rows), n21, &format!("{what} (2,1)"));
+        }
+        let n = certify_raw_norms(&transposed(96, 64, &random), &o).unwrap();
+        let fro = CertInterval::of_inari(n.frobenius).unwrap();
+        assert_contains_sqrt_rational(fro, &f2, &format!("{p:?} random Frobenius"));
+    }
+}
+
 #[test]
 fn every_measure_contains_its_exact_value_on_exact_weights() {
     let ws = exact_weights();
