@@ -1448,3 +1448,50 @@ fn two_column_matrices_with_extreme_entries_contain_exact_values() {
         }
     }
 }
+
+/// Issue 33 (overflowed powers): a 64 x 64 matrix with singular values
+/// `(1 + i/64) 2^1000` wrote its Schatten p = 2 power as `null` only. It is
+/// now also given in log form, and `log_power` contains the exact
+/// `ln sum sigma_i^2` (a rational under the log, bracketed by MPFR with
+/// directed rounding).
+#[test]
+fn overflowed_schatten_power_is_an_interval_in_log_form() {
+    use rug::float::Round;
+    use specbound::spectral::{enclose_schatten, SchattenP};
+    let n = 64;
+    let d: Vec<f64> = (0..n)
+        .map(|i| (1.0 + i as f64 / 64.0) * pow2(1000))
+        .collect();
+    let mut data = vec![0.0; n * n];
+    for i in 0..n {
+        data[i * n + (i * 7) % n] = d[i]; // a permuted diagonal
+    }
+    let a = DenseMatrix {
+        rows: n,
+        cols: n,
+        data,
+    };
+    let sum: Rational = d
+        .iter()
+        .map(|&x| Rational::from_f64(x).unwrap().square())
+        .sum();
+    let ln = |r: Round| {
+        let mut f = Float::with_val_round(300, &sum, r).0;
+        f.ln_round(r);
+        f
+    };
+    for p in [Precision::F64, Precision::Auto] {
+        let sv = certify_singular_values(&a, &opts(p)).unwrap();
+        let sc = enclose_schatten(&sv, &SchattenP::parse("2").unwrap());
+        assert!(sc.power.is_none(), "2^2006 exceeds binary64");
+        let lp = sc.log_power.expect("the power in log form");
+        assert!(
+            Float::with_val(300, lp.lo()) <= ln(Round::Down)
+                && ln(Round::Up) <= Float::with_val(300, lp.hi()),
+            "{p:?}: ln sum sigma^2 not in {lp:?}"
+        );
+        assert!(enclose_schatten(&sv, &SchattenP::parse("1").unwrap())
+            .log_power
+            .is_none());
+    }
+}

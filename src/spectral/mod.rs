@@ -96,6 +96,9 @@ pub struct SchattenEnclosure {
     pub power_exact: Option<ExactBounds>,
     /// Decimal ends of the norm where `norm` overflowed (p > 0).
     pub norm_exact: Option<ExactBounds>,
+    /// Encloses `ln sum sigma_i^p` where `power` overflowed binary64
+    /// (p > 0): the power in log form, always a finite interval there.
+    pub log_power: Option<Enclosure>,
     /// Why a quantity is `None` or given by decimal ends only (empty otherwise).
     pub notes: Vec<String>,
 }
@@ -207,7 +210,8 @@ pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
 /// Encloses `sum sigma_i^p` and `(sum sigma_i^p)^(1/p)` for `p > 0`, or the
 /// rank for `p = 0` (L15 b, c). The norm is formed as `c * t^(1/p)` from the
 /// scaled sum, so it is finite whenever the norm itself is (even when the
-/// power `sum sigma_i^p` is not).
+/// power `sum sigma_i^p` is not); a power beyond binary64 is also given in
+/// log form, `ln t + p ln c` (L15 b with the inclusion property of `ln`).
 ///
 /// *Guarantee: certified enclosures* (`proofs/derived-quantities.md` L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
@@ -217,6 +221,7 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         norm: None,
         power_exact: None,
         norm_exact: None,
+        log_power: None,
         notes: Vec::new(),
     };
     if p.is_zero() {
@@ -232,6 +237,10 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         Some((t, c)) => {
             out.power = nonneg(t * c.pow(p.value));
             out.norm = nonneg(c * t.pow(p.value.recip()));
+            if out.power.is_none() {
+                // ln(t c^p) = ln t + p ln c: finite where the power is not.
+                out.log_power = Enclosure::from_interval(t.ln() + p.value * c.ln());
+            }
         }
     }
     if out.power.is_none() || out.norm.is_none() {
