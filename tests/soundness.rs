@@ -1495,3 +1495,41 @@ fn overflowed_schatten_power_is_an_interval_in_log_form() {
             .is_none());
     }
 }
+
+/// Issue 33 (two-sided grading): `D B D` with `D` from 2^500 to 2^-500 was
+/// inconclusive at `auto` and `mpfr:256` ("sum of squares overflowed")
+/// although sigma_1 is representable: no one power of two scales every
+/// entry exactly with the squares in range. The entry norms are then summed
+/// in MPFR; they contain the exact values, and the summary is certified.
+#[test]
+fn two_sided_graded_entry_norms_contain_exact_values() {
+    use specbound::spectral::{enclose_entry_norms, enclose_frobenius_from_entries};
+    let n = 6;
+    let mut rng = Rng(500);
+    let e: Vec<i32> = (0..n as i32).map(|i| 500 - 200 * i).collect();
+    let data = (0..n * n)
+        .map(|k| rng.sign() * (1 + rng.below(7)) as f64 / 8.0 * pow2(e[k / n] + e[k % n]))
+        .collect();
+    let a = DenseMatrix {
+        rows: n,
+        cols: n,
+        data,
+    };
+    let q = |x: f64| Rational::from_f64(x).unwrap();
+    let f2: Rational = a.data.iter().map(|&x| q(x).square()).sum();
+    let n11: Rational = a.data.iter().map(|&x| q(x).abs()).sum();
+    let f = enclose_frobenius_from_entries(&a).unwrap();
+    assert_contains_sqrt(&f, &f2, "graded Frobenius");
+    let (n21, m11) = enclose_entry_norms(&a).unwrap();
+    let (lo, hi) = rat(&m11);
+    assert!(lo <= n11 && n11 <= hi, "graded (1,1)-norm");
+    // ||A||_F <= ||A||_{2,1} <= ||A||_{1,1}: exact necessary conditions.
+    let (lo21, hi21) = rat(&n21);
+    assert!(
+        lo21 <= n11 && Rational::from(&hi21 * &hi21) >= f2,
+        "graded (2,1)-norm"
+    );
+    let sv = certify_singular_values(&a, &opts(Precision::Auto)).unwrap();
+    let s = summarize(&a, &sv).unwrap();
+    assert_contains_sqrt(&s.frobenius_norm, &f2, "graded summary Frobenius");
+}
