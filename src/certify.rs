@@ -714,8 +714,7 @@ pub fn certify_raw_norms_with(
     opts: &SvdOptions,
     known: Option<Enclosure>,
 ) -> Result<bounds::measures::NormIntervals, Inconclusive> {
-    let frob = crate::spectral::enclose_frobenius_from_entries(at)?;
-    let (n21, _) = crate::spectral::enclose_entry_norms(at)?;
+    let (frob, n21) = raw_entry_norms(at, opts.precision)?;
     let s1 = match known {
         Some(k) => k,
         None => certify_singular_values(at, opts)?
@@ -731,6 +730,39 @@ pub fn certify_raw_norms_with(
         frobenius: frob.to_interval(),
         norm_21_rows: n21.to_interval(),
     })
+}
+
+/// The Frobenius and (2,1) norms of `at` (the sum of its column norms)
+/// from the entries in binary64 (compensated sums), intersected, at
+/// `extended` and `mpfr:N`, with those summed in MPFR at 128 (resp. N)
+/// bits, so that they tighten with the precision as the singular values
+/// do (a failed MPFR evaluation, beyond binary64's range at the end,
+/// leaves the binary64 ones).
+///
+/// *Guarantee: certified enclosures* of both norms
+/// (`proofs/compensated-sum.md`, L12; `proofs/mpfr-directed.md`, L13;
+/// `proofs/derived-quantities.md`, L15 d, e; an intersection of two
+/// enclosures of one value, L10).
+fn raw_entry_norms(
+    at: &crate::matrix::DenseMatrix,
+    precision: Precision,
+) -> Result<(Enclosure, Enclosure), Inconclusive> {
+    let frob = crate::spectral::enclose_frobenius_from_entries(at)?;
+    let (n21, _) = crate::spectral::enclose_entry_norms(at)?;
+    let bits = match precision {
+        Precision::Extended => 128,
+        Precision::Mpfr(b) => b.max(128),
+        Precision::F64 | Precision::Auto => return Ok((frob, n21)),
+    };
+    let Ok((f, n, _)) = crate::spectral::enclose_entry_norms_mpfr(at, bits) else {
+        return Ok((frob, n21));
+    };
+    let both = |x: Enclosure, y: Enclosure| {
+        x.intersect(&y).ok_or_else(|| {
+            Inconclusive::new("internal consistency check failed: two norm enclosures are disjoint")
+        })
+    };
+    Ok((both(frob, f)?, both(n21, n)?))
 }
 
 /// Certified norms of `A - A0`, both given transposed: `D = fl(A - A0)` and
@@ -1195,12 +1227,14 @@ pub fn measures_of_raw_weights(
 
 /// The measures of the certified norms `norms` (and the distances `dist`,
 /// index-matched, with an initialisation), as a certificate states them:
-/// evaluated from exactly the intervals stated (`bounds::measures`).
+/// evaluated from exactly the intervals stated (`bounds::measures`). A
+/// measure that is not finite (-inf or undefined for a weight that may be
+/// 0, or beyond binary64's range) is absent, with the reason in
+/// `absent`; every other measure is still stated.
 ///
-/// *Guarantee: certified enclosure* of every measure given enclosures
-/// (`proofs/measures.md`, L26); inconclusive when a measure that is always
-/// stated (all but the init logs and the two spectral complexities) is
-/// not finite.
+/// *Guarantee: certified enclosure* of every measure stated, given
+/// enclosures (`proofs/measures.md`, L26); inconclusive only when a stated
+/// norm is not an interval.
 pub fn measures_entry(
     norms: &[NormsEntry],
     dist: Option<&[NormsEntry]>,
@@ -1216,38 +1250,56 @@ pub fn measures_entry(
     };
     let w: Vec<NormIntervals> = norms.iter().map(to).collect::<Result<_, _>>()?;
     let m = evaluate(&w);
-    let need = |x: Interval, what: &str| {
-        CertInterval::of_inari(x).ok_or_else(|| {
-            Inconclusive::new(format!(
-                "the measure {what} is not finite (a raw weight's spectral norm is not certified positive)"
-            ))
+    let mut absent = std::collections::BTreeMap::new();
+    let zero = |at: &str, n: &[NormIntervals], f: fn(&NormIntervals) -> Interval, what: &str| {
+        n.iter().position(|x| f(x).inf() <= 0.0).map(|i| {
+            format!("{at}[{i}]: the {what} is not certified positive (it may be 0, where the measure is -inf or undefined)")
         })
+    };
+    let spec = zero("raw_weights", &w, |x| x.spectral, "spectral norm");
+    let fro = zero("raw_weights", &w, |x| x.frobenius, "Frobenius norm");
+    let mut get = |x: Interval, name: &str, why: &Option<String>| {
+        let v = CertInterval::of_inari(x);
+        if v.is_none() {
+            let r = why.clone().unwrap_or_else(|| {
+                "not finite in binary64 (beyond its range, or undefined)".into()
+            });
+            absent.insert(name.to_string(), r);
+        }
+        v
     };
     let mut out = MeasuresEntry {
         d: w.len(),
-        log_prod_of_spec: need(m.log_prod_of_spec, "log_prod_of_spec")?,
-        log_sum_of_spec: need(m.log_sum_of_spec, "log_sum_of_spec")?,
-        log_prod_of_fro: need(m.log_prod_of_fro, "log_prod_of_fro")?,
-        log_sum_of_fro: need(m.log_sum_of_fro, "log_sum_of_fro")?,
-        param_norm: need(m.param_norm, "param_norm")?,
-        log_spec_orig: need(m.log_spec_orig, "log_spec_orig")?,
-        bartlett: CertInterval::of_inari(m.bartlett),
-        log_bartlett: need(m.log_bartlett, "log_bartlett")?,
+        log_prod_of_spec: get(m.log_prod_of_spec, "log_prod_of_spec", &spec),
+        log_sum_of_spec: get(m.log_sum_of_spec, "log_sum_of_spec", &spec),
+        log_prod_of_fro: get(m.log_prod_of_fro, "log_prod_of_fro", &fro),
+        log_sum_of_fro: get(m.log_sum_of_fro, "log_sum_of_fro", &fro),
+        param_norm: get(m.param_norm, "param_norm", &None),
+        log_spec_orig: get(m.log_spec_orig, "log_spec_orig", &spec),
+        bartlett: get(m.bartlett, "bartlett", &spec),
+        log_bartlett: get(m.log_bartlett, "log_bartlett", &spec),
         frobenius_distance: None,
         dist_spec_init: None,
         log_spec_init: None,
         bartlett_init: None,
         log_bartlett_init: None,
+        absent: Default::default(),
     };
     if let Some(dist) = dist {
         let e: Vec<NormIntervals> = dist.iter().map(to).collect::<Result<_, _>>()?;
         let i = evaluate_init(&w, &e);
-        out.frobenius_distance = Some(need(i.frobenius_distance, "frobenius_distance")?);
-        out.dist_spec_init = Some(need(i.dist_spec_init, "dist_spec_init")?);
-        out.log_spec_init = CertInterval::of_inari(i.log_spec_init);
-        out.bartlett_init = CertInterval::of_inari(i.bartlett_init);
-        out.log_bartlett_init = CertInterval::of_inari(i.log_bartlett_init);
+        let dfro = zero("raw_weights", &w, |x| x.spectral, "spectral norm").or_else(|| {
+            (e.iter().all(|x| x.frobenius.inf() <= 0.0)).then(|| {
+                "every distance to the initialisation may be 0 (the log is -inf)".to_string()
+            })
+        });
+        out.frobenius_distance = get(i.frobenius_distance, "frobenius_distance", &None);
+        out.dist_spec_init = get(i.dist_spec_init, "dist_spec_init", &None);
+        out.log_spec_init = get(i.log_spec_init, "log_spec_init", &dfro);
+        out.bartlett_init = get(i.bartlett_init, "bartlett_init", &spec);
+        out.log_bartlett_init = get(i.log_bartlett_init, "log_bartlett_init", &dfro);
     }
+    out.absent = absent;
     Ok(out)
 }
 

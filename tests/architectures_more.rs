@@ -600,3 +600,27 @@ fn dinov2_folds_layer_scale_exactly() {
         ],
     );
 }
+
+/// Issue 33: DINOv2 with LayerScale `(0, ..., 0, 1e-3)` on the attention
+/// (only the last output row of `W_O` survives) had every `V_tilde` of
+/// exact rank 1 reported `[1, 2]` at every precision. The zero rows of the
+/// folded `W_O` are left out of the factored product exactly (L14 e): the
+/// rank is decided, `[1, 1]`, for every head.
+#[test]
+fn layer_scale_rank_one_value_heads_were_undecided() {
+    let mut l1 = vec![0.0; N];
+    l1[N - 1] = f64::from(1e-3f32);
+    let ones = vec![1.0; N];
+    let d = dinov2("dinov2-rank1", &l1, &ones, false);
+    let c = certify(&d);
+    let heads: Vec<&Value> = c["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "V_tilde")
+        .collect();
+    assert_eq!(heads.len(), HEADS);
+    for m in heads {
+        assert_eq!(m["rank"], json!({"lo": 1, "hi": 1}), "head {}", m["head"]);
+    }
+}

@@ -159,6 +159,42 @@ fn raw_norms_contain_the_exact_norms_of_exact_weights() {
     }
 }
 
+/// Issue 33: at `extended` and `mpfr:N` the Frobenius and (2,1) norms are
+/// also summed in MPFR and intersected; they still contain the exact
+/// norms (the exact weights, and a random weight on a 2^-30 grid whose
+/// squared Frobenius norm is an exact rational).
+#[test]
+fn raw_norms_at_higher_precisions_contain_the_exact_norms() {
+    use specbound::linalg::Precision;
+    let mut g = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<f64> = (0..96 * 64)
+        .map(|_| {
+            g ^= g << 13;
+            g ^= g >> 7;
+            g ^= g << 17;
+            ((g >> 34) as f64 - 2f64.powi(29)) * 2f64.powi(-30)
+        })
+        .collect();
+    let f2: Rational = random.iter().map(|&x| rat(x) * rat(x)).sum();
+    for p in [Precision::Extended, Precision::Mpfr(160)] {
+        let o = SvdOptions {
+            precision: p,
+            ..SvdOptions::default()
+        };
+        for (k, (w, s, f2, n21)) in exact_weights().iter().enumerate() {
+            let n = certify_raw_norms(&transposed(w.0, w.1, &w.2), &o).unwrap();
+            let at = |x| CertInterval::of_inari(x).unwrap();
+            let what = format!("{p:?} weight {k}");
+            assert_contains_rational(at(n.spectral), s, &format!("{what} spectral"));
+            assert_contains_sqrt_rational(at(n.frobenius), f2, &format!("{what} Frobenius"));
+            assert_contains_rational(at(n.norm_21_rows), n21, &format!("{what} (2,1)"));
+        }
+        let n = certify_raw_norms(&transposed(96, 64, &random), &o).unwrap();
+        let fro = CertInterval::of_inari(n.frobenius).unwrap();
+        assert_contains_sqrt_rational(fro, &f2, &format!("{p:?} random Frobenius"));
+    }
+}
+
 #[test]
 fn every_measure_contains_its_exact_value_on_exact_weights() {
     let ws = exact_weights();
@@ -172,31 +208,39 @@ fn every_measure_contains_its_exact_value_on_exact_weights() {
     let ratio: Rational = ws.iter().map(|x| x.2.clone() / (x.1.clone() * &x.1)).sum();
     assert_eq!(ratio, 171);
     assert_contains_bracket(
-        m.log_prod_of_spec,
+        m.log_prod_of_spec.unwrap(),
         &ln_bracket(&prod_s2),
         "log_prod_of_spec",
     );
     assert_contains_bracket(
-        m.log_sum_of_spec,
+        m.log_sum_of_spec.unwrap(),
         &ln_sum_bracket(5, &prod_s2),
         "log_sum_of_spec",
     );
-    assert_contains_bracket(m.log_prod_of_fro, &ln_bracket(&prod_f2), "log_prod_of_fro");
     assert_contains_bracket(
-        m.log_sum_of_fro,
+        m.log_prod_of_fro.unwrap(),
+        &ln_bracket(&prod_f2),
+        "log_prod_of_fro",
+    );
+    assert_contains_bracket(
+        m.log_sum_of_fro.unwrap(),
         &ln_sum_bracket(5, &prod_f2),
         "log_sum_of_fro",
     );
-    assert_contains_rational(m.param_norm, &sum_f2, "param_norm");
+    assert_contains_rational(m.param_norm.unwrap(), &sum_f2, "param_norm");
     assert_contains_bracket(
-        m.log_spec_orig,
+        m.log_spec_orig.unwrap(),
         &ln_bracket(&(prod_s2.clone() * &ratio)),
         "log_spec_orig",
     );
     // prod s = 36, (sum (n21/s)^(2/3))^(3/2) = 49^(3/2) = 343.
     let bartlett = Rational::from(36 * 343);
     assert_contains_rational(m.bartlett.unwrap(), &bartlett, "bartlett");
-    assert_contains_bracket(m.log_bartlett, &ln_bracket(&bartlett), "log_bartlett");
+    assert_contains_bracket(
+        m.log_bartlett.unwrap(),
+        &ln_bracket(&bartlett),
+        "log_bartlett",
+    );
     assert!(m.frobenius_distance.is_none() && m.log_spec_init.is_none());
 }
 
@@ -286,6 +330,82 @@ fn a_zero_distance_leaves_the_init_logs_unstated() {
     assert!(m.bartlett_init.unwrap().contains(&CertInterval::point(0.0)));
 }
 
+/// Regression (issue 33): the measures squared sigma_1 and `||W||_F` in
+/// binary64, so norms of 2^-600 and 2^601 made every log measure
+/// non-finite (and the run fail). Evaluated in log space, each measure
+/// contains its exact value: prod s^2 = 4, prod F^2 = 64, sum F^2/s^2 = 8,
+/// bartlett^2 = 512; `param_norm` (about 2^1204) is absent with the reason.
+#[test]
+fn measures_squared_in_binary64_were_not_finite_at_extreme_norms() {
+    let ws = [
+        scaled_identity(4, 2f64.powi(-600)),
+        scaled_identity(4, 2f64.powi(601)),
+    ];
+    let norms: Vec<NormsEntry> = ws.iter().map(certified).collect();
+    let m = measures_entry(&norms, None).unwrap();
+    let q = |x: u32| Rational::from(x);
+    let lp = m.log_prod_of_spec.unwrap();
+    assert_contains_bracket(lp, &ln_bracket(&q(4)), "log_prod_of_spec");
+    let ls = m.log_sum_of_spec.unwrap();
+    assert_contains_bracket(ls, &ln_sum_bracket(2, &q(4)), "log_sum_of_spec");
+    let lf = m.log_prod_of_fro.unwrap();
+    assert_contains_bracket(lf, &ln_bracket(&q(64)), "log_prod_of_fro");
+    let lsf = m.log_sum_of_fro.unwrap();
+    assert_contains_bracket(lsf, &ln_sum_bracket(2, &q(64)), "log_sum_of_fro");
+    let lo = m.log_spec_orig.unwrap();
+    assert_contains_bracket(lo, &ln_bracket(&q(32)), "log_spec_orig");
+    assert_contains_sqrt_rational(m.bartlett.unwrap(), &q(512), "bartlett");
+    let (l, h) = ln_bracket(&q(512));
+    let half = (l / 2u32, h / 2u32); // exact halving
+    assert_contains_bracket(m.log_bartlett.unwrap(), &half, "log_bartlett");
+    assert!(m.param_norm.is_none());
+    assert!(
+        m.absent["param_norm"].contains("binary64"),
+        "{:?}",
+        m.absent
+    );
+    assert_eq!(m.absent.len(), 1, "{:?}", m.absent);
+}
+
+/// Regression (issue 33): one all-zero raw weight made every measure
+/// fail. The measures that are -inf or undefined are absent, with the
+/// reason naming the weight (`raw_weights[5]`); `param_norm` contains its
+/// exact value; with an initialisation, the distances' sums are stated.
+#[test]
+fn one_zero_weight_made_every_measure_fail() {
+    let ws = exact_weights();
+    let mut norms: Vec<NormsEntry> = ws.iter().map(|x| certified(&x.0)).collect();
+    norms.push(certified(&scaled_identity(4, 0.0)));
+    let sum_f2: Rational = ws.iter().map(|x| x.2.clone()).sum();
+    let m = measures_entry(&norms, Some(&norms)).unwrap();
+    assert_contains_rational(m.param_norm.unwrap(), &sum_f2, "param_norm");
+    assert_contains_rational(m.frobenius_distance.unwrap(), &sum_f2, "frobenius_distance");
+    assert_contains_rational(
+        m.dist_spec_init.unwrap(),
+        &Rational::from((129, 4)),
+        "dist_spec_init",
+    );
+    for k in [
+        "log_prod_of_spec",
+        "log_sum_of_spec",
+        "log_prod_of_fro",
+        "log_sum_of_fro",
+        "log_spec_orig",
+        "bartlett",
+        "log_bartlett",
+        "log_spec_init",
+        "bartlett_init",
+        "log_bartlett_init",
+    ] {
+        assert!(
+            m.absent[k].contains("raw_weights[5]"),
+            "{k}: {:?}",
+            m.absent
+        );
+    }
+    assert_eq!(m.stated().len(), 3, "{:?}", m.stated());
+}
+
 /// The bundled model's certificate with measures, built once per test.
 fn bundled_certificate() -> Certificate {
     let opts = CertifyOptions::default();
@@ -352,14 +472,22 @@ fn bundled_measures_agree_with_a_float64_evaluation() {
     let ratio: f64 = f64_norms.iter().map(|x| (x.1 / x.0).powi(2)).sum();
     let t: f64 = f64_norms.iter().map(|x| (x.2 / x.0).powf(2.0 / 3.0)).sum();
     let prod: f64 = f64_norms.iter().map(|x| x.0).product();
-    near(m.log_prod_of_spec, ls, "log_prod_of_spec");
-    near(m.log_sum_of_spec, d.ln() + ls / d, "log_sum_of_spec");
-    near(m.log_prod_of_fro, lf, "log_prod_of_fro");
-    near(m.log_sum_of_fro, d.ln() + lf / d, "log_sum_of_fro");
-    near(m.param_norm, pn, "param_norm");
-    near(m.log_spec_orig, ls + ratio.ln(), "log_spec_orig");
+    near(m.log_prod_of_spec.unwrap(), ls, "log_prod_of_spec");
+    near(
+        m.log_sum_of_spec.unwrap(),
+        d.ln() + ls / d,
+        "log_sum_of_spec",
+    );
+    near(m.log_prod_of_fro.unwrap(), lf, "log_prod_of_fro");
+    near(m.log_sum_of_fro.unwrap(), d.ln() + lf / d, "log_sum_of_fro");
+    near(m.param_norm.unwrap(), pn, "param_norm");
+    near(m.log_spec_orig.unwrap(), ls + ratio.ln(), "log_spec_orig");
     near(m.bartlett.unwrap(), prod * t.powf(1.5), "bartlett");
-    near(m.log_bartlett, prod.ln() + 1.5 * t.ln(), "log_bartlett");
+    near(
+        m.log_bartlett.unwrap(),
+        prod.ln() + 1.5 * t.ln(),
+        "log_bartlett",
+    );
 
     // The section reads back, validates against the schema, and verifies.
     let json = cert.to_json_pretty();
@@ -417,14 +545,14 @@ fn bundled_measures_agree_with_a_float64_evaluation() {
 
 fn measure_slot<'a>(m: &'a mut MeasuresEntry, name: &str) -> &'a mut CertInterval {
     match name {
-        "log_prod_of_spec" => &mut m.log_prod_of_spec,
-        "log_sum_of_spec" => &mut m.log_sum_of_spec,
-        "log_prod_of_fro" => &mut m.log_prod_of_fro,
-        "log_sum_of_fro" => &mut m.log_sum_of_fro,
-        "param_norm" => &mut m.param_norm,
-        "log_spec_orig" => &mut m.log_spec_orig,
+        "log_prod_of_spec" => m.log_prod_of_spec.as_mut().unwrap(),
+        "log_sum_of_spec" => m.log_sum_of_spec.as_mut().unwrap(),
+        "log_prod_of_fro" => m.log_prod_of_fro.as_mut().unwrap(),
+        "log_sum_of_fro" => m.log_sum_of_fro.as_mut().unwrap(),
+        "param_norm" => m.param_norm.as_mut().unwrap(),
+        "log_spec_orig" => m.log_spec_orig.as_mut().unwrap(),
         "bartlett" => m.bartlett.as_mut().unwrap(),
-        "log_bartlett" => &mut m.log_bartlett,
+        "log_bartlett" => m.log_bartlett.as_mut().unwrap(),
         other => panic!("no init measure here: {other}"),
     }
 }

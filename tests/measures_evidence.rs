@@ -62,10 +62,21 @@ fn weights(c: f64) -> Vec<(String, DenseMatrix)> {
 }
 
 fn write_model(name: &str, c: f64) -> PathBuf {
+    write_model_as(name, c, "F32", None)
+}
+
+/// The tiny BERT scaled by `c`, stored as `dtype`, with the tensor named
+/// `zero` (if any) all zeros.
+fn write_model_as(name: &str, c: f64, dtype: &str, zero: Option<&str>) -> PathBuf {
     let d = tmpdir(name);
-    let ts = weights(c);
+    let mut ts = weights(c);
+    for (n, m) in &mut ts {
+        if Some(n.as_str()) == zero {
+            m.data.iter_mut().for_each(|x| *x = 0.0);
+        }
+    }
     let refs: Vec<(String, &DenseMatrix)> = ts.iter().map(|(n, m)| (n.clone(), m)).collect();
-    common::write_safetensors(&d.join("model.safetensors"), &refs, "F32");
+    common::write_safetensors(&d.join("model.safetensors"), &refs, dtype);
     let cfg = json!({"model_type": "bert", "num_hidden_layers": LAYERS, "hidden_size": 8,
                      "num_attention_heads": 2, "intermediate_size": 16, "hidden_act": "gelu"});
     std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
@@ -366,4 +377,104 @@ fn certify_csv_writes_a_measures_table_that_audits_cleanly() {
     assert!(o.status.success());
     assert!(!plain.join("measures.csv").exists());
     assert!(plain.join("observed_bounds.csv").exists());
+}
+
+/// Regression (issue 33): one all-zero raw weight (a zero-initialised
+/// step-0 checkpoint has them) made `certify --measures` fail with no
+/// certificate. Now the certificate is written with its bound; the
+/// measures that are -inf or undefined (logs and ratios of the zero
+/// weight's norms) are absent, each with the reason naming the weight,
+/// and every other measure is stated; `verify` accepts it.
+#[test]
+fn one_zero_weight_lost_the_whole_certificate() {
+    let m = write_model_as(
+        "zero",
+        1.0,
+        "F32",
+        Some("encoder.layer.1.attention.self.value.weight"),
+    );
+    let dir = tmpdir("zero-out");
+    let out = dir.join("c.json");
+    let c = certify(&m, &out, None);
+    assert!(c["bounds"]["ours"]["hi"].as_f64().unwrap().is_finite());
+    let ms = &c["measures"];
+    for k in [
+        "log_prod_of_spec",
+        "log_sum_of_spec",
+        "log_prod_of_fro",
+        "log_sum_of_fro",
+        "log_spec_orig",
+        "bartlett",
+        "log_bartlett",
+    ] {
+        assert!(ms.get(k).is_none(), "{k} is -inf or undefined");
+        let why = ms["absent"][k].as_str().unwrap();
+        assert!(why.contains("raw_weights[8]"), "{k}: {why}");
+    }
+    // param_norm is finite: the exact sum of squares, zero weight included.
+    let mut ws = weights(1.0);
+    ws[8].1.data.iter_mut().for_each(|x| *x = 0.0);
+    let exact: Rational = ws
+        .iter()
+        .flat_map(|(_, m)| m.data.iter())
+        .map(|x| Rational::from_f64(*x).unwrap().square())
+        .sum();
+    let (lo, hi) = iv(&ms["param_norm"]);
+    assert!(Rational::from_f64(lo).unwrap() <= exact && exact <= Rational::from_f64(hi).unwrap());
+    let v = common::run(&[
+        "verify",
+        out.to_str().unwrap(),
+        "--model",
+        m.to_str().unwrap(),
+    ]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
+/// Regression (issue 33): float64 weights with sigma_1 below about
+/// 1.5e-162 made `certify --measures` exit 1 (the squares underflowed
+/// binary64). Scaled by 2^-600 the model certifies with its bound; every
+/// log measure is stated and overlaps that of the unscaled model shifted
+/// by the exact `-k ln 2` (both enclose the same exact value, up to the
+/// rounding of the shift). Above 2^512 the bound's products overflow; the
+/// measures there are covered in `measures.rs`.
+#[test]
+fn measures_squared_in_binary64_failed_the_run_at_extreme_scales() {
+    let dir = tmpdir("extreme-out");
+    let base = certify(
+        &write_model_as("x1", 1.0, "F64", None),
+        &dir.join("1.json"),
+        None,
+    );
+    let m = write_model_as("lo", 2f64.powi(-600), "F64", None);
+    let c = certify(&m, &dir.join("lo.json"), None);
+    assert!(c["bounds"]["ours"]["hi"].as_f64().unwrap().is_finite());
+    let ms = &c["measures"];
+    // ln of a product of d squares moves by -1200 d ln 2; of a mean, -1200 ln 2.
+    for (n, k) in [
+        ("log_prod_of_spec", 1200 * D),
+        ("log_prod_of_fro", 1200 * D),
+        ("log_spec_orig", 1200 * D),
+        ("log_sum_of_spec", 1200),
+        ("log_sum_of_fro", 1200),
+    ] {
+        let (a, b) = iv(&base["measures"][n]);
+        let (l, h) = k_ln2(k);
+        let (sl, sh) = (a - h, b - l);
+        let (lo, hi) = iv(&ms[n]);
+        let ulps = 1e-12 * sh.abs().max(1.0);
+        assert!(
+            lo <= sh + ulps && sl - ulps <= hi,
+            "{n}: [{lo}, {hi}] vs [{sl}, {sh}]"
+        );
+    }
+    assert!(ms["log_bartlett"]["lo"].is_f64());
+    assert!(ms["param_norm"]["hi"].as_f64().unwrap() < 1e-300);
+    assert!(ms.get("absent").is_none(), "{ms}");
+    let v = common::run(&[
+        "verify",
+        dir.join("lo.json").to_str().unwrap(),
+        "--model",
+        m.to_str().unwrap(),
+    ]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
 }

@@ -1267,3 +1267,269 @@ fn exact_clusters_of_float16_matrices_contain_exact_values() {
         }
     }
 }
+
+/// `(B, C)` of [`factored_case`] embedded with structural zeros: zero rows
+/// of `B` at 0, 7 and 14 (15 rows), an inner index 0 where `B`'s column is
+/// zero (`C`'s row is not) and one, 3, where `C`'s row is zero (`B`'s
+/// column is not), and zero columns of `C` at 3 and 11 (12 columns). The
+/// exact product is that of the case with zero rows and columns inserted.
+fn pruned_factored_case(d: &[f64], rng: &mut Rng) -> (DenseMatrix, DenseMatrix) {
+    let (b, c) = factored_case(12, 10, d, rng);
+    let r = d.len();
+    let inner: Vec<usize> = (0..r + 2).filter(|&k| k != 0 && k != 3).collect();
+    let rows: Vec<usize> = (0..15).filter(|i| ![0, 7, 14].contains(i)).collect();
+    let cols: Vec<usize> = (0..12).filter(|j| ![3, 11].contains(j)).collect();
+    let mut bb = DenseMatrix {
+        rows: 15,
+        cols: r + 2,
+        data: vec![0.0; 15 * (r + 2)],
+    };
+    let mut cc = DenseMatrix {
+        rows: r + 2,
+        cols: 12,
+        data: vec![0.0; (r + 2) * 12],
+    };
+    for (i0, &i) in rows.iter().enumerate() {
+        for (k0, &k) in inner.iter().enumerate() {
+            bb.data[i * (r + 2) + k] = b.get(i0, k0);
+        }
+        bb.data[i * (r + 2) + 3] = (i % 5) as f64 - 2.0; // meets C's zero row 3
+    }
+    for (k0, &k) in inner.iter().enumerate() {
+        for (j0, &j) in cols.iter().enumerate() {
+            cc.data[k * 12 + j] = c.get(k0, j0);
+        }
+    }
+    for &j in &cols {
+        cc.data[j] = (j % 3) as f64 + 0.5; // meets B's zero column 0
+    }
+    (bb, cc)
+}
+
+/// Issue 33 (pruned heads): a factored product whose factors have zero
+/// rows, zero columns and inner indices where one factor is zero is
+/// certified with those left out (L14 e); at every precision every
+/// enclosure contains the exact value (the case's, then exact zeros), and
+/// the summary's rank contains the exact rank.
+#[test]
+fn pruned_factored_product_contains_exact_values_at_every_precision() {
+    use specbound::spectral::{enclose_rank, summarize_factored};
+    for kind in [0u8, 1, 3, 5] {
+        let mut rng = Rng(4242 + kind as u64);
+        let d = spectrum(kind, 4, &mut rng);
+        let (b, c) = pruned_factored_case(&d, &mut rng);
+        let mut oracle = sorted_abs(&d);
+        oracle.resize(12, 0.0);
+        let rank = d.iter().filter(|&&x| x != 0.0).count();
+        for p in [
+            Precision::F64,
+            Precision::Extended,
+            Precision::Mpfr(128),
+            Precision::Auto,
+        ] {
+            let what = format!("pruned factored, spectrum {kind}, {p:?}");
+            let sv = certify_factored(&b, &c, &opts(p)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!((sv.rows, sv.cols), (15, 12), "{what}");
+            assert_contains_all(&sv.enclosures(), &oracle, &what);
+            let rk = enclose_rank(&sv);
+            assert!(
+                rk.lo <= rank as u64 && rank as u64 <= rk.hi,
+                "{what}: rank {rank} not in {rk:?}"
+            );
+            summarize_factored(&b, &c, &sv).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+}
+
+/// Exact check that `sv` encloses the singular values of the two-column
+/// (or two-row) matrix `a`: with `F = ||A||_F^2`, `D = det(A^T A)` and
+/// `Delta = F^2 - 4 D` (exact rationals), `sigma_{1,2}^2 = (F +- sqrt Delta) / 2`,
+/// and each comparison `lo <= sigma`, `sigma <= hi` is decided by squaring
+/// twice with the signs checked (no rounding anywhere).
+fn assert_two_column_contains(a: &DenseMatrix, encs: &[Enclosure], what: &str) {
+    let q = |x: f64| Rational::from_f64(x).unwrap();
+    let (x, y): (Vec<Rational>, Vec<Rational>) = if a.cols == 2 {
+        (0..a.rows)
+            .map(|i| (q(a.get(i, 0)), q(a.get(i, 1))))
+            .unzip()
+    } else {
+        (0..a.cols)
+            .map(|j| (q(a.get(0, j)), q(a.get(1, j))))
+            .unzip()
+    };
+    let dot = |u: &[Rational], v: &[Rational]| -> Rational {
+        u.iter().zip(v).map(|(s, t)| Rational::from(s * t)).sum()
+    };
+    let (sxx, syy, sxy) = (dot(&x, &x), dot(&y, &y), dot(&x, &y));
+    let f = Rational::from(&sxx + &syy);
+    let d = Rational::from(&sxx * &syy) - Rational::from(&sxy * &sxy);
+    let delta = Rational::from(&f * &f) - Rational::from(4 * &d);
+    let zero = Rational::new();
+    // sqrt(Delta) >= t  <=>  t <= 0 or t^2 <= Delta; sqrt(Delta) <= t <=> t >= 0 and Delta <= t^2.
+    let root_ge = |t: Rational| t <= zero || Rational::from(&t * &t) <= delta;
+    let root_le = |t: Rational| t >= zero && delta <= Rational::from(&t * &t);
+    let two_sq = |v: f64| 2 * (q(v) * q(v));
+    let (s1, s2) = (encs[0], encs[1]);
+    // sigma_1^2 = (F + r) / 2, sigma_2^2 = (F - r) / 2, r = sqrt(Delta).
+    assert!(
+        root_ge(two_sq(s1.lo()) - &f),
+        "{what}: sigma_1 below [{:e}, ..]",
+        s1.lo()
+    );
+    assert!(
+        root_le(two_sq(s1.hi()) - &f),
+        "{what}: sigma_1 above [.., {:e}]",
+        s1.hi()
+    );
+    assert!(
+        root_le(&f - two_sq(s2.lo())),
+        "{what}: sigma_2 below [{:e}, ..]",
+        s2.lo()
+    );
+    assert!(
+        root_ge(&f - two_sq(s2.hi())),
+        "{what}: sigma_2 above [.., {:e}]",
+        s2.hi()
+    );
+    assert!(
+        encs[2..].iter().all(|e| e.lo() <= 0.0),
+        "{what}: only two values"
+    );
+}
+
+/// Issue 33 (tiny matrices with extreme entries): two-column and two-row
+/// matrices are certified in closed form from exact rationals (L32) at
+/// every precision, and every enclosure contains the exact value: float32
+/// `[[MAX, 2^-149], [2^-149, 0]]`, `2^-1074 [[1, 0], [2, 1]]`, a rank-one
+/// 2 x 2, and random m x 2 and 2 x n matrices with entries spread over
+/// 2^-600 .. 2^600.
+#[test]
+fn two_column_matrices_with_extreme_entries_contain_exact_values() {
+    let t = 2f64.powi(-149);
+    let d = 2f64.powi(-1074);
+    let mut cases = vec![
+        DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![f64::from(f32::MAX), t, t, 0.0],
+        },
+        DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![d, 0.0, 2.0 * d, d],
+        },
+        DenseMatrix {
+            rows: 2,
+            cols: 2,
+            data: vec![1.0, 2.0, 3.0, 6.0],
+        },
+    ];
+    let mut rng = Rng(3301);
+    for (m, n) in [(7, 2), (2, 9), (40, 2)] {
+        let data = (0..m * n)
+            .map(|_| rng.sign() * (1 + rng.below(1000)) as f64 * pow2(rng.below(1200) as i32 - 600))
+            .collect();
+        cases.push(DenseMatrix {
+            rows: m,
+            cols: n,
+            data,
+        });
+    }
+    for (k, a) in cases.iter().enumerate() {
+        for p in [
+            Precision::F64,
+            Precision::Extended,
+            Precision::Mpfr(256),
+            Precision::Auto,
+        ] {
+            let what = format!("case {k} {p:?}");
+            let sv = certify_singular_values(a, &opts(p)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_two_column_contains(a, &sv.enclosures(), &what);
+        }
+    }
+}
+
+/// Issue 33 (overflowed powers): a 64 x 64 matrix with singular values
+/// `(1 + i/64) 2^1000` wrote its Schatten p = 2 power as `null` only. It is
+/// now also given in log form, and `log_power` contains the exact
+/// `ln sum sigma_i^2` (a rational under the log, bracketed by MPFR with
+/// directed rounding).
+#[test]
+fn overflowed_schatten_power_is_an_interval_in_log_form() {
+    use rug::float::Round;
+    use specbound::spectral::{enclose_schatten, SchattenP};
+    let n = 64;
+    let d: Vec<f64> = (0..n)
+        .map(|i| (1.0 + i as f64 / 64.0) * pow2(1000))
+        .collect();
+    let mut data = vec![0.0; n * n];
+    for i in 0..n {
+        data[i * n + (i * 7) % n] = d[i]; // a permuted diagonal
+    }
+    let a = DenseMatrix {
+        rows: n,
+        cols: n,
+        data,
+    };
+    let sum: Rational = d
+        .iter()
+        .map(|&x| Rational::from_f64(x).unwrap().square())
+        .sum();
+    let ln = |r: Round| {
+        let mut f = Float::with_val_round(300, &sum, r).0;
+        f.ln_round(r);
+        f
+    };
+    for p in [Precision::F64, Precision::Auto] {
+        let sv = certify_singular_values(&a, &opts(p)).unwrap();
+        let sc = enclose_schatten(&sv, &SchattenP::parse("2").unwrap());
+        assert!(sc.power.is_none(), "2^2006 exceeds binary64");
+        let lp = sc.log_power.expect("the power in log form");
+        assert!(
+            Float::with_val(300, lp.lo()) <= ln(Round::Down)
+                && ln(Round::Up) <= Float::with_val(300, lp.hi()),
+            "{p:?}: ln sum sigma^2 not in {lp:?}"
+        );
+        assert!(enclose_schatten(&sv, &SchattenP::parse("1").unwrap())
+            .log_power
+            .is_none());
+    }
+}
+
+/// Issue 33 (two-sided grading): `D B D` with `D` from 2^500 to 2^-500 was
+/// inconclusive at `auto` and `mpfr:256` ("sum of squares overflowed")
+/// although sigma_1 is representable: no one power of two scales every
+/// entry exactly with the squares in range. The entry norms are then summed
+/// in MPFR; they contain the exact values, and the summary is certified.
+#[test]
+fn two_sided_graded_entry_norms_contain_exact_values() {
+    use specbound::spectral::{enclose_entry_norms, enclose_frobenius_from_entries};
+    let n = 6;
+    let mut rng = Rng(500);
+    let e: Vec<i32> = (0..n as i32).map(|i| 500 - 200 * i).collect();
+    let data = (0..n * n)
+        .map(|k| rng.sign() * (1 + rng.below(7)) as f64 / 8.0 * pow2(e[k / n] + e[k % n]))
+        .collect();
+    let a = DenseMatrix {
+        rows: n,
+        cols: n,
+        data,
+    };
+    let q = |x: f64| Rational::from_f64(x).unwrap();
+    let f2: Rational = a.data.iter().map(|&x| q(x).square()).sum();
+    let n11: Rational = a.data.iter().map(|&x| q(x).abs()).sum();
+    let f = enclose_frobenius_from_entries(&a).unwrap();
+    assert_contains_sqrt(&f, &f2, "graded Frobenius");
+    let (n21, m11) = enclose_entry_norms(&a).unwrap();
+    let (lo, hi) = rat(&m11);
+    assert!(lo <= n11 && n11 <= hi, "graded (1,1)-norm");
+    // ||A||_F <= ||A||_{2,1} <= ||A||_{1,1}: exact necessary conditions.
+    let (lo21, hi21) = rat(&n21);
+    assert!(
+        lo21 <= n11 && Rational::from(&hi21 * &hi21) >= f2,
+        "graded (2,1)-norm"
+    );
+    let sv = certify_singular_values(&a, &opts(Precision::Auto)).unwrap();
+    let s = summarize(&a, &sv).unwrap();
+    assert_contains_sqrt(&s.frobenius_norm, &f2, "graded summary Frobenius");
+}

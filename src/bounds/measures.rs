@@ -72,6 +72,12 @@ fn pt(x: f64) -> Interval {
     Interval::try_from((x, x)).expect("finite point")
 }
 
+/// `2 ln x`, the log of `x^2` evaluated without squaring (so that no
+/// `x` of binary64 over- or underflows in between; L26).
+fn log_sq(x: Interval) -> Interval {
+    pt(2.0) * x.ln()
+}
+
 /// `sum_i ln(s_i)` and `prod_i s_i` of the spectral norms, and
 /// `(sum_i (n_i / s_i)^(2/3))` for the (2,1) norms `n_i` given.
 fn spectral_complexity(w: &[NormIntervals], n21: &[Interval]) -> (Interval, Interval, Interval) {
@@ -88,12 +94,15 @@ fn spectral_complexity(w: &[NormIntervals], n21: &[Interval]) -> (Interval, Inte
 }
 
 /// Evaluates the measures of the weights from their certified norms
-/// (`w` holds the d raw weight matrices).
+/// (`w` holds the d raw weight matrices). Logs of squares are evaluated
+/// as `2 ln x` and the ratios `||W||_F^2 / ||W||_2^2` as `(F / S)^2`, so
+/// that a norm anywhere in binary64's range gives finite log measures.
 ///
 /// *Guarantee: certified enclosure* of every measure, given enclosures of
 /// the norms (`proofs/measures.md`, L26). A measure whose exact value is
 /// infinite or undefined (a weight whose spectral norm is not certified
-/// positive) comes back unbounded, never as a finite wrong interval.
+/// positive), or outside binary64's range, comes back unbounded, never as
+/// a finite wrong interval.
 pub fn evaluate(w: &[NormIntervals]) -> Measures {
     let d = pt(w.len() as f64);
     let three_halves = pt(3.0) / pt(2.0);
@@ -102,12 +111,10 @@ pub fn evaluate(w: &[NormIntervals]) -> Measures {
     let mut fro_sq = pt(0.0);
     let mut ratio = pt(0.0);
     for x in w {
-        let s2 = x.spectral.sqr();
-        let f2 = x.frobenius.sqr();
-        log_spec += s2.ln();
-        log_fro += f2.ln();
-        fro_sq += f2;
-        ratio += f2 / s2;
+        log_spec += log_sq(x.spectral);
+        log_fro += log_sq(x.frobenius);
+        fro_sq += x.frobenius.sqr();
+        ratio += (x.frobenius / x.spectral).sqr();
     }
     let n21: Vec<Interval> = w.iter().map(|x| x.norm_21_rows).collect();
     let (log_prod, prod, sum) = spectral_complexity(w, &n21);
@@ -125,11 +132,11 @@ pub fn evaluate(w: &[NormIntervals]) -> Measures {
 
 /// Evaluates the measures that need the initialisation, from the
 /// certified norms of the weights `w` and of their distances `dist[i]`
-/// (of `W_i - W0_i`, index-matched).
+/// (of `W_i - W0_i`, index-matched), in log space as [`evaluate`].
 ///
 /// *Guarantee: certified enclosure* of every measure, given enclosures of
 /// the norms (`proofs/measures.md`, L26); unbounded where the exact value
-/// is infinite (a zero distance under a log).
+/// is infinite (a zero distance under a log) or outside binary64's range.
 pub fn evaluate_init(w: &[NormIntervals], dist: &[NormIntervals]) -> InitMeasures {
     assert_eq!(w.len(), dist.len(), "one distance per weight");
     let three_halves = pt(3.0) / pt(2.0);
@@ -138,12 +145,10 @@ pub fn evaluate_init(w: &[NormIntervals], dist: &[NormIntervals]) -> InitMeasure
     let mut spec_sq = pt(0.0);
     let mut ratio = pt(0.0);
     for (x, e) in w.iter().zip(dist) {
-        let s2 = x.spectral.sqr();
-        let f2 = e.frobenius.sqr();
-        log_spec += s2.ln();
-        fro_sq += f2;
+        log_spec += log_sq(x.spectral);
+        fro_sq += e.frobenius.sqr();
         spec_sq += e.spectral.sqr();
-        ratio += f2 / s2;
+        ratio += (e.frobenius / x.spectral).sqr();
     }
     let n21: Vec<Interval> = dist.iter().map(|x| x.norm_21_rows).collect();
     let (log_prod, prod, sum) = spectral_complexity(w, &n21);

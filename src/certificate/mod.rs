@@ -639,24 +639,32 @@ pub struct RawWeightEntry {
 pub struct MeasuresEntry {
     /// The number d of raw weight matrices.
     pub d: usize,
-    /// Encloses `sum_i ln ||W_i||_2^2`.
-    pub log_prod_of_spec: CertInterval,
+    /// Encloses `sum_i ln ||W_i||_2^2` (absent when -inf or undefined:
+    /// [`MeasuresEntry::absent`] says why, as for every measure below).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_prod_of_spec: Option<CertInterval>,
     /// Encloses `ln d + (1/d) sum_i ln ||W_i||_2^2`.
-    pub log_sum_of_spec: CertInterval,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_sum_of_spec: Option<CertInterval>,
     /// Encloses `sum_i ln ||W_i||_F^2`.
-    pub log_prod_of_fro: CertInterval,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_prod_of_fro: Option<CertInterval>,
     /// Encloses `ln d + (1/d) sum_i ln ||W_i||_F^2`.
-    pub log_sum_of_fro: CertInterval,
-    /// Encloses `sum_i ||W_i||_F^2`.
-    pub param_norm: CertInterval,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_sum_of_fro: Option<CertInterval>,
+    /// Encloses `sum_i ||W_i||_F^2` (absent above binary64's range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_norm: Option<CertInterval>,
     /// Encloses `ln( prod_i ||W_i||_2^2 sum_i ||W_i||_F^2 / ||W_i||_2^2 )`.
-    pub log_spec_orig: CertInterval,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_spec_orig: Option<CertInterval>,
     /// Encloses the spectral complexity with reference 0; absent when it
     /// exceeds binary64 (then `log_bartlett` states it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bartlett: Option<CertInterval>,
     /// Encloses `ln` of the spectral complexity with reference 0.
-    pub log_bartlett: CertInterval,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bartlett: Option<CertInterval>,
     /// Encloses `sum_i ||W_i - W0_i||_F^2` (with `init_model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frobenius_distance: Option<CertInterval>,
@@ -674,6 +682,11 @@ pub struct MeasuresEntry {
     /// Encloses its `ln` (with `init_model`; absent when the distance is 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_bartlett_init: Option<CertInterval>,
+    /// Why each absent measure is absent, by name (a raw weight whose
+    /// norm may be 0 under a log or a ratio, or a value beyond binary64's
+    /// range); the init measures are named only with `init_model`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub absent: std::collections::BTreeMap<String, String>,
 }
 
 impl RawWeightEntry {
@@ -690,25 +703,29 @@ impl RawWeightEntry {
 impl MeasuresEntry {
     /// Every measure stated, `(name, interval)`, in the order above.
     pub fn stated(&self) -> Vec<(&'static str, CertInterval)> {
-        let mut v = vec![
+        self.all()
+            .into_iter()
+            .filter_map(|(k, x)| x.map(|x| (k, x)))
+            .collect()
+    }
+
+    /// Every measure by name, in the order above, `None` where absent.
+    pub fn all(&self) -> [(&'static str, Option<CertInterval>); 13] {
+        [
             ("log_prod_of_spec", self.log_prod_of_spec),
             ("log_sum_of_spec", self.log_sum_of_spec),
             ("log_prod_of_fro", self.log_prod_of_fro),
             ("log_sum_of_fro", self.log_sum_of_fro),
             ("param_norm", self.param_norm),
             ("log_spec_orig", self.log_spec_orig),
-        ];
-        let opt = [
             ("bartlett", self.bartlett),
-            ("log_bartlett", Some(self.log_bartlett)),
+            ("log_bartlett", self.log_bartlett),
             ("frobenius_distance", self.frobenius_distance),
             ("dist_spec_init", self.dist_spec_init),
             ("log_spec_init", self.log_spec_init),
             ("bartlett_init", self.bartlett_init),
             ("log_bartlett_init", self.log_bartlett_init),
-        ];
-        v.extend(opt.into_iter().filter_map(|(k, x)| x.map(|x| (k, x))));
-        v
+        ]
     }
 }
 

@@ -12,9 +12,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor}
 use serde::Serializer;
 
 use super::{
-    expected_ids, CertInterval, Certificate, GridPoint, InitModel, MatrixEntry, ModelInfo,
-    NormsEntry, Parameters, RankBounds, RawWeightEntry, Tool, FORMAT, VERSION, VERSION_MEASURES,
-    VERSION_NO_BOUND,
+    expected_ids, CertInterval, Certificate, GridPoint, InitModel, MatrixEntry, MeasuresEntry,
+    ModelInfo, NormsEntry, Parameters, RankBounds, RawWeightEntry, Tool, FORMAT, VERSION,
+    VERSION_MEASURES, VERSION_NO_BOUND,
 };
 use crate::arch::{MatrixId, MatrixType};
 
@@ -525,37 +525,61 @@ fn validate_measures(c: &Certificate) -> Result<(), (String, String)> {
         let nonneg = !k.starts_with("log_");
         check_iv(&v, &format!("$.measures.{k}"), nonneg)?;
     }
-    let init_stated = [
-        ("frobenius_distance", ms.frobenius_distance.is_some()),
-        ("dist_spec_init", ms.dist_spec_init.is_some()),
+    validate_absent(ms, init)
+}
+
+/// The measures' `absent` reasons: each names a measure that is absent
+/// (an init measure only with `init_model`), in one short printable line;
+/// a measure that earlier versions always stated (all but `bartlett` and
+/// the init logs), when absent, says why.
+fn validate_absent(ms: &MeasuresEntry, init: bool) -> Result<(), (String, String)> {
+    const OPTIONAL: [&str; 4] = [
+        "bartlett",
+        "log_spec_init",
+        "bartlett_init",
+        "log_bartlett_init",
     ];
-    for (k, present) in init_stated {
-        if present != init {
-            return err(
-                format!("$.measures.{k}"),
-                if init {
-                    "missing (init_model is stated)".into()
-                } else {
-                    "stated without init_model".into()
-                },
-            );
+    let all = ms.all();
+    for (k, why) in &ms.absent {
+        let Some((name, v)) = all.iter().find(|(n, _)| n == k) else {
+            return Err(("$.measures.absent".into(), "names no measure".into()));
+        };
+        let at = format!("$.measures.absent.{name}");
+        if v.is_some() {
+            return Err((at, "the measure is stated".into()));
+        }
+        if !init && is_init_measure(name) {
+            return Err((at, "stated without init_model".into()));
+        }
+        if why.is_empty() || why.len() > 400 || why.chars().any(char::is_control) {
+            return Err((at, "not one short printable line".into()));
         }
     }
-    if !init {
-        for (k, present) in [
-            ("log_spec_init", ms.log_spec_init.is_some()),
-            ("bartlett_init", ms.bartlett_init.is_some()),
-            ("log_bartlett_init", ms.log_bartlett_init.is_some()),
-        ] {
-            if present {
-                return err(
-                    format!("$.measures.{k}"),
-                    "stated without init_model".into(),
-                );
-            }
+    for (k, v) in all {
+        let expected = !is_init_measure(k) || init;
+        if v.is_none() && expected && !OPTIONAL.contains(&k) && !ms.absent.contains_key(k) {
+            return Err((format!("$.measures.{k}"), "absent without a reason".into()));
+        }
+        if v.is_some() && !init && is_init_measure(k) {
+            return Err((
+                format!("$.measures.{k}"),
+                "stated without init_model".into(),
+            ));
         }
     }
     Ok(())
+}
+
+/// Whether the measure `k` needs the initialisation.
+fn is_init_measure(k: &str) -> bool {
+    matches!(
+        k,
+        "frobenius_distance"
+            | "dist_spec_init"
+            | "log_spec_init"
+            | "bartlett_init"
+            | "log_bartlett_init"
+    )
 }
 
 /// The raw weights of a certificate or a part (`docs/measures.md`): every

@@ -326,6 +326,13 @@ impl Report for CertifyReport {
                             crate::report::fmt::interval(x.lo, x.hi, style)
                         ));
                     }
+                    for (name, why) in &m.absent {
+                        t.push_str(&format!(
+                            "  {:<20} absent: {}\n",
+                            crate::io::escape_to(name, 64),
+                            crate::io::escape_to(why, 512)
+                        ));
+                    }
                 }
                 t
             }

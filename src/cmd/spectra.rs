@@ -68,6 +68,9 @@ pub struct SchattenRow {
     /// Decimal ends of `norm` where it overflowed binary64.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub norm_exact: Option<ExactBounds>,
+    /// `ln sum sigma_i^p` where `power` overflowed binary64 (p > 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_power: Option<Enclosure>,
     /// Why a quantity is null or given by decimal ends only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -298,6 +301,7 @@ fn certify_one(
                     norm: e.norm,
                     power_exact: e.power_exact,
                     norm_exact: e.norm_exact,
+                    log_power: e.log_power,
                     notes: e.notes,
                 }
             })

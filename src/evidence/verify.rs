@@ -662,32 +662,32 @@ fn verify_measures(c: &Certificate, ck: &mut Checker) {
         sum = sum.add(&div_or_unbounded(n21, sn).pow_q(2, 3));
     }
     let ln_d = Signed::ln(&MI::int(d as u64));
-    signed(ck, "log_prod_of_spec", Some(ms.log_prod_of_spec), &log_spec);
+    signed(ck, "log_prod_of_spec", ms.log_prod_of_spec, &log_spec);
     signed(
         ck,
         "log_sum_of_spec",
-        Some(ms.log_sum_of_spec),
+        ms.log_sum_of_spec,
         &ln_d.add(&log_spec.scale(1, d)),
     );
-    signed(ck, "log_prod_of_fro", Some(ms.log_prod_of_fro), &log_fro);
+    signed(ck, "log_prod_of_fro", ms.log_prod_of_fro, &log_fro);
     signed(
         ck,
         "log_sum_of_fro",
-        Some(ms.log_sum_of_fro),
+        ms.log_sum_of_fro,
         &ln_d.add(&log_fro.scale(1, d)),
     );
-    plain(ck, "param_norm", Some(ms.param_norm), &fro_sq);
+    plain(ck, "param_norm", ms.param_norm, &fro_sq);
     signed(
         ck,
         "log_spec_orig",
-        Some(ms.log_spec_orig),
+        ms.log_spec_orig,
         &log_spec.add(&Signed::ln(&ratio)),
     );
     plain(ck, "bartlett", ms.bartlett, &prod.mul(&sum.pow_q(3, 2)));
     signed(
         ck,
         "log_bartlett",
-        Some(ms.log_bartlett),
+        ms.log_bartlett,
         &log_s.add(&Signed::ln(&sum).scale(3, 2)),
     );
     if c.init_model.is_none() {

@@ -78,7 +78,10 @@ fn structural_zero(count: usize) -> CertifiedValue {
 /// *Guarantee: certified enclosure.* `values[i]` contains the exact i-th
 /// largest singular value of the exact product of the two stored matrices;
 /// the trailing `structural_zeros` values are exactly zero because
-/// rank(BC) <= r. Justification: `proofs/factored-product.md` (L14),
+/// rank(BC) <= r, and at most the number of nonzero rows of `B`, of nonzero
+/// columns of `C` and of inner indices where neither `B`'s column nor
+/// `C`'s row is zero (a pruned head: the product is certified with those
+/// left out, L14 e). Justification: `proofs/factored-product.md` (L14),
 /// `proofs/residual-single-pair.md` (L6), `proofs/residual-cluster.md` (L7),
 /// `proofs/near-orthogonal.md` (L8), `proofs/dot-product-error.md` (L4),
 /// `proofs/collatz-bound.md` (L5), `proofs/weyl.md` (L9) for the dense fallback.
@@ -116,6 +119,9 @@ pub fn certify_factored(
             structural_zeros: kmin,
             notes: Vec::new(),
         });
+    }
+    if let Some(reduced) = reduce(b, c) {
+        return certify_reduced(&reduced, (m0, n0), opts);
     }
     if rr >= kmin || opts.precision != super::Precision::F64 {
         return dense_fallback(b, c, opts);
@@ -208,6 +214,71 @@ pub fn certify_factored(
         }
         _ => dense_fallback(b, c, opts),
     }
+}
+
+/// `B C` with the zero rows of `B`, the zero columns of `C` and the inner
+/// indices `k` where column `k` of `B` or row `k` of `C` is zero left out
+/// (L14 e): `(B', C')`, or `None` when nothing can be left out. The
+/// reduced product's singular values, followed by zeros, are exactly those
+/// of `B C`; every test is an exact comparison of a binary64 entry with 0.
+fn reduce(b: &DenseMatrix, c: &DenseMatrix) -> Option<(DenseMatrix, DenseMatrix)> {
+    let (m, rr, n) = (b.rows, b.cols, c.cols);
+    let rows: Vec<usize> = (0..m)
+        .filter(|&i| (0..rr).any(|k| b.get(i, k) != 0.0))
+        .collect();
+    let cols: Vec<usize> = (0..n)
+        .filter(|&j| (0..rr).any(|k| c.get(k, j) != 0.0))
+        .collect();
+    let inner: Vec<usize> = (0..rr)
+        .filter(|&k| (0..m).any(|i| b.get(i, k) != 0.0) && (0..n).any(|j| c.get(k, j) != 0.0))
+        .collect();
+    if (rows.len(), inner.len(), cols.len()) == (m, rr, n) {
+        return None;
+    }
+    let pick = |x: &DenseMatrix, ri: &[usize], ci: &[usize]| DenseMatrix {
+        rows: ri.len(),
+        cols: ci.len(),
+        data: ri
+            .iter()
+            .flat_map(|&i| ci.iter().map(move |&j| x.get(i, j)))
+            .collect(),
+    };
+    Some((pick(b, &rows, &inner), pick(c, &inner, &cols)))
+}
+
+/// The singular values of `B C` (`kmin = min(m, n)` of them) from those of
+/// its reduction `B' C'` ([`reduce`]): the reduced product's values that
+/// are not structural zeros, then `min(rows, cols)` less their count exact zeros
+/// (L14 e: rank(B C) <= the reduced inner dimension and the number of
+/// nonzero rows and columns).
+///
+/// *Guarantee: certified enclosure* of every singular value of `B C`,
+/// index-matched, given by the reduced product's certification
+/// ([`certify_factored`]) and the exact zeros of `proofs/factored-product.md`,
+/// L14 e.
+fn certify_reduced(
+    (b, c): &(DenseMatrix, DenseMatrix),
+    (rows, cols): (usize, usize),
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
+    let (mut values, notes) = if b.cols == 0 || b.rows == 0 || c.cols == 0 {
+        (Vec::new(), Vec::new()) // B C = 0 exactly
+    } else {
+        let sv = certify_factored(b, c, opts)?;
+        let kept = sv.values.len() - sv.structural_zeros;
+        let mut v = sv.values;
+        v.truncate(kept);
+        (v, sv.notes)
+    };
+    let zeros = rows.min(cols) - values.len();
+    values.extend((0..zeros).map(|_| structural_zero(zeros)));
+    Ok(SingularValues {
+        rows,
+        cols,
+        values,
+        structural_zeros: zeros,
+        notes,
+    })
 }
 
 /// Forms `fl(B C)`, certifies it, widens by `||BC - fl(BC)||_F` (L9) and

@@ -33,6 +33,7 @@ pub mod mpfr;
 pub mod rounding;
 pub mod shuffled;
 pub mod symeig;
+pub mod two_column;
 
 use faer::Par;
 use serde::Serialize;
@@ -229,6 +230,9 @@ pub enum Method {
     /// Exactly zero by an exact kernel certificate: null vectors checked in
     /// exact rational arithmetic ([`kernel`], `proofs/exact-kernel.md`, L30).
     ExactKernel,
+    /// Both values of a two-column (or two-row) matrix from its exact
+    /// Frobenius norm and Gram determinant (`proofs/two-column.md`, L32).
+    ExactTwoColumn,
 }
 
 impl Method {
@@ -243,6 +247,7 @@ impl Method {
             Method::Mpfr(b) => format!("mpfr-{b}"),
             Method::Structural => "structural".into(),
             Method::ExactKernel => "exact-kernel".into(),
+            Method::ExactTwoColumn => "exact-two-column".into(),
         }
     }
 }
@@ -637,7 +642,30 @@ pub(crate) fn zero_singular_values(rows: usize, cols: usize) -> SingularValues {
 /// `proofs/gram-eigen.md` (L24), `proofs/ozaki-exact-product.md` (L11),
 /// `proofs/compensated-sum.md` (L12), `proofs/mpfr-directed.md` (L13) and
 /// `proofs/sorting-lemma.md` (L10).
+///
+/// A matrix with two columns (or rows) is also certified in closed form
+/// from exact rationals (`proofs/two-column.md`, L32, [`two_column`]): the
+/// narrower enclosure is kept index by index (L10), and it stands alone
+/// where the stages are inconclusive.
 pub fn certify_prepared(
+    prep: &dense::Prepared,
+    rows: usize,
+    cols: usize,
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
+    let staged = certify_prepared_stages(prep, rows, cols, opts);
+    match (staged, two_column::certify(prep, rows, cols)) {
+        (Ok(mut sv), Some(exact)) => {
+            sv.keep_narrower(exact);
+            Ok(sv)
+        }
+        (Err(_), Some(exact)) => Ok(exact),
+        (staged, None) => staged,
+    }
+}
+
+/// The stages of [`certify_prepared`] (its guarantee and lemmas).
+fn certify_prepared_stages(
     prep: &dense::Prepared,
     rows: usize,
     cols: usize,

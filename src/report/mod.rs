@@ -82,6 +82,10 @@ pub struct SchattenJson {
     /// Where `norm` is null for overflow (p > 0): its decimal ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub norm_exact: Option<ExactBounds>,
+    /// Where `power` is null for overflow (p > 0): `ln sum sigma^p`, an
+    /// interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_power: Option<Enclosure>,
     /// Why a quantity is null or given by decimal ends only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -101,6 +105,7 @@ impl From<&SchattenEnclosure> for SchattenJson {
             norm: s.norm,
             power_exact: s.power_exact.clone(),
             norm_exact: s.norm_exact.clone(),
+            log_power: s.log_power,
             notes: s.notes.clone(),
         }
     }

@@ -95,6 +95,7 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
     );
     let _ = writeln!(s, "  B_ours    {}", iv(&bounds.ours, st));
     let _ = writeln!(s, "  B_Edel    {}", iv(&bounds.edelman, st));
+    undecided_ranks(&mut s, c, &bounds.ours);
     let _ = writeln!(s, "per layer:");
     let alphas: Vec<String> = c.layers.iter().map(|x| iv(&x.alpha, st)).collect();
     let (wa, wl) = (
@@ -116,6 +117,30 @@ pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
         "(use --json or --out for the full certificate, --csv DIR for the tables)"
     );
     s
+}
+
+/// A line naming the matrices whose rank the certificate leaves open (the
+/// first one, and how many) and what that costs: the relative radius of
+/// `B_ours`, which takes the rank at p = 0 (`docs/guarantees.md`, "Ranks").
+fn undecided_ranks(s: &mut String, c: &Certificate, ours: &CertInterval) {
+    let open: Vec<&MatrixEntry> = c
+        .matrices
+        .iter()
+        .filter(|w| w.rank.lo < w.rank.hi)
+        .collect();
+    let Some(first) = open.first() else {
+        return;
+    };
+    let rel = (ours.hi - ours.lo) / (ours.hi + ours.lo);
+    let _ = writeln!(
+        s,
+        "  rank undecided for {} matrices ({} rank [{}, {}]{}); B_ours is {rel:.1e} relative radius wide with them",
+        open.len(),
+        first.id(),
+        first.rank.lo,
+        first.rank.hi,
+        if open.len() > 1 { " first" } else { "" }
+    );
 }
 
 /// The rest of the summary of a certificate without a bound: its reason,

@@ -96,6 +96,9 @@ pub struct SchattenEnclosure {
     pub power_exact: Option<ExactBounds>,
     /// Decimal ends of the norm where `norm` overflowed (p > 0).
     pub norm_exact: Option<ExactBounds>,
+    /// Encloses `ln sum sigma_i^p` where `power` overflowed binary64
+    /// (p > 0): the power in log form, always a finite interval there.
+    pub log_power: Option<Enclosure>,
     /// Why a quantity is `None` or given by decimal ends only (empty otherwise).
     pub notes: Vec<String>,
 }
@@ -207,7 +210,8 @@ pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
 /// Encloses `sum sigma_i^p` and `(sum sigma_i^p)^(1/p)` for `p > 0`, or the
 /// rank for `p = 0` (L15 b, c). The norm is formed as `c * t^(1/p)` from the
 /// scaled sum, so it is finite whenever the norm itself is (even when the
-/// power `sum sigma_i^p` is not).
+/// power `sum sigma_i^p` is not); a power beyond binary64 is also given in
+/// log form, `ln t + p ln c` (L15 b with the inclusion property of `ln`).
 ///
 /// *Guarantee: certified enclosures* (`proofs/derived-quantities.md` L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
@@ -217,6 +221,7 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         norm: None,
         power_exact: None,
         norm_exact: None,
+        log_power: None,
         notes: Vec::new(),
     };
     if p.is_zero() {
@@ -232,6 +237,10 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         Some((t, c)) => {
             out.power = nonneg(t * c.pow(p.value));
             out.norm = nonneg(c * t.pow(p.value.recip()));
+            if out.power.is_none() {
+                // ln(t c^p) = ln t + p ln c: finite where the power is not.
+                out.log_power = Enclosure::from_interval(t.ln() + p.value * c.ln());
+            }
         }
     }
     if out.power.is_none() || out.norm.is_none() {
@@ -277,10 +286,20 @@ fn unscale(lo: f64, hi: f64, k: i32, what: &str) -> Result<Enclosure, Inconclusi
 /// is never formed unscaled, so it cannot underflow or overflow where the
 /// norm does not (tiny and huge matrices alike).
 ///
+/// Where no one power of two scales every entry exactly and keeps the
+/// squares in range (entries spanning more than binary64's range, as a
+/// two-sided graded `D B D`), the sum is formed in MPFR at 128 bits
+/// instead ([`enclose_entry_norms_mpfr`]; issue 33).
+///
 /// *Guarantee: certified enclosure* of `||A||_F` (`proofs/compensated-sum.md`
 /// L12 f, `proofs/power-of-two-scaling.md` L2, `proofs/derived-quantities.md`
-/// L15 d, g).
+/// L15 d, g; `proofs/mpfr-directed.md` L13 for the MPFR sum).
 pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
+    frobenius_binary64(a).or_else(|e| enclose_entry_norms_mpfr(a, 128).map(|x| x.0).map_err(|_| e))
+}
+
+/// The binary64 route of [`enclose_frobenius_from_entries`] (its lemmas).
+fn frobenius_binary64(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
     let k = entry_scale(a);
     let mut acc = Sum2::new();
     for &x0 in &a.data {
@@ -311,9 +330,22 @@ pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inco
 /// the (1,1)-norm `sum_ij |a_ij|` from the entries exactly rescaled by `2^k`
 /// (L2, L12, L3, L15 e).
 ///
+/// Entries beyond what one exact power of two brings into range are summed
+/// in MPFR at 128 bits instead, as for [`enclose_frobenius_from_entries`].
+///
 /// *Guarantee: certified enclosures* of both norms (`proofs/compensated-sum.md`,
-/// `proofs/rn-directed-scalar.md`, `proofs/derived-quantities.md` L15 e, g).
+/// `proofs/rn-directed-scalar.md`, `proofs/derived-quantities.md` L15 e, g;
+/// `proofs/mpfr-directed.md` L13 for the MPFR sums).
 pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
+    entry_norms_binary64(a).or_else(|e| {
+        enclose_entry_norms_mpfr(a, 128)
+            .map(|x| (x.1, x.2))
+            .map_err(|_| e)
+    })
+}
+
+/// The binary64 route of [`enclose_entry_norms`] (its lemmas).
+fn entry_norms_binary64(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
     let k = entry_scale(a);
     let (m, n) = (a.rows, a.cols);
     let mut cols = vec![Sum2::new(); n];

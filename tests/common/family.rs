@@ -52,6 +52,16 @@ fn write_safetensors(path: &Path, tensors: &[Tensor]) {
 /// The bundled MiniLM's first `layers` layers, tensors byte-identical
 /// (what `scripts/study-family` writes).
 pub fn minilm(bundle: &Path, dir: &Path, layers: usize) {
+    minilm_edited(bundle, dir, layers, &|_, _, _| {});
+}
+
+/// Edits a tensor's little-endian F32 bytes: `(name, shape, bytes)`.
+pub type Edit<'a> = dyn Fn(&str, &[usize], &mut [u8]) + 'a;
+
+/// [`minilm`], with `edit(name, shape, bytes)` applied to every tensor's
+/// little-endian F32 bytes before they are written (a pruned or zeroed
+/// weight).
+pub fn minilm_edited(bundle: &Path, dir: &Path, layers: usize, edit: &Edit) {
     let bytes = std::fs::read(bundle.join("model.safetensors")).unwrap();
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Map<String, serde_json::Value> =
@@ -73,7 +83,9 @@ pub fn minilm(bundle: &Path, dir: &Path, layers: usize) {
         assert_eq!(t["dtype"], "F32");
         let shape: Vec<usize> = serde_json::from_value(t["shape"].clone()).unwrap();
         let off: Vec<usize> = serde_json::from_value(t["data_offsets"].clone()).unwrap();
-        tensors.push((name.clone(), shape, data[off[0]..off[1]].to_vec()));
+        let mut b = data[off[0]..off[1]].to_vec();
+        edit(name, &shape, &mut b);
+        tensors.push((name.clone(), shape, b));
     }
     std::fs::create_dir_all(dir).unwrap();
     write_safetensors(&dir.join("model.safetensors"), &tensors);
