@@ -578,7 +578,7 @@ fn onnx_readers_that_disagree_with_onnx_are_refused() {
         (
             "matmul-reads-unknown-value",
             model(&[mm("nowhere")], std::slice::from_ref(&ok)),
-            "the MatMul node '/enc/q/MatMul' reads 'x', a value not in the graph",
+            "the MatMul node '/enc/q/MatMul' reads 'nowhere', a value not in the graph",
         ),
         (
             "transpose-reads-unknown-value",
@@ -596,6 +596,20 @@ fn onnx_readers_that_disagree_with_onnx_are_refused() {
             "the value 't' is given twice",
         ),
     ];
+    // A node of a million empty outputs (2 bytes each on disk, 64 counted
+    // each): over the budget, said of the whole graph (not "a node: ...").
+    let mut many = Vec::new();
+    for _ in 0..1_100_000 {
+        pb_len(2, b"", &mut many);
+    }
+    pb_len(4, b"Relu", &mut many);
+    let mut cases = cases;
+    cases.push((
+        "outputs-over-budget",
+        model(&[many], std::slice::from_ref(&ok)),
+        "not a readable ONNX model: the records specbound keeps of the graph (initializers, \
+         node inputs and outputs) exceed the 67108864-byte limit",
+    ));
     let mut failures = Vec::new();
     for (name, bytes, needle) in cases {
         let p = d.join(format!("{name}.onnx"));

@@ -436,11 +436,11 @@ fn non_finite(
             format!("{path}.{k}")
         }
     };
-    if let Ok(f) = v.downcast::<PyFloat>() {
+    if let Ok(f) = v.cast::<PyFloat>() {
         let x = f.value();
         return Ok((!x.is_finite()).then(|| (path.to_string(), x.to_string())));
     }
-    if let Ok(dict) = v.downcast::<PyDict>() {
+    if let Ok(dict) = v.cast::<PyDict>() {
         for (k, item) in dict.iter() {
             if let Some(found) = non_finite(&item, &join(&k.str()?.to_string_lossy()), depth + 1)? {
                 return Ok(Some(found));

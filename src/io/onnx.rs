@@ -157,6 +157,10 @@ struct Node {
     perm: Option<Vec<u64>>,
 }
 
+/// How the message of [`Budget::take`] starts: it is about the whole
+/// graph, so the walk does not prefix it with the record it stopped at.
+const OVER_BUDGET: &str = "the records specbound keeps of the graph";
+
 /// The running total of kept bytes, refused over [`MAX_ONNX_KEPT_BYTES`].
 struct Budget(u64);
 
@@ -165,8 +169,8 @@ impl Budget {
         self.0 += n as u64 + 64;
         if self.0 > MAX_ONNX_KEPT_BYTES {
             return Err(format!(
-                "takes what specbound keeps of the graph (initializers, node inputs and outputs) past \
-                 the {MAX_ONNX_KEPT_BYTES}-byte limit"
+                "{OVER_BUDGET} (initializers, node inputs and outputs) exceed the \
+                 {MAX_ONNX_KEPT_BYTES}-byte limit"
             ));
         }
         Ok(())
@@ -572,7 +576,7 @@ fn walk(buf: &[u8]) -> Result<Graph, String> {
         match (tag, v) {
             (1, Val::Len(b, base)) => {
                 if let Some(n) = parse_node(b, base, &mut budget, &mut outputs)
-                    .map_err(|m| format!("a node: {m}"))?
+                    .map_err(|m| in_record("a node:", m))?
                 {
                     nodes.push(n);
                 }
@@ -589,7 +593,7 @@ fn walk(buf: &[u8]) -> Result<Graph, String> {
             }
             (5, Val::Len(b, base)) => {
                 let t = parse_tensor(b, base, &mut budget)
-                    .map_err(|m| format!("an initializer {m}"))?;
+                    .map_err(|m| in_record("an initializer", m))?;
                 inits.push(t);
             }
             _ => {}
@@ -603,12 +607,22 @@ fn walk(buf: &[u8]) -> Result<Graph, String> {
     })
 }
 
+/// An error of one record, prefixed with what it is (`an initializer
+/// holds ...`), unless it is about the whole graph (the budget).
+fn in_record(what: &str, m: String) -> String {
+    if m.starts_with(OVER_BUDGET) {
+        m
+    } else {
+        format!("{what} {m}")
+    }
+}
+
 /// Where specbound's reading of the graph and onnx's could disagree, the
 /// model is refused: a value produced twice (by two nodes, or by a node and
 /// an initializer: not single static assignment, which onnx's checker
-/// refuses), or a MatMul, Gemm or Transpose node reading a value that no
-/// initializer, graph input or node gives (the weight's orientation is
-/// read from these nodes).
+/// refuses), or a MatMul or Gemm node whose weight operand (B), or a
+/// Transpose node whose input, is a value that no initializer, graph input
+/// or node gives (the weight's orientation is read from these operands).
 fn check_values(g: &Graph) -> Result<(), String> {
     let mut defined: std::collections::HashSet<&str> =
         g.inputs.iter().map(String::as_str).collect();
@@ -628,11 +642,14 @@ fn check_values(g: &Graph) -> Result<(), String> {
         defined.insert(o);
     }
     for n in &g.nodes {
-        if let Some(i) = n
-            .inputs
-            .iter()
-            .find(|i| !i.is_empty() && !defined.contains(i.as_str()))
-        {
+        // The operands the orientation is read from: B of MatMul and Gemm,
+        // the input of Transpose.
+        let read = if n.op == "Transpose" {
+            n.inputs.first()
+        } else {
+            n.inputs.get(1)
+        };
+        if let Some(i) = read.filter(|i| !i.is_empty() && !defined.contains(i.as_str())) {
             return Err(format!(
                 "the {} node '{}' reads '{}', a value not in the graph (no initializer, graph \
                  input or node output has that name)",
