@@ -89,6 +89,8 @@ pub enum MergeError {
     },
 }
 
+use crate::io::shown;
+
 impl fmt::Display for MergeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -96,8 +98,9 @@ impl fmt::Display for MergeError {
             MergeError::Read(e) => write!(f, "{e}"),
             MergeError::Version { file, found } => write!(
                 f,
-                "{file}: written by specbound {found}, and this is specbound {}: parts merge \
+                "{}: written by specbound {found}, and this is specbound {}: parts merge \
                  only with the version that wrote them (certify the shard again)",
+                shown(file),
                 env!("CARGO_PKG_VERSION")
             ),
             MergeError::Mismatch {
@@ -113,7 +116,12 @@ impl fmt::Display for MergeError {
                     HeaderDifference::Parameters => "mixed parameters",
                     HeaderDifference::Extensions => "mixed extensions of the paper",
                 };
-                write!(f, "{file}: {what}: {detail} as in {other}")
+                write!(
+                    f,
+                    "{}: {what}: {detail} as in {}",
+                    shown(file),
+                    shown(other)
+                )
             }
             MergeError::Overlap {
                 file,
@@ -124,17 +132,25 @@ impl fmt::Display for MergeError {
                 if *same {
                     write!(
                         f,
-                        "{file}: the same part as {other} (given twice?): {id} is in both"
+                        "{}: the same part as {} (given twice?): {id} is in both",
+                        shown(file),
+                        shown(other)
                     )
                 } else {
-                    write!(f, "{file}: overlaps {other}: {id} is in both")
+                    write!(
+                        f,
+                        "{}: overlaps {}: {id} is in both",
+                        shown(file),
+                        shown(other)
+                    )
                 }
             }
             MergeError::Inconsistent { file, check } => write!(
                 f,
-                "{file}: not a consistent part (its re-derivation fails): {check}"
+                "{}: not a consistent part (its re-derivation fails): {check}",
+                shown(file)
             ),
-            MergeError::RawWeights { file, detail } => write!(f, "{file}: {detail}"),
+            MergeError::RawWeights { file, detail } => write!(f, "{}: {detail}", shown(file)),
             MergeError::Gap {
                 first,
                 count,
@@ -178,7 +194,7 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError
     let parts = paths
         .iter()
         .map(|p| {
-            let file = crate::io::escape(&p.display().to_string()).into_owned();
+            let file = crate::io::shown_path(p);
             let part = Part::read(p).map_err(MergeError::Read)?;
             if let Some(check) = crate::evidence::verify::verify_part(&part).failure {
                 return Err(MergeError::Inconsistent { file, check });

@@ -135,7 +135,8 @@ impl ModelFields {
                 }
                 check_id(value).map_err(|_| {
                     format!(
-                        "run name '{}' is not usable: names are 1 to {MAX_ID_LEN} characters from                          A-Z a-z 0-9 . _ + - and do not start with '.' or '-'",
+                        "run name '{}' is not usable: names are 1 to {MAX_ID_LEN} characters from \
+                         A-Z a-z 0-9 . _ + - and do not start with '.' or '-'",
                         crate::io::escape_to(value, 60)
                     )
                 })?;
@@ -212,7 +213,9 @@ pub enum StudyError {
 impl fmt::Display for StudyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StudyError::List { file, message } => write!(f, "{}: {message}", file.display()),
+            StudyError::List { file, message } => {
+                write!(f, "{}: {message}", crate::io::shown_path(file))
+            }
             StudyError::Usage(m) => f.write_str(m),
             StudyError::Model(e) => write!(f, "{e}"),
             StudyError::Output(e) => write!(f, "{e}"),
@@ -264,7 +267,7 @@ pub fn read_model_entries(file: &Path) -> Result<Vec<ListEntry>, StudyError> {
     let text = crate::io::limits::read_capped_string(file, MAX_LIST_BYTES, "models file").map_err(
         |e| {
             let msg = e.to_string();
-            let prefix = format!("{}: ", file.display());
+            let prefix = format!("{}: ", crate::io::shown_path(file));
             StudyError::List {
                 file: file.to_path_buf(),
                 message: msg.strip_prefix(&prefix).unwrap_or(&msg).to_string(),

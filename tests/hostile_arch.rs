@@ -199,11 +199,11 @@ fn cases() -> Vec<Case> {
             commands: BOTH,
             args: &[],
             code: 2,
+            // Refused by the cap on heads (issue 32), before the product.
             needles: &[
                 "config.json",
-                "'head_dim'",
-                "4611686018427387906",
-                "overflow",
+                "'num_attention_heads'",
+                "4611686018427387906 attention heads, more than the limit of 65536",
             ],
             absent: &[],
         },
@@ -231,7 +231,11 @@ fn cases() -> Vec<Case> {
             commands: BOTH,
             args: &[],
             code: 2,
-            needles: &["model.gguf", "'llama.attention.key_length'", "overflow"],
+            needles: &[
+                "model.gguf",
+                "'llama.attention.head_count'",
+                "attention heads, more than the limit of 65536",
+            ],
             absent: &["config.json"],
         },
         Case {
@@ -378,9 +382,11 @@ fn cases() -> Vec<Case> {
             commands: BOTH,
             args: &[],
             code: 2,
+            // Refused by the cap on layers (issue 32), before any list.
             needles: &[
-                "'encoder.layer.1.attention.self.query.weight'",
-                "missing tensor",
+                "config.json",
+                "'num_hidden_layers'",
+                "1000000000000000 layers, more than the limit of 4096",
             ],
             absent: &[],
         },

@@ -7,8 +7,14 @@
 //! (`proofs/exact-conversion.md`, L1).
 //!
 //! A C-contiguous array is borrowed, not copied; a strided one is gathered
-//! into one buffer. Integer, bool and complex arrays are refused, naming
-//! the key.
+//! into one buffer, after the one rule of every strided source
+//! ([`specbound::io::limits::view_materialised_bytes`]): a view that would
+//! materialise more bytes than the span of memory its strides reach (a
+//! stride of 0, as `broadcast_to` or `expand` make, or overlapping
+//! strides) is refused before anything is allocated. A DLPack producer
+//! that lies about its pointer or strides cannot be detected by any
+//! consumer (docs/python.md). Integer, bool and complex arrays are
+//! refused, naming the key.
 
 use std::ffi::c_void;
 
@@ -100,8 +106,30 @@ pub(crate) fn to_array(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
     )))
 }
 
-/// A NumPy array: its dtype (bfloat16 of ml_dtypes as its raw words), made
-/// C-contiguous little-endian (no copy when it already is), and borrowed.
+/// Refuses a strided view of `key` that would materialise more bytes than
+/// the span its strides reach (`strides` in units of `unit` bytes), before
+/// anything is gathered.
+fn check_view(key: &str, shape: &[usize], strides: &[i64], unit: u64, item: u64) -> PyResult<()> {
+    use specbound::io::limits::{strided_span_bytes, view_materialised_bytes};
+    // The span in bytes: the reach of the strides, then the last element.
+    let span = strided_span_bytes(shape, strides, unit)
+        .and_then(|b| b.checked_add(item.saturating_sub(unit)))
+        .ok_or_else(|| tensor_error(key, format!("strides {strides:?} overflow")))?;
+    let span = if shape.contains(&0) { 0 } else { span };
+    view_materialised_bytes(
+        shape,
+        item,
+        span,
+        "the memory its strides reach",
+        "pass a contiguous copy (numpy.ascontiguousarray, tensor.contiguous()) instead",
+    )
+    .map_err(|m| tensor_error(key, m))?;
+    Ok(())
+}
+
+/// A NumPy array: its dtype (bfloat16 of ml_dtypes as its raw words), its
+/// view checked ([`check_view`]), made C-contiguous little-endian (no copy
+/// when it already is), and borrowed.
 fn from_numpy(np: &Bound<'_, PyModule>, arr: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
     let dtype = arr.getattr("dtype")?;
     let name: String = dtype.getattr("name")?.extract()?;
@@ -115,6 +143,8 @@ fn from_numpy(np: &Bound<'_, PyModule>, arr: &Bound<'_, PyAny>, key: &str) -> Py
         _ => return Err(unsupported(key, name)),
     };
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    let strides: Vec<i64> = arr.getattr("strides")?.extract()?;
+    check_view(key, &shape, &strides, 1, itemsize as u64)?;
     let arr = if source == SourceDtype::BF16 {
         arr.call_method1("view", (np.getattr("uint16")?,))?
     } else {
@@ -294,7 +324,14 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
         Data::Borrowed(base, count)
     } else {
         let s = strides.expect("strided");
-        let mut out = Vec::with_capacity(count);
+        check_view(key, &shape, s, item as u64, item as u64)?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(count).map_err(|_| {
+            pyo3::exceptions::PyMemoryError::new_err(format!(
+                "{MEMORY_LABEL}: tensor '{}': cannot allocate the {count} bytes of its gathered copy",
+                specbound::io::escape(key)
+            ))
+        })?;
         let mut idx = vec![0usize; ndim];
         for _ in 0..count / item {
             let off: i64 = idx.iter().zip(s).map(|(&i, &st)| i as i64 * st).sum();
@@ -357,12 +394,66 @@ pub(crate) fn config_json(config: &Bound<'_, PyAny>) -> PyResult<serde_json::Val
             crate::type_name(config)
         )));
     };
-    let text: String = py
+    let kwargs = PyDict::new(py);
+    // NaN and infinities are not JSON: refused here, naming the key (not
+    // a column of a JSON text the user never saw).
+    kwargs.set_item("allow_nan", false)?;
+    let text: String = match py
         .import("json")?
-        .call_method1("dumps", (d,))
-        .map_err(|e| PyValueError::new_err(format!("config: not JSON: {e}")))?
-        .extract()?;
+        .call_method("dumps", (&d,), Some(&kwargs))
+    {
+        Ok(t) => t.extract()?,
+        Err(e) => {
+            let msg = match non_finite(&d, "", 0)? {
+                Some((key, v)) => format!(
+                    "config: key '{}' is {v}, not a JSON number (JSON has no NaN or infinity)",
+                    specbound::io::escape(&key)
+                ),
+                None => format!("config: not JSON: {e}"),
+            };
+            return Err(PyValueError::new_err(msg));
+        }
+    };
     serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("config: {e}")))
+}
+
+/// The first non-finite float in a config (dicts and lists walked to a
+/// bounded depth), as its dotted key path (`text_config.rope_theta`, list
+/// items by index) and its value as Python writes it.
+fn non_finite(
+    v: &Bound<'_, PyAny>,
+    path: &str,
+    depth: usize,
+) -> PyResult<Option<(String, String)>> {
+    use pyo3::types::{PyFloat, PyList, PyTuple};
+    if depth > 64 {
+        return Ok(None);
+    }
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    if let Ok(f) = v.cast::<PyFloat>() {
+        let x = f.value();
+        return Ok((!x.is_finite()).then(|| (path.to_string(), x.to_string())));
+    }
+    if let Ok(dict) = v.cast::<PyDict>() {
+        for (k, item) in dict.iter() {
+            if let Some(found) = non_finite(&item, &join(&k.str()?.to_string_lossy()), depth + 1)? {
+                return Ok(Some(found));
+            }
+        }
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        for (i, item) in v.try_iter()?.enumerate() {
+            if let Some(found) = non_finite(&item?, &join(&i.to_string()), depth + 1)? {
+                return Ok(Some(found));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// A model in memory from a mapping of arrays and a config: the tensors are

@@ -335,3 +335,43 @@ def test_an_init_in_memory_gives_the_measures_of_certify_init_on_disk(one_layer,
     with pytest.raises(ValueError) as e:
         specbound.certify(one_layer, init=init)
     assert "an init in memory is read with the model's config=" in one_line(e)
+
+
+def test_views_that_alias_in_memory_are_refused_before_any_allocation():
+    # Issue 32: 8 bytes viewed as (40000, 40000) float64 (12.8 GB) through
+    # DLPack aborted the interpreter; NumPy's own copy raised MemoryError.
+    # One rule for both: more bytes than the memory the strides reach.
+    one = np.ones(1, dtype="<f8")
+    views = [
+        np.lib.stride_tricks.as_strided(one, (40000, 40000), (0, 0)),
+        np.broadcast_to(np.ones((1, 30000), dtype="<f4"), (30000, 30000)),
+        np.lib.stride_tricks.as_strided(np.ones(1999, dtype="<f4"), (1000, 1000), (4, 4)),
+    ]
+    for v in views:
+        for given in (v, OnlyDLPack(v)):
+            try:
+                with pytest.raises(ValueError) as e:
+                    specbound.spectra({"w": given})
+            except BufferError:
+                continue  # a NumPy that does not export read-only views
+            msg = one_line(e)
+            assert "tensor 'w'" in msg and "would materialise" in msg and "stride 0" in msg, msg
+    # Honest strided views are read: a transpose, a slice, a reversal.
+    a = np.arange(12, dtype="<f4").reshape(3, 4) / 8
+    for v in (a.T, a[:, ::2], a[::-1]):
+        assert specbound.spectra({"w": v}).tensors == ["w"]
+        assert specbound.spectra({"w": OnlyDLPack(np.ascontiguousarray(v))}).tensors == ["w"]
+
+
+def test_nan_in_a_config_dict_names_the_key_and_value(one_layer, arrays):
+    # Issue 32: the message pointed at a column of a JSON text never seen.
+    for bad, key, value in [
+        ({"layer_norm_eps": float("nan")}, "layer_norm_eps", "NaN"),
+        ({"text_config": {"rope_theta": float("inf")}}, "text_config.rope_theta", "inf"),
+        ({"ratios": [1.0, float("-inf")]}, "ratios.1", "-inf"),
+    ]:
+        cfg = dict(config_of(one_layer), **bad)
+        with pytest.raises(ValueError) as e:
+            specbound.certify(arrays, cfg)
+        msg = one_line(e)
+        assert f"config: key '{key}' is {value}, not a JSON number" in msg, msg

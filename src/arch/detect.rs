@@ -14,7 +14,7 @@ use super::families::{
 use super::recipe::{tensor_shape, tensor_shape3};
 use super::{
     clean, clean_to, invalid, Activation, ArchOverrides, Architecture, HeadsOverride, LayerFfn,
-    ModelError, MoeLayout, Sharing, StackChoice, MAX_EXPERTS,
+    ModelError, MoeLayout, Sharing, StackChoice, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS,
 };
 use crate::io::checkpoint::Checkpoint;
 use crate::io::gguf::MetaValue;
@@ -55,6 +55,19 @@ impl Fact {
                 format!("{message} (the configuration class's default: config.json leaves it out)"),
             ),
         }
+    }
+
+    /// The fact when it is at most `cap`, else one line naming where it
+    /// came from: `{value} {what}, more than the limit of {cap}`. Every
+    /// count that drives work or allocation is checked here before use.
+    fn capped(self, weights: &Path, cap: usize, what: &str) -> Result<Fact, ModelError> {
+        if self.value > cap {
+            return Err(self.error(
+                weights,
+                format!("{} {what}, more than the limit of {cap}", self.value),
+            ));
+        }
+        Ok(self)
     }
 
     /// That a measured width equals the stated fact: else one line naming
@@ -711,6 +724,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             },
         },
     };
+    let layers = layers.capped(&weights, MAX_LAYERS, "layers")?;
     if layers.value == 0 {
         return Err(layers.error(&weights, "the model has no layers"));
     }
@@ -718,8 +732,12 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
     let sharing = match spec.shared {
         None => None,
         Some(sh) => {
-            let groups = src.count(sh.groups)?;
-            let inner = src.count(sh.inner)?;
+            let groups = src
+                .count(sh.groups)?
+                .capped(&weights, MAX_LAYERS, "groups")?;
+            let inner = src
+                .count(sh.inner)?
+                .capped(&weights, MAX_LAYERS, "layers per group")?;
             if layers.value % groups.value != 0 {
                 // transformers maps depths to groups by a float division:
                 // only a whole number of depths per group is unambiguous.
@@ -731,9 +749,18 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
                     ),
                 ));
             }
-            let blocks = layers.value.checked_mul(inner.value).ok_or_else(|| {
-                inner.error(&weights, "the number of blocks overflows the address space")
-            })?;
+            // Both factors are at most MAX_LAYERS: the product fits.
+            let blocks = layers.value * inner.value;
+            if blocks > MAX_LAYERS {
+                return Err(inner.error(
+                    &weights,
+                    format!(
+                        "{} layers of {} shared blocks each make {blocks} blocks, more than \
+                         the limit of {MAX_LAYERS}",
+                        layers.value, inner.value
+                    ),
+                ));
+            }
             Some((
                 Sharing {
                     groups: groups.value,
@@ -800,6 +827,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             )
         })?,
     };
+    let heads = heads.capped(&weights, MAX_HEADS, "attention heads")?;
     if heads.value == 0 {
         return Err(heads.error(&weights, "zero attention heads"));
     }
@@ -885,6 +913,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
                 origin: key_tensor.clone(),
             }),
         };
+        let kv = kv.capped(&weights, MAX_HEADS, "key/value heads")?;
         if kv.value == 0 && matches!(kv.origin, Origin::Key { .. }) {
             return Err(kv.error(&weights, "zero key/value heads"));
         }
@@ -1074,7 +1103,10 @@ fn detect_moe(
             }
         }
     }
-    let stated_experts = src.config_fact(m.num_experts)?;
+    let stated_experts = src
+        .config_fact(m.num_experts)?
+        .map(|f| f.capped(&ck.file_of(""), MAX_EXPERTS, "experts"))
+        .transpose()?;
     let sparse = |l: usize| {
         !dense_listed.contains(&l)
             && (l + 1) % step == 0
@@ -1165,6 +1197,24 @@ fn detect_moe(
         }
         None => expert_width,
     };
+    let per_token = src.config_fact(&["num_experts_per_tok"])?;
+    if let Some(k) = &per_token {
+        // Without a sparse layer the stated count (or the limit) bounds it.
+        let most = match (experts, &stated_experts) {
+            (0, Some(f)) => f.value,
+            (0, None) => MAX_EXPERTS,
+            (e, _) => e,
+        };
+        if k.value > most {
+            return Err(k.error(
+                &ck.file_of(""),
+                format!(
+                    "{} experts per token, more than the {most} experts there are",
+                    k.value
+                ),
+            ));
+        }
+    }
     let layout = MoeLayout {
         layers: (0..layers)
             .map(|l| {
@@ -1180,7 +1230,7 @@ fn detect_moe(
             .collect(),
         expert_width,
         shared_width,
-        experts_per_token: src.config_fact(&["num_experts_per_tok"])?.map(|f| f.value),
+        experts_per_token: per_token.map(|f| f.value),
         fused,
     };
     Ok((intermediate, layout))

@@ -139,8 +139,24 @@ impl fmt::Display for Expert {
     }
 }
 
-/// The largest number of routed experts per layer a certificate may state.
+/// The largest number of routed experts per layer a certificate may state
+/// (and a config may give: `num_local_experts`, `num_experts`,
+/// `n_routed_experts`); `num_experts_per_tok` is at most the experts.
 pub const MAX_EXPERTS: usize = 1 << 16;
+
+/// The largest number of blocks a model may have: `num_hidden_layers`
+/// (and `--layers`, `layers=`), and a shared-layer model's depths times
+/// `inner_group_num`; also the cap on `num_hidden_groups` and
+/// `inner_group_num` themselves. The deepest public models have about 130
+/// layers; the cap is checked before any per-layer list is built, so a
+/// count that drives work without tensors behind it (ALBERT's shared
+/// layers) cannot ask for millions of layers.
+pub const MAX_LAYERS: usize = 1 << 12;
+
+/// The largest number of attention heads, and of key/value heads, a config
+/// may give (`num_attention_heads`, `num_key_value_heads`, `--heads`): real
+/// models have at most a few hundred.
+pub const MAX_HEADS: usize = 1 << 16;
 
 impl serde::Serialize for Expert {
     /// A routed expert as its index, the shared expert as `"shared"`.

@@ -29,7 +29,7 @@ mod recipe;
 
 pub use detect::detect;
 pub use families::{FamilySpec, Fusion, MoeSpec, Orientation, Role, Stack, TensorSpec, FAMILIES};
-pub use id::{Expert, LayerFfn, MatrixId, MatrixType, MAX_EXPERTS};
+pub use id::{Expert, LayerFfn, MatrixId, MatrixType, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS};
 pub use recipe::{
     describe, extract, extract_layer, extract_raw_layer, ProxyDescription, RawWeight,
     UnmappedTensor,
@@ -395,8 +395,13 @@ impl fmt::Display for ModelError {
         match self {
             ModelError::Read(e) => write!(f, "{e}"),
             ModelError::Invalid { path, key, message } => match key {
-                Some(k) => write!(f, "{}: '{}': {message}", path.display(), clean(k)),
-                None => write!(f, "{}: {message}", path.display()),
+                Some(k) => write!(
+                    f,
+                    "{}: '{}': {message}",
+                    crate::io::shown_path(path),
+                    clean(k)
+                ),
+                None => write!(f, "{}: {message}", crate::io::shown_path(path)),
             },
         }
     }

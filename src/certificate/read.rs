@@ -57,9 +57,11 @@ pub enum CertificateError {
 impl fmt::Display for CertificateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CertificateError::Io { file, source } => write!(f, "{file}: cannot read: {source}"),
+            CertificateError::Io { file, source } => {
+                write!(f, "{}: cannot read: {source}", crate::io::shown(file))
+            }
             CertificateError::Invalid { file, at, message } => {
-                write!(f, "{file}: {at}: {}", one_line(message))
+                write!(f, "{}: {at}: {}", crate::io::shown(file), one_line(message))
             }
         }
     }
@@ -157,7 +159,7 @@ pub(crate) fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>, Certificate
         other => {
             let msg = other.to_string();
             let msg = msg
-                .strip_prefix(&format!("{file}: "))
+                .strip_prefix(&format!("{}: ", crate::io::shown(&file)))
                 .unwrap_or(&msg)
                 .to_string();
             invalid(&file, "(file)", msg)

@@ -113,15 +113,20 @@ pub enum EvidenceError {
 impl fmt::Display for EvidenceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EvidenceError::Malformed { file, at, message } => write!(f, "{file}: {at}: {message}"),
-            EvidenceError::Io { file, message } => write!(f, "{file}: {message}"),
+            EvidenceError::Malformed { file, at, message } => {
+                write!(f, "{}: {at}: {message}", crate::io::shown(file))
+            }
+            EvidenceError::Io { file, message } => {
+                write!(f, "{}: {message}", crate::io::shown(file))
+            }
             EvidenceError::Model(m) => write!(f, "{m}"),
             EvidenceError::Read(e) => write!(f, "{e}"),
             EvidenceError::OverBudget { at, message } => write!(f, "{at}: {message}"),
             EvidenceError::Inconsistent { file, check } => write!(
                 f,
-                "{file}: not a consistent certificate (its re-derivation fails; specbound verify \
-                 shows the same): {check}"
+                "{}: not a consistent certificate (its re-derivation fails; specbound verify \
+                 shows the same): {check}",
+                crate::io::shown(file)
             ),
         }
     }

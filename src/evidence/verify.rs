@@ -1192,6 +1192,31 @@ pub fn verify_with_model_options(
         }
         v.checks += 1;
     }
+    // Every field that names something in the model is re-read from it.
+    for (key, stated, actual) in [
+        ("architecture", md.architecture.as_str(), a.family.as_str()),
+        (
+            "tensor_prefix",
+            md.tensor_prefix.as_str(),
+            a.prefix.as_str(),
+        ),
+    ] {
+        if stated != actual {
+            v.failure = Some(format!(
+                "$.model.{key}: the certificate says '{}', the model has '{}'",
+                crate::io::escape(stated),
+                crate::io::escape(actual)
+            ));
+            return Ok(v);
+        }
+        v.checks += 1;
+    }
+    if md.experts != a.experts_entry() {
+        v.failure =
+            Some("$.model.experts: the certificate's experts per layer are not the model's".into());
+        return Ok(v);
+    }
+    v.checks += 1;
     if md.cross_attention != a.cross_attention() {
         v.failure = Some(format!(
             "$.model.cross_attention: the certificate says {}, the model's blocks have {}",
@@ -1329,6 +1354,16 @@ fn check_raw_weights(
                 ));
                 return out;
             }
+            // The evidence label: the source tensor must be the model's.
+            if w.tensor != m.tensor {
+                out.failure = Some(format!(
+                    "{at}.tensor: the certificate says '{}', the model's matrix here is '{}'",
+                    crate::io::escape(&w.tensor),
+                    crate::io::escape(&m.tensor)
+                ));
+                return out;
+            }
+            out.checks += 1;
             let n = match crate::certify::certify_raw_norms(&m.transposed, &opts) {
                 Ok(n) => n,
                 Err(e) => {

@@ -21,8 +21,10 @@
 //!
 //! Bounded: at most [`MAX_FLAX_VALUES`] values and [`MAX_FLAX_DEPTH`]
 //! levels (the walk recurses once per level), keys of at most
-//! [`MAX_FLAX_KEY`] bytes; every length is checked against the bytes that
-//! remain before it is used.
+//! [`MAX_FLAX_KEY`] bytes, joined names within a [`NameBudget`] (checked
+//! before each is built); every length is checked against the bytes that
+//! remain before it is used. Time is linear in the file: a chunked array's
+//! entries are placed by index, not searched for.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -30,7 +32,9 @@ use std::path::Path;
 use rmp::decode;
 use rmp::Marker;
 
-use super::limits::{MAX_FLAX_DEPTH, MAX_FLAX_KEY, MAX_FLAX_VALUES, MAX_RANK};
+use super::limits::{
+    check_joined_name, NameBudget, MAX_FLAX_DEPTH, MAX_FLAX_KEY, MAX_FLAX_VALUES, MAX_RANK,
+};
 use super::stored::{MappedFile, Segment, Stored, Table};
 use super::{fmt_name, LoadedMatrix, ReadError};
 use crate::matrix::SourceDtype;
@@ -255,11 +259,21 @@ fn array_payload(p: &[u8], base: usize) -> Result<Leaf, String> {
     })
 }
 
-/// Collects the leaves under `prefix` (chunked arrays assembled).
-fn collect(prefix: &str, node: Node, out: &mut Vec<(String, Stored)>) -> Result<(), String> {
+/// Collects the leaves under `prefix` (chunked arrays assembled); every
+/// name is accounted for in `budget` before it is built.
+fn collect(
+    prefix: &str,
+    node: Node,
+    budget: &mut NameBudget,
+    out: &mut Vec<(String, Stored)>,
+) -> Result<(), String> {
+    let leaf_name = |budget: &mut NameBudget| {
+        budget.take(prefix.len())?;
+        Ok::<_, String>(prefix.to_string())
+    };
     match node {
         Node::Array(l) => out.push((
-            prefix.to_string(),
+            leaf_name(budget)?,
             Stored {
                 shape: l.shape,
                 dtype: l.dtype,
@@ -277,16 +291,20 @@ fn collect(prefix: &str, node: Node, out: &mut Vec<(String, Stored)>) -> Result<
                 .iter()
                 .any(|(k, v)| k == "__msgpack_chunked_array__" && matches!(v, Node::Bool(true)));
             if chunked {
-                out.push((prefix.to_string(), unchunk(prefix, entries)?));
+                let stored = unchunk(prefix, entries)?;
+                out.push((leaf_name(budget)?, stored));
                 return Ok(());
             }
             for (k, v) in entries {
                 let name = if prefix.is_empty() {
                     k
                 } else {
+                    // Checked before it is built; the leaf's name is
+                    // accounted for when it is kept.
+                    check_joined_name(prefix.len() + 1 + k.len())?;
                     format!("{prefix}.{k}")
                 };
-                collect(&name, v, out)?;
+                collect(&name, v, budget, out)?;
             }
         }
         Node::Int(_) | Node::Bool(_) | Node::Other => {}
@@ -294,21 +312,31 @@ fn collect(prefix: &str, node: Node, out: &mut Vec<(String, Stored)>) -> Result<
     Ok(())
 }
 
-/// The values of a map keyed "0", "1", ... in index order.
+/// The values of a map keyed "0", "1", ... in index order, placed by
+/// their index in one pass (linear in the entries); a key that is not an
+/// index below the count (or a second entry for an index) leaves an index
+/// without its entry, which is the error.
 fn indexed(what: &str, v: Option<Node>) -> Result<Vec<Node>, String> {
-    let Some(Node::Map(mut e)) = v else {
+    let Some(Node::Map(e)) = v else {
         return Err(format!("its {what} is not a map"));
     };
-    let mut out = Vec::with_capacity(e.len());
-    for i in 0..e.len() {
-        let key = i.to_string();
-        let k = e
-            .iter()
-            .position(|(k, _)| *k == key)
-            .ok_or_else(|| format!("its {what} lacks entry '{key}'"))?;
-        out.push(e.swap_remove(k).1);
+    let n = e.len();
+    let mut slots: Vec<Option<Node>> = Vec::with_capacity(n);
+    slots.resize_with(n, || None);
+    for (k, v) in e {
+        let canonical = k == "0" || (!k.starts_with('0') && k.bytes().all(|b| b.is_ascii_digit()));
+        let Some(i) = canonical.then(|| k.parse::<usize>().ok()).flatten() else {
+            continue;
+        };
+        if let Some(slot @ None) = slots.get_mut(i) {
+            *slot = Some(v);
+        }
     }
-    Ok(out)
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| s.ok_or_else(|| format!("its {what} lacks entry '{i}'")))
+        .collect()
 }
 
 fn unchunk(name: &str, entries: Vec<(String, Node)>) -> Result<Stored, String> {
@@ -408,7 +436,7 @@ impl FlaxFile {
             return Err(bad("the top level is not a map of parameters".into()));
         }
         let mut leaves = Vec::new();
-        collect("", root, &mut leaves).map_err(bad)?;
+        collect("", root, &mut NameBudget::default(), &mut leaves).map_err(bad)?;
         let mut tensors: HashMap<String, Stored> = HashMap::new();
         for (n, t) in leaves {
             if tensors.insert(n.clone(), t).is_some() {

@@ -26,6 +26,7 @@
 //! | PyTorch pickle | [`MAX_PICKLE_BYTES`] = 16 MiB, [`MAX_PICKLE_OPS`] = 2^20 opcodes | about 100 bytes and 30 opcodes per tensor |
 //! | ONNX records kept (initializers, MatMul/Gemm/Transpose nodes) | [`MAX_ONNX_KEPT_BYTES`] = 64 MiB; names [`MAX_ONNX_NAME`] = 4 KiB; [`MAX_RANK`] = 64 dimensions; [`MAX_EXTERNAL_FILES`] = 4096 | about 200 bytes per weight |
 //! | Flax msgpack tree | [`MAX_FLAX_VALUES`] = 2^20 values, [`MAX_FLAX_DEPTH`] = 64 levels, keys [`MAX_FLAX_KEY`] = 4 KiB | about 10 values and 8 levels per weight |
+//! | a name joined from an input's keys (Flax leaves) | [`MAX_JOINED_NAME`] = 4 KiB each, [`MAX_NAMES_BYTES`] = 64 MiB in all ([`NameBudget`]) | under 200 bytes each, about 20 MB for 90,000 tensors |
 //!
 //! A `config.json` is parsed into a JSON tree, which costs up to about 16
 //! times its size (`[0,0,...]`), so the largest accepted one costs about
@@ -109,6 +110,113 @@ pub const MAX_FLAX_DEPTH: usize = 64;
 
 /// Longest map key of a Flax checkpoint (bytes).
 pub const MAX_FLAX_KEY: u64 = 4 << 10;
+
+/// Longest name specbound joins from an input's keys (a Flax leaf's
+/// path, keys joined with `.`), in bytes: each key may be up to
+/// [`MAX_FLAX_KEY`] long, but a joined name is bounded before it is built,
+/// so that 64 levels of long keys cannot multiply into megabytes per leaf.
+pub const MAX_JOINED_NAME: usize = 4 << 10;
+
+/// Largest total of the names kept from one input (bytes): with
+/// [`MAX_JOINED_NAME`] this bounds the memory names take whatever the
+/// number of leaves (2^20 leaves of 4 KiB would be 4 GiB).
+pub const MAX_NAMES_BYTES: u64 = 64 << 20;
+
+/// Refuses a name joined from an input's keys that would be `len` bytes,
+/// over [`MAX_JOINED_NAME`], before it is built.
+pub fn check_joined_name(len: usize) -> Result<(), String> {
+    if len > MAX_JOINED_NAME {
+        return Err(format!(
+            "a name joined from its keys would be {len} bytes, more than the \
+             {MAX_JOINED_NAME}-byte limit"
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes of names built so far from one input, refused past
+/// [`MAX_NAMES_BYTES`] before the next one is built.
+#[derive(Debug, Default)]
+pub struct NameBudget {
+    used: u64,
+}
+
+impl NameBudget {
+    /// Accounts for a name of `len` bytes about to be built: an error
+    /// (saying both limits) when it is longer than [`MAX_JOINED_NAME`] or
+    /// when the names together would pass [`MAX_NAMES_BYTES`].
+    pub fn take(&mut self, len: usize) -> Result<(), String> {
+        check_joined_name(len)?;
+        self.used = self.used.saturating_add(len as u64);
+        if self.used > MAX_NAMES_BYTES {
+            return Err(format!(
+                "its names together take more than the {MAX_NAMES_BYTES}-byte limit"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The one rule for every strided source (PyTorch views on disk; NumPy
+/// arrays and DLPack tensors from Python): the bytes a view of `shape`
+/// with `itemsize`-byte elements materialises, refused before anything is
+/// allocated when the product overflows or is more than `behind`, the
+/// bytes the view is a view of (its storage, bounded by the file that
+/// holds it; or, where a source does not say how large its buffer is, as
+/// DLPack does not, the span of addresses its strides reach,
+/// [`strided_span_bytes`]).
+///
+/// A view that does not alias its memory (no stride of 0, no overlapping
+/// strides) takes at most those bytes, so no honest view is refused; one
+/// that repeats them (`expand`, `broadcast_to`, `as_strided`) could claim
+/// gigabytes from a few bytes. The message says `would materialise {n}
+/// bytes, more than {what} ({behind} bytes)` and ends with `; {fix}`.
+pub fn view_materialised_bytes(
+    shape: &[usize],
+    itemsize: u64,
+    behind: u64,
+    what: &str,
+    fix: &str,
+) -> Result<u64, String> {
+    let shown = || {
+        let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+        format!("[{}]", dims.join(", "))
+    };
+    let bytes = shape
+        .iter()
+        .try_fold(itemsize, |a, &d| a.checked_mul(d as u64))
+        .ok_or_else(|| {
+            format!(
+                "shape {} of {itemsize}-byte elements overflows the size computation",
+                shown()
+            )
+        })?;
+    if bytes > behind {
+        return Err(format!(
+            "shape {} of {itemsize}-byte elements would materialise {bytes} bytes, more than \
+             {what} ({behind} bytes): a view that repeats its storage (stride 0, as expand() \
+             makes, or overlapping strides) is refused; {fix}",
+            shown()
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The bytes a strided view reaches (strides in elements, of either
+/// sign): from its lowest to its highest element address, inclusive; 0
+/// for an empty view, `None` when it overflows. A view that does not alias
+/// its memory materialises at most this many bytes.
+pub fn strided_span_bytes(shape: &[usize], strides: &[i64], itemsize: u64) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    let mut reach: u64 = 0;
+    for (&d, &s) in shape.iter().zip(strides) {
+        let steps = (d as u64).checked_sub(1)?;
+        reach = reach.checked_add(steps.checked_mul(s.unsigned_abs())?)?;
+    }
+    reach.checked_add(1)?.checked_mul(itemsize)
+}
 
 /// Reads the whole of `path`, a regular file, into memory, refusing it as
 /// soon as more than `cap` bytes arrive. `what` names the kind of file in
@@ -218,7 +326,7 @@ pub fn open_regular(path: &Path, what: &str) -> Result<(File, Metadata), ReadErr
         return Err(ReadError::format(
             path,
             None,
-            format!("is a directory, expected a {what}"),
+            format!("is a directory, expected {} {what}", article(what)),
         ));
     }
     if !meta.is_file() {
@@ -226,8 +334,9 @@ pub fn open_regular(path: &Path, what: &str) -> Result<(File, Metadata), ReadErr
             path,
             None,
             format!(
-                "is a {}, expected a {what} (a regular file)",
-                kind_of(&meta)
+                "is a {}, expected {} {what} (a regular file)",
+                kind_of(&meta),
+                article(what)
             ),
         ));
     }
@@ -248,6 +357,14 @@ pub fn open_regular(path: &Path, what: &str) -> Result<(File, Metadata), ReadErr
         }
     }
     Ok((file, meta))
+}
+
+/// `an` before a vowel (`an ONNX model`), else `a`.
+fn article(what: &str) -> &'static str {
+    match what.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u' | 'A' | 'E' | 'I' | 'O' | 'U') => "an",
+        _ => "a",
+    }
 }
 
 /// Whether something (of any kind, a dangling symbolic link included)

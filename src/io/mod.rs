@@ -187,7 +187,7 @@ impl ReadError {
 
     fn write_unescaped(&self, out: &mut String) -> fmt::Result {
         use fmt::Write;
-        write!(out, "{}: ", self.path().display())?;
+        write!(out, "{}: ", shown_path(self.path()))?;
         match self {
             ReadError::MissingTensor { .. } | ReadError::TensorNeeded { .. } => {}
             _ => {
@@ -526,6 +526,21 @@ pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
     escape_to(s, ESCAPE_MAX_BYTES)
 }
 
+/// A path or file name from the user or the input, as every message and
+/// report shows it: [`escape_to`] with a bound of 4096 bytes (a path is
+/// never cut short of `PATH_MAX`), so that a name holding a newline or an
+/// escape sequence stays on its line and cannot rewrite the terminal.
+/// Escaping is idempotent (an escaped string has no control characters),
+/// so a name escaped where it was recorded is shown unchanged.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_to(s, 4096)
+}
+
+/// [`shown`] of a path.
+pub fn shown_path(p: &Path) -> String {
+    shown(&p.display().to_string()).into_owned()
+}
+
 /// [`escape`] with another length bound: a string longer than `max_bytes`
 /// is cut to its first `max_bytes / 2` bytes (at a character boundary)
 /// followed by `... (N bytes)`.
@@ -644,6 +659,34 @@ pub(crate) fn release_pages(map: &memmap2::Mmap, start: usize, len: usize) {
     unsafe {
         let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len);
     }
+}
+
+/// An empty vector with room for the `rows * cols` float64 values of a
+/// matrix read from `path`: where that memory cannot be had (an address
+/// space or data limit, a machine without it), one error naming the tensor
+/// and the bytes needed, instead of the abort of an infallible
+/// allocation. Every reader allocates its f64 copy here.
+pub(crate) fn f64_buffer(
+    path: &Path,
+    tensor: Option<&str>,
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<f64>, ReadError> {
+    let fail = || {
+        let bytes = (rows as u128) * (cols as u128) * 8;
+        ReadError::format(
+            path,
+            tensor,
+            format!(
+                "cannot allocate the {bytes} bytes of its float64 copy ({rows} x {cols}): \
+                 out of memory"
+            ),
+        )
+    };
+    let n = rows.checked_mul(cols).ok_or_else(fail)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| fail())?;
+    Ok(v)
 }
 
 /// Appends the little-endian elements of `bytes` (whole elements of

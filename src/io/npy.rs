@@ -175,7 +175,8 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
 
     // Allocation: rows*cols*8 bytes = nbytes * 8 / itemsize <= file_len * 8 / itemsize.
     let n = rows * cols;
-    let mut data = vec![0.0f64; n];
+    let mut data = super::f64_buffer(path, None, rows, cols)?;
+    data.resize(n, 0.0);
     let mut reader = io::BufReader::with_capacity(1 << 16, &mut file);
     let mut chunk = vec![0u8; (1 << 16) / itemsize * itemsize];
     let (mut i, mut j) = (0usize, 0usize); // storage-order cursor (Fortran only)

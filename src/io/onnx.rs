@@ -157,6 +157,10 @@ struct Node {
     perm: Option<Vec<u64>>,
 }
 
+/// How the message of [`Budget::take`] starts: it is about the whole
+/// graph, so the walk does not prefix it with the record it stopped at.
+const OVER_BUDGET: &str = "the records specbound keeps of the graph";
+
 /// The running total of kept bytes, refused over [`MAX_ONNX_KEPT_BYTES`].
 struct Budget(u64);
 
@@ -165,7 +169,8 @@ impl Budget {
         self.0 += n as u64 + 64;
         if self.0 > MAX_ONNX_KEPT_BYTES {
             return Err(format!(
-                "the graph's initializer and MatMul/Gemm records exceed the {MAX_ONNX_KEPT_BYTES}-byte limit"
+                "{OVER_BUDGET} (initializers, node inputs and outputs) exceed the \
+                 {MAX_ONNX_KEPT_BYTES}-byte limit"
             ));
         }
         Ok(())
@@ -230,6 +235,14 @@ fn parse_tensor(b: &[u8], base: usize, budget: &mut Budget) -> Result<Init, Stri
                 if t.external.len() >= 16 {
                     return Err("has more than 16 external_data entries".into());
                 }
+                // onnx's loader keeps the last of a repeated key, a reader
+                // the first: the file means two things, so it is refused.
+                if t.external.iter().any(|(a, _)| *a == k) {
+                    return Err(format!(
+                        "lists the external_data key '{}' twice",
+                        fmt_name(&k)
+                    ));
+                }
                 budget.take(k.len() + val.len())?;
                 t.external.push((k, val));
             }
@@ -241,16 +254,55 @@ fn parse_tensor(b: &[u8], base: usize, budget: &mut Budget) -> Result<Init, Stri
         }
     }
     budget.take(t.name.len() + 8 * t.dims.len())?;
+    check_data_field(&t)?;
     Ok(t)
 }
 
-fn parse_node(b: &[u8], base: usize, budget: &mut Budget) -> Result<Option<Node>, String> {
-    // First pass: the op type only (nothing kept for other nodes).
+/// The data field must be the one onnx reads for the type: `float_data`
+/// only for FLOAT (1), `double_data` only for DOUBLE (11), `raw_data` for
+/// any; onnx's `numpy_helper.to_array` refuses the others, so specbound
+/// does not reinterpret their bytes as another type.
+fn check_data_field(t: &Init) -> Result<(), String> {
+    let want = match t.data {
+        Some((_, _, f @ "float_data")) => (f, 1),
+        Some((_, _, f @ "double_data")) => (f, 11),
+        _ => return Ok(()),
+    };
+    if t.data_type != want.1 {
+        let ty = match onnx_type(t.data_type) {
+            Ok(d) => format!("{d:?} (ONNX data_type {})", t.data_type),
+            Err(name) => name,
+        };
+        return Err(format!(
+            "holds its data in {}, which ONNX uses only for data_type {}, but its type is {ty}",
+            want.0, want.1
+        ));
+    }
+    Ok(())
+}
+
+/// A node: its outputs added to `outputs` (every node's, so that the
+/// names a kept node reads can be checked against the graph), and, for a
+/// MatMul, Gemm or Transpose node, what the walk keeps of it.
+fn parse_node(
+    b: &[u8],
+    base: usize,
+    budget: &mut Budget,
+    outputs: &mut Vec<String>,
+) -> Result<Option<Node>, String> {
+    // First pass: the op type and the outputs (nothing else kept for
+    // other nodes).
     let mut w = Wire::new(b, base);
     let mut op: &[u8] = b"";
     while let Some((tag, v)) = w.next()? {
-        if let (4, Val::Len(p, _)) = (tag, v) {
-            op = p;
+        match (tag, v) {
+            (4, Val::Len(p, _)) => op = p,
+            (2, Val::Len(p, _)) => {
+                let o = string(p, "node output")?;
+                budget.take(o.len())?;
+                outputs.push(o);
+            }
+            _ => {}
         }
     }
     if !matches!(op, b"MatMul" | b"Gemm" | b"Transpose") {
@@ -357,8 +409,10 @@ impl OnnxFile {
     pub fn open(path: &Path) -> Result<Self, ReadError> {
         let main = MappedFile::open(path, "ONNX model")?;
         let bad = |m: String| ReadError::format(path, None, m);
-        let (inits, nodes) =
-            walk(&main.map).map_err(|m| bad(format!("not a readable ONNX model: {m}")))?;
+        let graph = walk(&main.map)
+            .and_then(|g| check_values(&g).map(|()| g))
+            .map_err(|m| bad(format!("not a readable ONNX model: {m}")))?;
+        let Graph { inits, nodes, .. } = graph;
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut files = vec![main];
         let mut by_location: BTreeMap<String, usize> = BTreeMap::new();
@@ -488,8 +542,19 @@ impl OnnxFile {
     }
 }
 
-/// Walks ModelProto.graph: its initializers and MatMul/Gemm/Transpose nodes.
-fn walk(buf: &[u8]) -> Result<(Vec<Init>, Vec<Node>), String> {
+/// What the walk keeps of a graph.
+struct Graph {
+    inits: Vec<Init>,
+    nodes: Vec<Node>,
+    /// The outputs of every node, in order.
+    outputs: Vec<String>,
+    /// The names of the graph's inputs (GraphProto.input = 11).
+    inputs: Vec<String>,
+}
+
+/// Walks ModelProto.graph: its initializers, MatMul/Gemm/Transpose nodes,
+/// every node's outputs and the graph's inputs.
+fn walk(buf: &[u8]) -> Result<Graph, String> {
     let mut w = Wire::new(buf, 0);
     let mut graph = None;
     while let Some((tag, v)) = w.next()? {
@@ -504,26 +569,97 @@ fn walk(buf: &[u8]) -> Result<(Vec<Init>, Vec<Node>), String> {
         return Err("ModelProto has no graph (field 7)".into());
     };
     let mut budget = Budget(0);
-    let (mut inits, mut nodes) = (Vec::new(), Vec::new());
+    let (mut inits, mut nodes, mut outputs, mut inputs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut w = Wire::new(g, gbase);
     while let Some((tag, v)) = w.next()? {
         match (tag, v) {
             (1, Val::Len(b, base)) => {
-                if let Some(n) =
-                    parse_node(b, base, &mut budget).map_err(|m| format!("a node: {m}"))?
+                if let Some(n) = parse_node(b, base, &mut budget, &mut outputs)
+                    .map_err(|m| in_record("a node:", m))?
                 {
                     nodes.push(n);
                 }
             }
+            (11, Val::Len(b, base)) => {
+                let mut vw = Wire::new(b, base);
+                while let Some((t, v)) = vw.next()? {
+                    if let (1, Val::Len(p, _)) = (t, v) {
+                        let name = string(p, "graph input name")?;
+                        budget.take(name.len())?;
+                        inputs.push(name);
+                    }
+                }
+            }
             (5, Val::Len(b, base)) => {
                 let t = parse_tensor(b, base, &mut budget)
-                    .map_err(|m| format!("an initializer {m}"))?;
+                    .map_err(|m| in_record("an initializer", m))?;
                 inits.push(t);
             }
             _ => {}
         }
     }
-    Ok((inits, nodes))
+    Ok(Graph {
+        inits,
+        nodes,
+        outputs,
+        inputs,
+    })
+}
+
+/// An error of one record, prefixed with what it is (`an initializer
+/// holds ...`), unless it is about the whole graph (the budget).
+fn in_record(what: &str, m: String) -> String {
+    if m.starts_with(OVER_BUDGET) {
+        m
+    } else {
+        format!("{what} {m}")
+    }
+}
+
+/// Where specbound's reading of the graph and onnx's could disagree, the
+/// model is refused: a value produced twice (by two nodes, or by a node and
+/// an initializer: not single static assignment, which onnx's checker
+/// refuses), or a MatMul or Gemm node whose weight operand (B), or a
+/// Transpose node whose input, is a value that no initializer, graph input
+/// or node gives (the weight's orientation is read from these operands).
+fn check_values(g: &Graph) -> Result<(), String> {
+    let mut defined: std::collections::HashSet<&str> =
+        g.inputs.iter().map(String::as_str).collect();
+    for t in &g.inits {
+        defined.insert(&t.name);
+    }
+    let inits: std::collections::HashSet<&str> = g.inits.iter().map(|t| t.name.as_str()).collect();
+    let mut produced: std::collections::HashSet<&str> = Default::default();
+    for o in g.outputs.iter().filter(|o| !o.is_empty()) {
+        if !produced.insert(o) || inits.contains(o.as_str()) {
+            return Err(format!(
+                "the value '{}' is given twice (by two nodes, or a node and an initializer): \
+                 the graph is not in single static assignment form",
+                fmt_name(o)
+            ));
+        }
+        defined.insert(o);
+    }
+    for n in &g.nodes {
+        // The operands the orientation is read from: B of MatMul and Gemm,
+        // the input of Transpose.
+        let read = if n.op == "Transpose" {
+            n.inputs.first()
+        } else {
+            n.inputs.get(1)
+        };
+        if let Some(i) = read.filter(|i| !i.is_empty() && !defined.contains(i.as_str())) {
+            return Err(format!(
+                "the {} node '{}' reads '{}', a value not in the graph (no initializer, graph \
+                 input or node output has that name)",
+                n.op,
+                fmt_name(&n.name),
+                fmt_name(i)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A parameter name: not a folded constant (`onnx::...`), no graph path.

@@ -154,42 +154,50 @@ impl fmt::Display for OutputError {
             Self::NotRegular { path, what } => write!(
                 f,
                 "{}: is {what}, not a regular file; refusing to replace it",
-                path.display()
+                crate::io::shown_path(path)
             ),
             Self::NotAFilePath { path } => {
-                write!(f, "{}: does not name a file", path.display())
+                write!(f, "{}: does not name a file", crate::io::shown_path(path))
             }
             Self::MissingDirectory { path, dir } => write!(
                 f,
                 "{}: cannot write: directory {} does not exist",
-                path.display(),
-                dir.display()
+                crate::io::shown_path(path),
+                crate::io::shown_path(dir)
             ),
             Self::NotADirectory { path } => {
-                write!(f, "{}: exists and is not a directory", path.display())
+                write!(
+                    f,
+                    "{}: exists and is not a directory",
+                    crate::io::shown_path(path)
+                )
             }
             Self::Duplicate { path } => write!(
                 f,
                 "{}: the same file is written twice by this run",
-                path.display()
+                crate::io::shown_path(path)
             ),
             Self::Conflict { path, other } => write!(
                 f,
                 "{}: this run writes it as a file and needs {} as a directory or file too; \
                  give the outputs different paths",
-                path.display(),
-                other.display()
+                crate::io::shown_path(path),
+                crate::io::shown_path(other)
             ),
             Self::LinkLeaves { path, to } => write!(
                 f,
                 "{}: is a symbolic link to {}, outside the directory it is in; refusing to write \
                  through it (remove the link)",
-                path.display(),
-                to.display()
+                crate::io::shown_path(path),
+                crate::io::shown_path(to)
             ),
-            Self::Io { path, action, .. } => write!(f, "{}: {action}", path.display()),
+            Self::Io { path, action, .. } => write!(f, "{}: {action}", crate::io::shown_path(path)),
             Self::Partial { path, replaced, .. } => {
-                write!(f, "{}: cannot rename into place", path.display())?;
+                write!(
+                    f,
+                    "{}: cannot rename into place",
+                    crate::io::shown_path(path)
+                )?;
                 if replaced.is_empty() {
                     Ok(())
                 } else {

@@ -259,27 +259,32 @@ impl PytorchFile {
             ));
         }
         // The reader returns native-endian, row-major bytes.
-        let data: Vec<f64> = match dtype {
-            SourceDtype::F64 => bytes
-                .chunks_exact(8)
-                .map(|b| f64::from_ne_bytes(b.try_into().expect("8 bytes")))
-                .collect(),
-            SourceDtype::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_ne_bytes(b.try_into().expect("4 bytes")) as f64)
-                .collect(),
-            SourceDtype::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64())
-                .collect(),
-            SourceDtype::BF16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64())
-                .collect(),
+        let mut data = super::f64_buffer(&self.path, tname, rows, cols)?;
+        match dtype {
+            SourceDtype::F64 => data.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|b| f64::from_ne_bytes(b.try_into().expect("8 bytes"))),
+            ),
+            SourceDtype::F32 => data.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_ne_bytes(b.try_into().expect("4 bytes")) as f64),
+            ),
+            SourceDtype::F16 => data.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| half::f16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64()),
+            ),
+            SourceDtype::BF16 => data.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| half::bf16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64()),
+            ),
             SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
                 unreachable!("torch dtypes are dense")
             }
-        };
+        }
         let matrix = DenseMatrix { rows, cols, data };
         check_finite(&self.path, tname, &matrix)?;
         Ok(LoadedMatrix { matrix, dtype })
@@ -309,7 +314,8 @@ fn itemsize_of(d: DType) -> u64 {
 
 /// The bytes a tensor of `shape` with `itemsize`-byte elements
 /// materialises, refused (naming the tensor) when the product overflows or
-/// when it exceeds the whole file's `file_len`.
+/// when it exceeds the whole file's `file_len` (the one rule of every
+/// strided source, [`super::limits::view_materialised_bytes`]).
 ///
 /// The reader already checks that a view stays within its storage, and
 /// [`scan_zip`] that no storage entry is larger than the file, but a view
@@ -327,33 +333,14 @@ pub(crate) fn materialised_bytes(
     itemsize: u64,
     file_len: u64,
 ) -> Result<u64, ReadError> {
-    let bytes = shape
-        .iter()
-        .try_fold(itemsize, |a, &d| a.checked_mul(d as u64))
-        .ok_or_else(|| {
-            ReadError::format(
-                path,
-                Some(name),
-                format!(
-                    "shape {} of {itemsize}-byte elements overflows the size computation",
-                    fmt_shape(shape)
-                ),
-            )
-        })?;
-    if bytes > file_len {
-        return Err(ReadError::format(
-            path,
-            Some(name),
-            format!(
-                "shape {} of {itemsize}-byte elements would materialise {bytes} bytes, more than \
-                 the whole file ({file_len} bytes): a view that repeats its storage (stride 0, \
-                 as expand() makes, or overlapping strides) is refused; save \
-                 tensor.contiguous() instead",
-                fmt_shape(shape)
-            ),
-        ));
-    }
-    Ok(bytes)
+    super::limits::view_materialised_bytes(
+        shape,
+        itemsize,
+        file_len,
+        "the whole file",
+        "save tensor.contiguous() instead",
+    )
+    .map_err(|m| ReadError::format(path, Some(name), m))
 }
 
 /// `/proc/self/fd/N` for an open file, where the system has it.

@@ -384,7 +384,7 @@ fn decode_tensor(
             ),
         ));
     }
-    let mut data = Vec::with_capacity(bytes.len() / itemsize);
+    let mut data = super::f64_buffer(path, tname, rows, cols)?;
     super::decode_le(dtype, bytes, &mut data);
     let matrix = DenseMatrix { rows, cols, data };
     check_finite(path, tname, &matrix)?;

@@ -257,7 +257,7 @@ impl Table {
             });
         }
         check_extent(&self.files, name, t).map_err(|m| ReadError::format(path, None, m))?;
-        let mut data = Vec::with_capacity(rows * cols);
+        let mut data = super::f64_buffer(path, Some(name), rows, cols)?;
         for s in &t.segments {
             let f = &self.files[s.file];
             // The file may have been truncated since it was mapped.
@@ -266,7 +266,7 @@ impl Table {
         }
         let data = if t.transpose {
             // Stored [cols, rows]: entry (i, j) of the result is stored (j, i).
-            let mut out = Vec::with_capacity(data.len());
+            let mut out = super::f64_buffer(path, Some(name), rows, cols)?;
             for i in 0..rows {
                 for j in 0..cols {
                     out.push(data[j * rows + i]);
