@@ -180,12 +180,12 @@ fn csv_claims_get_rtol_atol_the_tolerance_column_and_a_rounding_verdict() {
     let a = matrix();
     common::write_safetensors(&st, &[("w".to_string(), &a)], "F64");
     let sts = st.to_str().unwrap();
-    // sigma_max = 4 exactly; a float32-like claim 4 (1 + 2^-26), all 17 digits.
-    let claim = 4.0 * (1.0 + 2f64.powi(-26));
+    // sigma_max = 4 exactly; a float32-like claim 4.00000006 (9 digits,
+    // float32's round-trip length), 1.5e-8 relative off.
     let f = d.join("claims.csv");
     std::fs::write(
         &f,
-        format!("tensor,quantity,p,value\nw,sigma_max,,{claim:.17e}\nw,sigma_i,8,0.25\n"),
+        "tensor,quantity,p,value\nw,sigma_max,,4.00000006e+00\nw,sigma_i,8,0.25\n",
     )
     .unwrap();
     let fs = f.to_str().unwrap();
@@ -195,13 +195,39 @@ fn csv_claims_get_rtol_atol_the_tolerance_column_and_a_rounding_verdict() {
     assert_eq!(r["verdict"], "inconsistent", "{r}");
     assert_eq!(r["rounding"]["float32"]["verdict"], "within", "{r}");
     assert_eq!(r["rounding"]["float64"]["verdict"], "beyond", "{r}");
-    // The gap is 2^-26 sigma: a quarter of a float32 unit roundoff.
+    // The gap is 1.5e-8 sigma = 0.25165824 float32 unit roundoffs.
     let units = &r["rounding"]["float32"]["units"];
-    assert!(contains(units, &Rational::from((1, 4))), "{units}");
+    assert!(
+        contains(units, &Rational::from((25165824, 100000000))),
+        "{units}"
+    );
+    assert_eq!(r["rounding"]["float32_value"], true, "{r}");
     assert_eq!(j["within_float32_rounding"], 1);
     let out = common::run(&["audit", sts, fs]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("within f32 rounding"), "{text}");
+    // A 17-digit claim that is no float32 number (4 (1 + 2^-26)) is within
+    // float32 rounding as a gap, but no float32 computation wrote it: it is
+    // not counted as float32 rounding (issue 30: weightwatcher's float64
+    // `norm` a few float64 units off was labelled float32).
+    let f17 = d.join("claims17.csv");
+    let claim = 4.0 * (1.0 + 2f64.powi(-26));
+    std::fs::write(
+        &f17,
+        format!("tensor,quantity,value\nw,sigma_max,{claim:.17e}\n"),
+    )
+    .unwrap();
+    let (code, j) = run_json(&["audit", sts, f17.to_str().unwrap(), "--json"]);
+    assert_eq!(code, Some(1), "{j}");
+    assert_eq!(j["results"][0]["rounding"]["float32"]["verdict"], "within");
+    assert_eq!(j["results"][0]["rounding"]["float32_value"], false);
+    assert_eq!(j["within_float32_rounding"], 0, "{j}");
+    let out = common::run(&["audit", sts, f17.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not a float32 value; beyond f64 rounding"),
+        "{text}"
+    );
     // --rtol widens the window: consistent.
     let (code, j) = run_json(&["audit", sts, fs, "--rtol", "1e-7", "--json"]);
     assert_eq!(code, Some(0), "{j}");

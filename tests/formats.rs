@@ -264,3 +264,93 @@ fn flax_plain_and_chunked_arrays_read_alike() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn torch_dynamo_export_in_an_onnx_directory_certifies_like_the_safetensors_copy() {
+    // tests/data/formats/onnx_dynamo: torch.onnx.export(dynamo=True), torch
+    // 2.15 (scripts/make_onnx_dynamo_fixtures.py): weights `val_N` stored
+    // [in, out], module paths only in the nodes' metadata, laid out as
+    // `onnx/model.onnx` (+ `.data`) beside config.json.
+    let dir = data("onnx_dynamo");
+    let st = ok_json(&run(&["certify", s(&data("safetensors")), "--json"]));
+    let c = ok_json(&run(&["certify", s(&dir), "--json"]));
+    let files: Vec<&str> = c["model"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["onnx/model.onnx", "onnx/model.onnx.data"]);
+    assert!(
+        without_files(c) == without_files(st),
+        "the dynamo export's certificate differs from the safetensors one"
+    );
+    let ck = Checkpoint::open(&dir).unwrap();
+    let want = Checkpoint::open(&data("safetensors")).unwrap();
+    for name in [
+        "encoder.layer.0.attention.self.query.weight",
+        "encoder.layer.0.attention.self.key.weight",
+        "encoder.layer.0.attention.self.value.weight",
+        "encoder.layer.0.attention.output.dense.weight",
+        "encoder.layer.0.intermediate.dense.weight",
+        "encoder.layer.0.output.dense.weight",
+        "pooler.dense.weight",
+    ] {
+        let got = ck.read(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(got.matrix == want.read(name).unwrap().matrix, "{name}");
+    }
+    assert!(!ck
+        .names()
+        .any(|n| n.starts_with("val_") && ck.info(n).is_some_and(|(shape, _)| shape.len() == 2)));
+}
+
+#[test]
+fn quantized_onnx_is_refused_naming_the_integer_weights() {
+    // tests/data/formats/onnx_int8: onnxruntime 1.32's quantize_dynamic
+    // (QInt8, per channel) of the dynamo export: every Linear weight is an
+    // int8 `..._quantized` matrix fed to MatMulInteger. Before, `spectra`
+    // exited 0 certifying the scale vectors with every weight skipped.
+    let dir = data("onnx_int8");
+    for cmd in ["inspect", "spectra", "certify"] {
+        common::assert_bad(
+            &[cmd, s(&dir)],
+            &[
+                "quantized ONNX model",
+                "7 weight matrices",
+                "val_100_quantized",
+            ],
+        );
+    }
+}
+
+#[test]
+fn doubled_sentence_transformers_prefix_takes_the_biases_prefix() {
+    // The legacy exporter scopes a wrapped sentence-transformers model's
+    // nodes `/model/model.0/auto_model/...`, its biases keep the parameter
+    // names `model.0.auto_model....bias`: the weight follows its bias.
+    let d = tmpdir("doubled");
+    let q = w(6, 4, 5);
+    let bytes = model(
+        &[node(
+            "MatMul",
+            "/model/model.0/auto_model/encoder/layer.0/attention/self/query/MatMul",
+            &["x", "onnx::MatMul_9"],
+            "y",
+            None,
+        )],
+        &[
+            tensor_f32("onnx::MatMul_9", &[4, 6], &transposed(&q, 6, 4)),
+            tensor_f32(
+                "model.0.auto_model.encoder.layer.0.attention.self.query.bias",
+                &[6],
+                &[0.0; 6],
+            ),
+        ],
+    );
+    let p = d.join("m.onnx");
+    std::fs::write(&p, bytes).unwrap();
+    let ck = Checkpoint::open(&p).unwrap();
+    let name = "model.0.auto_model.encoder.layer.0.attention.self.query.weight";
+    assert_eq!(ck.read(name).unwrap().matrix, as_f64(&q, 6, 4));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -17,6 +17,8 @@ _Real = Union[float, int, Fraction, Decimal]
 # __dlpack__ on the CPU or __array__), and its config.
 _Tensors = Mapping[str, Any]
 _Config = Union[Mapping[str, Any], Any]
+# A table in memory: a pandas DataFrame (anything with to_csv()).
+_Table = Any
 
 __version__: str
 __all__ = [
@@ -355,7 +357,7 @@ class SpectrumAuditResult:
 
 def audit(
     model: Union[_Path, _Tensors],
-    claims: _Path,
+    claims: Union[_Path, _Table],
     *,
     rtol: float = 0.0,
     atol: float = 0.0,

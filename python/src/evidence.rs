@@ -13,6 +13,7 @@ use specbound::cmd::{CertInput, Report};
 use specbound::evidence::audit::{AuditReport, Verdict as ClaimVerdict};
 use specbound::evidence::diff::DiffReport;
 use specbound::linalg::Precision;
+use std::path::PathBuf;
 
 use crate::certify::Certificate;
 use crate::{cmd_error, init_input, json_to_py, model_input, pandas, path_arg, run_command};
@@ -381,6 +382,22 @@ impl SpectrumAuditResult {
     }
 }
 
+/// The claims argument of [`audit`]: a path, or a table with `to_csv`
+/// (a pandas DataFrame, as WeightWatcher's `analyze()` returns), whose CSV
+/// text (index included: WeightWatcher's is a plain row number) is audited
+/// as a file of that content would be, named `<DataFrame>` in messages.
+fn claims_arg(claims: &Bound<'_, PyAny>) -> PyResult<(PathBuf, Option<String>)> {
+    if let Ok(p) = claims.extract::<PathBuf>() {
+        return Ok((p, None));
+    }
+    if claims.hasattr("to_csv")? {
+        let text: String = claims.call_method0("to_csv")?.extract()?;
+        let name = format!("<{}>", claims.get_type().name()?);
+        return Ok((PathBuf::from(name), Some(text)));
+    }
+    path_arg(claims, "claims (a path or a pandas DataFrame)").map(|p| (p, None))
+}
+
 /// Checks published numbers against certified values (the command line's
 /// ``specbound audit``).
 ///
@@ -388,7 +405,9 @@ impl SpectrumAuditResult {
 /// Face id in the local cache at ``revision``, or a model in memory with
 /// its ``config``, as :func:`certify` takes it): a ``specbound certify
 /// --csv`` table (the authors' layout), a generic claims table, or a
-/// WeightWatcher details table; the result is an :class:`AuditResult`. Or
+/// WeightWatcher details table (a path, or the pandas DataFrame that
+/// ``WeightWatcher.analyze()`` returns, rows matched by ``longname``); the
+/// result is an :class:`AuditResult`. Or
 /// ``claims`` is a 1-D ``.npy`` of another tool's singular values of one
 /// matrix: ``model`` is then anything :func:`svd` takes as a path (a
 /// ``.npy``, a tensor ``tensor`` of a file or model), and the result is a
@@ -434,9 +453,11 @@ pub fn audit(
     init: Option<&Bound<'_, PyAny>>,
     config: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    let (claims_path, claims_text) = claims_arg(claims)?;
     let req = AuditRequest {
         model: model_input(Some(model), config, revision)?,
-        claims: path_arg(claims, "claims")?,
+        claims: claims_path,
+        claims_text,
         tensor,
         rtol,
         atol,

@@ -103,6 +103,26 @@ def test_audit_judges_claims_like_the_cli(cli, one_layer, one_layer_cert, tmp_pa
     assert list(df.columns[:7]) == ["line", "subject", "quantity", "claim", "tolerance", "certified_lo", "certified_hi"]
 
 
+def test_audit_takes_weightwatchers_dataframe_like_its_csv(cli, tmp_path):
+    """WeightWatcher's analyze() returns a DataFrame; its table (short names
+    in `name`, module paths in `longname`) audits as its CSV does."""
+    pd = need_pandas()
+    from conftest import BUNDLE, REPO
+
+    table = REPO / "tests" / "data" / "weightwatcher" / "minilm_encoder.csv"
+    df = pd.read_csv(table, index_col=0).head(4)
+    a = specbound.audit(BUNDLE, df, rtol=1e-12)
+    assert a.layout == "weightwatcher" and a.inconsistent == 0
+    assert a.results[0]["subject"] == df["longname"].iloc[0] + ".weight"
+    cut = tmp_path / "ww_head4.csv"
+    df.to_csv(cut)
+    proc = run_cli(cli, "audit", BUNDLE, cut, "--rtol", "1e-12", "--json")
+    j = json.loads(proc.stdout)
+    assert (a.exit_code, a.consistent, a.undecided) == (proc.returncode, j["consistent"], j["undecided"])
+    with pytest.raises(TypeError):
+        specbound.audit(BUNDLE, 42)
+
+
 def test_diff_like_the_cli(cli, one_layer, one_layer_cert, tmp_path):
     a = cert_file(tmp_path, "a.json", one_layer_cert.to_json())
     other = specbound.certify(one_layer, l_phi="1.2")

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::svd::MatrixSource;
 use super::{check_nonnegative, CmdError, Exit, ModelRef, Report, Style, Ui};
 use crate::evidence::audit::{
-    audit_with, AuditOptions, AuditReport, FormatGap, Rounding, RoundingVerdict, Verdict,
+    audit_text, audit_with, AuditOptions, AuditReport, FormatGap, Rounding, RoundingVerdict,
+    Verdict,
 };
 use crate::evidence::spectrum::{audit_spectrum, Check, SpectrumAudit, SpectrumOptions};
 use crate::linalg::{certify_singular_values, Precision, SvdOptions};
@@ -18,8 +19,11 @@ use crate::report::fmt::interval;
 pub struct AuditRequest {
     /// The model (or, with claimed singular values, any `svd` input).
     pub model: ModelRef,
-    /// The claims file.
+    /// The claims file (with `claims_text`, only the name shown for it).
     pub claims: PathBuf,
+    /// The claims CSV itself when it is no file (a pandas DataFrame's
+    /// `to_csv()` in Python); `None`: read `claims`.
+    pub claims_text: Option<String>,
     /// Tensor of a file or model, for claimed singular values.
     pub tensor: Option<String>,
     /// Relative tolerance.
@@ -74,7 +78,7 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
     ] {
         check_nonnegative(name, v)?;
     }
-    if crate::io::npy::is_npy_file(&req.claims) {
+    if req.claims_text.is_none() && crate::io::npy::is_npy_file(&req.claims) {
         return run_spectrum(req, ui);
     }
     if req.tensor.is_some() {
@@ -102,7 +106,10 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
     let model = resolved.path;
     let report = {
         let progress = ui.matrices("audit");
-        audit_with(&model, &req.claims, &opts, &*progress)?
+        match &req.claims_text {
+            Some(text) => audit_text(&model, text, &req.claims, &opts, &*progress)?,
+            None => audit_with(&model, &req.claims, &opts, &*progress)?,
+        }
     };
     Ok(AuditCmdReport::Claims {
         claims: req.claims.clone(),
@@ -183,6 +190,8 @@ fn rounding_text(r: &Rounding) -> String {
     };
     if r.float64.verdict == RoundingVerdict::Within {
         one("f64", &r.float64)
+    } else if !r.float32_value {
+        format!("not a float32 value; {}", one("f64", &r.float64))
     } else {
         format!("{}; {}", one("f32", &r.float32), one("f64", &r.float64))
     }
@@ -274,6 +283,9 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
         if let Some(note) = &r.note {
             let _ = writeln!(s, "         note: {}", crate::io::escape_to(note, 4096));
         }
+    }
+    if let Some(h) = &rep.hint {
+        let _ = writeln!(s, "{h}");
     }
     s
 }

@@ -117,6 +117,26 @@ pub struct Rounding {
     pub float32: FormatGap,
     /// Against `u = 2^-53`.
     pub float64: FormatGap,
+    /// Whether the claim as printed can be a float32 value: at most 9
+    /// significant digits (float32's round-trip length), or exactly a float32
+    /// number. A gap within float32 rounding is counted (and shown) as
+    /// float32 rounding only then: a 17-digit float64 result a few float64
+    /// units off is within float32 rounding too, but it is no float32
+    /// computation.
+    pub float32_value: bool,
+}
+
+/// [`Rounding::float32_value`] of a claim's text.
+pub fn float32_value(claim: &str) -> bool {
+    let Ok(d) = claim.parse::<crate::spectral::ExactDecimal>() else {
+        return false;
+    };
+    if d.digits.trim_matches('0').len() <= 9 {
+        return true;
+    }
+    let x = d.to_rational();
+    let f = x.to_f64() as f32;
+    f.is_finite() && Rational::from_f32(f).is_some_and(|r| r == x)
 }
 
 /// `r` rounded down (`up = false`) or up to an f64, directed
@@ -196,6 +216,8 @@ fn rounding_of(c: &Rational, lo: f64, hi: f64, k: f64) -> Rounding {
         k,
         float32: format_gap(c, &l, &h, U32, k),
         float64: format_gap(c, &l, &h, U64, k),
+        // Set from the claim's text by the caller (`float32_value`).
+        float32_value: false,
     }
 }
 
@@ -296,6 +318,11 @@ pub struct AuditReport {
     pub model_id: Option<String>,
     /// Rows of other models (another `model_id`): not this model's, not judged.
     pub other_models: usize,
+    /// One line when claims are undecided for want of a tolerance (their
+    /// printed digits finer than the certified intervals, with `--rtol` and
+    /// `--atol` 0): the tolerance that a float64 table needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl AuditReport {
@@ -889,6 +916,62 @@ const RAW_WEIGHT_COLUMNS: [&str; 6] = [
     "init_distance_norm_21_rows",
 ];
 
+/// The tensor a WeightWatcher row is about. WeightWatcher writes the
+/// module's short name in `name` (`query`, `dense`: one name for many
+/// layers) and its path in `longname` (`encoder.layer.0.attention.self.query`),
+/// so `longname` decides when the table has it, `name` otherwise (tables of
+/// state dicts, where the two agree). A module path names its `.weight`; a
+/// path that carries a wrapper's prefix the checkpoint lacks
+/// (`0.auto_model.` of sentence-transformers) or lacks one the checkpoint
+/// has (`bert.`) names the one tensor it is a dotted suffix of, or of which
+/// it is; two candidates are refused as ambiguous, never guessed.
+fn ww_tensor(
+    ck: &Checkpoint,
+    longname: Option<&str>,
+    name: Option<&str>,
+) -> Result<String, String> {
+    let key = longname
+        .or(name)
+        .ok_or("missing name (and longname)")?
+        .trim()
+        .to_string();
+    for exact in [format!("{key}.weight"), key.clone()] {
+        if ck.contains(&exact) {
+            return Ok(exact);
+        }
+    }
+    let dotted = |a: &str, b: &str| a == b || a.ends_with(&format!(".{b}"));
+    let hits: Vec<&str> = ck
+        .names()
+        .filter(|t| {
+            let module = t.strip_suffix(".weight").unwrap_or(t);
+            dotted(t, &key) || dotted(module, &key) || dotted(&key, module)
+        })
+        .collect();
+    let shown = crate::io::escape(&key);
+    match hits.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => Err(format!(
+            "no tensor named '{shown}' or '{shown}.weight' (nor one it is a dotted suffix of){}",
+            if longname.is_none() {
+                "; WeightWatcher's full module path is its longname column"
+            } else {
+                ""
+            }
+        )),
+        many => Err(format!(
+            "'{shown}' names {} tensors ({}, ...){}",
+            many.len(),
+            crate::io::escape(many[0]),
+            if longname.is_none() {
+                ": WeightWatcher's name is the module's short name; keep the table's longname column"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
 /// Runs an audit of `claims` against `model` with the default options.
 pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> {
     audit_with(
@@ -909,11 +992,31 @@ pub fn audit_with(
     opts: &AuditOptions,
     progress: &dyn Progress,
 ) -> Result<AuditReport, EvidenceError> {
-    let cfile = claims.display().to_string();
     // Capped while reading: `/dev/zero` or a FIFO is refused at the cap.
     let text = crate::io::limits::read_capped_string(claims, MAX_CLAIMS_BYTES, "claims file")
         .map_err(EvidenceError::Read)?;
-    let rows = parse_csv(&text, &cfile)?;
+    audit_text(model, &text, claims, opts, progress)
+}
+
+/// [`audit_with`] on the text of a claims CSV that is not a file (a pandas
+/// DataFrame's `to_csv()`), at most [`MAX_CLAIMS_BYTES`]; `claims` names it
+/// in messages.
+pub fn audit_text(
+    model: &Path,
+    text: &str,
+    claims: &Path,
+    opts: &AuditOptions,
+    progress: &dyn Progress,
+) -> Result<AuditReport, EvidenceError> {
+    let cfile = claims.display().to_string();
+    if text.len() as u64 > MAX_CLAIMS_BYTES {
+        return Err(EvidenceError::Malformed {
+            file: cfile,
+            at: "whole table".into(),
+            message: format!("larger than {MAX_CLAIMS_BYTES} bytes"),
+        });
+    }
+    let rows = parse_csv(text, &cfile)?;
     let header: Vec<String> = rows
         .first()
         .ok_or_else(|| EvidenceError::Malformed {
@@ -990,6 +1093,8 @@ pub fn audit_with(
         None
     };
     let mut other_models = 0;
+    // Undecided claims judged by their printed digits alone (for the hint).
+    let mut digits_only = 0;
     for (i, row) in rows.iter().enumerate().skip(1) {
         let line = i + 1;
         let cell = |n: &str| {
@@ -1277,12 +1382,8 @@ pub fn audit_with(
                 }
                 _ => {
                     let name = if subj == "ww" {
-                        let n = cell("name").ok_or_else(|| bad(line, "missing name".into()))?;
-                        if ck.contains(&format!("{n}.weight")) {
-                            format!("{n}.weight")
-                        } else {
-                            n
-                        }
+                        ww_tensor(&ck, cell("longname").as_deref(), cell("name").as_deref())
+                            .map_err(|e| bad(line, e))?
                     } else {
                         cell("tensor").expect("tensor subject")
                     };
@@ -1299,7 +1400,7 @@ pub fn audit_with(
             };
             let e = Enclosure::from_interval(iv)
                 .ok_or_else(|| bad(line, format!("{quantity}: no finite certified enclosure")))?;
-            let verdict = match &stated {
+            let verdict: Verdict = match &stated {
                 Some((l, h)) => {
                     let r = Rational::from_f64(opts.rtol).expect("checked finite");
                     let a = Rational::from_f64(opts.atol).expect("checked finite");
@@ -1332,6 +1433,16 @@ pub fn audit_with(
                 }
                 _ => None,
             };
+            let mut verdict = verdict;
+            if let Verdict::Inconsistent {
+                rounding: Some(r), ..
+            } = &mut verdict
+            {
+                r.float32_value = float32_value(&claim);
+            }
+            if tol.is_none() && stated.is_none() && matches!(verdict, Verdict::Undecided { .. }) {
+                digits_only += 1;
+            }
             results.push(ClaimResult {
                 line,
                 subject,
@@ -1377,7 +1488,7 @@ pub fn audit_with(
                     rounding: Some(x), ..
                 } => {
                     let g = if f32 { &x.float32 } else { &x.float64 };
-                    g.verdict == RoundingVerdict::Within
+                    g.verdict == RoundingVerdict::Within && (!f32 || x.float32_value)
                 }
                 _ => false,
             })
@@ -1393,9 +1504,21 @@ pub fn audit_with(
         consistent: count(|v| matches!(v, Verdict::Consistent)),
         inconsistent: count(|v| matches!(v, Verdict::Inconsistent { .. })),
         undecided: count(|v| matches!(v, Verdict::Undecided { .. })),
+        hint: tolerance_hint(digits_only, opts),
         results,
         model_id: selected,
         other_models,
+    })
+}
+
+/// The hint of [`AuditReport::hint`] for `n` claims undecided only because
+/// of their printed digits.
+fn tolerance_hint(n: usize, opts: &AuditOptions) -> Option<String> {
+    (n > 0 && opts.rtol == 0.0 && opts.atol == 0.0).then(|| {
+        format!(
+            "hint: {n} claims are undecided because their printed digits are finer than the certified \
+             intervals; a table of float64 results needs a tolerance: --rtol 1e-12 (float32: --rtol 1e-6)"
+        )
     })
 }
 
@@ -1418,6 +1541,7 @@ mod tests {
             undecided,
             model_id: None,
             other_models: 0,
+            hint: None,
         };
         assert_eq!(r(2, 0, 0).exit_code(), 0);
         assert_eq!(r(2, 0, 1).exit_code(), 3);

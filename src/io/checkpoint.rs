@@ -338,7 +338,7 @@ impl<'de> serde::Deserialize<'de> for ShardName {
 /// safetensors files under other names.
 fn no_weights_error(dir: &Path) -> ReadError {
     const NEITHER: &str = "none of model.safetensors, model.safetensors.index.json, \
-                           pytorch_model.bin, pytorch_model.bin.index.json, model.onnx, \
+                           pytorch_model.bin, pytorch_model.bin.index.json, model.onnx, onnx/model.onnx, \
                            flax_model.msgpack";
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|it| {
@@ -498,6 +498,10 @@ impl Checkpoint {
                 vec![pt_single]
             } else if limits::entry_exists(&path.join("model.onnx")) {
                 vec![path.join("model.onnx")]
+            } else if limits::entry_exists(&path.join("onnx").join("model.onnx")) {
+                // sentence-transformers and Optimum ship ONNX in onnx/,
+                // beside config.json and no weights at the top.
+                vec![path.join("onnx").join("model.onnx")]
             } else if limits::entry_exists(&path.join("flax_model.msgpack")) {
                 vec![path.join("flax_model.msgpack")]
             } else {

@@ -155,6 +155,32 @@ struct Node {
     trans_b: bool,
     /// Transpose's `perm`, when given.
     perm: Option<Vec<u64>>,
+    /// The module path that torch.onnx's dynamo exporter records in the
+    /// node's metadata (`namespace`), e.g. `encoder.layer.0.attention.self.query`.
+    module: Option<String>,
+}
+
+/// Ops that consume stored integer weights (quantized graphs).
+const QUANTIZED_OPS: [&[u8]; 5] = [
+    b"DequantizeLinear",
+    b"MatMulInteger",
+    b"QLinearMatMul",
+    b"ConvInteger",
+    b"QLinearConv",
+];
+
+/// The module path in a dynamo `namespace` entry: its segments are
+/// `path: class`, joined by `/`, the last one the op itself
+/// (`.../encoder.layer.0.attention.self.query: torch.nn.modules.linear.Linear/linear: aten.linear.default`).
+fn module_of_namespace(ns: &str) -> Option<String> {
+    let segs: Vec<&str> = ns.split('/').collect();
+    let module = segs.len().checked_sub(2).map(|i| segs[i])?;
+    let (path, _class) = module.split_once(": ")?;
+    let ok = !path.is_empty()
+        && path
+            .split('.')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    ok.then(|| path.to_string())
 }
 
 /// How the message of [`Budget::take`] starts: it is about the whole
@@ -213,6 +239,13 @@ fn parse_tensor(b: &[u8], base: usize, budget: &mut Budget) -> Result<Init, Stri
             (10, Val::Len(p, pb)) => set_data(&mut t, (pb, p.len(), "double_data"))?,
             (9, Val::Len(p, pb)) => set_data(&mut t, (pb, p.len(), "raw_data"))?,
             (4 | 10, _) => return Err("holds unpacked float_data or double_data".into()),
+            // Integers (zero points, shapes, quantized weights) packed in
+            // int32_data/int64_data: kept as bytes, never read as floats.
+            (5 | 7 | 11, Val::Len(p, pb))
+                if onnx_type(t.data_type).is_err() && t.data_type != 0 =>
+            {
+                set_data(&mut t, (pb, p.len(), "int32_data"))?
+            }
             (5..=7 | 11, _) => {
                 return Err(
                     "holds its data in int32_data, string_data, int64_data or uint64_data, \
@@ -305,7 +338,7 @@ fn parse_node(
             _ => {}
         }
     }
-    if !matches!(op, b"MatMul" | b"Gemm" | b"Transpose") {
+    if !matches!(op, b"MatMul" | b"Gemm" | b"Transpose") && !QUANTIZED_OPS.contains(&op) {
         return Ok(None);
     }
     let mut n = Node {
@@ -315,6 +348,7 @@ fn parse_node(
         output: None,
         trans_b: false,
         perm: None,
+        module: None,
     };
     let mut w = Wire::new(b, base);
     while let Some((tag, v)) = w.next()? {
@@ -322,6 +356,23 @@ fn parse_node(
             (1, Val::Len(p, _)) if n.inputs.len() < 3 => n.inputs.push(string(p, "node input")?),
             (2, Val::Len(p, _)) if n.output.is_none() => n.output = Some(string(p, "node output")?),
             (3, Val::Len(p, _)) => n.name = string(p, "node name")?,
+            // metadata_props: StringStringEntryProto key = 1, value = 2.
+            (9, Val::Len(p, pb)) if n.module.is_none() => {
+                let mut mw = Wire::new(p, pb);
+                let (mut key, mut value): (&[u8], &[u8]) = (b"", b"");
+                while let Some((mt, mv)) = mw.next()? {
+                    match (mt, mv) {
+                        (1, Val::Len(x, _)) => key = x,
+                        (2, Val::Len(x, _)) => value = x,
+                        _ => {}
+                    }
+                }
+                if key == b"namespace" && value.len() as u64 <= MAX_ONNX_NAME {
+                    n.module = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(module_of_namespace);
+                }
+            }
             (5, Val::Len(p, pb)) => {
                 let mut aw = Wire::new(p, pb);
                 let (mut name, mut i, mut ints) = (Vec::new(), None, Vec::new());
@@ -348,7 +399,11 @@ fn parse_node(
             _ => {}
         }
     }
-    budget.take(n.name.len() + n.inputs.iter().map(String::len).sum::<usize>())?;
+    budget.take(
+        n.name.len()
+            + n.inputs.iter().map(String::len).sum::<usize>()
+            + n.module.as_ref().map_or(0, String::len),
+    )?;
     Ok(Some(n))
 }
 
@@ -529,6 +584,7 @@ impl OnnxFile {
                 return Err(err("two initializers have this name".into()));
             }
         }
+        refuse_quantized(path, &tensors, &nodes)?;
         rename_weights(&mut tensors, &nodes);
         Ok(Self {
             table: Table::new(files, tensors)?,
@@ -540,6 +596,50 @@ impl OnnxFile {
     pub(crate) fn table(&self) -> &Table {
         &self.table
     }
+}
+
+/// Refuses a quantized graph: matrices stored as integers that the graph
+/// dequantizes (`DequantizeLinear`, `MatMulInteger`, ...) are weights that
+/// would otherwise be skipped as non-float tensors, leaving only their
+/// scale vectors to certify; one line names them.
+fn refuse_quantized(
+    path: &Path,
+    tensors: &HashMap<String, Stored>,
+    nodes: &[Node],
+) -> Result<(), ReadError> {
+    let mut quantized: Vec<&str> = nodes
+        .iter()
+        .filter(|n| QUANTIZED_OPS.contains(&n.op.as_bytes()))
+        .flat_map(|n| n.inputs.iter())
+        .filter(|i| {
+            tensors
+                .get(i.as_str())
+                .is_some_and(|t| t.shape.len() >= 2 && t.dtype.is_err())
+        })
+        .map(String::as_str)
+        .collect();
+    quantized.sort_unstable();
+    quantized.dedup();
+    let Some(first) = quantized.first() else {
+        return Ok(());
+    };
+    let shown: Vec<String> = quantized
+        .iter()
+        .take(4)
+        .map(|n| fmt_name(n).to_string())
+        .collect();
+    Err(ReadError::format(
+        path,
+        Some(first),
+        format!(
+            "a quantized ONNX model: {} weight matrices are stored as integers that the graph \
+             dequantizes ({}{}); specbound does not read quantized weights (certify the float \
+             model they were quantized from)",
+            quantized.len(),
+            shown.join(", "),
+            if quantized.len() > 4 { ", ..." } else { "" }
+        ),
+    ))
 }
 
 /// What the walk keeps of a graph.
@@ -662,9 +762,13 @@ fn check_values(g: &Graph) -> Result<(), String> {
     Ok(())
 }
 
-/// A parameter name: not a folded constant (`onnx::...`), no graph path.
+/// A parameter name: not a folded constant (`onnx::...`, the dynamo
+/// exporter's `val_N`), no graph path.
 fn is_param_name(n: &str) -> bool {
-    !n.starts_with("onnx::") && !n.contains('/') && !n.is_empty()
+    let generated = n
+        .strip_prefix("val_")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    !n.starts_with("onnx::") && !n.contains('/') && !n.is_empty() && !generated
 }
 
 /// `encoder.layer.0.attention.self.query.weight` from the node name
@@ -675,6 +779,28 @@ fn name_from_node(node: &str) -> Option<String> {
         return None;
     }
     Some(format!("{}.weight", parts[..parts.len() - 1].join(".")))
+}
+
+/// A weight name taken from a node, with the prefix of its module's bias
+/// when the bias (a parameter name, as the exporter keeps it) has a
+/// shorter one: the legacy exporter scopes a wrapped sentence-transformers
+/// model's nodes `/model/model.0/auto_model/...`, doubling the prefix of
+/// `model.0.auto_model....bias`. One rule for both: the weight takes the
+/// longest dotted suffix of its path under which its bias exists.
+fn named_like_bias(weight: &str, tensors: &HashMap<String, Stored>) -> String {
+    let Some(module) = weight.strip_suffix(".weight") else {
+        return weight.to_string();
+    };
+    let mut rest = module;
+    loop {
+        if tensors.contains_key(&format!("{rest}.bias")) {
+            return format!("{rest}.weight");
+        }
+        match rest.split_once('.') {
+            Some((_, tail)) => rest = tail,
+            None => return weight.to_string(),
+        }
+    }
 }
 
 /// Orients (and, where needed, names) the weight operand of every MatMul
@@ -710,7 +836,11 @@ fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
         let new_name = if is_param_name(&init) {
             init.clone()
         } else {
-            match name_from_node(&n.name) {
+            let from_meta = n.module.as_ref().map(|m| format!("{m}.weight"));
+            match from_meta
+                .or_else(|| name_from_node(&n.name))
+                .map(|x| named_like_bias(&x, tensors))
+            {
                 Some(x) if !tensors.contains_key(&x) => x,
                 Some(_) | None => continue,
             }
@@ -752,6 +882,22 @@ mod tests {
         ] {
             assert!(!confined(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn dynamo_namespaces_name_the_module() {
+        let ns = ": transformers.models.bert.modeling_bert.BertModel/encoder: \
+                  transformers.models.bert.modeling_bert.BertEncoder/encoder.layer.0.attention.self.query: \
+                  torch.nn.modules.linear.Linear/linear: aten.linear.default";
+        assert_eq!(
+            module_of_namespace(ns).as_deref(),
+            Some("encoder.layer.0.attention.self.query")
+        );
+        assert_eq!(module_of_namespace("linear: aten.linear.default"), None);
+        assert_eq!(module_of_namespace(": M/a b: C/x: y"), None);
+        assert!(
+            !is_param_name("val_37") && is_param_name("val_x") && is_param_name("value.weight")
+        );
     }
 
     #[test]

@@ -799,6 +799,7 @@ impl AuditArgs {
         Ok(Request::Audit(cmd::audit::AuditRequest {
             model: model(&m, &revision)?,
             claims,
+            claims_text: None,
             tensor,
             rtol,
             atol,
