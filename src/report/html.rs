@@ -154,7 +154,8 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         "<section id=\"scaling\">\n<h2>Certified ratios (figures 2 and 3)</h2>\n\
 <p class=\"note\">Each bound divided by the same bound of its anchor: the narrowest model of equal depth \
 (axis hidden_size) or the shallowest of equal width (axis num_hidden_layers). Interval division of the \
-certified bounds; a model that is its own anchor has ratio exactly 1.</p>\n<table>\n\
+certified bounds; a model that is its own anchor has ratio exactly 1. Checkpoints of one run (differing only by \
+training step) are never each other's anchor: the trajectory section compares them.</p>\n<table>\n\
 <tr><th>model_id</th><th>bound</th><th>axis</th><th>x</th><th>anchor</th><th>ratio</th></tr>\n",
     );
     for r in scaling(set) {
