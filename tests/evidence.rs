@@ -804,3 +804,58 @@ fn audit_judges_a_stated_interval_by_containment() {
         );
     }
 }
+
+/// Regression: `diff` of two certificates of the same weights, one made
+/// with `--measures` and one without, exited 1 ("certainly changed")
+/// because some quantities were present in one certificate only. They are
+/// listed in a section of their own and exit 1 needs a quantity both hold
+/// to have certainly changed; `--help`, the man page and docs/evidence.md
+/// say so.
+#[test]
+fn diff_across_options_lists_one_sided_quantities_and_does_not_exit_1() {
+    let d = tmpdir("diff-options");
+    let base = write_json(&d, "base.json", &cert_json());
+    let with = d.join("with-measures.json");
+    let o = run(&["certify", "--measures", "--out", with.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (a, b, side) in [(&base, &with, "B"), (&with, &base, "A")] {
+        let out = run(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(code(&out), 0, "{text}");
+        let head = text
+            .lines()
+            .position(|l| l.starts_with("  in one certificate only"))
+            .unwrap_or_else(|| panic!("no section of its own: {text}"));
+        let listed: Vec<&str> = text
+            .lines()
+            .skip(head + 1)
+            .take_while(|l| l.starts_with("    "))
+            .collect();
+        assert!(!listed.is_empty());
+        assert!(
+            listed.iter().all(
+                |l| l.starts_with(&format!("    only in {side}: ")) || l.starts_with("    ...")
+            ),
+            "{listed:?}"
+        );
+        assert!(text.contains("measure log_prod_of_spec"), "{text}");
+        let j: Value = serde_json::from_slice(
+            &run(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--json"]).stdout,
+        )
+        .unwrap();
+        assert_eq!(j["certainly_changed"], false);
+        assert!(j["only_in_a"].as_u64().unwrap() + j["only_in_b"].as_u64().unwrap() > 0);
+    }
+    let help = String::from_utf8(run(&["diff", "--help"]).stdout).unwrap();
+    let man = String::from_utf8(run(&["man"]).stdout).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/evidence.md")).unwrap();
+    for (what, text) in [("--help", &help), ("man", &man), ("docs/evidence.md", &doc)] {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("one certificate only"), "{what}");
+        assert!(
+            flat.contains("do not make the exit 1") || flat.contains("does not make the exit 1"),
+            "{what}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
