@@ -943,3 +943,42 @@ fn trajectory_study_figures_1_and_5_show_the_last_step() {
         assert!(s.starts_with("run-step10000 "), "figure {n}: {s}");
     }
 }
+
+/// Regression: `scripts/study-family` looked for the bundle only under the
+/// current directory and beside a `specbound` on PATH, so run from another
+/// directory of a checkout it failed; and a wrong `SPECBOUND_BUNDLE` was
+/// used as given. It searches as specbound does (docs/study.md): a set
+/// `SPECBOUND_BUNDLE` alone (refused in one line when not a bundle), then
+/// `data/` under the current directory, `share/specbound/` beside the
+/// `specbound` on PATH, then the checkout the script is in.
+#[test]
+fn study_family_finds_the_bundle_from_any_directory_as_docs_say() {
+    let dir = tmpdir("study-family-cwd");
+    let script = common::root().join("scripts/study-family");
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(dir.join("fam"))
+        .args(["--layers", "1"])
+        .current_dir(&dir)
+        .env_remove("SPECBOUND_BUNDLE")
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("python3 runs scripts/study-family");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("fam/minilm-L1/model.safetensors").is_file());
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(dir.join("fam2"))
+        .current_dir(&dir)
+        .env("SPECBOUND_BUNDLE", dir.join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("SPECBOUND_BUNDLE="), "{err}");
+    assert!(!dir.join("fam2").exists());
+    let doc = std::fs::read_to_string(common::root().join("docs/study.md")).unwrap();
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("`data/all-MiniLM-L6-v2` of the checkout the script is in"));
+}

@@ -819,3 +819,45 @@ fn an_inconclusive_model_is_reported_and_the_others_written() {
     let page = std::fs::read_to_string(dest.join("report.html")).unwrap();
     assert!(page.contains("Not certified (inconclusive") && page.contains("<b>huge</b>"));
 }
+
+/// Regression: the report's measures table had 13 interval columns and ran
+/// far past a 1280 px page. The tables are transposed (a row per measure,
+/// a column per model, a few models per table); in headless Chromium at
+/// 1280 px, every measures table ends inside the window and the page does
+/// not scroll sideways. (A copy of the page without its policy runs a
+/// script that writes the measurements into the DOM.)
+#[test]
+fn measures_table_fits_a_1280_px_page() {
+    let Some(browser) = chromium() else { return };
+    let (out, _) = study();
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("<table class=\"measures\">"),
+        "no measures table"
+    );
+    let start = page
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let end = start + page[start..].find('>').unwrap() + 1;
+    let probe = "<script>(function(){var r=0;document.querySelectorAll('table.measures').forEach(function(t){\
+r=Math.max(r,t.getBoundingClientRect().right)});document.body.setAttribute('data-measures-right',String(Math.ceil(r)));\
+document.body.setAttribute('data-page-width',String(document.documentElement.scrollWidth));})();</script></body>";
+    let copy = format!("{}{}", &page[..start], &page[end..]).replacen("</body>", probe, 1);
+    let p = tmpdir("measures-width").join("report.html");
+    std::fs::write(&p, copy).unwrap();
+    let (dom, log) = chromium_run(&browser, &format!("file://{}", p.display()), "--dump-dom");
+    let attr = |name: &str| -> f64 {
+        let k = dom
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("{name} not measured: {log}"));
+        let rest = &dom[k + name.len() + 2..];
+        rest[..rest.find('"').unwrap()].parse().unwrap()
+    };
+    let (right, width) = (attr("data-measures-right"), attr("data-page-width"));
+    println!("measures tables end at {right} px; page width {width} px");
+    assert!(
+        right > 0.0 && right <= 1280.0,
+        "measures table ends at {right} px"
+    );
+    assert!(width <= 1280.0, "the page is {width} px wide");
+}

@@ -663,3 +663,29 @@ fn study_init_applies_to_every_model_and_a_lines_own_init_wins() {
     );
     assert!(trained.measures.unwrap().frobenius_distance.is_some());
 }
+
+/// Regression: CSV cells could read `-0` (a negative zero end). The one
+/// CSV number formatter writes zero as `0` whatever its sign, and no table
+/// of a trajectory study holds a `-0` cell.
+#[test]
+fn csvs_never_write_minus_zero() {
+    use specbound::report::csv::num;
+    assert_eq!(num(-0.0), "0");
+    assert_eq!(num(0.0), "0");
+    assert_eq!(num(-1.5), "-1.5");
+    assert_eq!(num(-1e-300), "-1e-300");
+    let (out, _) = study();
+    for e in std::fs::read_dir(out.join("tables")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            for cell in line.split(',') {
+                let negative_zero = cell
+                    .strip_prefix('-')
+                    .and_then(|m| m.parse::<f64>().ok())
+                    .is_some_and(|v| v == 0.0);
+                assert!(!negative_zero, "{}:{}: {line}", p.display(), i + 1);
+            }
+        }
+    }
+}
