@@ -982,3 +982,29 @@ fn study_family_finds_the_bundle_from_any_directory_as_docs_say() {
     let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("`data/all-MiniLM-L6-v2` of the checkout the script is in"));
 }
+
+/// Regression: the figures committed under docs/study/ had subtitles of an
+/// older run (`2.081e-11` where the documented command now writes
+/// `2.08e-11`). They are the documented command's figures: each subtitle
+/// as the documented family's run writes it, and docs/study.md quotes
+/// figure 1's.
+#[test]
+fn committed_figures_have_the_subtitles_of_the_documented_run() {
+    let out = documented_study();
+    let root = common::root();
+    for n in [1, 3, 5] {
+        let file = FILE_NAMES[n - 1];
+        let committed = std::fs::read_to_string(root.join("docs/study").join(file)).unwrap();
+        assert_eq!(
+            subtitle(&parse(&committed)),
+            subtitle(&parse(&figure(out, n))),
+            "docs/study/{file}: regenerate it with the commands of docs/study.md"
+        );
+    }
+    let doc = std::fs::read_to_string(root.join("docs/study.md")).unwrap();
+    let w = stated_widest(&figure(out, 1));
+    assert!(
+        doc.contains(&format!("{WIDEST_WIDTH}{w}`")),
+        "docs/study.md quotes figure 1's widest width {w}"
+    );
+}

@@ -262,7 +262,7 @@ fn log_scale_or_not_positive_first_steps_get_a_difference_not_a_ratio() {
     let mut log_rows = 0;
     for r in &rows {
         let d = first.iter().find(|(n, _)| *n == r["bound"]).unwrap().1;
-        let meaningless = r["bound"].starts_with("log_") || d.is_none_or(|d| !(d.lo > 0.0));
+        let meaningless = r["bound"].starts_with("log_") || !d.is_some_and(|d| d.lo > 0.0);
         if meaningless {
             assert!(
                 r["ratio_lo"].is_empty() && r["ratio_hi"].is_empty(),
