@@ -861,3 +861,92 @@ document.body.setAttribute('data-page-width',String(document.documentElement.scr
     );
     assert!(width <= 1280.0, "the page is {width} px wide");
 }
+
+/// A screenshot's size, colour count and share of non-background pixels.
+fn shot_stats(shot: &Path) -> (u32, u32, usize, f64) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let mut counts: BTreeMap<&[u8], usize> = BTreeMap::new();
+    for p in &px {
+        *counts.entry(&p[..3.min(channels)]).or_default() += 1;
+    }
+    let background = counts.values().max().copied().unwrap();
+    let ink = (px.len() - background) as f64 / px.len() as f64;
+    (info.width, info.height, counts.len(), ink)
+}
+
+/// Figure 6 in the browser: a trajectory of the family's smallest member
+/// (step 0, its own initialisation) and a copy with every weight times 1.1
+/// (step 100). The report holds six inline figures and no console
+/// message; figure 6 and the page render to screenshots that are not
+/// blank (what they show was looked at by hand; see the figure's checks in
+/// tests/figures.rs).
+#[test]
+fn figure_6_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else { return };
+    let dir = tmpdir("trajectory-browser");
+    let src = &family_paths()[0];
+    let grown = dir.join("grown");
+    std::fs::create_dir_all(&grown).unwrap();
+    std::fs::copy(src.join("config.json"), grown.join("config.json")).unwrap();
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let n = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut body = bytes[..n].to_vec();
+    for c in bytes[n..].chunks(4) {
+        let x = f32::from_le_bytes(c.try_into().unwrap()) * 1.1;
+        body.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::write(grown.join("model.safetensors"), body).unwrap();
+    let list = dir.join("models.txt");
+    std::fs::write(
+        &list,
+        format!("{} step=0 run=r\ngrown step=100 run=r\n", src.display()),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "study",
+        "--models",
+        list.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::canonicalize(out.join("report.html")).unwrap();
+    let (dom, log) = chromium_run(
+        &browser,
+        &format!("file://{}", page.display()),
+        "--dump-dom",
+    );
+    assert!(console_lines(&log).is_empty(), "console messages: {log}");
+    assert!(dom.contains("Figure 6: Bounds and measures over training"));
+    assert!(dom.contains("Difference from the first step: log-scale measures"));
+    for (url, name) in [
+        (
+            format!(
+                "file://{}",
+                out.join("figures/fig6_trajectory.svg").display()
+            ),
+            "fig6.png",
+        ),
+        (format!("file://{}", page.display()), "page.png"),
+    ] {
+        let shot = dir.join(name);
+        let (_, log) = chromium_run(&browser, &url, &format!("--screenshot={}", shot.display()));
+        assert!(console_lines(&log).is_empty(), "console messages: {log}");
+        let (w, h, colours, ink) = shot_stats(&shot);
+        println!(
+            "{name}: {w} x {h} px, {colours} colours, {:.1}% not background",
+            100.0 * ink
+        );
+        assert!(
+            colours >= 20 && ink >= 0.02,
+            "{name}: blank? {colours} colours, {ink}"
+        );
+    }
+}
