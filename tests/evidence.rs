@@ -859,3 +859,35 @@ fn diff_across_options_lists_one_sided_quantities_and_does_not_exit_1() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Regression: `audit` wrote its approximate numbers (`off by`, `relative`,
+/// an undecided width) as `{:.3e}` (`5.960e-8`) while the report and the
+/// figures write them through `fmt::approx` (`5.96e-8`). One formatter
+/// writes them in every command.
+#[test]
+fn audit_writes_approximate_numbers_with_the_one_formatter() {
+    use specbound::report::fmt::approx;
+    let d = tmpdir("approx");
+    let f = d.join("claims.csv");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(&f, "model_id,bound,value\nm,ours,20000\n").unwrap();
+    let m = bundled();
+    let args = ["audit", m.to_str().unwrap(), f.to_str().unwrap(), "--quiet"];
+    let text = String::from_utf8(run(&args).stdout).unwrap();
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let j: Value = serde_json::from_slice(&run(&json_args).stdout).unwrap();
+    let claim = &j["results"][0];
+    assert_eq!(claim["verdict"], "inconsistent", "{j}");
+    let (dist, rel) = (
+        claim["distance"].as_f64().unwrap(),
+        claim["relative_error"].as_f64().unwrap(),
+    );
+    let want = format!(
+        "INCONSISTENT (off by {}, relative {}",
+        approx(dist),
+        approx(rel)
+    );
+    assert!(text.contains(&want), "{want} not in {text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
