@@ -6,7 +6,9 @@
 //! dark sea green; ours orange, Edelman slate blue); figure 5 colours by
 //! layer instead, and draws the matrix types with distinct line styles. A
 //! figure whose data are missing is not drawn: its [`Figure::svg`] is `Err`
-//! with the reason.
+//! with the reason. Figure 6 (the trajectory, `super::trajectory`) is drawn
+//! by the same [`render`] from its own panels: log-y panels of ratios and
+//! linear-y panels of signed differences ([`Panel::linear_y`]).
 //!
 //! What every drawn figure promises (and `tests/figures.rs` checks on the
 //! SVG): the legend sits in its own column right of the plot area, so it
@@ -21,7 +23,8 @@
 //!
 //! The SVG marks its parts for readers and tests: `class="plot"` (the plot
 //! area's frame), `"series"` groups (with `data-legend`, the indices of the
-//! legend entries describing it, and for figure 5 `data-layer`),
+//! legend entries describing it, for figure 5 `data-layer`, for figure 6
+//! `data-quantity`), `"panel-caption"` titles of panels,
 //! `"legend"` (its frame `"legend-box"` and one `"legend-entry"` per entry
 //! with `data-entry`), `"marker"` paths, `"xtick"`/`"ytick"` labels,
 //! `"subtitle"` lines and `"note"` lines.
