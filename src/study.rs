@@ -764,7 +764,17 @@ pub fn run_study(
         opts.spectrum_layers.clone(),
         inconclusive,
     )
-    .map_err(StudyError::Usage)?;
+    .map_err(StudyError::Usage)?
+    .with_steps(
+        |id| {
+            let m = models.iter().find(|m| m.id == id)?;
+            Some((
+                m.run.clone().unwrap_or_else(|| DEFAULT_RUN.to_string()),
+                m.step?,
+            ))
+        },
+        primary.is_some(),
+    );
     outcome.primary = Some(set.primary().id.clone());
     let figs = figures::all(&set);
     // The trajectory of the certified models with steps.

@@ -826,3 +826,83 @@ fn verify_model_explains_a_file_hash_mismatch_in_one_line() {
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);
 }
+
+/// Regression: docs/certify.md stated B_Edel's terms as `(gamma
+/// ||W||_2,1)^(2/3)` while the code uses `gamma/2` for QK, so an auditor
+/// recomputing from the certificate's `gamma` got 1.168e29 instead of
+/// 6.854e28. `scripts/recompute-bounds`, which applies the formulas the
+/// docs state ("B_Edel in full") to the certificate's fields alone, lands
+/// inside both certified intervals; putting `gamma(QK)` itself into `xi`
+/// lands outside; the summary labels each type's largest term with the
+/// factor it uses.
+#[test]
+fn b_edel_recomputed_from_the_certificate_with_the_docs_formulas_lands_inside() {
+    let dir = tmpdir("recompute");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert = dir.join("cert.json");
+    std::fs::write(&cert, serde_json::to_vec(&certificate()).unwrap()).unwrap();
+    let script = common::root().join("scripts/recompute-bounds");
+    let o = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&cert)
+        .output()
+        .expect("python3 runs scripts/recompute-bounds");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(out.matches(" inside").count(), 2, "{out}");
+    // The docs state the formula the script applies, factor by factor.
+    let doc = std::fs::read_to_string(common::root().join("docs/certify.md")).unwrap();
+    for row in [
+        "| `QK` (head h) | `C_2(V_h) C_2(M_out) C_2(M_in)` | `gamma(QK_h) / 2` |",
+        "| `V_tilde` (head h) | `C_2(M_out) C_2(M_in)` | `gamma(V_h)` |",
+        "| `M_in` | `C_2(M_out)` | `gamma(M_in)` |",
+        "| `M_out` | `1` | `gamma(M_out)` |",
+    ] {
+        assert!(doc.contains(row), "docs/certify.md lacks {row}");
+    }
+    let script_text = std::fs::read_to_string(&script).unwrap();
+    assert!(script_text
+        .contains(r#"XI_FACTOR = {"QK": 0.5, "V_tilde": 1.0, "M_in": 1.0, "M_out": 1.0}"#));
+    // With gamma(QK) in place of gamma(QK)/2 the recomputation misses.
+    let wrong = dir.join("wrong");
+    std::fs::write(&wrong, script_text.replace(r#""QK": 0.5"#, r#""QK": 1.0"#)).unwrap();
+    let o = std::process::Command::new("python3")
+        .arg(&wrong)
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("B_Edel")
+            && String::from_utf8_lossy(&o.stdout).contains("OUTSIDE")
+    );
+    // The summary: the largest term of each matrix type, with its factor.
+    let text = String::from_utf8(run(&["certify"]).stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("largest term of B_Edel's inner sum per matrix type"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    let kinds: Vec<&str> = rows
+        .iter()
+        .map(|r| r.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(kinds, ["QK", "V_tilde", "M_in", "M_out"], "{text}");
+    assert!(rows[0].ends_with("f = gamma/2"), "{}", rows[0]);
+    assert!(
+        rows[1..].iter().all(|r| r.ends_with("f = gamma")),
+        "{rows:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

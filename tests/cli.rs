@@ -524,7 +524,7 @@ fn certify_text_keeps_the_contributors_columns_aligned_in_every_style() {
         specbound::cmd::Style::Bounds,
     ] {
         let text = specbound::report::summary_text_with(&cert, 1.0, style);
-        for head in ["largest contributions to B_ours", "largest terms of B_Edel"] {
+        for head in ["largest contributions to B_ours", "largest term of B_Edel"] {
             let rows: Vec<&str> = text
                 .lines()
                 .skip_while(|l| !l.starts_with(head))
@@ -717,4 +717,72 @@ fn integer_arrays_convert_exactly_or_are_refused_with_the_index() {
     assert!(msg.contains("U64 value 18446744073709551615"), "{msg}");
     assert!(ints(name, true, 3, 1, 1, &[0, 0, 0]).is_err());
     assert!(ints(name, true, 1, 2, 2, &[0, 0, 0]).is_err());
+}
+
+/// Regression: docs/architectures.md and docs/spectra.md cited reference
+/// notes by absolute paths of one machine. The docs cite public sources
+/// and name no absolute path of anybody's machine.
+#[test]
+fn docs_name_no_absolute_machine_paths() {
+    let root = common::root();
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for bad in ["/work/", "/home/", "/Users/", "/root/", "/tmp/shared"] {
+            assert!(!text.contains(bad), "{} names {bad}", f.display());
+        }
+    }
+}
+
+/// The synopsis lines of `cmd` in a document: the lines starting with
+/// `specbound CMD` and the indented `[...]` lines continuing them.
+fn synopsis(doc: &str, cmd: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for l in doc.lines() {
+        if l.starts_with(&format!("specbound {cmd} ")) {
+            inside = true;
+        } else if !(inside && l.starts_with(' ') && l.trim_start().starts_with('[')) {
+            inside = false;
+        }
+        if inside {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Regression: the synopses of certify, study and audit did not list
+/// `--measures`, `--init` and `--stack`. Each synopsis lists every one of
+/// them its command accepts (as `--help` says).
+#[test]
+fn synopses_list_measures_init_and_stack() {
+    let root = common::root();
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    for (file, cmd) in [
+        ("docs/certify.md", "certify"),
+        ("README.md", "certify"),
+        ("docs/study.md", "study"),
+        ("README.md", "study"),
+        ("README.md", "audit"),
+    ] {
+        let syn = synopsis(&read(file), cmd);
+        assert!(!syn.is_empty(), "{file}: no synopsis of {cmd}");
+        let help = String::from_utf8(run(&[cmd, "--help"]).stdout).unwrap();
+        for opt in ["--measures", "--init", "--stack"] {
+            if help.contains(&format!("{opt} ")) || help.contains(&format!("{opt}\n")) {
+                assert!(
+                    syn.contains(opt),
+                    "{file}: the synopsis of {cmd} lacks {opt}:\n{syn}"
+                );
+            }
+        }
+    }
 }

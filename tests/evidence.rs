@@ -804,3 +804,90 @@ fn audit_judges_a_stated_interval_by_containment() {
         );
     }
 }
+
+/// Regression: `diff` of two certificates of the same weights, one made
+/// with `--measures` and one without, exited 1 ("certainly changed")
+/// because some quantities were present in one certificate only. They are
+/// listed in a section of their own and exit 1 needs a quantity both hold
+/// to have certainly changed; `--help`, the man page and docs/evidence.md
+/// say so.
+#[test]
+fn diff_across_options_lists_one_sided_quantities_and_does_not_exit_1() {
+    let d = tmpdir("diff-options");
+    let base = write_json(&d, "base.json", &cert_json());
+    let with = d.join("with-measures.json");
+    let o = run(&["certify", "--measures", "--out", with.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (a, b, side) in [(&base, &with, "B"), (&with, &base, "A")] {
+        let out = run(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(code(&out), 0, "{text}");
+        let head = text
+            .lines()
+            .position(|l| l.starts_with("  in one certificate only"))
+            .unwrap_or_else(|| panic!("no section of its own: {text}"));
+        let listed: Vec<&str> = text
+            .lines()
+            .skip(head + 1)
+            .take_while(|l| l.starts_with("    "))
+            .collect();
+        assert!(!listed.is_empty());
+        assert!(
+            listed.iter().all(
+                |l| l.starts_with(&format!("    only in {side}: ")) || l.starts_with("    ...")
+            ),
+            "{listed:?}"
+        );
+        assert!(text.contains("measure log_prod_of_spec"), "{text}");
+        let j: Value = serde_json::from_slice(
+            &run(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--json"]).stdout,
+        )
+        .unwrap();
+        assert_eq!(j["certainly_changed"], false);
+        assert!(j["only_in_a"].as_u64().unwrap() + j["only_in_b"].as_u64().unwrap() > 0);
+    }
+    let help = String::from_utf8(run(&["diff", "--help"]).stdout).unwrap();
+    let man = String::from_utf8(run(&["man"]).stdout).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/evidence.md")).unwrap();
+    for (what, text) in [("--help", &help), ("man", &man), ("docs/evidence.md", &doc)] {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("one certificate only"), "{what}");
+        assert!(
+            flat.contains("do not make the exit 1") || flat.contains("does not make the exit 1"),
+            "{what}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Regression: `audit` wrote its approximate numbers (`off by`, `relative`,
+/// an undecided width) as `{:.3e}` (`5.960e-8`) while the report and the
+/// figures write them through `fmt::approx` (`5.96e-8`). One formatter
+/// writes them in every command.
+#[test]
+fn audit_writes_approximate_numbers_with_the_one_formatter() {
+    use specbound::report::fmt::approx;
+    let d = tmpdir("approx");
+    let f = d.join("claims.csv");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(&f, "model_id,bound,value\nm,ours,20000\n").unwrap();
+    let m = bundled();
+    let args = ["audit", m.to_str().unwrap(), f.to_str().unwrap(), "--quiet"];
+    let text = String::from_utf8(run(&args).stdout).unwrap();
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let j: Value = serde_json::from_slice(&run(&json_args).stdout).unwrap();
+    let claim = &j["results"][0];
+    assert_eq!(claim["verdict"], "inconsistent", "{j}");
+    let (dist, rel) = (
+        claim["distance"].as_f64().unwrap(),
+        claim["relative_error"].as_f64().unwrap(),
+    );
+    let want = format!(
+        "INCONSISTENT (off by {}, relative {}",
+        approx(dist),
+        approx(rel)
+    );
+    assert!(text.contains(&want), "{want} not in {text}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -838,3 +838,173 @@ fn docs_show_figures_1_3_5_of_the_minilm_family_and_say_why_2_and_4_are_not_draw
     let fig3 = std::fs::read_to_string(root.join("docs/study").join(FILE_NAMES[2])).unwrap();
     assert_eq!(ticks(&parse(&fig3), "xtick"), ["2", "4", "6"]);
 }
+
+// --------------------------------------------------------- trajectory ---
+
+/// A trajectory of one run of generated checkpoints (depth 2, width 32),
+/// listed from the initialisation (step 0) to step 10000, so that step 0
+/// is its own initialisation: `log_spec_orig`'s and `log_prod_of_spec`'s
+/// values are logs (negative here, the weights being small) and the
+/// distance measures start at 0, as a Pythia run does. The study's
+/// output directory.
+fn trajectory_study() -> &'static PathBuf {
+    static S: OnceLock<PathBuf> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = tmpdir("trajectory");
+        let mut list = String::new();
+        for (i, step) in [0u64, 100, 10000].iter().enumerate() {
+            let name = format!("run-step{step}");
+            bert(&dir.join(&name), 2, 32, 0x7EA + i as u64);
+            list.push_str(&format!("{name} step={step} run=r\n"));
+        }
+        std::fs::write(dir.join("models.txt"), list).unwrap();
+        let out = dir.join("out");
+        let o = run(&[
+            "study",
+            "--models",
+            dir.join("models.txt").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    })
+}
+
+fn fig6(out: &Path) -> String {
+    std::fs::read_to_string(out.join("figures/fig6_trajectory.svg")).unwrap()
+}
+
+#[test]
+fn figure_6_passes_the_checks_of_every_figure() {
+    let out = trajectory_study();
+    check_figure("figure 6", &fig6(out));
+}
+
+/// Regression: figure 6 drew every ratio on one axis that fell back to
+/// linear when one ratio was negative, flattening the other curves. Now
+/// the ratios (linear-scale quantities certainly positive at step 0) are
+/// on log axes, the differences of the others on linear axes, each panel
+/// naming its quantities, and the subtitle's widest width is the one of
+/// the intervals of `trajectory.csv` drawn.
+#[test]
+fn figure_6_draws_ratios_on_log_axes_and_differences_on_linear_axes() {
+    let out = trajectory_study();
+    let svg = fig6(out);
+    let els = parse(&svg);
+    let ps = panels(&els);
+    assert!(ps.len() >= 2, "ratios and differences in their own panels");
+    let rows = csv(&out.join("tables/trajectory.csv"));
+    let mut drawn = Vec::new();
+    let mut seen = BTreeSet::new();
+    for p in &ps {
+        let caption = p
+            .iter()
+            .find(|e| e.class() == "panel-caption")
+            .map(|e| e.text.clone())
+            .unwrap_or_default();
+        let ratio = caption.starts_with("Ratio");
+        for e in p.iter().filter(|e| e.tag == "polyline") {
+            let q = e.in_group("series").unwrap()["data-quantity"].clone();
+            assert_eq!(
+                ratio,
+                !q.starts_with("log_")
+                    && rows
+                        .iter()
+                        .any(|r| r["bound"] == q && !r["ratio_lo"].is_empty()),
+                "{q} in the panel '{caption}'"
+            );
+            seen.insert(q.clone());
+            for r in rows.iter().filter(|r| r["bound"] == q) {
+                drawn.push(iv(r, if ratio { "ratio" } else { "difference" }));
+            }
+        }
+    }
+    for q in [
+        "ours",
+        "edelman",
+        "log_prod_of_spec",
+        "log_spec_orig",
+        "frobenius_distance",
+    ] {
+        assert!(seen.contains(q), "{q} is drawn: {seen:?}");
+    }
+    assert_eq!(stated_widest(&svg), widest(drawn.iter()));
+}
+
+/// Regression: a trajectory study's figures 1 and 5 showed the model
+/// listed first (the initialisation); they show the run's last step.
+#[test]
+fn trajectory_study_figures_1_and_5_show_the_last_step() {
+    let out = trajectory_study();
+    for n in [1, 5] {
+        let s = subtitle(&parse(&figure(out, n)));
+        assert!(s.starts_with("run-step10000 "), "figure {n}: {s}");
+    }
+}
+
+/// Regression: `scripts/study-family` looked for the bundle only under the
+/// current directory and beside a `specbound` on PATH, so run from another
+/// directory of a checkout it failed; and a wrong `SPECBOUND_BUNDLE` was
+/// used as given. It searches as specbound does (docs/study.md): a set
+/// `SPECBOUND_BUNDLE` alone (refused in one line when not a bundle), then
+/// `data/` under the current directory, `share/specbound/` beside the
+/// `specbound` on PATH, then the checkout the script is in.
+#[test]
+fn study_family_finds_the_bundle_from_any_directory_as_docs_say() {
+    let dir = tmpdir("study-family-cwd");
+    let script = common::root().join("scripts/study-family");
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(dir.join("fam"))
+        .args(["--layers", "1"])
+        .current_dir(&dir)
+        .env_remove("SPECBOUND_BUNDLE")
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("python3 runs scripts/study-family");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("fam/minilm-L1/model.safetensors").is_file());
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(dir.join("fam2"))
+        .current_dir(&dir)
+        .env("SPECBOUND_BUNDLE", dir.join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("SPECBOUND_BUNDLE="), "{err}");
+    assert!(!dir.join("fam2").exists());
+    let doc = std::fs::read_to_string(common::root().join("docs/study.md")).unwrap();
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("`data/all-MiniLM-L6-v2` of the checkout the script is in"));
+}
+
+/// Regression: the figures committed under docs/study/ had subtitles of an
+/// older run (`2.081e-11` where the documented command now writes
+/// `2.08e-11`). They are the documented command's figures: each subtitle
+/// as the documented family's run writes it, and docs/study.md quotes
+/// figure 1's.
+#[test]
+fn committed_figures_have_the_subtitles_of_the_documented_run() {
+    let out = documented_study();
+    let root = common::root();
+    for n in [1, 3, 5] {
+        let file = FILE_NAMES[n - 1];
+        let committed = std::fs::read_to_string(root.join("docs/study").join(file)).unwrap();
+        assert_eq!(
+            subtitle(&parse(&committed)),
+            subtitle(&parse(&figure(out, n))),
+            "docs/study/{file}: regenerate it with the commands of docs/study.md"
+        );
+    }
+    let doc = std::fs::read_to_string(root.join("docs/study.md")).unwrap();
+    let w = stated_widest(&figure(out, 1));
+    assert!(
+        doc.contains(&format!("{WIDEST_WIDTH}{w}`")),
+        "docs/study.md quotes figure 1's widest width {w}"
+    );
+}

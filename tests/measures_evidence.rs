@@ -311,6 +311,44 @@ fn audit_refuses_a_distance_measure_without_init_in_one_line() {
     );
 }
 
+/// Regression: auditing a `measures.csv` whose distance measures follow
+/// other measures, without `--init`, certified the measures first (5.9 s on
+/// MiniLM) and refused only at the distance row. It is refused before
+/// anything is computed, naming the first such row; so is a raw-weights
+/// table with an `init_distance_*` column.
+#[test]
+fn audit_of_measures_csv_without_init_refuses_before_computing() {
+    let a = write_model("noinit-first", 1.0);
+    let dir = tmpdir("noinit-first-claims");
+    let c = dir.join("measures.csv");
+    std::fs::write(
+        &c,
+        "model_id,measure,value\nm,log_prod_of_spec,1.0\nm,param_norm,2.0\nm,frobenius_distance,1.5\n",
+    )
+    .unwrap();
+    common::assert_bad(
+        &["audit", a.to_str().unwrap(), c.to_str().unwrap()],
+        &[
+            "line 4",
+            "frobenius_distance needs the initialisation: pass --init MODEL (nothing was computed)",
+        ],
+    );
+    let r = dir.join("raw.csv");
+    std::fs::write(
+        &r,
+        "layer,role,spectral_norm,init_distance_frobenius_norm\n0,query,1.0,\n0,key,1.0,0.5\n",
+    )
+    .unwrap();
+    common::assert_bad(
+        &["audit", a.to_str().unwrap(), r.to_str().unwrap()],
+        &[
+            "line 3",
+            "init_distance_frobenius_norm needs the initialisation",
+            "(nothing was computed)",
+        ],
+    );
+}
+
 /// `certify --measures --csv DIR` writes `measures.csv` beside the four
 /// tables, with the study's columns and the certificate's intervals; every
 /// table it writes audits cleanly against the model (exit 0), the measures

@@ -785,3 +785,36 @@ fn the_cluster_page_shows_the_tested_job_scripts() {
     }
     assert_eq!(n, 6);
 }
+
+/// Regression: `merge` printed the bounds as raw `[{:e}, {:e}]` while
+/// `certify` prints them through the one text formatter (outward-rounded
+/// shared digits). Both commands print the same bound lines now, in every
+/// `--intervals` style.
+#[test]
+fn merge_prints_the_bounds_as_certify_does() {
+    let parts = minilm_parts3();
+    let out = parts[0].parent().unwrap().join("merged-text.json");
+    for style in ["shared", "pm", "bounds"] {
+        let bounds = |o: Output| -> Vec<String> {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .filter(|l| l.starts_with("  B_ours ") || l.starts_with("  B_Edel "))
+                .map(str::to_string)
+                .collect()
+        };
+        let mut args: Vec<String> = vec!["merge".into()];
+        args.extend(parts.iter().map(|p| p.display().to_string()));
+        args.extend([
+            "--out".into(),
+            out.display().to_string(),
+            "--intervals".into(),
+            style.into(),
+        ]);
+        let merged = bounds(bin().args(&args).output().unwrap());
+        let certified = bounds(run(&["certify", s(&minilm()), "--intervals", style]));
+        assert_eq!(merged.len(), 2, "{merged:?}");
+        assert_eq!(merged, certified, "--intervals {style}");
+    }
+}

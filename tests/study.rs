@@ -819,3 +819,134 @@ fn an_inconclusive_model_is_reported_and_the_others_written() {
     let page = std::fs::read_to_string(dest.join("report.html")).unwrap();
     assert!(page.contains("Not certified (inconclusive") && page.contains("<b>huge</b>"));
 }
+
+/// Regression: the report's measures table had 13 interval columns and ran
+/// far past a 1280 px page. The tables are transposed (a row per measure,
+/// a column per model, a few models per table); in headless Chromium at
+/// 1280 px, every measures table ends inside the window and the page does
+/// not scroll sideways. (A copy of the page without its policy runs a
+/// script that writes the measurements into the DOM.)
+#[test]
+fn measures_table_fits_a_1280_px_page() {
+    let Some(browser) = chromium() else { return };
+    let (out, _) = study();
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("<table class=\"measures\">"),
+        "no measures table"
+    );
+    let start = page
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let end = start + page[start..].find('>').unwrap() + 1;
+    let probe = "<script>(function(){var r=0;document.querySelectorAll('table.measures').forEach(function(t){\
+r=Math.max(r,t.getBoundingClientRect().right)});document.body.setAttribute('data-measures-right',String(Math.ceil(r)));\
+document.body.setAttribute('data-page-width',String(document.documentElement.scrollWidth));})();</script></body>";
+    let copy = format!("{}{}", &page[..start], &page[end..]).replacen("</body>", probe, 1);
+    let p = tmpdir("measures-width").join("report.html");
+    std::fs::write(&p, copy).unwrap();
+    let (dom, log) = chromium_run(&browser, &format!("file://{}", p.display()), "--dump-dom");
+    let attr = |name: &str| -> f64 {
+        let k = dom
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("{name} not measured: {log}"));
+        let rest = &dom[k + name.len() + 2..];
+        rest[..rest.find('"').unwrap()].parse().unwrap()
+    };
+    let (right, width) = (attr("data-measures-right"), attr("data-page-width"));
+    println!("measures tables end at {right} px; page width {width} px");
+    assert!(
+        right > 0.0 && right <= 1280.0,
+        "measures table ends at {right} px"
+    );
+    assert!(width <= 1280.0, "the page is {width} px wide");
+}
+
+/// A screenshot's size, colour count and share of non-background pixels.
+fn shot_stats(shot: &Path) -> (u32, u32, usize, f64) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let mut counts: BTreeMap<&[u8], usize> = BTreeMap::new();
+    for p in &px {
+        *counts.entry(&p[..3.min(channels)]).or_default() += 1;
+    }
+    let background = counts.values().max().copied().unwrap();
+    let ink = (px.len() - background) as f64 / px.len() as f64;
+    (info.width, info.height, counts.len(), ink)
+}
+
+/// Figure 6 in the browser: a trajectory of the family's smallest member
+/// (step 0, its own initialisation) and a copy with every weight times 1.1
+/// (step 100). The report holds six inline figures and no console
+/// message; figure 6 and the page render to screenshots that are not
+/// blank (what they show was looked at by hand; see the figure's checks in
+/// tests/figures.rs).
+#[test]
+fn figure_6_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else { return };
+    let dir = tmpdir("trajectory-browser");
+    let src = &family_paths()[0];
+    let grown = dir.join("grown");
+    std::fs::create_dir_all(&grown).unwrap();
+    std::fs::copy(src.join("config.json"), grown.join("config.json")).unwrap();
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let n = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut body = bytes[..n].to_vec();
+    for c in bytes[n..].chunks(4) {
+        let x = f32::from_le_bytes(c.try_into().unwrap()) * 1.1;
+        body.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::write(grown.join("model.safetensors"), body).unwrap();
+    let list = dir.join("models.txt");
+    std::fs::write(
+        &list,
+        format!("{} step=0 run=r\ngrown step=100 run=r\n", src.display()),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "study",
+        "--models",
+        list.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::canonicalize(out.join("report.html")).unwrap();
+    let (dom, log) = chromium_run(
+        &browser,
+        &format!("file://{}", page.display()),
+        "--dump-dom",
+    );
+    assert!(console_lines(&log).is_empty(), "console messages: {log}");
+    assert!(dom.contains("Figure 6: Bounds and measures over training"));
+    assert!(dom.contains("Difference from the first step: log-scale measures"));
+    for (url, name) in [
+        (
+            format!(
+                "file://{}",
+                out.join("figures/fig6_trajectory.svg").display()
+            ),
+            "fig6.png",
+        ),
+        (format!("file://{}", page.display()), "page.png"),
+    ] {
+        let shot = dir.join(name);
+        let (_, log) = chromium_run(&browser, &url, &format!("--screenshot={}", shot.display()));
+        assert!(console_lines(&log).is_empty(), "console messages: {log}");
+        let (w, h, colours, ink) = shot_stats(&shot);
+        println!(
+            "{name}: {w} x {h} px, {colours} colours, {:.1}% not background",
+            100.0 * ink
+        );
+        assert!(
+            colours >= 20 && ink >= 0.02,
+            "{name}: blank? {colours} colours, {ink}"
+        );
+    }
+}

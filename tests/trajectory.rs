@@ -182,8 +182,27 @@ fn trajectory_rows_equal_their_certificates_and_ratios_contain_every_quotient() 
             .unwrap()
             .1;
         let ratio = pair(r, "ratio_lo", "ratio_hi");
+        // The difference from the first step: exactly 0 there, else it
+        // holds every difference of the two intervals' points.
+        let diff = pair(r, "difference_lo", "difference_hi");
         match (want, first) {
-            (Some(v), Some(d)) if !(d.lo <= 0.0 && 0.0 <= d.hi) => {
+            (Some(_), Some(_)) if r["model_id"] == "init" => {
+                assert_eq!(diff, Some(CertInterval::point(0.0)), "{r:?}");
+                assert_eq!(r["difference_lo"], "0", "never -0: {r:?}");
+            }
+            (Some(v), Some(d)) => {
+                let diff = diff.unwrap_or_else(|| panic!("no difference: {r:?}"));
+                for x in [v.lo, v.hi] {
+                    for y in [d.lo, d.hi] {
+                        let exact = q(x) - q(y);
+                        assert!(q(diff.lo) <= exact && exact <= q(diff.hi), "{r:?}");
+                    }
+                }
+            }
+            _ => assert_eq!(diff, None, "{r:?}"),
+        }
+        match (want, first) {
+            (Some(v), Some(d)) if d.lo > 0.0 && !r["bound"].starts_with("log_") => {
                 let ratio = ratio.unwrap_or_else(|| panic!("no ratio: {r:?}"));
                 if r["model_id"] == "init" {
                     assert_eq!(ratio, CertInterval::point(1.0));
@@ -227,6 +246,74 @@ fn trajectory_rows_equal_their_certificates_and_ratios_contain_every_quotient() 
     let stated = quantities(&c).iter().filter(|(_, v)| v.is_some()).count();
     assert_eq!(by_quantity.len(), stated);
     assert!(stated >= 10, "bounds and measures: {stated}");
+}
+
+/// Regression: a log-scale measure (`log_prod_of_spec` negative at step 0
+/// of a Pythia run) got a "ratio" of -14.10 although it rose, and
+/// `log_spec_orig` near 0 at step 0 one of 3344. A log-scale quantity, or
+/// one not certainly positive at the first step, has no ratio (empty
+/// cells, the note says why) and is compared by its certified difference,
+/// in the table, the report's section and figure 6.
+#[test]
+fn log_scale_or_not_positive_first_steps_get_a_difference_not_a_ratio() {
+    let (out, _) = study();
+    let rows = csv(&out.join("tables/trajectory.csv"));
+    let first = quantities(&cert(out, "init"));
+    let mut log_rows = 0;
+    for r in &rows {
+        let d = first.iter().find(|(n, _)| *n == r["bound"]).unwrap().1;
+        let meaningless = r["bound"].starts_with("log_") || !d.is_some_and(|d| d.lo > 0.0);
+        if meaningless {
+            assert!(
+                r["ratio_lo"].is_empty() && r["ratio_hi"].is_empty(),
+                "{r:?}"
+            );
+            assert!(r["note"].starts_with("no "), "{r:?}");
+        }
+        if r["bound"].starts_with("log_") && !r["value_lo"].is_empty() && d.is_some() {
+            log_rows += 1;
+            assert!(r["note"].contains("log-scale"), "{r:?}");
+            assert!(!r["difference_lo"].is_empty(), "{r:?}");
+        }
+    }
+    assert!(
+        log_rows >= 9,
+        "log_prod_of_spec, log_spec_orig, log_bartlett, ..."
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let section = &page[page.find("<section id=\"trajectory\">").unwrap()..];
+    assert!(section.contains("<th>difference last - first</th>"));
+    let row = section
+        .lines()
+        .find(|l| l.contains("<td>log_prod_of_spec</td>"))
+        .unwrap();
+    assert!(row.contains("no ratio: a log-scale quantity"), "{row}");
+    let svg = std::fs::read_to_string(out.join("figures/fig6_trajectory.svg")).unwrap();
+    assert!(svg.contains("Difference from the first step: log-scale measures"));
+    assert!(svg.contains("data-quantity=\"log_prod_of_spec\""));
+}
+
+/// Regression: the checkpoints of one run (same architecture, other
+/// steps) were paired as width/depth anchors in `scaling.csv` and the
+/// report's certified ratios. A checkpoint is never anchored to another
+/// checkpoint of its own run.
+#[test]
+fn checkpoints_of_one_run_are_never_scaling_anchors() {
+    let (out, _) = study();
+    let rows = csv(&out.join("tables/scaling.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r["anchor_model_id"], r["model_id"], "{r:?}");
+    }
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (a, b) in [("mid", "init"), ("trained", "init"), ("trained", "mid")] {
+        assert!(
+            !page.contains(&format!(
+                "<td>{a}</td><td>ours</td><td>hidden_size</td><td>384</td><td>{b}</td>"
+            )),
+            "{a} anchored to {b}"
+        );
+    }
 }
 
 #[test]
@@ -575,4 +662,30 @@ fn study_init_applies_to_every_model_and_a_lines_own_init_wins() {
         cert(shared, "mid").model.files
     );
     assert!(trained.measures.unwrap().frobenius_distance.is_some());
+}
+
+/// Regression: CSV cells could read `-0` (a negative zero end). The one
+/// CSV number formatter writes zero as `0` whatever its sign, and no table
+/// of a trajectory study holds a `-0` cell.
+#[test]
+fn csvs_never_write_minus_zero() {
+    use specbound::report::csv::num;
+    assert_eq!(num(-0.0), "0");
+    assert_eq!(num(0.0), "0");
+    assert_eq!(num(-1.5), "-1.5");
+    assert_eq!(num(-1e-300), "-1e-300");
+    let (out, _) = study();
+    for e in std::fs::read_dir(out.join("tables")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            for cell in line.split(',') {
+                let negative_zero = cell
+                    .strip_prefix('-')
+                    .and_then(|m| m.parse::<f64>().ok())
+                    .is_some_and(|v| v == 0.0);
+                assert!(!negative_zero, "{}:{}: {line}", p.display(), i + 1);
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@ use crate::evidence::audit::{
 };
 use crate::evidence::spectrum::{audit_spectrum, Check, SpectrumAudit, SpectrumOptions};
 use crate::linalg::{certify_singular_values, Precision, SvdOptions};
-use crate::report::fmt::interval;
+use crate::report::fmt::{approx, interval};
 
 /// What to audit.
 #[derive(Clone, Debug)]
@@ -265,10 +265,16 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
                     .as_ref()
                     .map(|r| format!(": {}", rounding_text(r)))
                     .unwrap_or_default();
-                format!("INCONSISTENT (off by {distance:.3e}, relative {relative_error:.3e}{r})")
+                // Approximate numbers as the report and figures write them
+                // (one formatter: crate::report::fmt::approx).
+                format!(
+                    "INCONSISTENT (off by {}, relative {}{r})",
+                    approx(*distance),
+                    approx(*relative_error)
+                )
             }
             Verdict::Undecided { width } => {
-                format!("undecided (certified interval {width:.3e} wide)")
+                format!("undecided (certified interval {} wide)", approx(*width))
             }
         };
         let _ = writeln!(

@@ -41,12 +41,11 @@ impl Report for DiffCmdReport {
         let d = &self.diff;
         d.certainly_changed.then(|| {
             format!(
-                "certainly changed: {} quantities and {} measures beyond rtol = {}, {} parameter or architecture differences, {} quantities in one certificate only",
+                "certainly changed: {} quantities and {} measures beyond rtol = {}, {} parameter or architecture differences",
                 d.beyond_rtol,
                 d.measures_beyond_rtol,
                 d.rtol,
                 d.header.iter().filter(|h| h.kind != HeaderKind::Model).count(),
-                d.only_in_a + d.only_in_b
             )
         })
     }

@@ -75,7 +75,7 @@ impl Report for MergeReport {
             .map(|why| format!("inconclusive: {why}"))
     }
 
-    fn text(&self, _style: Style) -> String {
+    fn text(&self, style: Style) -> String {
         let Ok(cert) = &self.outcome else {
             return String::new();
         };
@@ -89,12 +89,14 @@ impl Report for MergeReport {
         );
         match (&cert.bounds, &cert.bound_absent) {
             (Some(b), _) => {
-                s.push_str("certified bounds (each interval contains the exact value):\n");
-                s.push_str(&format!("  B_ours    [{:e}, {:e}]\n", b.ours.lo, b.ours.hi));
-                s.push_str(&format!(
-                    "  B_Edel    [{:e}, {:e}]\n",
-                    b.edelman.lo, b.edelman.hi
-                ));
+                // The bounds as certify prints them: one formatter for every
+                // command (crate::report::fmt, rounded outward).
+                let iv = |x: &crate::certificate::CertInterval| {
+                    crate::report::fmt::interval(x.lo, x.hi, style)
+                };
+                s.push_str("certified bounds (each interval, read as decimals, contains the exact value):\n");
+                s.push_str(&format!("  B_ours    {}\n", iv(&b.ours)));
+                s.push_str(&format!("  B_Edel    {}\n", iv(&b.edelman)));
             }
             (None, why) => s.push_str(&format!(
                 "no bound: {}\n",

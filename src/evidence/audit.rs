@@ -972,6 +972,44 @@ fn ww_tensor(
     }
 }
 
+/// The first claim (1-based line, quantity) of the rows audited (`selected`
+/// model's, when a table holds several) that needs the initialisation: a
+/// distance measure of a `measures` or `measures_wide` table, an
+/// `init_distance_*` norm of a `raw_weights` table; `None` when none does.
+/// Found before anything is computed, so that a table needing `--init`
+/// without it is refused at once.
+fn first_init_claim(
+    rows: &[Vec<String>],
+    header: &[String],
+    layout: &str,
+    selected: Option<&str>,
+) -> Option<(usize, String)> {
+    let col = |n: &str| header.iter().position(|h| h == n);
+    let distance = &MEASURE_NAMES[8..];
+    for (i, row) in rows.iter().enumerate().skip(1) {
+        let cell = |c: usize| row.get(c).map(|s| s.trim()).filter(|s| !s.is_empty());
+        if let Some(id) = selected {
+            if col("model_id").and_then(cell) != Some(id) {
+                continue;
+            }
+        }
+        let names: Vec<&str> = match layout {
+            "measures" => col("measure").and_then(cell).into_iter().collect(),
+            "measures_wide" => distance.to_vec(),
+            "raw_weights" => RAW_WEIGHT_COLUMNS[3..].to_vec(),
+            _ => return None,
+        };
+        let needs = |n: &str| match layout {
+            "measures" => distance.contains(&n) && col("value").and_then(cell).is_some(),
+            _ => col(n).and_then(cell).is_some(),
+        };
+        if let Some(n) = names.into_iter().find(|n| needs(n)) {
+            return Some((i + 1, n.to_string()));
+        }
+    }
+    None
+}
+
 /// Runs an audit of `claims` against `model` with the default options.
 pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> {
     audit_with(
@@ -1092,6 +1130,17 @@ pub fn audit_text(
     } else {
         None
     };
+    if opts.init.is_none() {
+        if let Some((line, q)) = first_init_claim(&rows, &header, layout, selected.as_deref()) {
+            return Err(bad(
+                line,
+                format!(
+                    "{} needs the initialisation: pass --init MODEL (nothing was computed)",
+                    crate::io::escape(&q)
+                ),
+            ));
+        }
+    }
     let mut other_models = 0;
     // Undecided claims judged by their printed digits alone (for the hint).
     let mut digits_only = 0;

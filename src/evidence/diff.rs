@@ -141,8 +141,10 @@ pub struct DiffReport {
     /// Quantities in B only.
     pub only_in_b: usize,
     /// Whether the certificates certainly differ beyond the tolerance: a
-    /// quantity beyond rtol, a parameter or architecture change, or a
-    /// quantity present in one certificate only (exit 1).
+    /// quantity both hold beyond rtol, or a parameter or architecture
+    /// change (exit 1). A quantity present in one certificate only (made
+    /// with other options: `--measures`, `--init`) is listed in
+    /// [`DiffReport::unmatched`] and does not count.
     pub certainly_changed: bool,
     /// Every compared quantity: beyond rtol first, then changed, then the rest.
     pub rows: Vec<Row>,
@@ -314,9 +316,11 @@ pub fn diff(a: &Certificate, b: &Certificate, rtol: f64) -> DiffReport {
     let beyond_rtol = rows.iter().filter(|x| x.exceeds_rtol).count();
     let only_in_a = unmatched.iter().filter(|u| u.only_in == "a").count();
     let only_in_b = unmatched.len() - only_in_a;
+    // A quantity in one certificate only (one made with `--measures` or
+    // `--init`, the other without) is listed, not a change: exit 1 says a
+    // quantity both certificates hold certainly changed.
     let certainly_changed = beyond_rtol > 0
         || measures_beyond_rtol > 0
-        || !unmatched.is_empty()
         || header.iter().any(|h| h.kind != HeaderKind::Model);
     DiffReport {
         rtol,
@@ -613,13 +617,20 @@ impl DiffReport {
                 changed.len() - max_rows
             );
         }
+        if !self.unmatched.is_empty() {
+            let _ = writeln!(
+                s,
+                "  in one certificate only (not compared; made with other options such as --measures or --init, they do not change the exit status): {} in A only, {} in B only:",
+                self.only_in_a, self.only_in_b
+            );
+        }
         for u in self.unmatched.iter().take(max_rows) {
-            let _ = writeln!(s, "  only in {}: {}", u.only_in.to_uppercase(), u.label);
+            let _ = writeln!(s, "    only in {}: {}", u.only_in.to_uppercase(), u.label);
         }
         if self.unmatched.len() > max_rows {
             let _ = writeln!(
                 s,
-                "  ... {} more quantities in one certificate only (use --json)",
+                "    ... {} more quantities in one certificate only (use --json)",
                 self.unmatched.len() - max_rows
             );
         }

@@ -8,9 +8,13 @@ use crate::certificate::{CertInterval, Certificate};
 
 /// Shortest round-trip decimal, in exponent form for very large or small
 /// magnitudes (so no long runs of padding zeros suggest false precision).
+/// Zero is `0` whatever its sign: `-0` and `0` are one value, and a table
+/// never writes `-0`.
 pub fn num(x: f64) -> String {
     let a = x.abs();
-    if a != 0.0 && !(1e-5..1e16).contains(&a) {
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-5..1e16).contains(&a) {
         format!("{x:e}")
     } else {
         format!("{x}")

@@ -6,7 +6,9 @@
 //! dark sea green; ours orange, Edelman slate blue); figure 5 colours by
 //! layer instead, and draws the matrix types with distinct line styles. A
 //! figure whose data are missing is not drawn: its [`Figure::svg`] is `Err`
-//! with the reason.
+//! with the reason. Figure 6 (the trajectory, `super::trajectory`) is drawn
+//! by the same [`render`] from its own panels: log-y panels of ratios and
+//! linear-y panels of signed differences ([`Panel::linear_y`]).
 //!
 //! What every drawn figure promises (and `tests/figures.rs` checks on the
 //! SVG): the legend sits in its own column right of the plot area, so it
@@ -21,7 +23,8 @@
 //!
 //! The SVG marks its parts for readers and tests: `class="plot"` (the plot
 //! area's frame), `"series"` groups (with `data-legend`, the indices of the
-//! legend entries describing it, and for figure 5 `data-layer`),
+//! legend entries describing it, for figure 5 `data-layer`, for figure 6
+//! `data-quantity`), `"panel-caption"` titles of panels,
 //! `"legend"` (its frame `"legend-box"` and one `"legend-entry"` per entry
 //! with `data-entry`), `"marker"` paths, `"xtick"`/`"ytick"` labels,
 //! `"subtitle"` lines and `"note"` lines.
@@ -176,7 +179,7 @@ const BLACK: Rgb = Rgb(0, 0, 0);
 
 /// A marker shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
+pub(super) enum Shape {
     Circle,
     Square,
     Triangle,
@@ -184,7 +187,7 @@ enum Shape {
     Plus,
 }
 
-const SHAPES: [Shape; 5] = [
+pub(super) const SHAPES: [Shape; 5] = [
     Shape::Circle,
     Shape::Square,
     Shape::Triangle,
@@ -210,7 +213,7 @@ impl Shape {
 
 /// How a curve's intervals are drawn.
 #[derive(Clone, Copy, PartialEq)]
-enum Show {
+pub(super) enum Show {
     /// A vertical bar with caps at every point, and the line of midpoints.
     Bars,
     /// A filled band between the lower and upper ends, and the line of
@@ -222,16 +225,16 @@ enum Show {
 
 /// How a curve looks.
 #[derive(Clone, Copy)]
-struct Style {
-    colour: Rgb,
-    opacity: f64,
-    width: f64,
-    dash: Option<&'static str>,
-    marker: Option<Shape>,
+pub(super) struct Style {
+    pub(super) colour: Rgb,
+    pub(super) opacity: f64,
+    pub(super) width: f64,
+    pub(super) dash: Option<&'static str>,
+    pub(super) marker: Option<Shape>,
 }
 
 impl Style {
-    fn line(colour: Rgb, width: f64) -> Self {
+    pub(super) fn line(colour: Rgb, width: f64) -> Self {
         Self {
             colour,
             opacity: 1.0,
@@ -243,25 +246,25 @@ impl Style {
 }
 
 /// A curve: points `(x, interval)` in x order.
-struct Curve {
-    style: Style,
-    points: Vec<(f64, CertInterval)>,
-    show: Show,
+pub(super) struct Curve {
+    pub(super) style: Style,
+    pub(super) points: Vec<(f64, CertInterval)>,
+    pub(super) show: Show,
     /// Indices of the legend entries that describe it.
-    legend: Vec<usize>,
+    pub(super) legend: Vec<usize>,
     /// Extra attributes of its group (`data-layer="3"`), or empty.
-    attrs: String,
+    pub(super) attrs: String,
 }
 
 /// A legend entry: its label and sample (a line, a marker, or both).
-struct Entry {
-    label: String,
-    line: Option<(Rgb, f64, Option<&'static str>)>,
-    marker: Option<(Shape, Rgb)>,
+pub(super) struct Entry {
+    pub(super) label: String,
+    pub(super) line: Option<(Rgb, f64, Option<&'static str>)>,
+    pub(super) marker: Option<(Shape, Rgb)>,
 }
 
 impl Entry {
-    fn line(label: impl Into<String>, colour: Rgb, dash: Option<&'static str>) -> Self {
+    pub(super) fn line(label: impl Into<String>, colour: Rgb, dash: Option<&'static str>) -> Self {
         Self {
             label: label.into(),
             line: Some((colour, 2.0, dash)),
@@ -272,9 +275,9 @@ impl Entry {
 
 /// A tick value `mant * 10^exp`, exact as written.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Tick {
-    mant: u64,
-    exp: i32,
+pub(super) struct Tick {
+    pub(super) mant: u64,
+    pub(super) exp: i32,
 }
 
 impl Tick {
@@ -438,6 +441,104 @@ fn y_range(curves: &[Curve]) -> Option<Range<f64>> {
     Some((lo / pad).max(f64::MIN_POSITIVE)..(hi * pad).min(f64::MAX))
 }
 
+/// A y axis: log over a positive range, or linear over any finite range.
+#[derive(Clone, Copy, Debug)]
+enum YScale {
+    Log(f64, f64),
+    Linear(f64, f64),
+}
+
+impl YScale {
+    /// The log axis of the curves' positive ends ([`y_range`]).
+    fn log(curves: &[Curve]) -> Option<Self> {
+        y_range(curves).map(|r| Self::Log(r.start, r.end))
+    }
+
+    /// A linear axis holding every finite end of the curves, padded by 6%
+    /// of the span (a span of 0 is widened to show its value).
+    fn linear(curves: &[Curve]) -> Option<Self> {
+        let ends = curves
+            .iter()
+            .flat_map(|c| c.points.iter().flat_map(|(_, v)| [v.lo, v.hi]))
+            .filter(|v| v.is_finite());
+        let (lo, hi) = ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        if !(lo <= hi) {
+            return None;
+        }
+        let pad = if hi > lo {
+            (hi - lo) * 0.06
+        } else {
+            lo.abs().max(1.0) * 0.5
+        };
+        Some(Self::Linear(lo - pad, hi + pad))
+    }
+
+    /// Where `v` lies between the bottom (0) and the top (1), clamped;
+    /// on a log axis values at or below the lower edge are drawn there.
+    fn frac(self, v: f64) -> f64 {
+        match self {
+            Self::Log(lo, hi) => {
+                let v = if v > lo { v.min(hi) } else { lo };
+                (v.log10() - lo.log10()) / (hi.log10() - lo.log10())
+            }
+            Self::Linear(lo, hi) => ((v - lo) / (hi - lo)).clamp(0.0, 1.0),
+        }
+    }
+
+    /// The tick values and their labels, one notation for the axis (a
+    /// linear axis' negative ticks carry a leading `-`).
+    fn ticks(self) -> (Vec<f64>, Vec<String>) {
+        match self {
+            Self::Log(lo, hi) => {
+                let t = log_ticks(lo, hi);
+                (t.iter().map(|t| t.value()).collect(), tick_labels(&t))
+            }
+            Self::Linear(lo, hi) => {
+                let t = signed_linear_ticks(lo, hi, 6);
+                let mags: Vec<Tick> = t.iter().map(|p| p.1).collect();
+                let labels = tick_labels(&mags)
+                    .into_iter()
+                    .zip(&t)
+                    .map(|(l, (neg, _))| if *neg { format!("-{l}") } else { l })
+                    .collect();
+                let values = t
+                    .iter()
+                    .map(|(neg, m)| if *neg { -m.value() } else { m.value() })
+                    .collect();
+                (values, labels)
+            }
+        }
+    }
+}
+
+/// Ticks `k * step` inside `[lo, hi]` for any sign of `k`, as (negative,
+/// magnitude), `step` one of 1, 2, 5 times a power of ten chosen for at
+/// most `most` ticks.
+fn signed_linear_ticks(lo: f64, hi: f64, most: usize) -> Vec<(bool, Tick)> {
+    let Some(&step) = linear_ticks(0.0, hi - lo, most).get(1) else {
+        return Vec::new();
+    };
+    // The first positive tick of 0..(hi - lo) is the step.
+    let sv = step.value();
+    if !(sv > 0.0) || (hi - lo) / sv > 4.0 * most as f64 {
+        return Vec::new();
+    }
+    let (first, last) = ((lo / sv).ceil() as i64, (hi / sv).floor() as i64);
+    (first..=last)
+        .map(|k| {
+            (
+                k < 0,
+                Tick {
+                    mant: k.unsigned_abs() * step.mant,
+                    exp: step.exp,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The caption's note when some panel's values span more than
 /// [`MAX_LOG_DECADES`] decades (their axis is clamped), else `None`.
 fn clamp_note<'a>(panels: impl IntoIterator<Item = &'a [Curve]>) -> Option<String> {
@@ -505,21 +606,26 @@ fn marker_svg(o: &mut String, shape: Shape, (x, y): (f64, f64), fill: Rgb, opaci
 }
 
 /// How the x axis is ticked.
-enum XTicks {
+pub(super) enum XTicks {
     /// At these values (the models' widths or depths), integers.
     At(Vec<usize>),
     /// Nice linear ticks.
     Nice,
+    /// At these positions, labelled with these values (a log axis drawn
+    /// on `log10` positions).
+    Placed(Vec<(f64, Tick)>),
 }
 
-/// One log-y chart.
-struct Panel {
-    caption: Option<String>,
-    x_desc: String,
-    y_desc: String,
-    curves: Vec<Curve>,
-    legend: Vec<Entry>,
-    x_ticks: XTicks,
+/// One chart: log y, or linear y when `linear_y`.
+pub(super) struct Panel {
+    pub(super) caption: Option<String>,
+    pub(super) x_desc: String,
+    pub(super) y_desc: String,
+    pub(super) curves: Vec<Curve>,
+    pub(super) legend: Vec<Entry>,
+    pub(super) x_ticks: XTicks,
+    /// A linear y axis (signed values: differences) instead of a log one.
+    pub(super) linear_y: bool,
 }
 
 /// The label of the legend entries `keys` together (`Ours, L = 2`).
@@ -577,11 +683,16 @@ fn draw_panel(
     (bx, by, bw, bh): (f64, f64, f64, f64),
     panel: &Panel,
 ) -> Result<Vec<String>, String> {
-    let y = y_range(&panel.curves).ok_or("nothing positive to draw on a log axis")?;
-    let (y_lo, y_hi) = (y.start, y.end);
+    let ys = if panel.linear_y {
+        YScale::linear(&panel.curves)
+    } else {
+        YScale::log(&panel.curves)
+    }
+    .ok_or("nothing to draw on the y axis")?;
     let x_at: Vec<f64> = match &panel.x_ticks {
         XTicks::At(v) => v.iter().map(|&x| x as f64).collect(),
         XTicks::Nice => Vec::new(),
+        XTicks::Placed(v) => v.iter().map(|p| p.0).collect(),
     };
     let x = x_range(&panel.curves, &x_at);
     let chars = panel
@@ -597,11 +708,7 @@ fn draw_panel(
         return Err("the figure is too small for its legend".into());
     }
     let sx = |v: f64| left + (v - x.start) / (x.end - x.start) * (right - left);
-    let (ly0, ly1) = (y_lo.log10(), y_hi.log10());
-    let sy = |v: f64| {
-        let v = if v > y_lo { v.min(y_hi) } else { y_lo };
-        bottom - (v.log10() - ly0) / (ly1 - ly0) * (bottom - top)
-    };
+    let sy = |v: f64| bottom - ys.frac(v) * (bottom - top);
     if let Some(c) = &panel.caption {
         let _ = writeln!(
             o,
@@ -612,23 +719,30 @@ fn draw_panel(
         );
     }
     // Axes: grid lines, ticks, labels.
-    let xt: Vec<Tick> = match &panel.x_ticks {
+    let (xpos, xt): (Vec<f64>, Vec<Tick>) = match &panel.x_ticks {
         XTicks::At(v) => v
             .iter()
-            .map(|&m| Tick {
-                mant: m as u64,
-                exp: 0,
+            .map(|&m| {
+                let t = Tick {
+                    mant: m as u64,
+                    exp: 0,
+                };
+                (t.value(), t)
             })
-            .collect(),
-        XTicks::Nice => linear_ticks(x.start, x.end, 9),
+            .unzip(),
+        XTicks::Nice => linear_ticks(x.start, x.end, 9)
+            .into_iter()
+            .map(|t| (t.value(), t))
+            .unzip(),
+        XTicks::Placed(v) => v.iter().copied().unzip(),
     };
-    let yt = log_ticks(y_lo, y_hi);
+    let (yt, ylabels) = ys.ticks();
     let _ = writeln!(
         o,
         "<g class=\"axes\" font-family=\"{FONT}\" font-size=\"13\">"
     );
-    for (t, label) in xt.iter().zip(tick_labels(&xt)) {
-        let xp = sx(t.value());
+    for (pos, label) in xpos.iter().zip(tick_labels(&xt)) {
+        let xp = sx(*pos);
         let _ = writeln!(
             o,
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\" stroke-opacity=\"0.1\"/>\n\
@@ -642,8 +756,8 @@ fn draw_panel(
             esc(&label)
         );
     }
-    for (t, label) in yt.iter().zip(tick_labels(&yt)) {
-        let yp = sy(t.value());
+    for (t, label) in yt.iter().zip(ylabels) {
+        let yp = sy(*t);
         let _ = writeln!(
             o,
             "<line x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\" stroke=\"#000000\" stroke-opacity=\"0.1\"/>\n\
@@ -714,7 +828,7 @@ fn draw_panel(
         let line: Vec<(f64, f64)> = c
             .points
             .iter()
-            .filter(|(_, v)| v.mid() > 0.0)
+            .filter(|(_, v)| panel.linear_y || v.mid() > 0.0)
             .map(|(x, v)| (sx(*x), sy(v.mid())))
             .collect();
         if c.show != Show::Marks && line.len() >= 2 {
@@ -835,7 +949,7 @@ fn wrap(s: &str, width: usize) -> Vec<String> {
 
 /// The SVG of a figure: title, subtitle (wrapped), the panels one above
 /// the other, then the notes.
-fn render(title: &str, subtitle: &str, panels: &[Panel]) -> Result<String, String> {
+pub(super) fn render(title: &str, subtitle: &str, panels: &[Panel]) -> Result<String, String> {
     let sub = wrap(subtitle, 118);
     let head = 40.0 + 17.0 * sub.len() as f64;
     let mut body = String::new();
@@ -888,7 +1002,7 @@ fn widest_rel<'a>(xs: impl Iterator<Item = &'a CertInterval>) -> f64 {
 }
 
 /// The subtitle's last clause for the intervals `xs`.
-fn widest_clause<'a>(xs: impl Iterator<Item = &'a CertInterval>) -> (f64, String) {
+pub(super) fn widest_clause<'a>(xs: impl Iterator<Item = &'a CertInterval>) -> (f64, String) {
     let rel = widest_rel(xs);
     (rel, format!("{WIDEST_WIDTH}{}", approx(rel)))
 }
@@ -989,6 +1103,7 @@ fn spectral_decay(set: &StudySet) -> Figure {
         curves,
         legend,
         x_ticks: XTicks::Nice,
+        linear_y: false,
     };
     figure(1, caption, render(TITLES[0], &sub, &[panel]))
 }
@@ -1132,6 +1247,7 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
         curves,
         legend,
         x_ticks: XTicks::At(xs),
+        linear_y: false,
     };
     figure(number, caption, render(TITLES[number - 1], &sub, &[panel]))
 }
@@ -1235,6 +1351,7 @@ fn norms_vs_width(set: &StudySet) -> Figure {
             curves,
             legend,
             x_ticks: XTicks::At(widths.clone()),
+            linear_y: false,
         });
     }
     let (rel, widest) = widest_clause(ivs.iter());
@@ -1392,6 +1509,7 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         curves,
         legend,
         x_ticks: XTicks::Nice,
+        linear_y: false,
     };
     figure(5, caption, render(TITLES[4], &sub, &[panel]))
 }
@@ -1428,6 +1546,7 @@ mod tests {
                 Entry::line("Ours, N = 64", Rgb(255, 165, 0), Some("7 4")),
             ],
             x_ticks: XTicks::At(vec![1, 2, 3]),
+            linear_y: false,
         };
         let svg = render("t", "s", &[panel]).unwrap();
         assert!(
@@ -1448,6 +1567,7 @@ mod tests {
                 Entry::line("b", Rgb(1, 2, 3), Some("7 4")),
             ],
             x_ticks: XTicks::Nice,
+            linear_y: false,
         };
         assert!(!render("t", "s", &[panel])
             .unwrap()

@@ -154,7 +154,8 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         "<section id=\"scaling\">\n<h2>Certified ratios (figures 2 and 3)</h2>\n\
 <p class=\"note\">Each bound divided by the same bound of its anchor: the narrowest model of equal depth \
 (axis hidden_size) or the shallowest of equal width (axis num_hidden_layers). Interval division of the \
-certified bounds; a model that is its own anchor has ratio exactly 1.</p>\n<table>\n\
+certified bounds; a model that is its own anchor has ratio exactly 1. Checkpoints of one run (differing only by \
+training step) are never each other's anchor: the trajectory section compares them.</p>\n<table>\n\
 <tr><th>model_id</th><th>bound</th><th>axis</th><th>x</th><th>anchor</th><th>ratio</th></tr>\n",
     );
     for r in scaling(set) {
@@ -357,19 +358,30 @@ tolerance 1e-10 k max(sigma_1, 1). The two agree whenever no nonzero singular va
     h
 }
 
-/// The report's table of the measures of every model that has them (one
-/// row per model, one column per measure some model states), or an empty
-/// string when no model has measures.
+/// Models per measures table: the tables are transposed (one row per
+/// measure, one column per model) and split into groups of this many
+/// models, so that a table of 13 measures fits a 1280 px page whatever the
+/// number of models (an interval cell is up to about 30 characters).
+pub const MEASURES_MODELS_PER_TABLE: usize = 3;
+
+/// The report's tables of the measures of every model that has them: one
+/// row per measure some model states, one column per model, at most
+/// [`MEASURES_MODELS_PER_TABLE`] models per table (`class="measures"`), or
+/// an empty string when no model has measures.
 pub fn measures_table(set: &StudySet) -> String {
+    let models: Vec<(&str, Vec<(&'static str, crate::certificate::CertInterval)>)> = set
+        .models
+        .iter()
+        .map(|m| (m.id.as_str(), super::measures::measure_rows(&m.cert)))
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect();
     let names: Vec<&str> = super::measures::QUANTITY_NAMES[2..]
         .iter()
         .copied()
         .filter(|n| {
-            set.models.iter().any(|m| {
-                super::measures::measure_rows(&m.cert)
-                    .iter()
-                    .any(|(k, _)| k == n)
-            })
+            models
+                .iter()
+                .any(|(_, rows)| rows.iter().any(|(k, _)| k == n))
         })
         .collect();
     if names.is_empty() {
@@ -377,29 +389,28 @@ pub fn measures_table(set: &StudySet) -> String {
     }
     let mut h = String::from(
         "<p class=\"note\">The norm-based measures of the raw weight matrices (docs/measures.md: Jiang et al. \
-2019; Bartlett, Foster &amp; Telgarsky 2017), certified from the certified norms each certificate states.</p>\n\
-<table>\n<tr><th>model_id</th>",
+2019; Bartlett, Foster &amp; Telgarsky 2017), certified from the certified norms each certificate states: one row \
+per measure, one column per model.</p>\n",
     );
-    for n in &names {
-        let _ = write!(h, "<th>{n}</th>");
-    }
-    h.push_str("</tr>\n");
-    for m in &set.models {
-        let rows = super::measures::measure_rows(&m.cert);
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = write!(h, "<tr><td>{}</td>", esc(&m.id));
-        for n in &names {
-            match rows.iter().find(|(k, _)| k == n) {
-                Some((_, v)) => {
-                    let _ = write!(h, "<td class=\"num\">{}</td>", interval(v));
-                }
-                None => h.push_str("<td>-</td>"),
-            }
+    for group in models.chunks(MEASURES_MODELS_PER_TABLE) {
+        h.push_str("<table class=\"measures\">\n<tr><th>measure</th>");
+        for (id, _) in group {
+            let _ = write!(h, "<th>{}</th>", esc(id));
         }
         h.push_str("</tr>\n");
+        for n in &names {
+            let _ = write!(h, "<tr><td>{n}</td>");
+            for (_, rows) in group {
+                match rows.iter().find(|(k, _)| k == n) {
+                    Some((_, v)) => {
+                        let _ = write!(h, "<td class=\"num\">{}</td>", interval(v));
+                    }
+                    None => h.push_str("<td>-</td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n");
     }
-    h.push_str("</table>\n");
     h
 }

@@ -26,6 +26,9 @@ pub struct StudySet {
     pub spectrum_layers: Vec<usize>,
     /// Models that could not be certified: `(id, reason)`.
     pub inconclusive: Vec<(String, String)>,
+    /// Per model, `(run, step)` when it is a checkpoint of a trajectory
+    /// (empty, or `None` for a model without a step).
+    pub steps: Vec<Option<(String, u64)>>,
 }
 
 /// The layers figure 1 draws unless told otherwise (the authors' default).
@@ -74,13 +77,56 @@ impl StudySet {
             primary,
             spectrum_layers,
             inconclusive,
+            steps: Vec::new(),
         })
     }
 
+    /// The set with the `(run, step)` of its checkpoints, by model id
+    /// (`step_of`). Unless a primary model was named (`primary_named`),
+    /// the primary becomes the largest model at its run's last step: in a
+    /// trajectory study figures 1 and 5 show the trained model, not the
+    /// initialisation.
+    pub fn with_steps(
+        mut self,
+        step_of: impl Fn(&str) -> Option<(String, u64)>,
+        primary_named: bool,
+    ) -> Self {
+        self.steps = self.models.iter().map(|m| step_of(&m.id)).collect();
+        if !primary_named {
+            self.primary = last_step_primary(&self.models, &self.steps);
+        }
+        self
+    }
+
+    /// Whether models `i` and `j` are two checkpoints of one run: they
+    /// differ only by training step, so neither is the other's scaling
+    /// anchor.
+    pub fn same_run(&self, i: usize, j: usize) -> bool {
+        let run = |k: usize| self.steps.get(k).and_then(|s| s.as_ref()).map(|s| &s.0);
+        i != j && run(i).is_some() && run(i) == run(j)
+    }
     /// The primary model.
     pub fn primary(&self) -> &ModelCert {
         &self.models[self.primary]
     }
+}
+
+/// [`default_primary`], ties broken by the greatest step (a model without
+/// a step counting as step 0), then by order.
+fn last_step_primary(models: &[ModelCert], steps: &[Option<(String, u64)>]) -> usize {
+    let key = |i: usize| {
+        let md = &models[i].cert.model;
+        let size = (md.layers as u128) * (md.hidden as u128) * (md.hidden as u128);
+        let step = steps.get(i).and_then(|s| s.as_ref()).map_or(0, |s| s.1);
+        (size, step)
+    };
+    let mut best = 0;
+    for i in 1..models.len() {
+        if key(i) > key(best) {
+            best = i;
+        }
+    }
+    best
 }
 
 /// The largest model: greatest `L N^2`, the first in order among equals.
@@ -226,7 +272,9 @@ pub struct ScalingRow {
     /// The coordinate held fixed (L or N).
     pub fixed: usize,
     /// Index of the anchor model: the first among those with the same fixed
-    /// coordinate and the least `x`.
+    /// coordinate and the least `x`, never another checkpoint of the
+    /// model's own run (checkpoints differing only by step are a
+    /// trajectory, not a scaling).
     pub anchor: usize,
     /// Encloses `bound(model) / bound(anchor)`; `None` when the anchor's
     /// bound is not certified positive.
@@ -249,7 +297,7 @@ pub fn scaling(set: &StudySet) -> Vec<ScalingRow> {
                     .models
                     .iter()
                     .enumerate()
-                    .filter(|(_, o)| axis.coords(&o.cert).1 == fixed)
+                    .filter(|(j, o)| axis.coords(&o.cert).1 == fixed && !set.same_run(i, *j))
                     .min_by_key(|(j, o)| (axis.coords(&o.cert).0, *j))
                     .map(|(j, _)| j)
                     .expect("the model itself qualifies");

@@ -226,9 +226,10 @@ fn p_opt_distribution(s: &mut String, c: &Certificate) {
     }
 }
 
-/// The per-matrix term of B_Edel's inner sum, `alpha_l^(2/3) (...)^(2/3)`
-/// (`proofs/proxy-formulas.md`, L18): *certified enclosure* given the
-/// certificate's enclosures, or `None` on overflow.
+/// The per-matrix term of B_Edel's inner sum, `alpha_l^(2/3) (f(W)
+/// ||W||_{2,1})^(2/3)` with `f` = [`xi_factor`] (`proofs/proxy-formulas.md`,
+/// L18): *certified enclosure* given the certificate's enclosures, or
+/// `None` on overflow.
 fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {
     let find = |kind: MatrixType, head: Option<usize>| {
         c.matrix(crate::arch::MatrixId {
@@ -254,6 +255,59 @@ fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {
     let alpha = c.layers.get(w.layer)?.alpha.to_inari()?;
     let t = alpha.pow(two_thirds) * base.pow(two_thirds);
     (t.inf().is_finite() && t.sup().is_finite()).then_some(t)
+}
+
+/// The factor of `||W||_{2,1}` in B_Edel's term of a matrix type, as the
+/// summary labels it: `gamma/2` for `QK` (the factor 2 of `gamma(QK)` is
+/// `B_ours`'s only), `gamma` for the others (docs/certify.md, "B_Edel in
+/// full").
+fn xi_factor(kind: MatrixType) -> &'static str {
+    match kind {
+        MatrixType::QK | MatrixType::QKCross => "gamma/2",
+        _ => "gamma",
+    }
+}
+
+/// The largest term of B_Edel's inner sum of each matrix type, with its
+/// share of the sum and the factor it uses; nothing when some term is not
+/// finite.
+fn edelman_terms(s: &mut String, c: &Certificate, st: Style) {
+    let terms: Vec<(&MatrixEntry, Interval)> = c
+        .matrices
+        .iter()
+        .filter_map(|w| edelman_term(c, w).map(|t| (w, t)))
+        .collect();
+    if terms.len() != c.matrices.len() {
+        return;
+    }
+    let total: f64 = terms.iter().map(|(_, t)| t.mid()).sum();
+    let mut top: Vec<(&MatrixEntry, Interval)> = Vec::new();
+    for kind in MatrixType::ALL {
+        let best = terms
+            .iter()
+            .filter(|(w, _)| w.kind == kind)
+            .max_by(|a, b| a.1.mid().total_cmp(&b.1.mid()));
+        top.extend(best.copied());
+    }
+    let _ = writeln!(
+        s,
+        "largest term of B_Edel's inner sum per matrix type (alpha_l^(2/3) (f ||W||_2,1)^(2/3); share about):"
+    );
+    let cells: Vec<String> = top
+        .iter()
+        .map(|(_, t)| interval(t.inf(), t.sup(), st))
+        .collect();
+    let wd = width(&cells);
+    for ((w, t), cell) in top.iter().zip(&cells) {
+        let _ = writeln!(
+            s,
+            "  {:<8} {:<28} {cell:<wd$}  {:>5.1}%  f = {}",
+            w.kind.name(),
+            w.id().to_string(),
+            100.0 * t.mid() / total,
+            xi_factor(w.kind)
+        );
+    }
 }
 
 /// The width of a column: its widest cell, in characters.
@@ -291,32 +345,5 @@ fn top_contributors(s: &mut String, c: &Certificate, st: Style) {
             p_opt_text(w)
         );
     }
-    let terms: Vec<(&MatrixEntry, Interval)> = c
-        .matrices
-        .iter()
-        .filter_map(|w| edelman_term(c, w).map(|t| (w, t)))
-        .collect();
-    if terms.len() == c.matrices.len() {
-        let total: f64 = terms.iter().map(|(_, t)| t.mid()).sum();
-        let mut terms = terms;
-        terms.sort_by(|a, b| b.1.mid().total_cmp(&a.1.mid()));
-        let _ = writeln!(
-            s,
-            "largest terms of B_Edel's inner sum (alpha_l^(2/3) (gamma ||W||_2,1)^(2/3); share about):"
-        );
-        let cells: Vec<String> = terms
-            .iter()
-            .take(TOP)
-            .map(|(_, t)| interval(t.inf(), t.sup(), st))
-            .collect();
-        let wd = width(&cells);
-        for ((w, t), cell) in terms.iter().zip(&cells) {
-            let _ = writeln!(
-                s,
-                "  {:<28} {cell:<wd$}  {:>5.1}%",
-                name(w),
-                100.0 * t.mid() / total
-            );
-        }
-    }
+    edelman_terms(s, c, st);
 }

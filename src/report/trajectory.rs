@@ -1,66 +1,40 @@
 //! Bounds and measures over training: the models of a study that carry a
 //! training step, grouped into runs and ordered by step, as
-//! `tables/trajectory.csv` (every bound and measure at every step, and its
-//! ratio to the run's first step), `tables/trajectory_changes.csv` (the
+//! `tables/trajectory.csv` (every bound and measure at every step, its
+//! certified difference from the run's first step, and its ratio to it
+//! where a ratio means something), `tables/trajectory_changes.csv` (the
 //! matrices whose spectral norm, Frobenius norm or rank certainly changed
 //! between consecutive steps, with the certified change), figure 6 and the
 //! report's trajectory section.
 //!
 //! Every value is a certificate's interval as stated; every ratio is an
-//! outward-rounded interval quotient (inari) and every change an
-//! outward-rounded interval difference, each containing the exact quotient
-//! or difference of the exact values (`proofs/trajectory-enclosure.md`,
-//! L28). A ratio whose denominator interval contains 0 is not claimed: its
-//! cells are empty and the `note` column says why.
+//! outward-rounded interval quotient (inari) and every difference or
+//! change an outward-rounded interval difference, each containing the
+//! exact quotient or difference of the exact values
+//! (`proofs/trajectory-enclosure.md`, L28). A ratio is claimed only for a
+//! quantity on a linear scale whose first-step interval is certainly
+//! positive: a quantity on a log scale (`log_*`: its ratio depends on the
+//! unit and changes sign with it) or one whose first step may be 0 or
+//! negative is compared by its difference alone; its ratio cells are empty
+//! and the `note` column says why.
 
 use std::fmt::Write;
 
-use plotters::prelude::*;
-
-use super::figures::Figure;
+use super::figures::{
+    render, widest_clause, Curve, Entry, Figure, Panel, Rgb, Show, Style, Tick, XTicks, SHAPES,
+};
 use super::fmt::{approx, cert_interval};
 use super::html::esc;
 use super::measures::{quantities, QUANTITY_NAMES};
 use super::set::StudySet;
 use crate::certificate::CertInterval;
 
-/// The figure's font (figures 1-5 are written by hand in `figures.rs`;
-/// figure 6 is drawn with plotters).
-const FONT: &str = "serif";
-
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-/// Renders into an SVG string of `size` with a title and a subtitle line.
-fn svg(
-    size: (u32, u32),
-    title: &str,
-    subtitle: &str,
-    draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Res<()>,
-) -> Result<String, String> {
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
-        let run = || -> Res<()> {
-            root.fill(&WHITE)?;
-            let area = root.titled(title, (FONT, 24))?;
-            let area = area.titled(subtitle, (FONT, 14).into_font().color(&BLACK.mix(0.7)))?;
-            draw(&area)?;
-            root.present()?;
-            Ok(())
-        };
-        run().map_err(|e| format!("drawing failed: {e}"))?;
-    }
-    Ok(buf)
-}
-
-/// One curve of figure 6: (run, quantity index, points (x, ratio)).
-type Curve = (usize, usize, Vec<(f64, CertInterval)>);
-
 /// The file names of the two trajectory tables.
 pub const TABLE_NAMES: [&str; 2] = ["trajectory.csv", "trajectory_changes.csv"];
 
 /// The header of `trajectory.csv`.
-pub const HEADER: &str = "run,model_id,step,bound,value_lo,value_hi,ratio_lo,ratio_hi,note";
+pub const HEADER: &str =
+    "run,model_id,step,bound,value_lo,value_hi,difference_lo,difference_hi,ratio_lo,ratio_hi,note";
 
 /// The header of `trajectory_changes.csv`.
 pub const CHANGES_HEADER: &str = "run,from_model_id,from_step,to_model_id,to_step,layer,head,\
@@ -129,13 +103,36 @@ pub struct Row {
     pub quantity: &'static str,
     /// The certificate's interval, `None` when it states none.
     pub value: Option<CertInterval>,
-    /// Encloses `value / value at the run's first step`, when claimed.
+    /// Encloses `value - value at the run's first step`, when both are
+    /// stated (and the difference is finite).
+    pub difference: Option<CertInterval>,
+    /// Encloses `value / value at the run's first step`, when claimed;
+    /// else why not.
     pub ratio: Result<CertInterval, String>,
 }
 
-/// Encloses `x / y` for the exact `x` in `num` and `y` in `den`, for any
-/// sign of `den`, or says why not: `den` contains 0 (the quotient could be
-/// unbounded or undefined), or the quotient overflows binary64.
+/// Whether the quantity `name` is on a log scale (`log_*` measures): its
+/// values are logarithms, compared by their difference, never by a ratio.
+pub fn log_scale(name: &str) -> bool {
+    name.starts_with("log_")
+}
+
+/// Why the ratio of quantity `name` to its first-step interval `first`
+/// means nothing, or `None` when it is claimed: a log-scale quantity, or a
+/// first-step interval not certainly positive.
+pub fn no_ratio_reason(name: &str, first: &CertInterval) -> Option<&'static str> {
+    if log_scale(name) {
+        Some("no ratio: a log-scale quantity (compare the difference)")
+    } else if !(first.lo > 0.0) {
+        Some("no ratio: the first step's interval is not certainly positive (compare the difference)")
+    } else {
+        None
+    }
+}
+
+/// Encloses `x / y` for the exact `x` in `num` and `y` in `den`, or says
+/// why not: `den` contains 0 (the quotient could be unbounded or
+/// undefined), or the quotient overflows binary64.
 ///
 /// *Guarantee: certified enclosure* of the exact quotient (inari's
 /// outward-rounded division; `proofs/trajectory-enclosure.md`, L28 (a)).
@@ -158,10 +155,34 @@ pub fn change(from: &CertInterval, to: &CertInterval) -> Option<CertInterval> {
     CertInterval::of_inari(to.to_inari()? - from.to_inari()?)
 }
 
+/// The ratio cell of a value `v` at position `pi` of its run against the
+/// first step's `first`: exactly 1 at the first step (L28 (c)), an
+/// interval quotient elsewhere (L28 (a)), or why not.
+fn ratio_cell(
+    name: &str,
+    pi: usize,
+    v: Option<CertInterval>,
+    first: Option<CertInterval>,
+) -> Result<CertInterval, String> {
+    let (Some(v), Some(d)) = (v, first) else {
+        return Err(match v {
+            None => "no value: the certificate states none",
+            Some(_) => "no ratio: the first step's certificate states no value",
+        }
+        .into());
+    };
+    if let Some(why) = no_ratio_reason(name, &d) {
+        return Err(why.into());
+    }
+    if pi == 0 {
+        return Ok(CertInterval::point(1.0));
+    }
+    signed_ratio(&v, &d)
+}
+
 /// Every row of `trajectory.csv`: each run's models by step, each with
-/// every bound and measure some model of the run states. The ratio of
-/// the first step's own value is exactly 1 when its interval excludes 0
-/// (one exact value divided by itself, L28 (c)).
+/// every bound and measure some model of the run states. At the first step
+/// the difference is exactly 0 (one exact value minus itself, L28 (d)).
 pub fn rows(set: &StudySet, t: &Trajectory) -> Vec<Row> {
     let mut out = Vec::new();
     for (ri, run) in t.runs.iter().enumerate() {
@@ -175,17 +196,13 @@ pub fn rows(set: &StudySet, t: &Trajectory) -> Vec<Row> {
             if all.iter().all(|q| q[qi].1.is_none()) {
                 continue;
             }
+            let f = first[qi].1;
             for (pi, &(step, model)) in run.points.iter().enumerate() {
                 let value = all[pi][qi].1;
-                let ratio = match (value, first[qi].1) {
-                    (None, _) => Err("no value: the certificate states none".into()),
-                    (Some(_), None) => {
-                        Err("no ratio: the first step's certificate states no value".into())
-                    }
-                    (Some(v), Some(d)) if pi == 0 => {
-                        signed_ratio(&v, &d).map(|_| CertInterval::point(1.0))
-                    }
-                    (Some(v), Some(d)) => signed_ratio(&v, &d),
+                let difference = match (value, f) {
+                    (Some(_), Some(_)) if pi == 0 => Some(CertInterval::point(0.0)),
+                    (Some(v), Some(d)) => change(&d, &v),
+                    _ => None,
                 };
                 out.push(Row {
                     run: ri,
@@ -193,7 +210,8 @@ pub fn rows(set: &StudySet, t: &Trajectory) -> Vec<Row> {
                     step,
                     quantity: name,
                     value,
-                    ratio,
+                    difference,
+                    ratio: ratio_cell(name, pi, value, f),
                 });
             }
         }
@@ -307,13 +325,17 @@ pub fn tables(set: &StudySet, t: &Trajectory) -> [(&'static str, String); 2] {
     let mut a = format!("{HEADER}\n");
     for r in rows(set, t) {
         let (vlo, vhi) = r.value.map(|v| (num(v.lo), num(v.hi))).unwrap_or_default();
+        let (dlo, dhi) = r
+            .difference
+            .map(|v| (num(v.lo), num(v.hi)))
+            .unwrap_or_default();
         let (qlo, qhi, note) = match &r.ratio {
             Ok(q) => (num(q.lo), num(q.hi), String::new()),
             Err(why) => (String::new(), String::new(), why.clone()),
         };
         let _ = writeln!(
             a,
-            "{},{},{},{},{vlo},{vhi},{qlo},{qhi},{note}",
+            "{},{},{},{},{vlo},{vhi},{dlo},{dhi},{qlo},{qhi},{note}",
             t.runs[r.run].name, set.models[r.model].id, r.step, r.quantity
         );
     }
@@ -344,25 +366,31 @@ pub fn tables(set: &StudySet, t: &Trajectory) -> [(&'static str, String); 2] {
 
 /// A colour per bound and measure ([`QUANTITY_NAMES`] order; the bounds
 /// in the authors' colours).
-fn colour(i: usize) -> RGBColor {
-    const C: [RGBColor; 15] = [
-        RGBColor(255, 165, 0),
-        RGBColor(106, 90, 205),
-        RGBColor(31, 119, 180),
-        RGBColor(174, 199, 232),
-        RGBColor(44, 160, 44),
-        RGBColor(152, 223, 138),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(196, 156, 148),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-        RGBColor(188, 189, 34),
-        RGBColor(23, 190, 207),
-        RGBColor(0, 0, 0),
+fn colour(i: usize) -> Rgb {
+    const C: [Rgb; 15] = [
+        Rgb(255, 165, 0),
+        Rgb(106, 90, 205),
+        Rgb(31, 119, 180),
+        Rgb(174, 199, 232),
+        Rgb(44, 160, 44),
+        Rgb(152, 223, 138),
+        Rgb(214, 39, 40),
+        Rgb(148, 103, 189),
+        Rgb(140, 86, 75),
+        Rgb(196, 156, 148),
+        Rgb(227, 119, 194),
+        Rgb(127, 127, 127),
+        Rgb(188, 189, 34),
+        Rgb(23, 190, 207),
+        Rgb(0, 0, 0),
     ];
     C[i % C.len()]
+}
+
+/// A line style per round of five runs (the marker tells runs apart
+/// within a round).
+fn run_dash(run: usize) -> Option<&'static str> {
+    [None, Some("7 4"), Some("2 3"), Some("9 3 2 3")][(run / SHAPES.len()) % 4]
 }
 
 /// How the step axis is drawn.
@@ -385,7 +413,7 @@ impl StepAxis {
         let log = hi as f64 / lo as f64 >= 100.0;
         Self {
             log,
-            zero_at: (lo as f64).log10() - 1.0,
+            zero_at: (lo as f64).log10().floor() - 1.0,
         }
     }
 
@@ -397,34 +425,212 @@ impl StepAxis {
         }
     }
 
-    fn label(&self, v: f64) -> String {
+    /// The ticks: nice linear ones, or on a log axis `0` at its place and
+    /// the powers of ten from the smallest positive step's decade (every
+    /// k-th, for at most 8).
+    fn ticks(&self, steps: &[u64]) -> XTicks {
         if !self.log {
-            return approx(v);
+            return XTicks::Nice;
         }
-        if (v - self.zero_at).abs() < 1e-9 {
-            return "0".into();
-        }
-        decade_label(v, self.zero_at + 0.5)
+        let top = steps.iter().map(|&s| self.x(s)).fold(0.0, f64::max).floor() as i32;
+        let from = self.zero_at as i32 + 1;
+        let every = ((top - from + 1).max(1) as usize).div_ceil(8) as i32;
+        let mut v = vec![(self.zero_at, Tick { mant: 0, exp: 0 })];
+        v.extend(
+            (from..=top)
+                .filter(|e| (e - from) % every == 0)
+                .map(|e| (e as f64, Tick { mant: 1, exp: e })),
+        );
+        XTicks::Placed(v)
     }
 }
 
-/// The label of a log axis at `log10` position `v`: the power of ten at
-/// whole decades at or above `from`, nothing elsewhere.
-fn decade_label(v: f64, from: f64) -> String {
-    if v < from || (v - v.round()).abs() > 1e-9 {
-        return String::new();
-    }
-    approx(10f64.powi(v.round() as i32))
+/// One curve of figure 6 before it is placed in a panel: run, quantity
+/// index, whether it is a ratio, points `(x, interval)`.
+struct Track {
+    run: usize,
+    qi: usize,
+    ratio: bool,
+    points: Vec<(f64, CertInterval)>,
 }
 
-/// Figure 6: every bound and measure against the step, normalised at each
-/// run's first step (certified ratio bands; a quantity whose ratio is not
-/// claimed is left out and the caption names it). The step axis is
-/// logarithmic when the positive steps span two decades or more; step 0,
-/// which a log axis has no place for, is drawn one decade below the
-/// smallest positive step and labelled `0`. The ratio axis is
-/// logarithmic (`log10` positions) when every ratio is positive and they
-/// span two decades or more, else linear.
+impl Track {
+    /// The decade of its largest magnitude (`log10` of the largest finite
+    /// `|end|`), the key panels group curves by.
+    fn top(&self) -> f64 {
+        let m = self
+            .points
+            .iter()
+            .flat_map(|(_, v)| [v.lo.abs(), v.hi.abs()])
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        if m > 0.0 {
+            m.log10()
+        } else {
+            f64::NEG_INFINITY
+        }
+    }
+}
+
+/// The curves of figure 6: a ratio curve for every quantity whose ratio is
+/// claimed, a difference curve for every other one; and the quantities
+/// with neither (no value at two steps), by name.
+fn tracks(rows: &[Row], t: &Trajectory, axis: &StepAxis) -> (Vec<Track>, Vec<String>) {
+    let mut out: Vec<Track> = Vec::new();
+    let mut left_out = Vec::new();
+    for (ri, run) in t.runs.iter().enumerate() {
+        for (qi, name) in QUANTITY_NAMES.iter().enumerate() {
+            let mine: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.run == ri && r.quantity == *name)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let ratio = mine.iter().all(|r| r.value.is_none() || r.ratio.is_ok());
+            let points: Vec<(f64, CertInterval)> = mine
+                .iter()
+                .filter_map(|r| {
+                    let v = if ratio {
+                        r.ratio.clone().ok()
+                    } else {
+                        r.difference
+                    };
+                    v.map(|v| (axis.x(r.step), v))
+                })
+                .collect();
+            if points.len() < 2 {
+                left_out.push(if t.runs.len() > 1 {
+                    format!("{name} ({})", run.name)
+                } else {
+                    name.to_string()
+                });
+                continue;
+            }
+            out.push(Track {
+                run: ri,
+                qi,
+                ratio,
+                points,
+            });
+        }
+    }
+    (out, left_out)
+}
+
+/// Groups of tracks, largest first, each a panel: a new group starts when
+/// a track's top lies more than `decades` below its group's first (so
+/// that no curve of a panel is flattened by another's scale).
+fn by_magnitude(mut v: Vec<Track>, decades: f64) -> Vec<Vec<Track>> {
+    v.sort_by(|a, b| b.top().total_cmp(&a.top()));
+    let mut groups: Vec<Vec<Track>> = Vec::new();
+    for tr in v {
+        match groups.last_mut() {
+            Some(g) if !(g[0].top() - tr.top() > decades) || tr.top() == f64::NEG_INFINITY => {
+                g.push(tr)
+            }
+            _ => groups.push(vec![tr]),
+        }
+    }
+    groups
+}
+
+/// One panel of figure 6 from a group of tracks.
+fn panel(group: Vec<Track>, t: &Trajectory, caption: String, xt: &XTicks) -> Panel {
+    let ratio = group[0].ratio;
+    let mut legend = Vec::new();
+    let mut curves = Vec::new();
+    for (i, tr) in group.into_iter().enumerate() {
+        let name = QUANTITY_NAMES[tr.qi];
+        let label = if t.runs.len() > 1 {
+            format!("{name} ({})", t.runs[tr.run].name)
+        } else {
+            name.to_string()
+        };
+        let (col, shape, dash) = (
+            colour(tr.qi),
+            SHAPES[tr.run % SHAPES.len()],
+            run_dash(tr.run),
+        );
+        let mut entry = Entry::line(label, col, dash);
+        entry.marker = Some((shape, col));
+        legend.push(entry);
+        let mut style = Style::line(col, 2.0);
+        style.dash = dash;
+        style.marker = Some(shape);
+        curves.push(Curve {
+            style,
+            points: tr.points,
+            show: Show::Band,
+            legend: vec![i],
+            attrs: format!(" data-quantity=\"{name}\""),
+        });
+    }
+    let xt = match xt {
+        XTicks::Placed(v) => XTicks::Placed(v.clone()),
+        _ => XTicks::Nice,
+    };
+    Panel {
+        caption: Some(caption),
+        x_desc: "Training step".into(),
+        y_desc: if ratio {
+            "Ratio to the first step".into()
+        } else {
+            "Difference from the first step".into()
+        },
+        curves,
+        legend,
+        x_ticks: xt,
+        linear_y: !ratio,
+    }
+}
+
+/// The panels of figure 6: the certified ratios on log axes, then the
+/// certified differences of the log-scale measures, then those of the
+/// other quantities without a ratio, on linear axes; each kind split by
+/// magnitude (ratios 6 decades, differences 2) so that no curve lies flat.
+fn panels(tracks: Vec<Track>, t: &Trajectory, xt: &XTicks) -> Vec<Panel> {
+    let (ratios, diffs): (Vec<Track>, Vec<Track>) = tracks.into_iter().partition(|tr| tr.ratio);
+    let (logs, others): (Vec<Track>, Vec<Track>) = diffs
+        .into_iter()
+        .partition(|tr| log_scale(QUANTITY_NAMES[tr.qi]));
+    let kinds = [
+        (
+            by_magnitude(ratios, 6.0),
+            "Ratio to the first step (log axis)",
+        ),
+        (
+            by_magnitude(logs, 2.0),
+            "Difference from the first step: log-scale measures",
+        ),
+        (
+            by_magnitude(others, 2.0),
+            "Difference from the first step: no certified ratio",
+        ),
+    ];
+    let mut out = Vec::new();
+    for (groups, what) in kinds {
+        let n = groups.len();
+        for (k, g) in groups.into_iter().enumerate() {
+            let caption = if n > 1 {
+                format!("{what}, part {} of {n}", k + 1)
+            } else {
+                what.to_string()
+            };
+            out.push(panel(g, t, caption, xt));
+        }
+    }
+    out
+}
+
+/// Figure 6: every bound and measure against the step. A quantity with a
+/// certified ratio (linear scale, first step certainly positive) is drawn
+/// as its ratio to the run's first step on a log axis; every other one as
+/// its certified difference from the first step on a linear axis; curves
+/// are grouped into panels by magnitude, each with its legend beside it.
+/// The step axis is logarithmic when the positive steps span two decades
+/// or more; step 0, which a log axis has no place for, is drawn one decade
+/// below the smallest positive step's decade and labelled `0`.
 pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
     let fig = |caption: String, svg: Result<String, String>| Figure {
         number: FIGURE_NUMBER,
@@ -448,118 +654,32 @@ pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
         .flat_map(|r| r.points.iter().map(|p| p.0))
         .collect();
     let axis = StepAxis::of(&steps);
-    // Curves: (run, quantity index) -> points (x, ratio).
-    let mut curves: Vec<Curve> = Vec::new();
-    let mut left_out: Vec<String> = Vec::new();
-    for r in &rows {
-        let qi = QUANTITY_NAMES
-            .iter()
-            .position(|n| *n == r.quantity)
-            .expect("a known name");
-        let Ok(q) = r.ratio else {
-            let name = format!("{} ({})", r.quantity, t.runs[r.run].name);
-            if !left_out.contains(&name) {
-                left_out.push(name);
-            }
-            continue;
-        };
-        match curves.iter_mut().find(|c| c.0 == r.run && c.1 == qi) {
-            Some(c) => c.2.push((axis.x(r.step), q)),
-            None => curves.push((r.run, qi, vec![(axis.x(r.step), q)])),
-        }
+    let (tracks, left_out) = tracks(&rows, t, &axis);
+    if tracks.is_empty() {
+        let why = "skipped: no quantity has a value at two steps of a run".to_string();
+        return fig(why.clone(), Err(why));
     }
-    let all: Vec<CertInterval> = curves
-        .iter()
-        .flat_map(|c| c.2.iter().map(|p| p.1))
-        .collect();
-    let (ymin, ymax) = all
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), q| {
-            (a.min(q.lo), b.max(q.hi))
-        });
-    let log_y = ymin > 0.0 && ymax / ymin >= 100.0;
-    let ty = |v: f64| if log_y { v.log10() } else { v };
-    let (y0, y1) = (ty(ymin), ty(ymax));
-    let pad = ((y1 - y0) * 0.05).max(0.05);
-    let xs: Vec<f64> = steps.iter().map(|&s| axis.x(s)).collect();
-    let (x0, x1) = xs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-            (a.min(x), b.max(x))
-        });
-    let xpad = ((x1 - x0) * 0.04).max(0.5);
-    let widest = all
-        .iter()
-        .filter(|q| q.lo > 0.0)
-        .map(|q| (q.hi - q.lo) / q.lo)
-        .fold(0.0, f64::max);
-    let multi_run = t.runs.len() > 1;
+    let (rel, widest) = widest_clause(tracks.iter().flat_map(|tr| tr.points.iter().map(|p| &p.1)));
     let subtitle = format!(
-        "value / value at the run's first step; certified bands (widest relative width {})",
-        approx(widest)
+        "value / value at the run's first step (log axes), value - value at the first step (linear axes); \
+bands: certified intervals; {widest}"
     );
-    let draw = |area: &DrawingArea<SVGBackend, plotters::coord::Shift>| -> Result<(), Box<dyn std::error::Error>> {
-        let mut chart = ChartBuilder::on(area)
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(72)
-            .build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - pad)..(y1 + pad))?;
-        let xfmt = |v: &f64| axis.label(*v);
-        let yfmt = |v: &f64| {
-            if log_y {
-                decade_label(*v, f64::NEG_INFINITY)
-            } else {
-                approx(*v)
-            }
-        };
-        chart
-            .configure_mesh()
-            .x_desc(if axis.log { "Training step (log scale)" } else { "Training step" })
-            .y_desc(if log_y { "Ratio to the first step (log scale)" } else { "Ratio to the first step" })
-            .axis_desc_style((FONT, 16))
-            .label_style((FONT, 13))
-            .x_label_formatter(&xfmt)
-            .y_label_formatter(&yfmt)
-            .light_line_style(BLACK.mix(0.06))
-            .bold_line_style(BLACK.mix(0.15))
-            .draw()?;
-        for (run, qi, pts) in &curves {
-            let col = colour(*qi);
-            if pts.len() >= 2 {
-                let mut poly: Vec<(f64, f64)> = pts.iter().map(|(x, q)| (*x, ty(q.lo))).collect();
-                poly.extend(pts.iter().rev().map(|(x, q)| (*x, ty(q.hi))));
-                chart.draw_series(std::iter::once(Polygon::new(poly, col.mix(0.3).filled())))?;
-            }
-            let line: Vec<(f64, f64)> = pts.iter().map(|(x, q)| (*x, ty(q.mid()))).collect();
-            let name = if multi_run {
-                format!("{} ({})", QUANTITY_NAMES[*qi], t.runs[*run].name)
-            } else {
-                QUANTITY_NAMES[*qi].to_string()
-            };
-            chart
-                .draw_series(LineSeries::new(line.clone(), col.stroke_width(2)))?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
-            chart.draw_series(
-                line.iter()
-                    .map(|p| Circle::new(*p, 3, col.filled())),
-            )?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 12))
-            .draw()?;
-        Ok(())
-    };
-    let svg = svg((900, 600), FIGURE_TITLE, &subtitle, draw);
-    let mut caption = format!(
-        "Every bound and measure of {} run{} against the training step, divided by its value at the run's \
-first step (certified interval quotients drawn as bands, exactly 1 at the first step). {}",
+    let panels = panels(tracks, t, &axis.ticks(&steps));
+    let svg = render(FIGURE_TITLE, &subtitle, &panels);
+    fig(caption(t, &axis, rel, &left_out), svg)
+}
+
+/// Figure 6's caption.
+fn caption(t: &Trajectory, axis: &StepAxis, rel: f64, left_out: &[String]) -> String {
+    let mut c = format!(
+        "Every bound and measure of {} run{} against the training step. A quantity on a linear scale whose \
+first-step interval is certainly positive is drawn as its ratio to the run's first step (certified interval \
+quotients, exactly 1 at the first step, log axis); a log-scale measure, or one whose first step may be 0, as its \
+certified difference from the first step (exactly 0 there, linear axis). Curves far apart in magnitude are drawn \
+in panels of their own. Bands: certified intervals (widest relative width {}). {}",
         t.runs.len(),
         if t.runs.len() == 1 { "" } else { "s" },
+        approx(rel),
         if axis.log {
             "The step axis is logarithmic; step 0, which a log axis has no place for, is drawn one decade \
 below the smallest positive step and labelled 0."
@@ -569,22 +689,25 @@ below the smallest positive step and labelled 0."
     );
     if !left_out.is_empty() {
         let _ = write!(
-            caption,
-            " Not drawn (no certified ratio): {}.",
+            c,
+            " Not drawn (no value at the run's first step, or values at fewer than two steps): {}.",
             left_out.join(", ")
         );
     }
-    fig(caption, svg)
+    c
 }
 
-/// The report's trajectory section: the runs, figure 6, the ratio of
-/// every bound and measure at the last step of each run, and the number
+/// The report's trajectory section: the runs, figure 6, the difference
+/// and (where claimed) the ratio of every bound and measure at the last
+/// step of each run to its first, and the number
 /// of certain changes per consecutive pair.
 pub fn section(set: &StudySet, t: &Trajectory, fig: &Figure) -> String {
     let mut h = String::from(
         "<section id=\"trajectory\">\n<h2>Trajectory over training</h2>\n<p class=\"note\">Models with a \
-training step, grouped by run and ordered by step. Ratios are certified interval quotients by the run's \
-first step (tables/trajectory.csv); a change is listed in tables/trajectory_changes.csv when the two \
+training step, grouped by run and ordered by step. Differences are certified interval differences from the \
+run's first step; ratios certified interval quotients by it, given only for a quantity on a linear scale whose \
+first-step interval is certainly positive (a log-scale measure, or one that may be 0 at the first step, is \
+compared by its difference; tables/trajectory.csv); a change is listed in tables/trajectory_changes.csv when the two \
 certified intervals of a matrix's spectral norm, Frobenius norm or rank are disjoint.</p>\n",
     );
     let _ = writeln!(h, "<h3>Figure {}: {}</h3>", fig.number, esc(fig.title));
@@ -603,7 +726,7 @@ certified intervals of a matrix's spectral norm, Frobenius norm or rank are disj
     }
     let rows = rows(set, t);
     let changes = changes(set, t);
-    h.push_str("<table>\n<tr><th>run</th><th>steps</th><th>bound or measure</th><th>first step</th><th>last step</th><th>ratio last / first</th></tr>\n");
+    h.push_str("<table>\n<tr><th>run</th><th>steps</th><th>bound or measure</th><th>first step</th><th>last step</th><th>difference last - first</th><th>ratio last / first</th></tr>\n");
     for (ri, run) in t.runs.iter().enumerate() {
         let (first, last) = (run.points[0], run.points[run.points.len() - 1]);
         for name in QUANTITY_NAMES {
@@ -619,12 +742,13 @@ certified intervals of a matrix's spectral norm, Frobenius norm or rank are disj
             };
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{} to {}</td><td>{name}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                "<tr><td>{}</td><td>{} to {}</td><td>{name}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 esc(&run.name),
                 first.0,
                 last.0,
                 show(&a.value),
                 show(&b.value),
+                show(&b.difference),
                 match &b.ratio {
                     Ok(q) => cert_interval(q),
                     Err(why) => esc(why),

@@ -466,6 +466,11 @@ pub enum Command {
     /// Print the manual page (roff) to stdout: `specbound man | man -l -`.
     Man,
     /// Compare two certificates quantity by quantity.
+    ///
+    /// Exit 1 when a quantity both certificates hold certainly changed (by more than --rtol
+    /// relative), or a parameter or the architecture differs; else 0. Quantities present in one
+    /// certificate only (one made with --measures or --init, the other without) are listed in
+    /// their own section and do not make the exit 1 by themselves.
     Diff(DiffArgs),
 }
 
