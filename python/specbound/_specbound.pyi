@@ -160,6 +160,7 @@ def svd(
     rtol: float = 1e-11,
     tensor: Optional[str] = None,
     revision: Optional[str] = None,
+    device: str = "cpu",
 ) -> SvdResult:
     """Certified enclosures of all singular values of a 2-D float or integer array (integers converted exactly or refused), or
     of a matrix file, or of a tensor of a model or Hugging Face id.
@@ -228,6 +229,7 @@ def certify(
     measures: bool = False,
     init: Union[_Path, _Tensors, None] = None,
     stack: Optional[str] = None,
+    device: str = "cpu",
 ) -> Certificate:
     """Certifies a whole checkpoint: a path or a Hugging Face id (None: the
     bundled all-MiniLM-L6-v2), or a mapping of tensor names to arrays with
@@ -274,6 +276,7 @@ def spectra(
     rtol: float = 1e-11,
     revision: Optional[str] = None,
     csv: Optional[_Path] = None,
+    device: str = "cpu",
 ) -> SpectraResult:
     """Certified spectra of every 2-D weight tensor (``specbound spectra``).
 
@@ -443,6 +446,7 @@ def study(
     precision: str = "f64",
     heads: Optional[int] = None,
     layers: Optional[int] = None,
+    device: str = "cpu",
 ) -> Dict[str, Any]:
     """Certifies many checkpoints; writes the tables, figures and HTML report into ``out``."""
 

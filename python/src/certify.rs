@@ -493,8 +493,8 @@ enum Sink {
 /// >>> b.ours.hi < b.edelman.lo
 /// True
 #[pyfunction]
-#[pyo3(signature = (model = None, config = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None),
-       text_signature = "(model=None, config=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None)")]
+#[pyo3(signature = (model = None, config = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None, device = "cpu"),
+       text_signature = "(model=None, config=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None, device='cpu')")]
 #[allow(clippy::too_many_arguments)]
 pub fn certify(
     py: Python<'_>,
@@ -511,6 +511,7 @@ pub fn certify(
     measures: bool,
     init: Option<&Bound<'_, PyAny>>,
     stack: Option<String>,
+    device: &str,
 ) -> PyResult<Certificate> {
     let options = certify_options(l_phi, grid_m, precision, heads, layers, stack)?;
     let sink = match progress {
@@ -558,12 +559,14 @@ pub fn certify(
             }
         }
     };
-    let report = run_interruptibly(
-        py,
-        move || specbound::cmd::certify::run(&req, &ui),
-        OnInterrupt::Cancel(watch),
-        tick,
-    )?;
+    let report = crate::on_device(py, device, || {
+        run_interruptibly(
+            py,
+            move || specbound::cmd::certify::run(&req, &ui),
+            OnInterrupt::Cancel(watch),
+            tick,
+        )
+    })?;
     let report = match report {
         Ok(r) => r,
         Err(e) if cancelled(&e) => {

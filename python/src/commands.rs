@@ -111,8 +111,8 @@ pub fn inspect<'py>(
 /// >>> s["certified"], s["exit_code"], os.path.basename(s["report"])
 /// (1, 0, 'report.html')
 #[pyfunction]
-#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None),
-       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None)")]
+#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None, device = "cpu"),
+       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu')")]
 #[allow(clippy::too_many_arguments)]
 pub fn study<'py>(
     py: Python<'py>,
@@ -127,6 +127,7 @@ pub fn study<'py>(
     precision: &str,
     heads: Option<i64>,
     layers: Option<i64>,
+    device: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let refs = paths_arg(models, "models")?
         .iter()
@@ -145,7 +146,9 @@ pub fn study<'py>(
         style: Style::Shared,
     };
     let named: Vec<PathBuf> = req.models_file.iter().cloned().collect();
-    let report = run_command(py, true, move |ui| specbound::cmd::study::run(&req, ui))?;
+    let report = crate::on_device(py, device, || {
+        run_command(py, true, move |ui| specbound::cmd::study::run(&req, ui))
+    })?;
     let report = match report {
         Ok(r) => r,
         Err(e) if cancelled(&e) => {

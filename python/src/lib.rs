@@ -370,6 +370,34 @@ impl Ui for PyUi {
     }
 }
 
+/// Runs `f` with the bulk arithmetic on `device` (`"cpu"`, `"cuda"` or
+/// `"auto"`, as `--device`; `specbound::linalg::backend`), restoring the
+/// previous device after. An unknown name raises `ValueError`, a device that
+/// cannot be used `RuntimeError` (the command line's one line); `"auto"`
+/// falling back to the CPU says so with a `RuntimeWarning`.
+pub(crate) fn on_device<R>(
+    py: Python<'_>,
+    device: &str,
+    f: impl FnOnce() -> PyResult<R>,
+) -> PyResult<R> {
+    use specbound::linalg::backend::{self, Device, DEVICE_NAMES};
+    let d = Device::parse(device).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "device must be one of {}, got {}",
+            DEVICE_NAMES.join(", "),
+            specbound::io::escape(device)
+        ))
+    })?;
+    backend::with_device(d, |note| {
+        if let Some(n) = note {
+            let kind = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            PyErr::warn(py, &kind, &std::ffi::CString::new(n).unwrap_or_default(), 1)?;
+        }
+        f()
+    })
+    .map_err(|e| PyRuntimeError::new_err(e.to_string()))?
+}
+
 /// Runs a command in a worker thread ([`run_interruptibly`]) with a fresh
 /// [`Watch`] as its [`Ui`], without progress display: Ctrl-C cancels it
 /// (between matrices) when `cancel`, else abandons it.

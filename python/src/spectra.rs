@@ -9,7 +9,7 @@ use specbound::cmd::Report;
 use specbound::linalg::Precision;
 
 use crate::certify::frame_of;
-use crate::{cmd_error, model_input, pandas, path_arg, run_command};
+use crate::{cmd_error, model_input, on_device, pandas, path_arg, run_command};
 
 /// The certified spectra of a checkpoint's matrices (see :func:`spectra`).
 ///
@@ -167,8 +167,8 @@ impl SpectraResult {
 /// (['encoder.layer.0.attention.self.query.weight'], True)
 #[pyfunction]
 #[pyo3(
-    signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = "f64", rtol = 1e-11, revision = None, csv = None),
-    text_signature = "(model, config=None, *, schatten_p=(1, 2), include=None, exclude=None, max_elements=None, precision='f64', rtol=1e-11, revision=None, csv=None)"
+    signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = "f64", rtol = 1e-11, revision = None, csv = None, device = "cpu"),
+    text_signature = "(model, config=None, *, schatten_p=(1, 2), include=None, exclude=None, max_elements=None, precision='f64', rtol=1e-11, revision=None, csv=None, device='cpu')"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn spectra(
@@ -183,6 +183,7 @@ pub fn spectra(
     rtol: f64,
     revision: Option<&str>,
     csv: Option<&Bound<'_, PyAny>>,
+    device: &str,
 ) -> PyResult<SpectraResult> {
     let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
     let ps = crate::svd::schatten_arg(py, schatten_p)?;
@@ -196,7 +197,9 @@ pub fn spectra(
         rtol,
         csv: csv.map(|c| path_arg(c, "csv")).transpose()?,
     };
-    let report = run_command(py, false, move |ui| specbound::cmd::spectra::run(&req, ui))?
-        .map_err(|e| cmd_error(&e, &[]))?;
+    let report = on_device(py, device, || {
+        run_command(py, false, move |ui| specbound::cmd::spectra::run(&req, ui))
+    })?
+    .map_err(|e| cmd_error(&e, &[]))?;
     SpectraResult::new(&report)
 }

@@ -13,7 +13,9 @@ use specbound::matrix::SourceDtype;
 use specbound::spectral::SchattenP;
 
 use crate::interval::{Interval, RankInterval};
-use crate::{cmd_error, decimal_arg, error, is_pathlike, model_ref, run_command, type_name};
+use crate::{
+    cmd_error, decimal_arg, error, is_pathlike, model_ref, on_device, run_command, type_name,
+};
 
 /// What an array is called in messages (where the command line names its file).
 const ARRAY: &str = "array";
@@ -348,8 +350,8 @@ pub(crate) fn schatten_arg(
 /// ((2,), True)
 #[pyfunction]
 #[pyo3(
-    signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None),
-    text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11, tensor=None, revision=None)"
+    signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None, device = "cpu"),
+    text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11, tensor=None, revision=None, device='cpu')"
 )]
 pub fn svd(
     py: Python<'_>,
@@ -359,6 +361,7 @@ pub fn svd(
     rtol: f64,
     tensor: Option<String>,
     revision: Option<&str>,
+    device: &str,
 ) -> PyResult<SvdResult> {
     let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
     let ps = schatten_arg(py, schatten_p)?;
@@ -388,8 +391,10 @@ pub fn svd(
         precision: prec,
         rtol,
     };
-    let report = run_command(py, false, move |ui| specbound::cmd::svd::run(req, ui))?
-        .map_err(|e| cmd_error(&e, &[]))?;
+    let report = on_device(py, device, || {
+        run_command(py, false, move |ui| specbound::cmd::svd::run(req, ui))
+    })?
+    .map_err(|e| cmd_error(&e, &[]))?;
     let (rows, cols) = report.shape;
     let mut r = SvdResult {
         certified: false,
