@@ -162,7 +162,7 @@ pub fn fuzz_memory(data: &[u8]) {
     use specbound::io::memory::{MemoryModel, MemoryTensor};
     use specbound::matrix::SourceDtype;
     let mut r = data;
-    let mut byte = |r: &mut &[u8]| -> Option<u8> {
+    let byte = |r: &mut &[u8]| -> Option<u8> {
         let (&b, rest) = r.split_first()?;
         *r = rest;
         Some(b)
@@ -224,9 +224,12 @@ pub fn fuzz_memory(data: &[u8]) {
     }
 }
 
+/// A target's body.
+pub type FuzzBody = fn(&[u8]);
+
 /// Every target by name (the name of its `fuzz_targets/` file and of its
 /// corpus directory).
-pub const FUZZ_TARGETS: [(&str, fn(&[u8])); 10] = [
+pub const FUZZ_TARGETS: [(&str, FuzzBody); 10] = [
     ("safetensors", fuzz_safetensors),
     ("gguf", fuzz_gguf),
     ("npy", fuzz_npy),

@@ -48,8 +48,9 @@ fn mutate(base: &[u8], other: &[u8], rng: &mut Rng) -> Vec<u8> {
             1 => {
                 let vals = [0u8, 0xff, 0x7f, 0x80, 1, b'0', b'"', b'{'];
                 let i = rng.below(n);
-                for k in i..(i + 1 + rng.below(8)).min(n) {
-                    b[k] = vals[rng.below(vals.len())];
+                let j = (i + 1 + rng.below(8)).min(n);
+                for x in &mut b[i..j] {
+                    *x = vals[rng.below(vals.len())];
                 }
             }
             2 => b.truncate(rng.below(n + 1).max(1)),
@@ -90,7 +91,7 @@ fn mutate(base: &[u8], other: &[u8], rng: &mut Rng) -> Vec<u8> {
 }
 
 /// Runs `body` on `input`; a panic is saved for cargo-fuzz and reported.
-fn replay(target: &str, n: usize, body: fn(&[u8]), input: &[u8]) -> Option<String> {
+fn replay(target: &str, n: usize, body: FuzzBody, input: &[u8]) -> Option<String> {
     let ok = std::panic::catch_unwind(|| body(input)).is_ok();
     if ok {
         return None;

@@ -236,7 +236,15 @@ fn mixtral(dir: &Path, extra: Value) -> String {
 fn counts_that_drive_work_are_capped_naming_the_key() {
     let mut failures = Vec::new();
     type Build = fn(&Path, Value) -> String;
-    let cases: Vec<(&str, Build, Value, &[&str], Vec<&str>)> = vec![
+    /// Name, model, config keys set, needles, extra flags.
+    type CountCase = (
+        &'static str,
+        Build,
+        Value,
+        &'static [&'static str],
+        Vec<&'static str>,
+    );
+    let cases: Vec<CountCase> = vec![
         (
             "albert-million-layers",
             albert,
@@ -729,7 +737,8 @@ fn evidence_labels_are_rechecked_by_verify_model() {
         String::from_utf8_lossy(&o.stdout)
     );
     let original: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
         (
             "$.raw_weights[0].tensor",
             Box::new(|c: &mut Value| {

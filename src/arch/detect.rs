@@ -1103,12 +1103,18 @@ fn detect_moe(
             }
         }
     }
+    // Sorted, one entry per layer the model has (the list may repeat
+    // indices, or name layers it does not have): each layer's test is a
+    // binary search, not a scan of a list as long as config.json allows.
+    dense_listed.retain(|&l| l < layers);
+    dense_listed.sort_unstable();
+    dense_listed.dedup();
     let stated_experts = src
         .config_fact(m.num_experts)?
         .map(|f| f.capped(&ck.file_of(""), MAX_EXPERTS, "experts"))
         .transpose()?;
     let sparse = |l: usize| {
-        !dense_listed.contains(&l)
+        dense_listed.binary_search(&l).is_err()
             && (l + 1) % step == 0
             && stated_experts.as_ref().is_none_or(|f| f.value > 0)
     };

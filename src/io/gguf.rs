@@ -482,7 +482,12 @@ impl GgufFile {
         // The file may have been truncated since it was mapped.
         self.guard.check_len()?;
         let bytes = &self.mmap[t.start..t.start + t.len];
-        let data = decode(t.ggml_type, bytes, rows * cols);
+        let data = decode_into(
+            t.ggml_type,
+            bytes,
+            rows * cols,
+            super::f64_buffer(&self.path, Some(name), rows, cols)?,
+        );
         let dtype = match t.ggml_type {
             F16 => SourceDtype::F16,
             BF16 => SourceDtype::BF16,
@@ -505,7 +510,12 @@ fn f16(b: &[u8]) -> f64 {
 /// exactly; block values `d * q` and `d * q + m` are computed in f64 without
 /// rounding because every intermediate is a multiple of 2^-24 below 2^47.
 pub fn decode(t: u32, bytes: &[u8], n: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(n);
+    decode_into(t, bytes, n, Vec::with_capacity(n))
+}
+
+/// [`decode`] appending to `out` (allocated by the caller, fallibly:
+/// [`super::f64_buffer`]).
+fn decode_into(t: u32, bytes: &[u8], n: usize, mut out: Vec<f64>) -> Vec<f64> {
     match t {
         F32 => out.extend(
             bytes
