@@ -353,6 +353,7 @@ pub(crate) fn schatten_arg(
     signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None, device = "cpu"),
     text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11, tensor=None, revision=None, device='cpu')"
 )]
+#[allow(clippy::too_many_arguments)]
 pub fn svd(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,
