@@ -580,6 +580,27 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
         "log_norm" => fro2.log10(),
         "log_spectral_norm" => sp2.log10(),
         "ww_stable_rank" => fro2 / sp2,
+        // WeightWatcher's matrix_rank is a thresholded count, not the rank:
+        // #{sigma_i > sigma_max N eps} with N the larger dimension and eps
+        // float64's 2^-52 (its CPU path; RMT_Util.matrix_rank). Enclosed:
+        // sure above the threshold's upper end, possibly above its lower.
+        "ww_matrix_rank" => {
+            let n = f.sv.rows.max(f.sv.cols) as f64;
+            let eps = Interval::try_from((f64::EPSILON, f64::EPSILON)).expect("finite");
+            let nn = Interval::try_from((n, n)).expect("finite");
+            let t = enc_iv(&s.spectral_norm) * nn * eps;
+            let over = |v: &&crate::linalg::CertifiedValue, lo: bool| {
+                let e = enc_iv(&v.enclosure);
+                if lo {
+                    e.inf() > t.sup()
+                } else {
+                    e.sup() > t.inf()
+                }
+            };
+            let sure = f.sv.values.iter().filter(|v| over(v, true)).count();
+            let maybe = f.sv.values.iter().filter(|v| over(v, false)).count();
+            Interval::try_from((sure as f64, maybe as f64)).expect("finite")
+        }
         _ => return Err(format!("unknown quantity '{}'", crate::io::escape(q))),
     })
 }
@@ -1239,7 +1260,7 @@ pub fn audit_text(
                     ("log_norm", "log_norm"),
                     ("log_spectral_norm", "log_spectral_norm"),
                     ("stable_rank", "ww_stable_rank"),
-                    ("matrix_rank", "matrix_rank"),
+                    ("matrix_rank", "ww_matrix_rank"),
                 ] {
                     if let Some(v) = cell(wq).filter(|v| !v.eq_ignore_ascii_case("nan")) {
                         claims_here.push(("ww".into(), q.to_string(), None, v, cell("tolerance")));
