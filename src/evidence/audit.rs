@@ -530,6 +530,7 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
     };
     let fro2 = enc_iv(&s.frobenius_norm).sqr();
     let sp2 = enc_iv(&s.spectral_norm).sqr();
+    let two = || Interval::try_from((2.0, 2.0)).expect("finite");
     let need_p =
         || p.ok_or_else(|| format!("quantity '{}' needs a p column", crate::io::escape(q)));
     Ok(match q {
@@ -577,8 +578,10 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
         // norm is ||W||_F^2, log_* are base-10 logarithms of those.
         "ww_spectral_norm" | "lambda_max" => sp2,
         "norm" => fro2,
-        "log_norm" => fro2.log10(),
-        "log_spectral_norm" => sp2.log10(),
+        // log10(x^2) as 2 log10(x), exactly as `spectra` encloses it, so
+        // that its table audits against the model it came from.
+        "log_norm" => two() * enc_iv(&s.frobenius_norm).log10(),
+        "log_spectral_norm" => two() * enc_iv(&s.spectral_norm).log10(),
         "ww_stable_rank" => fro2 / sp2,
         // WeightWatcher's matrix_rank is a thresholded count, not the rank:
         // #{sigma_i > sigma_max N eps} with N the larger dimension and eps
@@ -927,6 +930,24 @@ fn raw_weight_quantity(
     }))
 }
 
+/// The interval columns of `spectra --csv` that are audited (each a
+/// quantity of [`matrix_quantity`]; the Schatten columns, named by their
+/// `p`, are not).
+const SPECTRA_COLUMNS: [&str; 12] = [
+    "spectral_norm",
+    "sv_min",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+    "rank",
+    "norm",
+    "log_norm",
+    "lambda_max",
+    "log_spectral_norm",
+];
+
 /// The raw-weight norm columns a `raw_weights` table may carry.
 const RAW_WEIGHT_COLUMNS: [&str; 6] = [
     "spectral_norm",
@@ -1061,6 +1082,8 @@ pub fn audit_text(
         && (has("log_spectral_norm") || has("lambda_max") || has("sv_max"))
     {
         "weightwatcher"
+    } else if has("tensor") && has("status") && has("spectral_norm_lo") {
+        "spectra"
     } else if has("model_id") && has("bound") && has("value") {
         "observed_bounds"
     } else if has("matrix_type") && has("contribution") && has("p") {
@@ -1217,6 +1240,18 @@ pub fn audit_text(
                 for q in RAW_WEIGHT_COLUMNS {
                     if let Some(v) = cell(q) {
                         claims_here.push(("raw".into(), q.into(), None, v, cell("tolerance")));
+                    }
+                }
+            }
+            "spectra" => {
+                // specbound's own spectra.csv: every value a stated interval
+                // (`X_lo`, `X_hi`), judged by containment; rows of slices of
+                // higher-rank tensors and rows not certified are not claims.
+                if cell("status").as_deref() == Some("certified") && cell("slice").is_none() {
+                    for q in SPECTRA_COLUMNS {
+                        if let Some(lo) = cell(&format!("{q}_lo")) {
+                            claims_here.push(("tensor".into(), q.into(), None, lo, None));
+                        }
                     }
                 }
             }
