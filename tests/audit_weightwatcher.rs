@@ -3,7 +3,8 @@
 //! weightwatcher 0.7.7): rows are matched by `longname` (WeightWatcher's
 //! `name` is the module's short name, `dense` for many layers), the
 //! float64 table's 17 digits get the `--rtol` hint, and its float64 results
-//! are not labelled float32 rounding.
+//! are not labelled float32 rounding. Also specbound's own `spectra.csv`,
+//! the table users take to other tools, audits back against its model.
 
 mod common;
 
@@ -188,4 +189,64 @@ fn weightwatcher_full_minilm_table_audits_against_the_full_model() {
     assert_eq!(subjects.len(), 39, "{subjects:?}");
     assert!(subjects.contains("embeddings.word_embeddings.weight"));
     assert!(subjects.contains("pooler.dense.weight"));
+}
+
+#[test]
+fn spectra_csv_audits_against_the_model_it_came_from() {
+    let m = root().join("tests/data/formats/safetensors");
+    let dir = tmp("spectra_csv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run(&[
+        "spectra",
+        m.to_str().unwrap(),
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = dir.join("spectra.csv");
+    let (code, j) = json(&[
+        "audit",
+        m.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(j["layout"], "spectra", "{j}");
+    // 8 matrices, 12 interval columns each (the Schatten columns aside).
+    assert_eq!(j["results"].as_array().unwrap().len(), 8 * 12, "{j}");
+    assert_eq!((code, &j["consistent"]), (Some(0), &Value::from(96)), "{j}");
+    // A stated interval moved off the certified value is inconsistent.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let (lo, hi) = (
+        header
+            .iter()
+            .position(|h| *h == "spectral_norm_lo")
+            .unwrap(),
+        header
+            .iter()
+            .position(|h| *h == "spectral_norm_hi")
+            .unwrap(),
+    );
+    let mut f: Vec<String> = lines[1].split(',').map(String::from).collect();
+    for i in [lo, hi] {
+        f[i] = format!("{}", f[i].parse::<f64>().unwrap() * 1.001);
+    }
+    lines[1] = f.join(",");
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    let (code, j) = json(&[
+        "audit",
+        m.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        (code, &j["inconsistent"]),
+        (Some(1), &Value::from(1)),
+        "{j}"
+    );
 }

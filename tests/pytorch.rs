@@ -532,3 +532,42 @@ fn pickle_over_the_caps_is_refused_in_bounded_memory() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn fused_moe_experts_in_a_bin_certify_as_in_safetensors() {
+    // tests/data/torch/mixtral_fused_{bin,st}: one transformers 5 Mixtral
+    // state dict (fused 3-D `mlp.experts.gate_up_proj` / `down_proj`) saved
+    // by torch.save and by safetensors (scripts/make_moe_bin_fixture.py).
+    // Before, certify exited 2 on the .bin and spectra skipped every expert.
+    let (bin, st) = (data("mixtral_fused_bin"), data("mixtral_fused_st"));
+    let c = |d: &Path| common::ok_json(&common::run(&["certify", s(d), "--json"]));
+    assert!(without_files(c(&bin)) == without_files(c(&st)));
+    let sp = |d: &Path| common::ok_json(&common::run(&["spectra", s(d), "--json"]));
+    let (a, b) = (sp(&bin), sp(&st));
+    assert!(a["matrices"] == b["matrices"] && a["skipped"] == b["skipped"]);
+    let experts = a["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["tensor"].as_str().unwrap().contains("experts"))
+        .count();
+    assert!(experts > 0, "{a}");
+    // Each expert's slice reads as the safetensors one, exactly.
+    let (kb, ks) = (
+        specbound::io::checkpoint::Checkpoint::open(&bin).unwrap(),
+        specbound::io::checkpoint::Checkpoint::open(&st).unwrap(),
+    );
+    for name in [
+        "model.layers.1.mlp.experts.gate_up_proj",
+        "model.layers.1.mlp.experts.down_proj",
+    ] {
+        for e in 0..4 {
+            assert_eq!(
+                kb.read_slice(name, e).unwrap().matrix,
+                ks.read_slice(name, e).unwrap().matrix,
+                "{name}[{e}]"
+            );
+        }
+        assert!(kb.read_slice(name, 4).is_err());
+    }
+}

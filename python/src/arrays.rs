@@ -140,6 +140,15 @@ fn from_numpy(np: &Bound<'_, PyModule>, arr: &Bound<'_, PyAny>, key: &str) -> Py
         ("f", 2) => (SourceDtype::F16, "<f2"),
         ("f", 4) => (SourceDtype::F32, "<f4"),
         ("f", 8) => (SourceDtype::F64, "<f8"),
+        // Integer and bool buffers: carried as on disk, never a proxy.
+        ("i", 1) => (SourceDtype::Int("I8"), "<i1"),
+        ("i", 2) => (SourceDtype::Int("I16"), "<i2"),
+        ("i", 4) => (SourceDtype::Int("I32"), "<i4"),
+        ("i", 8) => (SourceDtype::Int("I64"), "<i8"),
+        ("u", 1) | ("b", 1) => (SourceDtype::Int("U8"), "<u1"),
+        ("u", 2) => (SourceDtype::Int("U16"), "<u2"),
+        ("u", 4) => (SourceDtype::Int("U32"), "<u4"),
+        ("u", 8) => (SourceDtype::Int("U64"), "<u8"),
         _ => return Err(unsupported(key, name)),
     };
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
@@ -262,6 +271,15 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
         (2, 32, 1) => SourceDtype::F32,
         (2, 64, 1) => SourceDtype::F64,
         (4, 16, 1) => SourceDtype::BF16,
+        // Integer and bool buffers (`position_ids`): carried as on disk.
+        (0, 8, 1) => SourceDtype::Int("I8"),
+        (0, 16, 1) => SourceDtype::Int("I16"),
+        (0, 32, 1) => SourceDtype::Int("I32"),
+        (0, 64, 1) => SourceDtype::Int("I64"),
+        (1, 8, 1) | (6, 8, 1) => SourceDtype::Int("U8"),
+        (1, 16, 1) => SourceDtype::Int("U16"),
+        (1, 32, 1) => SourceDtype::Int("U32"),
+        (1, 64, 1) => SourceDtype::Int("U64"),
         (code, bits, lanes) => {
             let kind = match code {
                 0 => format!("int{bits}"),

@@ -252,12 +252,20 @@ def test_bad_arrays_and_configs_are_one_line_naming_the_key(one_layer, arrays):
         specbound.certify(gpu, cfg)
     msg = one_line(e)
     assert "tensor 'w'" in msg and "CUDA" in msg and "call .cpu() first" in msg
+    # Unused integer and bool buffers are ignored, as in a file (issue 30:
+    # the int64 `embeddings.position_ids` of a transformers 4.x BERT state
+    # dict); a used one is refused, naming it.
+    extra = dict(arrays)
+    extra["embeddings.position_ids"] = np.arange(16).reshape(1, 16)
+    extra["mask"] = RawDLPack(np.zeros(4, dtype="<u1"), code=6, bits=8)
+    bounds = specbound.certify(arrays, cfg).to_dict()["bounds"]
+    assert specbound.certify(extra, cfg).to_dict()["bounds"] == bounds
+    q = next(k for k in arrays if k.endswith("attention.self.query.weight"))
+    used = dict(arrays)
+    used[q] = np.zeros(np.asarray(arrays[q]).shape, dtype=np.int64)
     with pytest.raises(ValueError) as e:
-        specbound.certify({"w": np.arange(4).reshape(2, 2)}, cfg)
-    assert "tensor 'w'" in one_line(e) and "int64" in str(e.value)
-    with pytest.raises(ValueError) as e:
-        specbound.spectra({"w": RawDLPack(np.zeros(4, dtype="<u1"), code=6, bits=8)})
-    assert "tensor 'w'" in one_line(e) and "bool" in str(e.value)
+        specbound.certify(used, cfg)
+    assert f"tensor '{q}'" in one_line(e) and "I64" in str(e.value)
     with pytest.raises(ValueError) as e:
         specbound.certify({"c": np.zeros((2, 2), dtype=np.complex64)}, cfg)
     assert "tensor 'c'" in one_line(e)

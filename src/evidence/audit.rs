@@ -530,6 +530,7 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
     };
     let fro2 = enc_iv(&s.frobenius_norm).sqr();
     let sp2 = enc_iv(&s.spectral_norm).sqr();
+    let two = || Interval::try_from((2.0, 2.0)).expect("finite");
     let need_p =
         || p.ok_or_else(|| format!("quantity '{}' needs a p column", crate::io::escape(q)));
     Ok(match q {
@@ -577,9 +578,32 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
         // norm is ||W||_F^2, log_* are base-10 logarithms of those.
         "ww_spectral_norm" | "lambda_max" => sp2,
         "norm" => fro2,
-        "log_norm" => fro2.log10(),
-        "log_spectral_norm" => sp2.log10(),
+        // log10(x^2) as 2 log10(x), exactly as `spectra` encloses it, so
+        // that its table audits against the model it came from.
+        "log_norm" => two() * enc_iv(&s.frobenius_norm).log10(),
+        "log_spectral_norm" => two() * enc_iv(&s.spectral_norm).log10(),
         "ww_stable_rank" => fro2 / sp2,
+        // WeightWatcher's matrix_rank is a thresholded count, not the rank:
+        // #{sigma_i > sigma_max N eps} with N the larger dimension and eps
+        // float64's 2^-52 (its CPU path; RMT_Util.matrix_rank). Enclosed:
+        // sure above the threshold's upper end, possibly above its lower.
+        "ww_matrix_rank" => {
+            let n = f.sv.rows.max(f.sv.cols) as f64;
+            let eps = Interval::try_from((f64::EPSILON, f64::EPSILON)).expect("finite");
+            let nn = Interval::try_from((n, n)).expect("finite");
+            let t = enc_iv(&s.spectral_norm) * nn * eps;
+            let over = |v: &&crate::linalg::CertifiedValue, lo: bool| {
+                let e = enc_iv(&v.enclosure);
+                if lo {
+                    e.inf() > t.sup()
+                } else {
+                    e.sup() > t.inf()
+                }
+            };
+            let sure = f.sv.values.iter().filter(|v| over(v, true)).count();
+            let maybe = f.sv.values.iter().filter(|v| over(v, false)).count();
+            Interval::try_from((sure as f64, maybe as f64)).expect("finite")
+        }
         _ => return Err(format!("unknown quantity '{}'", crate::io::escape(q))),
     })
 }
@@ -906,6 +930,24 @@ fn raw_weight_quantity(
     }))
 }
 
+/// The interval columns of `spectra --csv` that are audited (each a
+/// quantity of [`matrix_quantity`]; the Schatten columns, named by their
+/// `p`, are not).
+const SPECTRA_COLUMNS: [&str; 12] = [
+    "spectral_norm",
+    "sv_min",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+    "rank",
+    "norm",
+    "log_norm",
+    "lambda_max",
+    "log_spectral_norm",
+];
+
 /// The raw-weight norm columns a `raw_weights` table may carry.
 const RAW_WEIGHT_COLUMNS: [&str; 6] = [
     "spectral_norm",
@@ -1078,6 +1120,8 @@ pub fn audit_text(
         && (has("log_spectral_norm") || has("lambda_max") || has("sv_max"))
     {
         "weightwatcher"
+    } else if has("tensor") && has("status") && has("spectral_norm_lo") {
+        "spectra"
     } else if has("model_id") && has("bound") && has("value") {
         "observed_bounds"
     } else if has("matrix_type") && has("contribution") && has("p") {
@@ -1248,6 +1292,18 @@ pub fn audit_text(
                     }
                 }
             }
+            "spectra" => {
+                // specbound's own spectra.csv: every value a stated interval
+                // (`X_lo`, `X_hi`), judged by containment; rows of slices of
+                // higher-rank tensors and rows not certified are not claims.
+                if cell("status").as_deref() == Some("certified") && cell("slice").is_none() {
+                    for q in SPECTRA_COLUMNS {
+                        if let Some(lo) = cell(&format!("{q}_lo")) {
+                            claims_here.push(("tensor".into(), q.into(), None, lo, None));
+                        }
+                    }
+                }
+            }
             "observed_bounds" => {
                 if let Some(v) = cell("value") {
                     claims_here.push((
@@ -1288,7 +1344,7 @@ pub fn audit_text(
                     ("log_norm", "log_norm"),
                     ("log_spectral_norm", "log_spectral_norm"),
                     ("stable_rank", "ww_stable_rank"),
-                    ("matrix_rank", "matrix_rank"),
+                    ("matrix_rank", "ww_matrix_rank"),
                 ] {
                     if let Some(v) = cell(wq).filter(|v| !v.eq_ignore_ascii_case("nan")) {
                         claims_here.push(("ww".into(), q.to_string(), None, v, cell("tolerance")));

@@ -730,9 +730,8 @@ impl Checkpoint {
 
     /// Reads a float tensor of rank >= 2 flattened to
     /// `[shape[0], product of the other dimensions]`, row-major (the stored
-    /// order); 2-D tensors as [`Self::read`]. Only safetensors files hold
-    /// such tensors for this reader: a higher-rank tensor of a PyTorch or
-    /// GGUF file is refused as not 2-D.
+    /// order); 2-D tensors as [`Self::read`]. A higher-rank tensor of a
+    /// GGUF or Flax file is refused as not 2-D.
     pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         match self.index.get(name) {
             Some(&i) => {
@@ -740,6 +739,7 @@ impl Checkpoint {
                     Source::St(f) => f.read_flattened(name),
                     Source::Mem(m) => m.file().read_flattened(name),
                     Source::Onnx(f) => f.table().read_flattened(name),
+                    Source::Torch(f) => f.read_flattened(name),
                     other => other.read(name),
                 };
                 self.files[i].release(name);
@@ -760,10 +760,11 @@ impl Checkpoint {
                 let r = match &self.files[i] {
                     Source::St(f) => f.read_slice(name, index),
                     Source::Mem(m) => m.file().read_slice(name, index),
+                    Source::Torch(f) => f.read_slice(name, index),
                     other => Err(ReadError::format(
                         other.path(),
                         Some(name),
-                        "a slice of a 3-D tensor is read from safetensors files only",
+                        "a slice of a 3-D tensor is read from safetensors and PyTorch files only",
                     )),
                 };
                 self.files[i].release(name);

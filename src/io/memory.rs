@@ -134,7 +134,21 @@ fn st_dtype(d: SourceDtype) -> Option<Dtype> {
         SourceDtype::BF16 => Some(Dtype::BF16),
         SourceDtype::F32 => Some(Dtype::F32),
         SourceDtype::F64 => Some(Dtype::F64),
-        SourceDtype::Quantized(_) | SourceDtype::Int(_) => None,
+        // Integer buffers (`position_ids`, masks) travel as on disk: a
+        // proxy never reads them, and a used one is refused by the reader,
+        // naming it, as the same tensor in a file is.
+        SourceDtype::Int(t) => match t {
+            "I8" => Some(Dtype::I8),
+            "I16" => Some(Dtype::I16),
+            "I32" => Some(Dtype::I32),
+            "I64" => Some(Dtype::I64),
+            "U8" => Some(Dtype::U8),
+            "U16" => Some(Dtype::U16),
+            "U32" => Some(Dtype::U32),
+            "U64" => Some(Dtype::U64),
+            _ => None,
+        },
+        SourceDtype::Quantized(_) => None,
     }
 }
 
@@ -345,7 +359,7 @@ mod tests {
         };
         let msg = |ts: &[MemoryTensor<'_>]| MemoryModel::new(ts, None).unwrap_err().to_string();
         assert!(msg(&[t("x", SourceDtype::F32, &[2, 2])]).contains("tensor 'x': shape [2, 2]"));
-        assert!(msg(&[t("i", SourceDtype::Int("I32"), &[3])]).contains("tensor 'i'"));
+        assert!(msg(&[t("i", SourceDtype::Int("I32"), &[2, 2])]).contains("tensor 'i': shape"));
         let m = msg(&[
             t("d", SourceDtype::F32, &[3]),
             t("d", SourceDtype::F32, &[3]),

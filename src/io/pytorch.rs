@@ -199,6 +199,30 @@ impl PytorchFile {
     /// conversion, L1; strided and transposed views are gathered by the
     /// reader into the tensor's logical row-major order).
     pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.read_part(name, None, false)
+    }
+
+    /// Reads a float tensor of rank >= 2 flattened to `[shape[0], product
+    /// of the rest]` (PyTorch's row-major order); 2-D tensors as
+    /// [`Self::read`].
+    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.read_part(name, None, true)
+    }
+
+    /// Reads slice `index` of a 3-D float tensor `[n, rows, cols]` (the
+    /// fused experts of a Mixtral or Qwen-MoE state dict) as a `rows x cols`
+    /// matrix, exactly as [`Self::read`] reads a 2-D one. The reader
+    /// materialises the whole tensor, so each slice costs one read of it.
+    pub fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+        self.read_part(name, Some(index), false)
+    }
+
+    fn read_part(
+        &self,
+        name: &str,
+        slice: Option<usize>,
+        flatten: bool,
+    ) -> Result<LoadedMatrix, ReadError> {
         let Some(t) = self.tensors.get(name) else {
             return Err(ReadError::MissingTensor {
                 path: self.path.clone(),
@@ -223,14 +247,31 @@ impl PytorchFile {
             }
         };
         let shape = t.shape().to_vec();
-        if shape.len() != 2 {
-            return Err(ReadError::NotTwoD {
-                path: self.path.clone(),
-                tensor: Some(name.to_string()),
-                shape,
-            });
-        }
-        let (rows, cols) = (shape[0], shape[1]);
+        let flat = || {
+            shape[1..]
+                .iter()
+                .try_fold(1usize, |a, &d| a.checked_mul(d))
+                .map(|rest| (1, shape[0], rest))
+        };
+        let (n, rows, cols) = match (shape.as_slice(), slice) {
+            (&[r, c], None) => (1, r, c),
+            (s, None) if flatten && s.len() > 2 && flat().is_some() => flat().expect("checked"),
+            (&[n, r, c], Some(i)) if i < n => (n, r, c),
+            (&[n, _, _], Some(i)) => {
+                return Err(ReadError::format(
+                    &self.path,
+                    tname,
+                    format!("slice {i} of a tensor of {n} slices"),
+                ))
+            }
+            _ => {
+                return Err(ReadError::NotTwoD {
+                    path: self.path.clone(),
+                    tensor: Some(name.to_string()),
+                    shape,
+                })
+            }
+        };
         if rows == 0 || cols == 0 {
             return Err(ReadError::Empty {
                 path: self.path.clone(),
@@ -245,7 +286,10 @@ impl PytorchFile {
             .read()
             .map_err(|e| ReadError::format(&self.path, tname, format!("cannot read: {e}")))?;
         let itemsize = dtype.itemsize();
-        let want = rows.checked_mul(cols).and_then(|n| n.checked_mul(itemsize));
+        let want = rows
+            .checked_mul(cols)
+            .and_then(|e| e.checked_mul(n))
+            .and_then(|e| e.checked_mul(itemsize));
         if want != Some(bytes.len()) {
             return Err(ReadError::format(
                 &self.path,
@@ -258,8 +302,21 @@ impl PytorchFile {
                 ),
             ));
         }
-        // The reader returns native-endian, row-major bytes.
+        // The reader returns native-endian, row-major bytes; slice i is
+        // the i-th run of rows * cols elements. The f64 copy is allocated
+        // fallibly first (one line giving the bytes needed).
+        let one = rows * cols * itemsize;
+        let at = slice.unwrap_or(0) * one;
         let mut data = super::f64_buffer(&self.path, tname, rows, cols)?;
+        Self::decode_ne(dtype, &bytes[at..at + one], &mut data);
+        let matrix = DenseMatrix { rows, cols, data };
+        check_finite(&self.path, tname, &matrix)?;
+        Ok(LoadedMatrix { matrix, dtype })
+    }
+
+    /// Native-endian elements of a dense float dtype, each converted to
+    /// f64 exactly (L1), appended to `data`.
+    fn decode_ne(dtype: SourceDtype, bytes: &[u8], data: &mut Vec<f64>) {
         match dtype {
             SourceDtype::F64 => data.extend(
                 bytes
@@ -285,9 +342,6 @@ impl PytorchFile {
                 unreachable!("torch dtypes are dense")
             }
         }
-        let matrix = DenseMatrix { rows, cols, data };
-        check_finite(&self.path, tname, &matrix)?;
-        Ok(LoadedMatrix { matrix, dtype })
     }
 
     /// All 2-D tensors of a supported dtype, in natural name order.
