@@ -29,7 +29,7 @@ use std::sync::RwLock;
 
 use faer::{Accum, Mat, MatMut, MatRef, Par};
 
-use super::gram::EigenSolver;
+use faer::linalg::matmul::triangular::{self, BlockStructure};
 
 /// Which machine a run's bulk arithmetic uses, as the user asks for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,7 +164,7 @@ impl Backend for Cpu {
     }
 
     fn gram(&self, a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
-        super::gram::gram_on_cpu(a, par)
+        gram_on_cpu(a, par)
     }
 
     fn gemm(
@@ -186,7 +186,7 @@ impl Backend for Cpu {
     ) -> Option<(Vec<f64>, Mat<f64>, EigenSolver)> {
         match prefer {
             EigenSolver::Faer | EigenSolver::Cusolver => {
-                super::gram::faer_evd(g).map(|(l, v)| (l, v, EigenSolver::Faer))
+                faer_evd(g).map(|(l, v)| (l, v, EigenSolver::Faer))
             }
             EigenSolver::Tridiagonal => super::symeig::approx_symmetric_eigen(g, par)
                 .map(|(l, v)| (l, v, EigenSolver::Tridiagonal)),
@@ -203,6 +203,101 @@ pub fn add_in_place(mut c: MatMut<'_, f64>, part: MatRef<'_, f64>) {
             *d += src[i];
         }
     }
+}
+
+/// Which eigensolver produced a `gram::GramEigen` (approximations both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EigenSolver {
+    /// `symeig`: blocked tridiagonalization, QL and inverse
+    /// iteration; tried first on exact Gram matrices (the faster one).
+    Tridiagonal,
+    /// faer's `self_adjoint_evd` (divide and conquer): orthogonal vectors
+    /// to working precision; the fallback.
+    Faer,
+    /// cuSOLVER's `syevd` on a CUDA device (`--device cuda`).
+    Cusolver,
+}
+
+/// How many tasks faer's SVD and eigensolver divide their work into. Their
+/// results depend on this number, not on how many threads run the tasks,
+/// so one fixed number makes every approximation, and with it every
+/// certificate, the same on one thread and on many (`tests/threads.rs`).
+/// faer's products (GEMM) give the same bits however they are split, and
+/// take the caller's parallelism.
+pub const SOLVER_TASKS: usize = 16;
+
+/// Smallest `min(rows, cols)` for which faer's SVD and eigensolver are
+/// split into tasks: below it (the thin factors of attention heads, small
+/// models) one task is faster, and the many such matrices of a layer run in
+/// parallel with each other instead.
+pub const SOLVER_PAR_MIN: usize = 512;
+
+/// The parallelism given to faer's SVD and eigensolver of a `rows x cols`
+/// matrix: [`SOLVER_TASKS`] tasks from [`SOLVER_PAR_MIN`] on, else one; a
+/// function of the shape alone, never of the thread count.
+pub fn solver_par(rows: usize, cols: usize) -> Par {
+    if rows.min(cols) >= SOLVER_PAR_MIN {
+        Par::rayon(SOLVER_TASKS)
+    } else {
+        Par::Seq
+    }
+}
+
+/// The CPU's `gram::gram`: faer's symmetric (lower-triangle) product, mirrored.
+pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
+    let n = a.ncols();
+    let mut g = Mat::<f64>::zeros(n, n);
+    triangular::matmul(
+        g.as_mut(),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        a,
+        BlockStructure::Rectangular,
+        1.0,
+        par,
+    );
+    // Mirror in tiles (a copy of the same numbers: exact).
+    const T: usize = 64;
+    for jb in (0..n).step_by(T) {
+        for ib in (0..jb + T).step_by(T) {
+            for j in jb..(jb + T).min(n) {
+                for i in ib..(ib + T).min(j) {
+                    g[(i, j)] = g[(j, i)];
+                }
+            }
+        }
+    }
+    g
+}
+
+/// faer's `self_adjoint_evd` of `g` (lower triangle read), with the fixed
+/// parallelism [`solver_par`] (the same bits on any thread count):
+/// eigenvalues in faer's order and eigenvectors as columns. No guarantee.
+pub(crate) fn faer_evd(g: MatRef<'_, f64>) -> Option<(Vec<f64>, Mat<f64>)> {
+    let n = g.nrows();
+    let par = solver_par(n, n);
+    let mut vecs = Mat::<f64>::zeros(n, n);
+    let mut vals = faer::diag::Diag::<f64>::zeros(n);
+    let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
+        n,
+        faer::linalg::evd::ComputeEigenvectors::Yes,
+        par,
+        Default::default(),
+    );
+    let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
+    faer::linalg::evd::self_adjoint_evd(
+        g,
+        vals.as_mut(),
+        Some(vecs.as_mut()),
+        par,
+        faer::dyn_stack::MemStack::new(&mut mem),
+        Default::default(),
+    )
+    .ok()?;
+    let raw: Vec<f64> = vals.column_vector().iter().copied().collect();
+    Some((raw, vecs))
 }
 
 static CPU: Cpu = Cpu;

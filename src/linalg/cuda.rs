@@ -29,8 +29,7 @@ use cudarc::cusolver::{sys as ssys, DnHandle};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use faer::{Accum, Mat, MatMut, MatRef, Par};
 
-use super::backend::{Backend, Cpu, DeviceError};
-use super::gram::EigenSolver;
+use super::backend::{Backend, Cpu, DeviceError, EigenSolver};
 
 /// The CUDA backend (module docs).
 pub struct Cuda {

@@ -241,30 +241,7 @@ pub struct ApproxSvd {
     pub v: Mat<f64>,
 }
 
-/// How many tasks faer's SVD and eigensolver divide their work into. Their
-/// results depend on this number, not on how many threads run the tasks,
-/// so one fixed number makes every approximation, and with it every
-/// certificate, the same on one thread and on many (`tests/threads.rs`).
-/// faer's products (GEMM) give the same bits however they are split, and
-/// take the caller's parallelism.
-pub const SOLVER_TASKS: usize = 16;
-
-/// Smallest `min(rows, cols)` for which faer's SVD and eigensolver are
-/// split into tasks: below it (the thin factors of attention heads, small
-/// models) one task is faster, and the many such matrices of a layer run in
-/// parallel with each other instead.
-pub const SOLVER_PAR_MIN: usize = 512;
-
-/// The parallelism given to faer's SVD and eigensolver of a `rows x cols`
-/// matrix: [`SOLVER_TASKS`] tasks from [`SOLVER_PAR_MIN`] on, else one; a
-/// function of the shape alone, never of the thread count.
-pub fn solver_par(rows: usize, cols: usize) -> Par {
-    if rows.min(cols) >= SOLVER_PAR_MIN {
-        Par::rayon(SOLVER_TASKS)
-    } else {
-        Par::Seq
-    }
-}
+pub use super::backend::{solver_par, SOLVER_PAR_MIN, SOLVER_TASKS};
 
 /// An approximate thin SVD `A ~ U diag(s) V^T` (no guarantee).
 pub struct ThinSvd {

@@ -18,8 +18,7 @@
 //! residual theorem on `A` itself, reusing the eigenvectors computed here
 //! as the approximation.
 
-use faer::linalg::matmul::triangular::{self, BlockStructure};
-use faer::{Accum, Mat, MatRef, Par};
+use faer::{Mat, MatRef, Par};
 
 use super::cluster::Group;
 use super::dense::{self, pair_bounds_and_merge, product_col_err, residual_col_bounds};
@@ -71,47 +70,7 @@ pub fn gram(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     super::backend::current().gram(a, par)
 }
 
-/// The CPU's [`gram`]: faer's symmetric (lower-triangle) product, mirrored.
-pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
-    let n = a.ncols();
-    let mut g = Mat::<f64>::zeros(n, n);
-    triangular::matmul(
-        g.as_mut(),
-        BlockStructure::TriangularLower,
-        Accum::Replace,
-        a.transpose(),
-        BlockStructure::Rectangular,
-        a,
-        BlockStructure::Rectangular,
-        1.0,
-        par,
-    );
-    // Mirror in tiles (a copy of the same numbers: exact).
-    const T: usize = 64;
-    for jb in (0..n).step_by(T) {
-        for ib in (0..jb + T).step_by(T) {
-            for j in jb..(jb + T).min(n) {
-                for i in ib..(ib + T).min(j) {
-                    g[(i, j)] = g[(j, i)];
-                }
-            }
-        }
-    }
-    g
-}
-
-/// Which eigensolver produced a [`GramEigen`] (approximations both).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EigenSolver {
-    /// [`super::symeig`]: blocked tridiagonalization, QL and inverse
-    /// iteration; tried first on exact Gram matrices (the faster one).
-    Tridiagonal,
-    /// faer's `self_adjoint_evd` (divide and conquer): orthogonal vectors
-    /// to working precision; the fallback.
-    Faer,
-    /// cuSOLVER's `syevd` on a CUDA device (`--device cuda`).
-    Cusolver,
-}
+pub use super::backend::EigenSolver;
 
 /// An approximate eigendecomposition of a Gram matrix (no guarantee):
 /// eigenvalues clipped at 0 and sorted in decreasing order, with their
@@ -170,36 +129,8 @@ impl GramEigen {
 
 /// faer's `self_adjoint_evd` of `g` as a [`GramEigen`].
 fn faer_eigen(g: Mat<f64>, exact: bool) -> Option<GramEigen> {
-    let (raw, vecs) = faer_evd(g.as_ref())?;
+    let (raw, vecs) = super::backend::faer_evd(g.as_ref())?;
     sorted(g, exact, raw, vecs, EigenSolver::Faer)
-}
-
-/// faer's `self_adjoint_evd` of `g` (lower triangle read), with the fixed
-/// parallelism [`dense::solver_par`] (the same bits on any thread count):
-/// eigenvalues in faer's order and eigenvectors as columns. No guarantee.
-pub(crate) fn faer_evd(g: MatRef<'_, f64>) -> Option<(Vec<f64>, Mat<f64>)> {
-    let n = g.nrows();
-    let par = dense::solver_par(n, n);
-    let mut vecs = Mat::<f64>::zeros(n, n);
-    let mut vals = faer::diag::Diag::<f64>::zeros(n);
-    let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
-        n,
-        faer::linalg::evd::ComputeEigenvectors::Yes,
-        par,
-        Default::default(),
-    );
-    let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
-    faer::linalg::evd::self_adjoint_evd(
-        g,
-        vals.as_mut(),
-        Some(vecs.as_mut()),
-        par,
-        faer::dyn_stack::MemStack::new(&mut mem),
-        Default::default(),
-    )
-    .ok()?;
-    let raw: Vec<f64> = vals.column_vector().iter().copied().collect();
-    Some((raw, vecs))
 }
 
 /// Pairs sorted by decreasing eigenvalue, eigenvalues clipped at 0.

@@ -18,8 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use faer::{Accum, Mat, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
-use super::backend::{Backend, Cpu};
-use super::gram::EigenSolver;
+use super::backend::{Backend, Cpu, EigenSolver};
 
 /// The shuffled test backend (module docs); `seed` makes a run repeatable
 /// given the order of the calls.
