@@ -508,20 +508,7 @@ impl SpectraReport {
         .into_iter()
         .map(str::to_string)
         .collect::<Vec<_>>();
-        for q in [
-            "spectral_norm",
-            "sv_min",
-            "frobenius_norm",
-            "nuclear_norm",
-            "norm_21",
-            "norm_11",
-            "stable_rank",
-            "rank",
-            "norm",
-            "log_norm",
-            "lambda_max",
-            "log_spectral_norm",
-        ] {
+        for q in crate::report::csv::SPECTRA_QUANTITIES {
             head.push(format!("{q}_lo"));
             head.push(format!("{q}_hi"));
         }

@@ -933,20 +933,7 @@ fn raw_weight_quantity(
 /// The interval columns of `spectra --csv` that are audited (each a
 /// quantity of [`matrix_quantity`]; the Schatten columns, named by their
 /// `p`, are not).
-const SPECTRA_COLUMNS: [&str; 12] = [
-    "spectral_norm",
-    "sv_min",
-    "frobenius_norm",
-    "nuclear_norm",
-    "norm_21",
-    "norm_11",
-    "stable_rank",
-    "rank",
-    "norm",
-    "log_norm",
-    "lambda_max",
-    "log_spectral_norm",
-];
+const SPECTRA_COLUMNS: [&str; 12] = crate::report::csv::SPECTRA_QUANTITIES;
 
 /// The raw-weight norm columns a `raw_weights` table may carry.
 const RAW_WEIGHT_COLUMNS: [&str; 6] = [

@@ -70,6 +70,24 @@ pub fn measures_csv<'a>(
 /// certificate with measures (the study's `measures.csv`, one model).
 pub const MEASURES_TABLE: &str = "measures.csv";
 
+/// The certified quantities of `spectra --csv`, in column order (each
+/// written as `<name>_lo` and `<name>_hi`), and the ones `audit` reads back
+/// from such a table.
+pub const SPECTRA_QUANTITIES: [&str; 12] = [
+    "spectral_norm",
+    "sv_min",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+    "rank",
+    "norm",
+    "log_norm",
+    "lambda_max",
+    "log_spectral_norm",
+];
+
 /// Header of `matrix_summary.csv` (without a newline).
 pub const MATRIX_SUMMARY_HEADER: &str =
     "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
