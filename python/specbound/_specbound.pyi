@@ -52,7 +52,7 @@ class Interval:
 
     >>> import numpy as np, specbound
     >>> from fractions import Fraction
-    >>> Fraction(1, 10) in specbound.svd(np.diag([3.0, 0.1])).singular_values[1]
+    >>> Fraction(0.1) in specbound.svd(np.diag([3.0, 0.1])).singular_values[1]
     True
     """
 

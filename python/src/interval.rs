@@ -32,8 +32,10 @@ use specbound::linalg::ExactBounds;
 /// >>> import numpy as np, specbound
 /// >>> from fractions import Fraction
 /// >>> r = specbound.svd(np.diag([3.0, 0.1]))
-/// >>> Fraction(1, 10) in r.singular_values[1]
+/// >>> Fraction(0.1) in r.singular_values[1]  # the double nearest 0.1, exactly
 /// True
+/// >>> Fraction(1, 10) in r.singular_values[1]  # a 2 x 2 is certified exactly (L32)
+/// False
 #[pyclass(frozen, eq, module = "specbound")]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Interval {
