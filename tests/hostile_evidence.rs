@@ -306,6 +306,12 @@ fn verify_model_refutes_sigma1_edited_below_the_true_value() {
             && err.contains("misses the exact value"),
         "{err}"
     );
+    // One number format (issue 31): the stated interval is quoted as every
+    // command prints intervals in full, `[5.6…, 5.6…]`, not as `{:e}`'s `5.6e0`.
+    assert!(
+        err.contains("stated [") && !err.contains("e0,") && !err.contains("e0]"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -96,9 +96,8 @@ impl Checker {
             self.v.checks += 1;
         } else {
             self.fail(format!(
-                "{at}: stated [{:e}, {:e}] does not contain {} implied by {from}",
-                stated.lo,
-                stated.hi,
+                "{at}: stated {} does not contain {} implied by {from}",
+                bounds(stated.lo, stated.hi),
                 implied.describe()
             ));
         }
@@ -112,9 +111,8 @@ impl Checker {
             self.v.checks += 1;
         } else {
             self.fail(format!(
-                "{at}: stated [{:e}, {:e}] is disjoint from {} implied by {from}",
-                stated.lo,
-                stated.hi,
+                "{at}: stated {} is disjoint from {} implied by {from}",
+                bounds(stated.lo, stated.hi),
                 implied.describe()
             ));
         }
@@ -576,10 +574,9 @@ impl Signed {
     }
 
     fn describe(&self) -> String {
-        format!(
-            "[{:e}, {:e}]",
+        bounds(
             self.lo.to_f64_round(Round::Down),
-            self.hi.to_f64_round(Round::Up)
+            self.hi.to_f64_round(Round::Up),
         )
     }
 }
@@ -610,9 +607,8 @@ fn verify_measures(c: &Certificate, ck: &mut Checker) {
         match stated {
             Some(st) if x.inside(st) => ck.v.checks += 1,
             Some(st) => ck.fail(format!(
-                "{at}: stated [{:e}, {:e}] does not contain {} implied by {from}",
-                st.lo,
-                st.hi,
+                "{at}: stated {} does not contain {} implied by {from}",
+                bounds(st.lo, st.hi),
                 x.describe()
             )),
             None if !(x.lo > f64::MIN && x.hi < f64::MAX) => ck.v.checks += 1,
@@ -799,9 +795,15 @@ fn recomputed(sv: &SingularValues, s: &SpectralSummary) -> Vec<(Quantity, CertIn
     v
 }
 
+/// A stated or recomputed interval in a message, as the one formatter
+/// prints intervals in full (`[lo, hi]`, outward-rounded decimals that
+/// contain the binary64 ends; `proofs/outward-decimal.md`, L21).
+fn bounds(lo: f64, hi: f64) -> String {
+    crate::report::fmt::interval(lo, hi, crate::report::fmt::Style::Bounds)
+}
+
 /// A recomputed enclosure for messages, rounded outward to decimals
-/// (`crate::report::fmt`); stated intervals are quoted as the binary64
-/// numbers the certificate holds.
+/// (`crate::report::fmt`), as [`bounds`] quotes stated intervals.
 fn outward(x: &CertInterval) -> String {
     crate::report::fmt::interval(x.lo, x.hi, crate::report::fmt::Style::Bounds)
 }
@@ -894,8 +896,8 @@ fn check_matrix(
                 return Ok(MatrixCheck {
                     confirmed,
                     refuted: Some(format!(
-                        "{} ({qid}): stated [{:e}, {:e}] is disjoint from {} recomputed from the model ({method}): the stated interval misses the exact value",
-                        qid.path, stated.lo, stated.hi, outward(new)
+                        "{} ({qid}): stated {} is disjoint from {} recomputed from the model ({method}): the stated interval misses the exact value",
+                        qid.path, bounds(stated.lo, stated.hi), outward(new)
                     )),
                     unconfirmed: Vec::new(),
                 });
@@ -933,8 +935,8 @@ fn check_matrix(
                         .map(|(_, x)| outward(x))
                         .unwrap_or_else(|| "nothing (not certified)".into());
                     format!(
-                        "{} ({qid}): stated [{:e}, {:e}] neither contains nor excludes {new} recomputed from the model (last stage: {method})",
-                        qid.path, stated.lo, stated.hi
+                        "{} ({qid}): stated {} neither contains nor excludes {new} recomputed from the model (last stage: {method})",
+                        qid.path, bounds(stated.lo, stated.hi)
                     )
                 })
                 .collect();
@@ -1386,13 +1388,15 @@ fn check_raw_weights(
                     out.checks += 1;
                 } else if stated.disjoint(&got) {
                     out.failure.get_or_insert(format!(
-                        "{at}.{key}: stated [{:e}, {:e}] is refuted by the recomputed [{:e}, {:e}]",
-                        stated.lo, stated.hi, got.lo, got.hi
+                        "{at}.{key}: stated {} is refuted by the recomputed {}",
+                        bounds(stated.lo, stated.hi),
+                        bounds(got.lo, got.hi)
                     ));
                 } else {
                     out.unconfirmed.push(format!(
-                        "{at}.{key}: stated [{:e}, {:e}] does not contain the recomputed [{:e}, {:e}]",
-                        stated.lo, stated.hi, got.lo, got.hi
+                        "{at}.{key}: stated {} does not contain the recomputed {}",
+                        bounds(stated.lo, stated.hi),
+                        bounds(got.lo, got.hi)
                     ));
                 }
             }

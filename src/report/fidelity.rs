@@ -169,7 +169,7 @@ fn pct(claim: f64, exact: &CertInterval) -> String {
     if v >= 0.01 {
         format!("{v:.2}")
     } else {
-        format!("{v:.2e}")
+        fmt::approx(v)
     }
 }
 
