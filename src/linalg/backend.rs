@@ -53,16 +53,13 @@ impl Device {
     /// assert_eq!(Device::parse("tpu"), None);
     /// ```
     pub fn parse(s: &str) -> Option<Device> {
-        match s {
-            "cpu" => Some(Device::Cpu),
-            "cuda" => Some(Device::Cuda),
-            "auto" => Some(Device::Auto),
-            _ => None,
-        }
+        [Device::Cpu, Device::Cuda, Device::Auto]
+            .into_iter()
+            .find(|d| d.name() == s)
     }
 
     /// The name [`Device::parse`] reads.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Device::Cpu => "cpu",
             Device::Cuda => "cuda",
@@ -72,7 +69,7 @@ impl Device {
 }
 
 /// The names `--device` accepts, in the order `--help` lists them.
-pub const DEVICE_NAMES: [&str; 3] = ["cpu", "cuda", "auto"];
+pub const DEVICE_NAMES: [&str; 3] = [Device::Cpu.name(), Device::Cuda.name(), Device::Auto.name()];
 
 /// The bulk operations of the certification (module docs). Implementations
 /// must compute exactly what each method's contract says; the contracts are
@@ -116,28 +113,11 @@ pub trait Backend: Send + Sync {
         let p = b.ncols();
         let chunk = chunk.max(1);
         let mut c = Mat::<f64>::zeros(m, p);
-        let first = chunk.min(k);
-        self.gemm(
-            c.as_mut(),
-            Accum::Replace,
-            a.subcols(0, first),
-            b.subrows(0, first),
-            par,
-        );
-        if k <= chunk {
-            return c;
-        }
-        let mut part = Mat::<f64>::zeros(m, p);
-        for lo in (chunk..k).step_by(chunk) {
+        let mut part = Mat::<f64>::zeros(if k > chunk { m } else { 0 }, p);
+        for lo in (0..k.max(1)).step_by(chunk) {
             let len = chunk.min(k - lo);
-            self.gemm(
-                part.as_mut(),
-                Accum::Replace,
-                a.subcols(lo, len),
-                b.subrows(lo, len),
-                par,
-            );
-            add_in_place(c.as_mut(), part.as_ref());
+            let (ac, bc) = (a.subcols(lo, len), b.subrows(lo, len));
+            add_chunk_product(self, &mut c, &mut part, lo == 0, ac, bc, par);
         }
         c
     }
@@ -192,6 +172,29 @@ impl Backend for Cpu {
                 .map(|(l, v)| (l, v, EigenSolver::Tridiagonal)),
         }
     }
+}
+
+/// One inner-dimension chunk of a blocked product by `b`: `c = fl(ac bc)`
+/// for the first chunk, else `c += fl(ac bc)` formed in the separate buffer
+/// `part` and added entry by entry (one rounding per chunk, so the depth of
+/// every term is known whatever order the GEMM uses inside a chunk; L4,
+/// blocked form). The step of [`Backend::chunked_product`] and of the
+/// streamed `A^T U` of `dense`.
+pub(crate) fn add_chunk_product<B: Backend + ?Sized>(
+    b: &B,
+    c: &mut Mat<f64>,
+    part: &mut Mat<f64>,
+    first: bool,
+    ac: MatRef<'_, f64>,
+    bc: MatRef<'_, f64>,
+    par: Par,
+) {
+    if first {
+        b.gemm(c.as_mut(), Accum::Replace, ac, bc, par);
+        return;
+    }
+    b.gemm(part.as_mut(), Accum::Replace, ac, bc, par);
+    add_in_place(c.as_mut(), part.as_ref());
 }
 
 /// `c += part`, one rounded addition per entry (column slices: the

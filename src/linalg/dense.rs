@@ -335,28 +335,6 @@ pub fn product_depth(k: usize) -> usize {
     }
 }
 
-/// One inner-dimension chunk of a blocked product: `c = fl(ac bc)` for the
-/// first chunk, else `c += fl(ac bc)` formed in the separate buffer `part`
-/// by the backend in use and added entry by entry (one rounding per chunk,
-/// so the depth of every term is known whatever order the GEMM uses inside
-/// a chunk; L4, blocked form), as [`backend::Backend::chunked_product`].
-fn add_chunk_product(
-    c: &mut Mat<f64>,
-    part: &mut Mat<f64>,
-    first: bool,
-    ac: MatRef<'_, f64>,
-    bc: MatRef<'_, f64>,
-    par: Par,
-) {
-    let b = backend::current();
-    if first {
-        b.gemm(c.as_mut(), Accum::Replace, ac, bc, par);
-        return;
-    }
-    b.gemm(part.as_mut(), Accum::Replace, ac, bc, par);
-    backend::add_in_place(c.as_mut(), part.as_ref());
-}
-
 /// Column error bounds of a product `fl(A B)` of rounding depth `depth`,
 /// inner dimension `k`, `rows` rows: `gamma_depth beta ||B e_j|| + sqrt(rows) k eta`
 /// with `beta >= || |A| ||_2` (L4).
@@ -669,12 +647,7 @@ pub fn split_product(
         backend::current().gemm(c.as_mut(), Accum::Replace, a, hi.as_ref(), par);
         drop(hi);
         let (t, depth) = chunked_product(a, lo.as_ref(), par);
-        for j in 0..c.ncols() {
-            let dst = c.col_as_slice_mut(j);
-            for (d, &s) in dst.iter_mut().zip(t.col_as_slice(j)) {
-                *d += s;
-            }
-        }
+        backend::add_in_place(c.as_mut(), t.as_ref());
         return ComputedProduct {
             computed: c,
             depth,
@@ -863,18 +836,13 @@ fn left_product(
             for (j, t) in tail.iter_mut().enumerate() {
                 t.feed(bc.col(j).iter().copied());
             }
-            add_chunk_product(&mut c, &mut part, ch == 0, ac, bc, par);
+            backend::add_chunk_product(backend::current(), &mut c, &mut part, ch == 0, ac, bc, par);
         });
     }
     let depth = product_depth(m);
     let split = exps.is_some();
     if split {
-        for j in 0..p {
-            let dst = c_hi.col_as_slice_mut(j);
-            for (d, &s) in dst.iter_mut().zip(c.col_as_slice(j)) {
-                *d += s;
-            }
-        }
+        backend::add_in_place(c_hi.as_mut(), c.as_ref());
         c = c_hi;
     }
     ComputedProduct {
