@@ -59,45 +59,130 @@ struct Panel {
 }
 
 /// `y[i] += sum_k cols[k][i] xk[k]` for every `i`, and the dots
-/// `cols[k] . x` returned: `K` columns of a symmetric matrix-vector product
+/// `cols[k] . x` returned: four columns of a symmetric matrix-vector product
 /// in one pass over `y` (memory traffic, not arithmetic, is what limits it).
+///
+/// The order of every sum is fixed, whatever the build: `y` gains the four
+/// columns' terms in column order, one rounding each (a fused multiply-add),
+/// and each dot keeps four partial sums (rows `i mod 4`), added pairwise at
+/// the end, then the rows past the last multiple of four in order.
+/// [`symv_cols4_avx`] computes exactly these operations with AVX2 vectors
+/// (the build's floor is x86-64-v3); the portable loop below is the same
+/// arithmetic, lane by lane, for other targets.
 #[inline(always)]
-fn symv_cols<const K: usize>(
-    cols: [&[f64]; K],
-    x: &[f64],
-    xk: [f64; K],
-    y: &mut [f64],
-) -> [f64; K] {
-    let mut acc = [[0.0f64; 4]; K];
+fn symv_cols4(cols: [&[f64]; 4], x: &[f64], xk: [f64; 4], y: &mut [f64]) -> [f64; 4] {
     let len = y.len();
-    let mut i = 0;
-    while i + 4 <= len {
-        let xc = &x[i..i + 4];
-        let yc = &mut y[i..i + 4];
-        for l in 0..4 {
-            let mut yv = yc[l];
-            for k in 0..K {
-                let a = cols[k][i + l];
-                yv = a.mul_add(xk[k], yv);
-                acc[k][l] = a.mul_add(xc[l], acc[k][l]);
-            }
-            yc[l] = yv;
-        }
-        i += 4;
-    }
-    let mut out = [0.0f64; K];
-    for k in 0..K {
-        out[k] = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
-    }
-    while i < len {
+    let cols: [&[f64]; 4] = cols.map(|c| &c[..len]);
+    let x = &x[..len];
+    let body = len / 4 * 4;
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma"
+    ))]
+    // SAFETY: the build enables AVX2 and FMA (checked by the cfg above);
+    // every slice has at least `body` entries.
+    let acc = unsafe { symv_cols4_avx(cols, x, xk, &mut y[..body]) };
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma"
+    )))]
+    let acc = symv_cols4_lanes(cols, x, xk, &mut y[..body]);
+    let mut out = acc.map(|p| (p[0] + p[1]) + (p[2] + p[3]));
+    for i in body..len {
         let mut yv = y[i];
-        for k in 0..K {
+        for k in 0..4 {
             let a = cols[k][i];
             yv = a.mul_add(xk[k], yv);
             out[k] = a.mul_add(x[i], out[k]);
         }
         y[i] = yv;
-        i += 1;
+    }
+    out
+}
+
+/// The body of [`symv_cols4`] (`y.len()` a multiple of 4) lane by lane: the
+/// partial dots of lanes `i mod 4`.
+#[cfg(any(
+    test,
+    not(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma"
+    ))
+))]
+fn symv_cols4_lanes(cols: [&[f64]; 4], x: &[f64], xk: [f64; 4], y: &mut [f64]) -> [[f64; 4]; 4] {
+    let mut acc = [[0.0f64; 4]; 4];
+    for i in 0..y.len() {
+        let mut yv = y[i];
+        for k in 0..4 {
+            yv = cols[k][i].mul_add(xk[k], yv);
+            acc[k][i % 4] = cols[k][i].mul_add(x[i], acc[k][i % 4]);
+        }
+        y[i] = yv;
+    }
+    acc
+}
+
+/// The body of [`symv_cols4`] (`y.len()` a multiple of 4) with AVX2: one
+/// vector of four rows at a time, the same operations in the same order as
+/// [`symv_cols4`] states.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA, and `x` and every column must hold at
+/// least `y.len()` entries.
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "avx2",
+    target_feature = "fma"
+))]
+#[inline(always)]
+unsafe fn symv_cols4_avx(
+    cols: [&[f64]; 4],
+    x: &[f64],
+    xk: [f64; 4],
+    y: &mut [f64],
+) -> [[f64; 4]; 4] {
+    use std::arch::x86_64::*;
+    let n = y.len();
+    debug_assert!(n % 4 == 0 && x.len() >= n && cols.iter().all(|c| c.len() >= n));
+    let (c0, c1, c2, c3) = (
+        cols[0].as_ptr(),
+        cols[1].as_ptr(),
+        cols[2].as_ptr(),
+        cols[3].as_ptr(),
+    );
+    let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+    let b = [
+        _mm256_set1_pd(xk[0]),
+        _mm256_set1_pd(xk[1]),
+        _mm256_set1_pd(xk[2]),
+        _mm256_set1_pd(xk[3]),
+    ];
+    let mut acc = [_mm256_setzero_pd(); 4];
+    let mut i = 0;
+    while i < n {
+        let xv = _mm256_loadu_pd(xp.add(i));
+        let mut yv = _mm256_loadu_pd(yp.add(i));
+        let a0 = _mm256_loadu_pd(c0.add(i));
+        yv = _mm256_fmadd_pd(a0, b[0], yv);
+        acc[0] = _mm256_fmadd_pd(a0, xv, acc[0]);
+        let a1 = _mm256_loadu_pd(c1.add(i));
+        yv = _mm256_fmadd_pd(a1, b[1], yv);
+        acc[1] = _mm256_fmadd_pd(a1, xv, acc[1]);
+        let a2 = _mm256_loadu_pd(c2.add(i));
+        yv = _mm256_fmadd_pd(a2, b[2], yv);
+        acc[2] = _mm256_fmadd_pd(a2, xv, acc[2]);
+        let a3 = _mm256_loadu_pd(c3.add(i));
+        yv = _mm256_fmadd_pd(a3, b[3], yv);
+        acc[3] = _mm256_fmadd_pd(a3, xv, acc[3]);
+        _mm256_storeu_pd(yp.add(i), yv);
+        i += 4;
+    }
+    let mut out = [[0.0f64; 4]; 4];
+    for k in 0..4 {
+        _mm256_storeu_pd(out[k].as_mut_ptr(), acc[k]);
     }
     out
 }
@@ -183,7 +268,7 @@ fn symv_lower_cols(a: &Mat<f64>, off: usize, x: &[f64], j0: usize, j1: usize, y:
         if st < p {
             let (xt, yt) = (&x[st..], &mut y[st - j0..]);
             let d: [f64; 4] = if kk == 4 {
-                symv_cols::<4>(
+                symv_cols4(
                     [col(j, st), col(j + 1, st), col(j + 2, st), col(j + 3, st)],
                     xt,
                     [x[j], x[j + 1], x[j + 2], x[j + 3]],
@@ -192,7 +277,11 @@ fn symv_lower_cols(a: &Mat<f64>, off: usize, x: &[f64], j0: usize, j1: usize, y:
             } else {
                 let mut d = [0.0; 4];
                 for q in 0..kk {
-                    d[q] = symv_cols::<1>([col(j + q, st)], xt, [x[j + q]], yt)[0];
+                    let (c, xq) = (col(j + q, st), x[j + q]);
+                    for ((yv, &a), &xv) in yt.iter_mut().zip(c).zip(xt) {
+                        *yv = a.mul_add(xq, *yv);
+                        d[q] = a.mul_add(xv, d[q]);
+                    }
                 }
                 d
             };
@@ -640,6 +729,26 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vector body of `symv_cols4` and the portable loop other targets
+    /// build compute the same bits (the order of every sum is the same).
+    #[test]
+    fn symv_cols4_vector_and_portable_bodies_agree_bit_for_bit() {
+        let a = random_symmetric(67, 5);
+        let n = 64;
+        let cols: [&[f64]; 4] = std::array::from_fn(|k| &a.col_as_slice(k)[3..3 + n]);
+        let x: Vec<f64> = a.col_as_slice(40)[..n].to_vec();
+        let xk = [0.3, -1.25, 2.0e-3, 7.0];
+        let y0: Vec<f64> = a.col_as_slice(41)[..n].to_vec();
+        let mut y1 = y0.clone();
+        let d1 = symv_cols4(cols, &x, xk, &mut y1);
+        let mut y2 = y0.clone();
+        let acc = symv_cols4_lanes(cols, &x, xk, &mut y2);
+        let d2 = acc.map(|p| (p[0] + p[1]) + (p[2] + p[3]));
+        assert_eq!(d1.map(f64::to_bits), d2.map(f64::to_bits));
+        assert!(y1.iter().zip(&y2).all(|(p, q)| p.to_bits() == q.to_bits()));
+        assert!(y1 != y0);
+    }
 
     fn random_symmetric(n: usize, seed: u64) -> Mat<f64> {
         let mut s = seed | 1;
