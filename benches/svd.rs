@@ -35,7 +35,7 @@ fn bench_shapes(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new("approx_thin_svd_faer", &id),
             &prep,
-            |b, p| b.iter(|| dense::approx_thin_svd(p.a.as_ref()).expect("converges")),
+            |b, p| b.iter(|| dense::approx_thin_svd(p.a()).expect("converges")),
         );
         for (name, precision) in [
             ("certify_auto", Precision::Auto),

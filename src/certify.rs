@@ -203,10 +203,10 @@ pub fn certify_matrix_owned(
     match pm.source {
         ProxySource::Dense(a) => {
             let (rows, cols) = (a.rows, a.cols);
-            let prep = crate::linalg::prepare_checked(&a).map_err(wrap)?;
+            crate::linalg::check_preparable(&a).map_err(wrap)?;
             let frob = crate::spectral::enclose_frobenius_from_entries(&a).map_err(wrap)?;
             let (n21, n11) = crate::spectral::enclose_entry_norms(&a).map_err(wrap)?;
-            drop(a);
+            let prep = crate::linalg::prepare_checked_owned(a).map_err(wrap)?;
             let sv = match prep {
                 None => crate::linalg::zero_singular_values(rows, cols),
                 Some(prep) => {

@@ -973,7 +973,7 @@ fn gram_route(
 ) -> Option<Result<Vec<specbound::linalg::CertifiedValue>, specbound::enclosure::Inconclusive>> {
     use specbound::linalg::{dense, gram};
     let prep = dense::prepare(a.rows, a.cols, &a.data)?;
-    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq)?;
+    let e = gram::gram_eigen(prep.a(), faer::Par::Seq)?;
     e.exact
         .then(|| gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq))
 }
@@ -1137,7 +1137,7 @@ fn both_eigensolvers_of_the_exact_gram_route_contain_exact_singular_values() {
     let d: Vec<f64> = (0..48).map(|i| (2 * i + 1) as f64).collect();
     let a = scaled_rows(&d, 60, false, &mut rng);
     let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
-    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+    let e = gram::gram_eigen(prep.a(), faer::Par::Seq).unwrap();
     assert!(e.exact);
     assert_eq!(e.solver, gram::EigenSolver::Tridiagonal);
     let mine = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
@@ -1160,7 +1160,7 @@ fn a_cluster_too_large_for_inverse_iteration_falls_back_to_faer_and_stays_contai
     let d = vec![3.0; 520];
     let a = scaled_rows(&d, 530, true, &mut rng);
     let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
-    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+    let e = gram::gram_eigen(prep.a(), faer::Par::Seq).unwrap();
     assert!(e.exact);
     assert_eq!(e.solver, gram::EigenSolver::Faer);
     let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();

@@ -94,7 +94,7 @@ fn gram_route_that_leaves_a_small_value_loose_escalates() {
         let a = scaled_rows(&d, 13, true, &mut Rng(seed));
         // The Gram route alone: exact, but loose on sigma_3 and sigma_4.
         let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
-        let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+        let e = gram::gram_eigen(prep.a(), faer::Par::Seq).unwrap();
         assert!(e.exact, "the Gram matrix must be exact");
         let alone = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
         assert!(alone[3].rel_rad() > 1e-4, "{:e}", alone[3].rel_rad());
@@ -191,7 +191,7 @@ fn gram_method_names_the_eigensolver() {
     let d: Vec<f64> = (0..24).map(|i| (2 * i + 1) as f64).collect();
     let a = scaled_rows(&d, 30, false, &mut Rng(8));
     let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
-    let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+    let e = gram::gram_eigen(prep.a(), faer::Par::Seq).unwrap();
     let mine = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
     assert!(mine.iter().all(|v| v.method.name() == "gram-eigen-symeig"));
     let f = e.with_faer().unwrap();
@@ -265,7 +265,7 @@ fn escalation_costs_nothing_where_the_gram_route_settles() {
     for round in 0..2 {
         let t = Instant::now();
         let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
-        let e = gram::gram_eigen(prep.a.as_ref(), faer::Par::Seq).unwrap();
+        let e = gram::gram_eigen(prep.a(), faer::Par::Seq).unwrap();
         let alone = gram::certify_from_gram(&e, prep.scale_exp, faer::Par::Seq).unwrap();
         let t_route = t.elapsed().as_secs_f64();
         drop((prep, e));

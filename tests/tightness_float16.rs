@@ -63,10 +63,10 @@ fn split_residual_products_remove_the_abs_norm_gap_on_float16_weights() {
     for (rows, k, j) in [(512usize, 150usize, 3u32), (2048, 600, 4)] {
         let (a, d) = issue_matrix(rows, k, j);
         let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
-        let svd = dense::approx_thin_svd(prep.a.as_ref()).unwrap();
+        let svd = dense::approx_thin_svd(prep.a()).unwrap();
         let plain =
-            dense::certify_pairs_within(prep.a.as_ref(), &svd, Par::Seq, f64::INFINITY).unwrap();
-        let split = dense::certify_pairs(prep.a.as_ref(), &svd, Par::Seq).unwrap();
+            dense::certify_pairs_within(prep.a(), &svd, Par::Seq, f64::INFINITY).unwrap();
+        let split = dense::certify_pairs(prep.a(), &svd, Par::Seq).unwrap();
         let (rp, rs) = (groups_rel_rad(&plain), groups_rel_rad(&split));
         eprintln!("{rows}x{k}: plain (L4) {rp:.3e}, split (L27) {rs:.3e}");
         assert!(

@@ -17,12 +17,31 @@ use crate::enclosure::Inconclusive;
 
 /// A matrix prepared for certification: `m >= n`, prescaled by `2^scale_exp`.
 pub struct Prepared {
-    /// The (possibly transposed, exactly scaled) matrix, `m >= n`.
-    pub a: Mat<f64>,
+    /// The entries of [`Prepared::a`].
+    storage: Storage,
     /// Whether the input was transposed to get `m >= n`.
     pub transposed: bool,
     /// The matrix holds `2^scale_exp` times the input, exactly.
     pub scale_exp: i32,
+}
+
+/// Where a [`Prepared`] matrix lives: a copy, or the input's own buffer.
+enum Storage {
+    /// A transposed or scaled copy.
+    Copy(Mat<f64>),
+    /// The buffer of a wide row-major input, read column-major as its
+    /// transpose (`m x n`, column stride `m`), scaled in place.
+    InPlace { data: Vec<f64>, m: usize, n: usize },
+}
+
+impl Prepared {
+    /// The (possibly transposed, exactly scaled) matrix, `m >= n`.
+    pub fn a(&self) -> MatRef<'_, f64> {
+        match &self.storage {
+            Storage::Copy(a) => a.as_ref(),
+            Storage::InPlace { data, m, n } => MatRef::from_column_major_slice(data, *m, *n),
+        }
+    }
 }
 
 /// Binary exponent `e` with `2^e <= x < 2^(e+1)` for finite `x > 0`.
@@ -106,8 +125,37 @@ pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
         r::scale_pow2_rn(x, k)
     });
     Some(Prepared {
-        a,
+        storage: Storage::Copy(a),
         transposed,
+        scale_exp: k,
+    })
+}
+
+/// [`prepare`] of a matrix the caller gives up, with the same entries and
+/// scale: a wide matrix (`rows < cols`) is prepared in its own buffer, whose
+/// row-major layout is already the column-major layout of its transpose
+/// (scaled in place by the same exact power of two, L2), so that the
+/// largest matrices of a model (a gated feed-forward layer's `M_in`) are
+/// not copied; a tall one is copied as by [`prepare`].
+pub fn prepare_owned(rows: usize, cols: usize, mut data: Vec<f64>) -> Option<Prepared> {
+    if rows >= cols {
+        return prepare(rows, cols, &data);
+    }
+    let maxabs = data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if maxabs == 0.0 {
+        return None;
+    }
+    let k = exact_scale_exponent(maxabs, &data);
+    if k != 0 {
+        data.iter_mut().for_each(|x| *x = r::scale_pow2_rn(*x, k));
+    }
+    Some(Prepared {
+        storage: Storage::InPlace {
+            data,
+            m: cols,
+            n: rows,
+        },
+        transposed: true,
         scale_exp: k,
     })
 }

@@ -614,13 +614,28 @@ pub fn certify_singular_values(
 /// returns `None` for a zero matrix, whose values are exact zeros
 /// ([`zero_singular_values`]).
 pub fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
+    check_preparable(a)?;
+    Ok(dense::prepare(a.rows, a.cols, &a.data))
+}
+
+/// The checks of [`prepare_checked`] alone: inconclusive for non-finite
+/// entries or an empty dimension.
+pub fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
     if a.data.iter().any(|x| !x.is_finite()) {
         return Err(Inconclusive::new("matrix has non-finite entries"));
     }
     if a.rows == 0 || a.cols == 0 {
         return Err(Inconclusive::new("matrix has a zero-sized dimension"));
     }
-    Ok(dense::prepare(a.rows, a.cols, &a.data))
+    Ok(())
+}
+
+/// [`prepare_checked`] of a matrix the caller gives up: the same checks,
+/// entries and scale, prepared in the matrix's own buffer where its layout
+/// allows ([`dense::prepare_owned`]).
+pub fn prepare_checked_owned(a: DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
+    check_preparable(&a)?;
+    Ok(dense::prepare_owned(a.rows, a.cols, a.data))
 }
 
 /// The singular values of the zero `rows x cols` matrix: exact zeros (by
@@ -677,7 +692,7 @@ fn certify_prepared_stages(
         std::cell::OnceCell::new();
     let direct = || -> Result<&dense::ApproxSvd, Inconclusive> {
         direct_svd
-            .get_or_init(|| dense::approx_thin_svd(prep.a.as_ref()))
+            .get_or_init(|| dense::approx_thin_svd(prep.a()))
             .as_ref()
             .map_err(Clone::clone)
     };
@@ -689,9 +704,7 @@ fn certify_prepared_stages(
         let mut r = r?;
         r.apply_exact_kernel(|| {
             kernel_cell
-                .get_or_init(|| {
-                    kernel::exact_kernel(prep.a.as_ref()).map(|c| c.map_or(0, |c| c.nullity))
-                })
+                .get_or_init(|| kernel::exact_kernel(prep.a()).map(|c| c.map_or(0, |c| c.nullity)))
                 .clone()
         })?;
         Ok(r)
@@ -699,7 +712,7 @@ fn certify_prepared_stages(
     let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
         // Split products (L27) where their a priori term would be above a
         // quarter of the target.
-        let groups = dense::certify_pairs_within(prep.a.as_ref(), svd, opts.par, opts.rtol / 4.0)?;
+        let groups = dense::certify_pairs_within(prep.a(), svd, opts.par, opts.rtol / 4.0)?;
         Ok(SingularValues {
             rows,
             cols,
@@ -707,7 +720,7 @@ fn certify_prepared_stages(
                 &groups,
                 prep.scale_exp,
                 Method::F64Residual,
-                || sigma_cap(prep.a.as_ref()),
+                || sigma_cap(prep.a()),
             )?,
             structural_zeros: 0,
             notes: Vec::new(),
@@ -734,7 +747,7 @@ fn certify_prepared_stages(
             r.notes.extend(notes);
             r
         };
-        let mut eig = gram::gram_eigen(prep.a.as_ref(), opts.par);
+        let mut eig = gram::gram_eigen(prep.a(), opts.par);
         if let Some(mut e) = eig.take_if(|e| e.exact) {
             // The fast eigensolver first; faer's when its vectors fall short.
             loop {
@@ -772,7 +785,7 @@ fn certify_prepared_stages(
             }
         }
         if let Some(eig) = eig {
-            let fast = gram::approx_thin_svd_from_gram(prep.a.as_ref(), &eig, opts.par);
+            let fast = gram::approx_thin_svd_from_gram(prep.a(), &eig, opts.par);
             drop(eig);
             if let Some(Ok(r)) = fast.map(|f| f64_with(&f)) {
                 keep(&mut best, r);
@@ -793,7 +806,7 @@ fn certify_prepared_stages(
     };
     let f64_result = || with_kernel(f64_stages());
     let extended_stage = || -> Result<SingularValues, Inconclusive> {
-        let groups = extended::certify_pairs(prep.a.as_ref(), direct()?, opts.par)?;
+        let groups = extended::certify_pairs(prep.a(), direct()?, opts.par)?;
         Ok(SingularValues {
             rows,
             cols,
@@ -801,7 +814,7 @@ fn certify_prepared_stages(
                 &groups,
                 prep.scale_exp,
                 Method::ExtendedResidual,
-                || sigma_cap(prep.a.as_ref()),
+                || sigma_cap(prep.a()),
             )?,
             structural_zeros: 0,
             notes: Vec::new(),
@@ -809,7 +822,7 @@ fn certify_prepared_stages(
     };
     let extended_result = || with_kernel(extended_stage());
     let mpfr_stage = |bits: u32| -> Result<SingularValues, Inconclusive> {
-        let values = mpfr::certify(prep.a.as_ref(), prep.scale_exp, bits)?;
+        let values = mpfr::certify(prep.a(), prep.scale_exp, bits)?;
         Ok(SingularValues {
             rows,
             cols,
@@ -874,7 +887,7 @@ fn run_precision(
                 return best;
             }
             let mut notes: Vec<String> = Vec::new();
-            let (m, n) = (prep.a.nrows(), prep.a.ncols());
+            let (m, n) = (prep.a().nrows(), prep.a().ncols());
             let work = m.saturating_mul(n).saturating_mul(n);
             type Stage<'a> = Box<dyn Fn() -> Result<SingularValues, Inconclusive> + 'a>;
             let mut stages: Vec<(&str, Stage)> = vec![("extended", Box::new(extended_result))];
@@ -885,7 +898,7 @@ fn run_precision(
             // Graded matrices (entries spanning more binary orders than 256
             // bits cover): one more stage at a precision that covers the
             // span, where the Jacobi start is affordable.
-            let graded_bits = graded_precision(prep.a.as_ref());
+            let graded_bits = graded_precision(prep.a());
             if work <= AUTO_GRADED_MAX_WORK {
                 if let Some(bits) = graded_bits {
                     let mpfr_at = &mpfr_result;

@@ -96,7 +96,7 @@ pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
 /// *Guarantee: certified enclosure*, as [`enclose`] (`proofs/two-column.md`,
 /// L32; `proofs/power-of-two-scaling.md`, L2).
 pub fn certify(prep: &super::dense::Prepared, rows: usize, cols: usize) -> Option<SingularValues> {
-    let a = prep.a.as_ref();
+    let a = prep.a();
     if a.ncols() != 2 || a.nrows() < 2 {
         return None;
     }

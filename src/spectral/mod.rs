@@ -401,9 +401,10 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
 /// [`crate::linalg::certify_singular_values`] of `a`, then [`summarize`],
 /// for a matrix the caller gives up: the same values and the same first
 /// error as the two calls, with `a` held no longer than needed. The matrix
-/// is checked and prepared (an exact scaled copy, `dense::prepare`, L2),
-/// its entry norms are enclosed, and it is dropped before the
-/// certification allocates its working set (`docs/spectra.md`, "Memory").
+/// is checked, its entry norms are enclosed, and it is prepared (exactly
+/// scaled, L2: in its own buffer when wide, else as a copy after which it
+/// is dropped, `dense::prepare_owned`) before the certification allocates
+/// its working set (`docs/spectra.md`, "Memory").
 ///
 /// *Guarantee: certified enclosure* of every value: the singular values by
 /// [`crate::linalg::certify_prepared`] (which names its lemmas, as
@@ -416,14 +417,16 @@ pub fn certify_and_summarize(
     opts: &crate::linalg::SvdOptions,
 ) -> Result<(SingularValues, SpectralSummary), Inconclusive> {
     let (rows, cols) = (a.rows, a.cols);
-    let Some(prep) = crate::linalg::prepare_checked(&a)? else {
+    crate::linalg::check_preparable(&a)?;
+    if a.data.iter().all(|&x| x == 0.0) {
         let sv = crate::linalg::zero_singular_values(rows, cols);
         let summary = summarize(&a, &sv)?;
         return Ok((sv, summary));
-    };
+    }
     let frob = enclose_frobenius_from_entries(&a);
     let norms = enclose_entry_norms(&a);
-    drop(a);
+    let prep = crate::linalg::prepare_checked_owned(a)?
+        .expect("a matrix with a nonzero entry is prepared");
     let sv = crate::linalg::certify_prepared(&prep, rows, cols, opts)?;
     drop(prep);
     // The order of `summarize`'s errors: the Frobenius norm's first.
