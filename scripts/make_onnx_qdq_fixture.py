@@ -27,7 +27,7 @@ one-layer cut of MiniLM (hidden 64):
 Run once (PyPI needed only here, never at test time):
 
   python3 -m venv target/py-venv
-  target/py-venv/bin/pip install onnx numpy
+  target/py-venv/bin/pip install onnx numpy   # onnxruntime too, to cross-check
   target/py-venv/bin/python scripts/make_onnx_qdq_fixture.py
 """
 
@@ -149,6 +149,15 @@ def main():
     sub_model = helper.make_model(sub, opset_imports=[helper.make_opsetid("", 19)])
     onnx.checker.check_model(sub_model)
     values = ReferenceEvaluator(sub_model).run(None, {})
+    try:  # The same bits from onnxruntime, where it is installed.
+        import onnxruntime
+        sess = onnxruntime.InferenceSession(sub_model.SerializeToString(),
+                                            providers=["CPUExecutionProvider"])
+        for a, b in zip(sess.run(None, {}), values):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+        print("onnxruntime", onnxruntime.__version__, "gives the same bits")
+    except ImportError:
+        pass
     expected = {}
     for (out, (torch_name, in_out)), v in zip(expected_outputs.items(), values):
         assert v.dtype == np.float32, v.dtype
