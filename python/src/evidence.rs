@@ -13,7 +13,7 @@ use specbound::cmd::{CertInput, Report};
 use specbound::evidence::audit::{AuditReport, Verdict as ClaimVerdict};
 use specbound::evidence::diff::DiffReport;
 use specbound::linalg::Precision;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::certify::Certificate;
 use crate::{cmd_error, init_input, json_to_py, model_input, pandas, path_arg, run_command};
@@ -473,8 +473,14 @@ pub fn audit(
         stack,
     };
     let job = req.clone();
+    // A DataFrame's name (`<DataFrame>`) is no file: a bad claim in it is a
+    // ValueError, not a missing file.
+    let named: Vec<&Path> = match req.claims_text {
+        None => vec![&req.claims],
+        Some(_) => Vec::new(),
+    };
     let report = run_command(py, false, move |ui| specbound::cmd::audit::run(&job, ui))?
-        .map_err(|e| cmd_error(&e, &[&req.claims]))?;
+        .map_err(|e| cmd_error(&e, &named))?;
     let exit_code = report.exit().code();
     let reason = report.reason();
     let json = report.json();

@@ -57,6 +57,39 @@ def qwen2_moe(d):
     return d
 
 
+def bart(d):
+    w = layer0()
+    t = {}
+    for stack, parts in [("encoder", ["self_attn"]), ("decoder", ["self_attn", "encoder_attn"])]:
+        p = f"model.{stack}.layers.0."
+        for part in parts:
+            for n, m in zip(["q_proj", "k_proj", "v_proj", "out_proj"], w[:4]):
+                t[f"{p}{part}.{n}.weight"] = m
+        t[f"{p}fc1.weight"], t[f"{p}fc2.weight"] = w[4], w[5]
+    write_safetensors(d / "model.safetensors", t)
+    (d / "config.json").write_text(json.dumps({
+        "model_type": "bart", "d_model": 384, "encoder_layers": 1, "decoder_layers": 1,
+        "encoder_attention_heads": 12, "decoder_attention_heads": 12, "encoder_ffn_dim": 1536,
+        "decoder_ffn_dim": 1536, "activation_function": "gelu"}))
+    return d
+
+
+def test_a_decoder_stacks_table_is_audited_with_its_stack(tmp_path):
+    need_pandas()
+    d = bart(tmp_path)
+    cert = specbound.certify(str(d), stack="decoder")
+    df = cert.matrices()
+    assert cert.bounds is None and "QK_cross" in set(df.matrix_type)
+    r = specbound.audit(str(d), df, stack="decoder")
+    assert (r.exit_code, r.inconsistent, r.undecided, r.consistent) == (0, 0, 0, 9 * len(df))
+    # Without the stack, the encoder is certified: its matrices are not these.
+    try:
+        specbound.audit(str(d), df)
+        raise AssertionError("the encoder has no QK_cross")
+    except ValueError as e:
+        assert not isinstance(e, FileNotFoundError) and "no matrix layer 0 head 0 QK_cross" in str(e), str(e)
+
+
 def test_a_family_without_a_bound_has_its_spectra_rows_as_the_cli_writes_them(cli, tmp_path):
     pd = need_pandas()
     for name, build, experts in [("deberta", deberta, False), ("moe", qwen2_moe, True)]:
