@@ -455,6 +455,7 @@ def study(
     runs: Optional[Iterable[Optional[str]]] = None,
     revisions: Optional[Iterable[Optional[str]]] = None,
     init: Optional[_Path] = None,
+    stack: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Certifies many checkpoints; writes the tables, figures and HTML report into ``out``."""
 

@@ -94,7 +94,7 @@ pub fn inspect<'py>(
 /// directory or file name). ``primary`` is the id of the primary model of
 /// figures 1 and 5 (default: the largest), ``spectrum_layers`` its layers
 /// in figure 1 (``"0-3"``, ``"0,2,5"``); ``l_phi``, ``grid_m``,
-/// ``precision``, ``heads`` and ``layers`` are :func:`certify`'s.
+/// ``precision``, ``heads``, ``layers`` and ``stack`` are :func:`certify`'s.
 ///
 /// Trajectories (the command line's ``--step``, ``--run``, ``--revision``
 /// and ``--init``): ``steps``, ``runs`` and ``revisions`` are lists index-
@@ -120,8 +120,8 @@ pub fn inspect<'py>(
 /// >>> s["certified"], s["exit_code"], os.path.basename(s["report"])
 /// (1, 0, 'report.html')
 #[pyfunction]
-#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None, device = "cpu", steps = None, runs = None, revisions = None, init = None),
-       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu', steps=None, runs=None, revisions=None, init=None)")]
+#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None, device = "cpu", steps = None, runs = None, revisions = None, init = None, stack = None),
+       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu', steps=None, runs=None, revisions=None, init=None, stack=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn study<'py>(
     py: Python<'py>,
@@ -141,6 +141,7 @@ pub fn study<'py>(
     runs: Option<&Bound<'py, PyAny>>,
     revisions: Option<&Bound<'py, PyAny>>,
     init: Option<&Bound<'py, PyAny>>,
+    stack: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let paths = paths_arg(models, "models")?;
     let fields = model_fields(paths.len(), steps, runs, revisions)?;
@@ -156,7 +157,7 @@ pub fn study<'py>(
         model_ids: strings_arg(model_ids, "model_ids")?,
         init: crate::init_input(init, None, None)?,
         out: path_arg(out, "out")?,
-        certify: certify_options(l_phi, grid_m, precision, heads, layers, None)?,
+        certify: certify_options(l_phi, grid_m, precision, heads, layers, stack)?,
         primary,
         spectrum_layers: layers_arg(spectrum_layers)?,
         style: Style::Shared,
