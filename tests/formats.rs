@@ -450,6 +450,18 @@ fn dequantize_linear_weights_read_otherwise_are_refused() {
         std::fs::write(&p, model(&[dq_node, mm.clone()], &inits)).unwrap();
         common::assert_bad(&["spectra", s(&p)], &["w_q", msg]);
     }
+    // Dimensions that overflow the scales' byte count: refused, no panic.
+    let huge = 1i64 << 62;
+    let p = d.join("huge.onnx");
+    let bytes = model(
+        &[dq(&["w_q", "sh"], attr_int("axis", 0)), mm.clone()],
+        &[
+            int8("w_q", &[huge, 1], &[1; 24]),
+            tensor_f32("sh", &[huge], &[1.0; 4]),
+        ],
+    );
+    std::fs::write(&p, bytes).unwrap();
+    common::assert_bad(&["spectra", s(&p)], &["huge.onnx"]);
     // Per channel along axis 0, a scale per row: read, row r times s_r.
     let p = d.join("ok.onnx");
     let qs: Vec<i8> = (0..24).map(|k| (k as i8) - 12).collect();

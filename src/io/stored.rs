@@ -217,7 +217,9 @@ pub(crate) fn check_extent(files: &[MappedFile], name: &str, t: &Stored) -> Resu
         ] {
             let Some(s) = s else { continue };
             let flen = files[s.file].map.len();
-            if s.len != n * each || s.start.checked_add(s.len).is_none_or(|e| e > flen) {
+            if n.checked_mul(each) != Some(s.len)
+                || s.start.checked_add(s.len).is_none_or(|e| e > flen)
+            {
                 return Err(format!(
                     "tensor '{}': its {what} data ({} bytes) is not {n} values within {}",
                     fmt_name(name),
