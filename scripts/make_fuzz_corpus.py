@@ -136,6 +136,19 @@ def main():
          onnx_node("Transpose", "/t", ["v"], "vt"),
          onnx_node("MatMul", "/encoder/layer.0/attention/self/value/MatMul", ["y", "vt"], "z")],
         [w, v]))
+    # ONNX: an int8 weight dequantized per axis (DequantizeLinear, axis 0,
+    # scales and zero points), fed to a MatMul.
+    q = (pb_len(1, varint(H) + varint(H)) + pb_int(2, 3) + pb_len(8, b"w_quantized")
+         + pb_len(9, bytes((k * 37) % 256 for k in range(H * H))))
+    sc = onnx_tensor("w_scale", [H], f32([0.5, 0.25, 2.0 ** -149, 3.0]))
+    zp = (pb_len(1, varint(H)) + pb_int(2, 3) + pb_len(8, b"w_zero_point")
+          + pb_len(9, bytes([0, 1, 128, 127])))
+    axis = pb_len(5, pb_len(1, b"axis") + pb_int(3, 0) + pb_int(20, 2))
+    put("onnx", "dequantize.onnx", onnx_model(
+        [onnx_node("DequantizeLinear", "dq", ["w_quantized", "w_scale", "w_zero_point"], "w")
+         + axis,
+         onnx_node("MatMul", "/encoder/layer.0/attention/self/query/MatMul", ["x", "w"], "y")],
+        [q, sc, zp]))
     ext = (pb_len(1, varint(2) + varint(2)) + pb_int(2, 1) + pb_len(8, b"w")
            + pb_len(13, pb_len(1, b"location") + pb_len(2, b"w.bin")) + pb_int(14, 1))
     put("onnx", "external.onnx", onnx_model([], [ext]))

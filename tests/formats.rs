@@ -323,6 +323,170 @@ fn quantized_onnx_is_refused_naming_the_integer_weights() {
     }
 }
 
+/// Regression (issue 30): a weight-only int8 ONNX model (QDQ) was refused,
+/// and before that certified its scale vectors with every weight skipped.
+/// tests/data/formats/onnx_qdq (scripts/make_onnx_qdq_fixture.py, onnx
+/// 1.23.2's helpers and checker): the MiniLM cut's seven Linear weights
+/// quantized to int8 and uint8 (per tensor and per channel along either
+/// axis, with and without zero points, one through a Transpose, one named
+/// `..._quantized` into a Gemm) and fed through DequantizeLinear. Each is
+/// read as the graph computes it, bit for bit the reference evaluator's
+/// output (onnx_qdq_expected, onnx.reference in binary32), and the model
+/// certifies as that float32 copy does (L38).
+#[test]
+fn int8_dequantize_linear_weights_are_read_as_the_graph_computes_them() {
+    let q = Checkpoint::open(&data("onnx_qdq")).unwrap();
+    let e = Checkpoint::open(&data("onnx_qdq_expected")).unwrap();
+    let names: Vec<&str> = e.names().collect();
+    assert_eq!(names.len(), 7);
+    for name in names {
+        let got = q.read(name).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let want = e.read(name).unwrap().matrix;
+        assert_eq!(
+            (got.matrix.rows, got.matrix.cols),
+            (want.rows, want.cols),
+            "{name}"
+        );
+        let differ = got
+            .matrix
+            .data
+            .iter()
+            .zip(&want.data)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(
+            differ, 0,
+            "{name}: entries differ from onnx's DequantizeLinear"
+        );
+        let dtype = got.dtype.to_string();
+        assert!(dtype.ends_with("INT8_DQ"), "{name}: {dtype}");
+    }
+    let st = ok_json(&run(&["certify", s(&data("onnx_qdq_expected")), "--json"]));
+    let c = ok_json(&run(&["certify", s(&data("onnx_qdq")), "--json"]));
+    assert!(
+        without_files(c) == without_files(st),
+        "certificate differs from the float32 copy's"
+    );
+    let sp = |d: &str| {
+        let dir = data(d);
+        let args = [
+            "spectra",
+            s(&dir),
+            "--json",
+            "--include",
+            r"(encoder|pooler)\..*weight",
+        ];
+        ok_json(&run(&args))
+    };
+    let (got, want) = (sp("onnx_qdq"), sp("onnx_qdq_expected"));
+    // The same rows but the stored type (int8_dq, uint8_dq against f32).
+    let strip = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        let mut rows = v["matrices"].as_array().unwrap().clone();
+        for r in &mut rows {
+            r.as_object_mut().unwrap().remove("dtype");
+        }
+        rows
+    };
+    assert_eq!(strip(&got), strip(&want));
+    assert_eq!(strip(&got).len(), 7);
+}
+
+/// A DequantizeLinear that specbound would read otherwise than the graph
+/// is refused in one line naming the weight: blocked quantization, a
+/// float16 scale, a scale count that fits no axis, a zero point of another
+/// type.
+#[test]
+fn dequantize_linear_weights_read_otherwise_are_refused() {
+    let d = tmpdir("qdq-bad");
+    let int8 = |name: &str, dims: &[i64], v: &[i8]| {
+        let raw: Vec<u8> = v.iter().map(|&x| x as u8).collect();
+        tensor_raw(name, dims, 3, &raw)
+    };
+    let q = int8("w_q", &[4, 6], &[1; 24]);
+    let dq = |inputs: &[&str], attrs: Vec<u8>| {
+        let mut n = node("DequantizeLinear", "dq", inputs, "w", None);
+        n.extend(attrs);
+        n
+    };
+    let mm = node("MatMul", "/layer/MatMul", &["x", "w"], "y", None);
+    let attr_int = |name: &str, v: i64| {
+        let mut a = Vec::new();
+        pb_len(1, name.as_bytes(), &mut a);
+        pb_int(3, v as u64, &mut a);
+        pb_int(20, 2, &mut a);
+        let mut out = Vec::new();
+        pb_len(5, &a, &mut out);
+        out
+    };
+    let scale = tensor_f32("s", &[], &[0.5]);
+    // (the DequantizeLinear node, the initializers beside the weights, the message)
+    type Case = (Vec<u8>, Vec<Vec<u8>>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            dq(&["w_q", "s"], attr_int("block_size", 2)),
+            vec![scale.clone()],
+            "block_size",
+        ),
+        (
+            dq(&["w_q", "s16"], vec![]),
+            vec![tensor_raw("s16", &[], 10, &[0, 0x38])],
+            "not float32",
+        ),
+        (
+            dq(&["w_q", "s5"], vec![]),
+            vec![tensor_f32("s5", &[5], &[1.0; 5])],
+            "not one per index of axis 1",
+        ),
+        (
+            dq(&["w_q", "s", "zu"], vec![]),
+            vec![scale.clone(), tensor_raw("zu", &[], 2, &[0])],
+            "zero point 'zu'",
+        ),
+    ];
+    for (i, (dq_node, extra, msg)) in cases.into_iter().enumerate() {
+        let mut inits = vec![q.clone()];
+        inits.extend(extra);
+        let p = d.join(format!("m{i}.onnx"));
+        std::fs::write(&p, model(&[dq_node, mm.clone()], &inits)).unwrap();
+        common::assert_bad(&["spectra", s(&p)], &["w_q", msg]);
+    }
+    // Dimensions that overflow the scales' byte count: refused, no panic.
+    let huge = 1i64 << 62;
+    let p = d.join("huge.onnx");
+    let bytes = model(
+        &[dq(&["w_q", "sh"], attr_int("axis", 0)), mm.clone()],
+        &[
+            int8("w_q", &[huge, 1], &[1; 24]),
+            tensor_f32("sh", &[huge], &[1.0; 4]),
+        ],
+    );
+    std::fs::write(&p, bytes).unwrap();
+    common::assert_bad(&["spectra", s(&p)], &["huge.onnx"]);
+    // Per channel along axis 0, a scale per row: read, row r times s_r.
+    let p = d.join("ok.onnx");
+    let qs: Vec<i8> = (0..24).map(|k| (k as i8) - 12).collect();
+    let bytes = model(
+        &[dq(&["w_q", "s4", "z4"], attr_int("axis", 0)), mm.clone()],
+        &[
+            int8("w_q", &[4, 6], &qs),
+            tensor_f32("s4", &[4], &[0.5, 0.25, 3.0, f32::MIN_POSITIVE]),
+            int8("z4", &[4], &[0, 1, -128, 127]),
+        ],
+    );
+    std::fs::write(&p, bytes).unwrap();
+    let ck = Checkpoint::open(&p).unwrap();
+    let m = ck.read("w_q").unwrap().matrix;
+    // MatMul's B [4, 6] = [in, out], presented [out, in] = [6, 4].
+    let (sc, zp) = ([0.5f32, 0.25, 3.0, f32::MIN_POSITIVE], [0i32, 1, -128, 127]);
+    for r in 0..4 {
+        for c in 0..6 {
+            let want = ((f64::from(qs[r * 6 + c]) - f64::from(zp[r])) * f64::from(sc[r])) as f32;
+            assert_eq!(m.data[c * 4 + r], f64::from(want), "({r}, {c})");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn doubled_sentence_transformers_prefix_takes_the_biases_prefix() {
     // The legacy exporter scopes a wrapped sentence-transformers model's

@@ -134,6 +134,7 @@ fn memory_certifies_as_disk_and_verify_says_what_the_hash_shows() {
             precision: Precision::F64,
             rtol: 1e-11,
             csv: None,
+            singular_values: false,
         };
         specbound::cmd::spectra::run(&req, &Silent).unwrap()
     };

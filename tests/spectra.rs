@@ -584,3 +584,192 @@ fn spectra_of_every_family_contains_the_exact_values() {
     }
     assert!(layouts > FAMILIES.len(), "{layouts} layouts");
 }
+
+/// `spectra --singular-values`: every certified singular value of each
+/// matrix, in the JSON (`singular_values`), the text, and with `--csv` in
+/// `singular_values.csv` keyed by tensor (and slice), the same binary64
+/// ends. Each contains the exact value: known ones (3, 2, 1, 1/2; a
+/// kernel's 2k, k), and every sigma_i of a pseudo-random dyadic 9 x 7 by
+/// Sylvester inertia in rationals. `audit` reads the table back (exit 0
+/// against the file; a moved value exit 1); the two tables are written
+/// together or not at all.
+#[test]
+fn spectra_singular_values_are_certified_and_tabulated_by_tensor() {
+    let d = tmpdir("sv");
+    let f = mlp_and_conv(&d);
+    // A second file: the known matrices and a 9 x 7 of dyadic entries.
+    let rnd: Vec<f64> = (0..63u64)
+        .map(|i| ((i * 2654435761 % 1021) as f64 - 510.0) / 64.0)
+        .collect();
+    let g = dir_with(&d, &f, rnd.clone());
+    let csv_dir = d.join("tables");
+    let j = spectra(&[
+        g.to_str().unwrap(),
+        "--singular-values",
+        "--csv",
+        csv_dir.to_str().unwrap(),
+    ]);
+    let rows = j["matrices"].as_array().unwrap();
+    let by = |t: &str, slice: Option<&str>| -> &Value {
+        rows.iter()
+            .find(|r| r["tensor"] == t && r["slice"].as_str() == slice)
+            .unwrap_or_else(|| panic!("{t}"))
+    };
+    let sv = |r: &Value| r["singular_values"].as_array().unwrap().clone();
+    let known = sv(by("mlp.0.weight", None));
+    assert_eq!(known.len(), 4);
+    for (v, x) in known.iter().zip([3.0, 2.0, 1.0, 0.5]) {
+        contains(v, &q(x), "mlp.0.weight sigma_i");
+    }
+    for (k, slice) in [
+        "[:, :, 0, 0]",
+        "[:, :, 0, 1]",
+        "[:, :, 1, 0]",
+        "[:, :, 1, 1]",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let s = sv(by("conv.weight", Some(slice)));
+        let k = (k + 1) as f64;
+        contains(&s[0], &q(2.0 * k), "slice sigma_1");
+        contains(&s[1], &q(k), "slice sigma_2");
+    }
+    let a = specbound::matrix::DenseMatrix {
+        rows: 9,
+        cols: 7,
+        data: rnd,
+    };
+    let gram = inertia::exact_gram(&a);
+    let s = sv(by("rnd.weight", None));
+    assert_eq!(s.len(), 7);
+    for (i, v) in s.iter().enumerate() {
+        let (lo, hi) = lo_hi(v);
+        assert!(
+            inertia::sigma_in_rational(&gram, i + 1, &q(lo), &q(hi)),
+            "rnd sigma_{}: [{lo:e}, {hi:e}]",
+            i + 1
+        );
+    }
+    // The table: a row per value, keyed by tensor and slice, the JSON's ends.
+    let table = csv_dir.join("singular_values.csv");
+    let text = std::fs::read_to_string(&table).unwrap();
+    let header = text.lines().next().unwrap();
+    assert_eq!(
+        header,
+        "tensor,slice,rows,cols,rank_index,sigma,sigma_lo,sigma_hi"
+    );
+    let mut n = 0;
+    for line in text.lines().skip(1) {
+        // Slices hold commas: the field is quoted.
+        let (tensor, slice, rest) = match line.split_once(",\"") {
+            Some((t, r)) => {
+                let (s, rest) = r.split_once("\",").unwrap();
+                (t, Some(s), rest)
+            }
+            None => {
+                let (t, r) = line.split_once(",,").unwrap();
+                (t, None, r)
+            }
+        };
+        let c: Vec<&str> = rest.split(',').collect();
+        let i: usize = c[2].parse().unwrap();
+        let v = &sv(by(tensor, slice))[i - 1];
+        let (lo, hi) = lo_hi(v);
+        assert_eq!(
+            (c[4].parse::<f64>().unwrap(), c[5].parse::<f64>().unwrap()),
+            (lo, hi)
+        );
+        n += 1;
+    }
+    let want: usize = rows.iter().map(|r| sv(r).len()).sum();
+    assert_eq!(n, want);
+    assert_eq!(want, 4 + 4 * 2 + 7);
+    // audit: every 2-D tensor's value is a stated interval containing the
+    // certified one (slices are not claims, as in spectra.csv).
+    let o = run(&[
+        "audit",
+        g.to_str().unwrap(),
+        table.to_str().unwrap(),
+        "--json",
+    ]);
+    let a = ok_json(&o);
+    assert_eq!(a["layout"], "singular_values");
+    assert_eq!(a["consistent"].as_u64(), Some(4 + 7));
+    assert_eq!(
+        (a["inconsistent"].as_u64(), a["undecided"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // sigma_1 of mlp.0.weight (exactly 3) stated as [7, 7].
+    let moved: String = text
+        .lines()
+        .map(|l| match l.starts_with("mlp.0.weight,,4,6,1,") {
+            true => "mlp.0.weight,,4,6,1,7,7,7\n".to_string(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    assert_ne!(moved, text);
+    let bad = d.join("moved.csv");
+    std::fs::write(&bad, moved).unwrap();
+    let o = run(&[
+        "audit",
+        g.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The text lists them.
+    let out = run(&[
+        "spectra",
+        "-q",
+        g.to_str().unwrap(),
+        "--singular-values",
+        "--include",
+        "mlp",
+    ]);
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("singular values (4), largest first"), "{t}");
+    assert!(t.contains("sigma_4 "), "{t}");
+    // All or nothing: singular_values.csv cannot be written, so neither is.
+    let blocked = d.join("blocked");
+    std::fs::create_dir_all(blocked.join("singular_values.csv")).unwrap();
+    let out = run(&[
+        "spectra",
+        "-q",
+        g.to_str().unwrap(),
+        "--singular-values",
+        "--csv",
+        blocked.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!blocked.join("spectra.csv").exists());
+    // Without the flag, neither the key nor the table.
+    let plain = d.join("plain");
+    let j = spectra(&[g.to_str().unwrap(), "--csv", plain.to_str().unwrap()]);
+    assert!(j["matrices"][0].get("singular_values").is_none());
+    assert!(!plain.join("singular_values.csv").exists());
+}
+
+/// A copy of `f`'s tensors with `rnd.weight` (9 x 7, F64) added, in a
+/// directory of its own.
+fn dir_with(d: &Path, f: &Path, rnd: Vec<f64>) -> PathBuf {
+    let ck = Checkpoint::open(f).unwrap();
+    let mut ts: Vec<Tensor> = Vec::new();
+    for name in ["mlp.0.weight", "conv.weight"] {
+        let (shape, _) = ck.info(name).unwrap();
+        let m = ck.read_flattened(name).unwrap().matrix;
+        let dtype = if name == "conv.weight" { "F32" } else { "F64" };
+        ts.push((name.into(), dtype, shape, m.data));
+    }
+    ts.push(("rnd.weight".into(), "F64", vec![9, 7], rnd));
+    let out = d.join("with-rnd");
+    std::fs::create_dir_all(&out).unwrap();
+    let p = out.join("model.safetensors");
+    write_st(&p, &ts);
+    p
+}

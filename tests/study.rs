@@ -300,6 +300,57 @@ fn every_ratio_interval_contains_the_ratio_of_the_float64_values() {
 }
 
 /// `(inode, modification time, bytes)` of a file.
+/// `audit` reads the study's `singular_values.csv` back: every `sigma` of
+/// the audited model's matrices (structural zeros included) is a stated
+/// interval containing the certified one (exit 0), the other models' rows
+/// are counted as theirs, and a moved interval is inconsistent (exit 1).
+#[test]
+fn audit_reads_the_study_singular_values_table_back() {
+    let (out, _) = study();
+    let table = out.join("tables/singular_values.csv");
+    let (id, model) = (family::MEMBERS[4], &family_paths()[4]);
+    let rows = csv(&table);
+    let mine = rows.iter().filter(|r| r["model_id"] == id).count();
+    assert!(mine > 0 && mine < rows.len());
+    let audit = |claims: &Path| {
+        run(&[
+            "audit",
+            model.to_str().unwrap(),
+            claims.to_str().unwrap(),
+            "--model-id",
+            id,
+            "--json",
+        ])
+    };
+    let o = audit(&table);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["layout"], "singular_values");
+    assert_eq!(j["consistent"].as_u64(), Some(mine as u64));
+    assert_eq!(
+        (j["inconsistent"].as_u64(), j["undecided"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // sigma_1 of the model's first matrix stated at twice its upper end.
+    let text = std::fs::read_to_string(&table).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let header: Vec<String> = lines[0].split(',').map(String::from).collect();
+    let at = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let k = 1 + rows.iter().position(|r| r["model_id"] == id).unwrap();
+    let mut cells: Vec<String> = lines[k].split(',').map(String::from).collect();
+    let moved = (cells[at("sigma_hi")].parse::<f64>().unwrap() * 2.0).to_string();
+    for c in ["sigma", "sigma_lo", "sigma_hi"] {
+        cells[at(c)] = moved.clone();
+    }
+    lines[k] = cells.join(",");
+    let bad = tmpdir("audit-sv").join("moved.csv");
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let o = audit(&bad);
+    assert_eq!(o.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["inconsistent"], 1);
+}
+
 fn stamp(p: &Path) -> (u64, std::time::SystemTime, Vec<u8>) {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(p).unwrap();

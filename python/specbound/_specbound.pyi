@@ -260,6 +260,8 @@ class SpectraResult:
     def skipped(self) -> List[Tuple[str, str]]: ...
     def to_frame(self) -> Any:
         """The table of ``spectra --csv`` as a pandas DataFrame indexed by tensor name."""
+    def singular_values(self) -> Any:
+        """Every certified singular value (``singular_values=True``) as a pandas DataFrame."""
     def to_json(self) -> str:
         """The report as ``spectra --json`` prints it."""
     def __len__(self) -> int: ...
@@ -277,6 +279,7 @@ def spectra(
     revision: Optional[str] = None,
     csv: Optional[_Path] = None,
     device: str = "cpu",
+    singular_values: bool = False,
 ) -> SpectraResult:
     """Certified spectra of every 2-D weight tensor (``specbound spectra``).
 
@@ -371,6 +374,7 @@ def audit(
     model_id: Optional[str] = None,
     init: Union[_Path, _Tensors, None] = None,
     config: Optional[_Config] = None,
+    stack: Optional[str] = None,
 ) -> Union[AuditResult, SpectrumAuditResult]:
     """Checks published numbers (a CSV about ``model``, or a 1-D ``.npy`` of
     claimed singular values of one matrix) against certified values."""
@@ -447,6 +451,11 @@ def study(
     heads: Optional[int] = None,
     layers: Optional[int] = None,
     device: str = "cpu",
+    steps: Optional[Iterable[Optional[int]]] = None,
+    runs: Optional[Iterable[Optional[str]]] = None,
+    revisions: Optional[Iterable[Optional[str]]] = None,
+    init: Optional[_Path] = None,
+    stack: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Certifies many checkpoints; writes the tables, figures and HTML report into ``out``."""
 

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
 
 use specbound::arch::ArchOverrides;
-use specbound::certificate::Certificate as Cert;
+use specbound::certificate::{CertInterval, Certificate as Cert, SpectrumEntry};
 use specbound::certify::{CertifyError, CertifyOptions};
 use specbound::cmd::certify::{Certified, CertifyRequest};
 use specbound::cmd::{CertInput, CmdError};
@@ -157,7 +157,8 @@ fn read_csv<'py>(
 
 /// A DataFrame of CSV columns, each typed as [`read_csv`] says (a number
 /// too large for a float64, such as a decimal bound `1.5e400`, keeps its
-/// column as strings: it is never read as infinity).
+/// column as strings: it is never read as infinity; an empty cell of a
+/// column of strings is None).
 pub(crate) fn frame_of<'py, S: AsRef<str>>(
     py: Python<'py>,
     pd: &Bound<'py, PyModule>,
@@ -182,7 +183,14 @@ pub(crate) fn frame_of<'py, S: AsRef<str>>(
         match (ints, floats) {
             (Some(v), _) if !cells.is_empty() => frame.set_item(name, v)?,
             (_, Some(v)) if !cells.is_empty() => frame.set_item(name, v)?,
-            _ => frame.set_item(name, cells)?,
+            // Text, an empty cell missing (None), as pandas.read_csv reads it.
+            _ => frame.set_item(
+                name,
+                cells
+                    .iter()
+                    .map(|c| (!c.is_empty()).then_some(*c))
+                    .collect::<Vec<_>>(),
+            )?,
         }
     }
     pd.call_method1("DataFrame", (frame,))
@@ -317,7 +325,10 @@ impl Certificate {
     /// One row per proxy matrix: the authors' ``matrix_summary`` table
     /// (``specbound certify --csv``): ``layer``, ``head`` (-1 for layer
     /// matrices), ``matrix_type``, ``rows``, ``cols``, the rank and the
-    /// norms, each as midpoint, ``_lo`` and ``_hi``. Needs pandas.
+    /// norms, each as midpoint, ``_lo`` and ``_hi``. For a family without a
+    /// bound (mixtures of experts, decoder stacks, DeBERTa), one row per
+    /// matrix of its ``spectra``, with an ``expert`` column when the model
+    /// has experts. Needs pandas.
     ///
     /// >>> import specbound
     /// >>> df = specbound.certify().matrices()
@@ -341,7 +352,9 @@ impl Certificate {
     /// One row per singular value of every proxy matrix, largest first
     /// (``i`` from 0, structural zeros included): ``layer``, ``head``,
     /// ``matrix_type``, ``i``, ``singular_value`` (midpoint),
-    /// ``singular_value_lo``, ``singular_value_hi``. Needs pandas.
+    /// ``singular_value_lo``, ``singular_value_hi``; for a family without a
+    /// bound, of every matrix of its ``spectra``, with an ``expert`` column
+    /// (``""`` for no expert) when the model has experts. Needs pandas.
     ///
     /// >>> import specbound
     /// >>> df = specbound.certify().singular_values()
@@ -350,7 +363,13 @@ impl Certificate {
     fn singular_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let pd = pandas(py, "Certificate.singular_values()")?;
         let cert = self.inner("tabulate")?;
-        let n: usize = cert.matrices.iter().map(|m| m.min_dim()).sum();
+        let spectra: Vec<SpectrumEntry> = match &cert.spectra {
+            Some(s) => s.clone(),
+            None => cert.matrices.iter().map(|m| m.spectrum()).collect(),
+        };
+        let n: usize = spectra.iter().map(|m| m.rows.min(m.cols)).sum();
+        let experts = specbound::report::csv::has_experts(cert);
+        let mut expert = Vec::with_capacity(if experts { n } else { 0 });
         let (mut layer, mut head, mut kind, mut index) = (
             Vec::with_capacity(n),
             Vec::with_capacity(n),
@@ -362,10 +381,22 @@ impl Certificate {
             Vec::with_capacity(n),
             Vec::with_capacity(n),
         );
-        for m in &cert.matrices {
+        for m in &spectra {
             let id = m.id();
-            for i in 0..m.min_dim() {
-                let v = m.singular_value(i).expect("i < min_dim");
+            for i in 0..m.rows.min(m.cols) {
+                // Past the nonzero values, the structural zeros.
+                let v = m
+                    .singular_values
+                    .get(i)
+                    .copied()
+                    .unwrap_or(CertInterval::point(0.0));
+                if experts {
+                    expert.push(
+                        id.expert
+                            .map(specbound::report::csv::expert_cell)
+                            .unwrap_or_default(),
+                    );
+                }
                 layer.push(id.layer);
                 head.push(id.head_column());
                 kind.push(id.kind.name());
@@ -383,6 +414,9 @@ impl Certificate {
         cols.set_item("singular_value", mid)?;
         cols.set_item("singular_value_lo", lo)?;
         cols.set_item("singular_value_hi", hi)?;
+        if experts {
+            cols.set_item("expert", expert)?;
+        }
         pd.call_method1("DataFrame", (cols,))
     }
 

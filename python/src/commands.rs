@@ -5,15 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
 use specbound::cmd::inspect::InspectRequest;
 use specbound::cmd::merge::MergeRequest;
 use specbound::cmd::report::ReportRequest;
 use specbound::cmd::study::StudyRequest;
 use specbound::cmd::{CertOutputs, Report, Style};
+use specbound::study::ModelFields;
 
 use crate::certify::{cancelled, certify_options, Certificate};
 use crate::{
@@ -93,12 +94,20 @@ pub fn inspect<'py>(
 /// directory or file name). ``primary`` is the id of the primary model of
 /// figures 1 and 5 (default: the largest), ``spectrum_layers`` its layers
 /// in figure 1 (``"0-3"``, ``"0,2,5"``); ``l_phi``, ``grid_m``,
-/// ``precision``, ``heads`` and ``layers`` are :func:`certify`'s.
+/// ``precision``, ``heads``, ``layers`` and ``stack`` are :func:`certify`'s.
+///
+/// Trajectories (the command line's ``--step``, ``--run``, ``--revision``
+/// and ``--init``): ``steps``, ``runs`` and ``revisions`` are lists index-
+/// matched with ``models``, each entry the model's training step (an int
+/// >= 0), its run's name, its Hugging Face revision (``"stepN"`` gives step
+/// N), or None for none; ``init`` is the initialisation of every model's
+/// distance measures (a path or id, as :func:`certify`'s ``init``). Models
+/// with steps make figure 6 and the trajectory tables.
 ///
 /// Returns a dict: ``certified`` and ``reused`` (numbers of models),
 /// ``inconclusive`` (id -> why), ``report`` (the HTML file, or None when no
 /// model was certified), ``figures`` (number -> file of every figure
-/// drawn), ``skipped_figures`` (number -> why), ``exit_code`` (0, or 1 when
+/// drawn, figure 6 included), ``skipped_figures`` (number -> why), ``exit_code`` (0, or 1 when
 /// some model was inconclusive) and ``reason`` (the command line's last
 /// line, or None). Runs without the interpreter lock; Ctrl-C stops it
 /// between matrices. Bad input raises ``ValueError`` (or
@@ -111,8 +120,8 @@ pub fn inspect<'py>(
 /// >>> s["certified"], s["exit_code"], os.path.basename(s["report"])
 /// (1, 0, 'report.html')
 #[pyfunction]
-#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None, device = "cpu"),
-       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu')")]
+#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None, device = "cpu", steps = None, runs = None, revisions = None, init = None, stack = None),
+       text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu', steps=None, runs=None, revisions=None, init=None, stack=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn study<'py>(
     py: Python<'py>,
@@ -128,19 +137,27 @@ pub fn study<'py>(
     heads: Option<i64>,
     layers: Option<i64>,
     device: &str,
+    steps: Option<&Bound<'py, PyAny>>,
+    runs: Option<&Bound<'py, PyAny>>,
+    revisions: Option<&Bound<'py, PyAny>>,
+    init: Option<&Bound<'py, PyAny>>,
+    stack: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let refs = paths_arg(models, "models")?
+    let paths = paths_arg(models, "models")?;
+    let fields = model_fields(paths.len(), steps, runs, revisions)?;
+    let refs = paths
         .iter()
-        .map(|p| model_ref_of(Some(p), None))
+        .zip(&fields)
+        .map(|(p, f)| model_ref_of(Some(p), f.revision.as_deref()))
         .collect::<PyResult<Vec<_>>>()?;
     let req = StudyRequest {
         models: refs,
-        model_fields: Vec::new(),
+        model_fields: fields,
         models_file: opt_path(models_file, "models_file")?,
         model_ids: strings_arg(model_ids, "model_ids")?,
-        init: None,
+        init: crate::init_input(init, None, None)?,
         out: path_arg(out, "out")?,
-        certify: certify_options(l_phi, grid_m, precision, heads, layers, None)?,
+        certify: certify_options(l_phi, grid_m, precision, heads, layers, stack)?,
         primary,
         spectrum_layers: layers_arg(spectrum_layers)?,
         style: Style::Shared,
@@ -176,11 +193,69 @@ pub fn study<'py>(
             Err(why) => skipped.set_item(n, why)?,
         }
     }
+    match &o.trajectory_figure {
+        Some(Ok(p)) => figures.set_item(6, p.display().to_string())?,
+        Some(Err(why)) => skipped.set_item(6, why)?,
+        None => {}
+    }
     d.set_item("figures", figures)?;
     d.set_item("skipped_figures", skipped)?;
     d.set_item("exit_code", report.exit().code())?;
     d.set_item("reason", report.reason())?;
     Ok(d)
+}
+
+/// The fields of `n` models from the lists `steps`, `runs` and `revisions`
+/// (each index-matched with the models, None entries for none), checked
+/// as the command line checks `--step`, `--run` and `--revision`.
+fn model_fields(
+    n: usize,
+    steps: Option<&Bound<'_, PyAny>>,
+    runs: Option<&Bound<'_, PyAny>>,
+    revisions: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<ModelFields>> {
+    let mut out = vec![ModelFields::default(); n];
+    for (key, list) in [("step", steps), ("run", runs), ("revision", revisions)] {
+        let Some(list) = list else { continue };
+        let what = format!("{key}s");
+        if list.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!(
+                "{what} must be a list (one entry per model), not a str"
+            )));
+        }
+        let items: Vec<Bound<'_, PyAny>> = list
+            .try_iter()
+            .map_err(|_| {
+                PyTypeError::new_err(format!("{what} must be a list, one entry per model"))
+            })?
+            .collect::<PyResult<_>>()?;
+        if items.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "{what}: {} entries for {n} models (one per model, None for none)",
+                items.len()
+            )));
+        }
+        for (f, item) in out.iter_mut().zip(items) {
+            if item.is_none() {
+                continue;
+            }
+            let text = if key == "step" {
+                if item.is_instance_of::<PyBool>() || !item.is_instance_of::<PyInt>() {
+                    return Err(PyTypeError::new_err(format!(
+                        "steps must hold ints (or None), got an item of type {}",
+                        item.get_type().name()?
+                    )));
+                }
+                item.str()?.to_string()
+            } else {
+                item.extract::<String>()
+                    .map_err(|_| PyTypeError::new_err(format!("{what} must hold str (or None)")))?
+            };
+            f.set(key, &text)
+                .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))?;
+        }
+    }
+    Ok(out)
 }
 
 /// Merges the parts of a sharded run (``specbound certify --shard K/N

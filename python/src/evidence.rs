@@ -13,7 +13,7 @@ use specbound::cmd::{CertInput, Report};
 use specbound::evidence::audit::{AuditReport, Verdict as ClaimVerdict};
 use specbound::evidence::diff::DiffReport;
 use specbound::linalg::Precision;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::certify::Certificate;
 use crate::{cmd_error, init_input, json_to_py, model_input, pandas, path_arg, run_command};
@@ -423,7 +423,9 @@ fn claims_arg(claims: &Bound<'_, PyAny>) -> PyResult<(PathBuf, Option<String>)> 
 /// a raw-weights table (``layer,role`` and norm columns) is audited against
 /// the model's certified measures (``docs/measures.md``); ``init`` is the
 /// initialisation for the distance measures, as :func:`certify`'s ``init``
-/// (in memory, it is read with the model's ``config``).
+/// (in memory, it is read with the model's ``config``). ``stack`` is the
+/// stack of blocks the claims are about, of a model of several
+/// (``"decoder"``, as :func:`certify`'s ``stack``; default the first).
 ///
 /// Runs without the interpreter lock; Ctrl-C returns at once (the audit
 /// under way finishes in the background and is dropped). Bad input raises
@@ -437,7 +439,7 @@ fn claims_arg(claims: &Bound<'_, PyAny>) -> PyResult<(PathBuf, Option<String>)> 
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None, init = None, config = None))]
+#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None, init = None, config = None, stack = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
@@ -452,6 +454,7 @@ pub fn audit(
     model_id: Option<String>,
     init: Option<&Bound<'_, PyAny>>,
     config: Option<&Bound<'_, PyAny>>,
+    stack: Option<String>,
 ) -> PyResult<Py<PyAny>> {
     let (claims_path, claims_text) = claims_arg(claims)?;
     let req = AuditRequest {
@@ -467,10 +470,17 @@ pub fn audit(
         rounding_units,
         model_id,
         init: init_input(init, Some(model), config)?,
+        stack,
     };
     let job = req.clone();
+    // A DataFrame's name (`<DataFrame>`) is no file: a bad claim in it is a
+    // ValueError, not a missing file.
+    let named: Vec<&Path> = match req.claims_text {
+        None => vec![&req.claims],
+        Some(_) => Vec::new(),
+    };
     let report = run_command(py, false, move |ui| specbound::cmd::audit::run(&job, ui))?
-        .map_err(|e| cmd_error(&e, &[&req.claims]))?;
+        .map_err(|e| cmd_error(&e, &named))?;
     let exit_code = report.exit().code();
     let reason = report.reason();
     let json = report.json();

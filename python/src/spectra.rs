@@ -41,6 +41,8 @@ pub struct SpectraResult {
     #[pyo3(get)]
     skipped: Vec<(String, String)>,
     csv: String,
+    /// `singular_values.csv`, when kept (`singular_values=True`).
+    sv_csv: Option<String>,
     json: String,
     shown: String,
 }
@@ -62,6 +64,15 @@ impl SpectraResult {
                 .map(|s| (s.tensor.clone(), s.why.clone()))
                 .collect(),
             csv: r.csv(),
+            sv_csv: r
+                .rows
+                .iter()
+                .any(|row| {
+                    row.values
+                        .as_ref()
+                        .is_some_and(|v| v.singular_values.is_some())
+                })
+                .then(|| r.singular_values_csv()),
             json,
             shown: r.shown.clone(),
         })
@@ -114,6 +125,36 @@ impl SpectraResult {
         frame.call_method1("set_index", ("tensor",))
     }
 
+    /// Every certified singular value of each matrix (``spectra(...,
+    /// singular_values=True)``) as a pandas DataFrame, the table
+    /// ``singular_values.csv`` that ``specbound spectra --csv DIR
+    /// --singular-values`` writes: ``tensor``, ``slice``, ``rows``,
+    /// ``cols``, ``rank_index`` (from 1, largest first), ``sigma`` (the
+    /// midpoint), ``sigma_lo`` and ``sigma_hi`` (certified: the exact
+    /// binary64 ends). Raises ``ValueError`` when they were not kept.
+    ///
+    /// >>> import specbound
+    /// >>> s = specbound.spectra("data/all-MiniLM-L6-v2", include=r"layer\.0\.attention\.self\.query\.weight", singular_values=True)
+    /// >>> f = s.singular_values(); len(f), list(f.rank_index[:2])
+    /// (384, [1, 2])
+    fn singular_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = self.sv_csv.as_deref().ok_or_else(|| {
+            PyValueError::new_err(
+                "the singular values were not kept: call spectra(..., singular_values=True)",
+            )
+        })?;
+        let pd = pandas(py, "SpectraResult.singular_values()")?;
+        let mut lines = text.lines();
+        let header = csv_record(lines.next().unwrap_or(""));
+        let mut columns: Vec<Vec<String>> = vec![Vec::new(); header.len()];
+        for line in lines {
+            for (col, cell) in columns.iter_mut().zip(csv_record(line)) {
+                col.push(cell);
+            }
+        }
+        frame_of(py, &pd, &header, &columns)
+    }
+
     /// The report as ``specbound spectra --json`` prints it.
     fn to_json(&self) -> String {
         self.json.clone()
@@ -155,7 +196,9 @@ impl SpectraResult {
 /// the full tensor names; ``max_elements`` skips larger tensors;
 /// ``precision`` is ``"f64"``, ``"extended"``, ``"auto"`` (escalating until
 /// ``rtol``) or ``"mpfr:BITS"``; ``csv`` a directory to write
-/// ``spectra.csv`` into. Runs without the interpreter lock; Ctrl-C returns
+/// ``spectra.csv`` into; ``singular_values=True`` keeps every certified
+/// singular value (:meth:`SpectraResult.singular_values`, and
+/// ``singular_values.csv`` beside ``spectra.csv``). Runs without the interpreter lock; Ctrl-C returns
 /// with ``KeyboardInterrupt``. Bad input raises ``ValueError`` (or
 /// ``FileNotFoundError``).
 ///
@@ -167,8 +210,8 @@ impl SpectraResult {
 /// (['encoder.layer.0.attention.self.query.weight'], True)
 #[pyfunction]
 #[pyo3(
-    signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = "f64", rtol = 1e-11, revision = None, csv = None, device = "cpu"),
-    text_signature = "(model, config=None, *, schatten_p=(1, 2), include=None, exclude=None, max_elements=None, precision='f64', rtol=1e-11, revision=None, csv=None, device='cpu')"
+    signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = "f64", rtol = 1e-11, revision = None, csv = None, device = "cpu", singular_values = false),
+    text_signature = "(model, config=None, *, schatten_p=(1, 2), include=None, exclude=None, max_elements=None, precision='f64', rtol=1e-11, revision=None, csv=None, device='cpu', singular_values=False)"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn spectra(
@@ -184,6 +227,7 @@ pub fn spectra(
     revision: Option<&str>,
     csv: Option<&Bound<'_, PyAny>>,
     device: &str,
+    singular_values: bool,
 ) -> PyResult<SpectraResult> {
     let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
     let ps = crate::svd::schatten_arg(py, schatten_p)?;
@@ -196,6 +240,7 @@ pub fn spectra(
         precision: prec,
         rtol,
         csv: csv.map(|c| path_arg(c, "csv")).transpose()?,
+        singular_values,
     };
     let report = on_device(py, device, || {
         run_command(py, false, move |ui| specbound::cmd::spectra::run(&req, ui))

@@ -38,6 +38,9 @@ pub struct AuditRequest {
     pub model_id: Option<String>,
     /// The initialisation, for claims of the distance measures.
     pub init: Option<ModelRef>,
+    /// The stack of a model of several whose matrices the claims are about
+    /// (`--stack`, as certify's); `None`: the first.
+    pub stack: Option<String>,
 }
 
 /// The report of `audit`.
@@ -102,6 +105,7 @@ pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> 
             .map(ModelRef::resolve)
             .transpose()?
             .map(|i| i.path),
+        stack: req.stack.clone(),
     };
     let model = resolved.path;
     let report = {

@@ -32,6 +32,15 @@ use crate::spectral::{certify_and_summarize, enclose_schatten, wide, SchattenP};
 /// The name of the table `--csv DIR` writes.
 pub const CSV_NAME: &str = "spectra.csv";
 
+/// The name of the table of singular values `--csv DIR
+/// --singular-values` writes beside [`CSV_NAME`] (the study's table's name).
+pub const SV_CSV_NAME: &str = "singular_values.csv";
+
+/// Header of [`SV_CSV_NAME`]: the tensor (and slice) as in `spectra.csv`,
+/// then the study's `singular_values.csv` columns (`rank_index` from 1,
+/// largest first; `sigma` the midpoint, `sigma_lo`/`sigma_hi` certified).
+pub const SV_CSV_HEADER: &str = "tensor,slice,rows,cols,rank_index,sigma,sigma_lo,sigma_hi";
+
 /// What to certify.
 #[derive(Clone, Debug)]
 pub struct SpectraRequest {
@@ -51,6 +60,10 @@ pub struct SpectraRequest {
     pub rtol: f64,
     /// A directory for `spectra.csv` (written atomically).
     pub csv: Option<PathBuf>,
+    /// Keep every certified singular value of each matrix: in the rows
+    /// ([`SpectraValues::singular_values`], so in the JSON), and with
+    /// [`SpectraRequest::csv`] in [`SV_CSV_NAME`] too.
+    pub singular_values: bool,
 }
 
 /// One Schatten exponent's enclosures.
@@ -112,6 +125,10 @@ pub struct SpectraValues {
     pub lambda_max_exact: Option<ExactBounds>,
     /// One per requested exponent.
     pub schatten: Vec<SchattenRow>,
+    /// Every singular value, largest first, the `min(rows, cols)` of them
+    /// (exact zeros included); only with `--singular-values`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub singular_values: Option<Vec<Enclosure>>,
 }
 
 /// One matrix of the checkpoint.
@@ -244,10 +261,13 @@ fn slices(shape: &[usize], flat: DenseMatrix) -> Vec<(Option<String>, DenseMatri
 /// logarithms of WeightWatcher's quantities are inari interval operations
 /// on those enclosures (`proofs/assumptions.md` A0.9 (c): containment of
 /// monotone functions evaluated with outward rounding).
+/// With `keep_sv`, every singular value's enclosure is kept too (those of
+/// `certify_singular_values`, through [`certify_and_summarize`]).
 fn certify_one(
     a: DenseMatrix,
     opts: &SvdOptions,
     ps: &[SchattenP],
+    keep_sv: bool,
 ) -> Result<SpectraValues, String> {
     let (sv, s) = certify_and_summarize(a, opts).map_err(|e| e.reason)?;
     let sv_min = sv
@@ -306,6 +326,7 @@ fn certify_one(
                 }
             })
             .collect(),
+        singular_values: keep_sv.then(|| sv.values.iter().map(|v| v.enclosure).collect()),
     })
 }
 
@@ -340,6 +361,9 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
         let mut planned = Outputs::new();
         planned.create_dir(dir);
         planned.stage(dir.join(CSV_NAME), Vec::new());
+        if req.singular_values {
+            planned.stage(dir.join(SV_CSV_NAME), Vec::new());
+        }
         planned.check()?;
     }
     let resolved = req.model.resolve()?;
@@ -422,7 +446,7 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
         for (slice, m) in slices(&shape, loaded.matrix) {
             progress.message(&crate::arch::clean_to(&name, 80));
             let (m_rows, m_cols) = (m.rows, m.cols);
-            let outcome = certify_one(m, &opts, &req.schatten_p);
+            let outcome = certify_one(m, &opts, &req.schatten_p, req.singular_values);
             rows.push(SpectraRow {
                 tensor: name.clone(),
                 slice,
@@ -467,6 +491,9 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
         let mut out = Outputs::new();
         out.create_dir(dir);
         out.stage(dir.join(CSV_NAME), report.csv());
+        if req.singular_values {
+            out.stage(dir.join(SV_CSV_NAME), report.singular_values_csv());
+        }
         out.commit()?;
     }
     Ok(report)
@@ -569,9 +596,52 @@ impl SpectraReport {
         s
     }
 
+    /// [`SV_CSV_HEADER`] and a row per singular value of every certified
+    /// matrix kept with `--singular-values` (none of an inconclusive one).
+    pub fn singular_values_csv(&self) -> String {
+        let mut s = String::from(SV_CSV_HEADER);
+        s.push('\n');
+        for r in &self.rows {
+            let Some(sv) = r.values.as_ref().and_then(|v| v.singular_values.as_ref()) else {
+                continue;
+            };
+            let lead = format!(
+                "{},{},{},{}",
+                csv_field(&r.tensor),
+                csv_field(r.slice.as_deref().unwrap_or("")),
+                r.rows,
+                r.cols
+            );
+            for (i, e) in sv.iter().enumerate() {
+                s.push_str(&format!(
+                    "{lead},{},{},{},{}\n",
+                    i + 1,
+                    num(e.mid()),
+                    num(e.lo()),
+                    num(e.hi())
+                ));
+            }
+        }
+        s
+    }
+
     fn inconclusive(&self) -> usize {
         self.rows.iter().filter(|r| r.values.is_none()).count()
     }
+}
+
+/// The lines of `--singular-values` in the text output: every value,
+/// largest first, numbered from 1.
+fn singular_values_text(sv: &[Enclosure], style: Style) -> String {
+    let mut s = format!("  singular values ({}), largest first:\n", sv.len());
+    for (i, e) in sv.iter().enumerate() {
+        s.push_str(&format!(
+            "    sigma_{:<6} {}\n",
+            i + 1,
+            interval(e.lo(), e.hi(), style)
+        ));
+    }
+    s
 }
 
 impl Report for SpectraReport {
@@ -668,6 +738,9 @@ impl Report for SpectraReport {
                         for note in &sc.notes {
                             let _ = writeln!(s, "    note: {note}");
                         }
+                    }
+                    if let Some(sv) = &v.singular_values {
+                        s.push_str(&singular_values_text(sv, style));
                     }
                 }
             }

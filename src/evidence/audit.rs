@@ -248,6 +248,22 @@ pub struct AuditOptions {
     /// (`frobenius_distance`, ...; `certify --init`); `None`: such claims
     /// are refused with a line saying so.
     pub init: Option<std::path::PathBuf>,
+    /// The stack of a model of several (`certify --stack`: `decoder`, ...)
+    /// whose matrices the claims are about; `None`: the first, as certify.
+    pub stack: Option<String>,
+}
+
+impl AuditOptions {
+    /// The certification options of the model's certificate and measures:
+    /// `certify`'s defaults with this precision and stack.
+    fn certify_options(&self) -> CertifyOptions {
+        let mut o = CertifyOptions {
+            precision: self.precision,
+            ..CertifyOptions::default()
+        };
+        o.overrides.stack = self.stack.clone();
+        o
+    }
 }
 
 impl Default for AuditOptions {
@@ -260,6 +276,7 @@ impl Default for AuditOptions {
             model_id: None,
             default_id: None,
             init: None,
+            stack: None,
         }
     }
 }
@@ -608,6 +625,93 @@ fn matrix_quantity(f: &Facts, q: &str, p: Option<&str>) -> Result<Interval, Stri
     })
 }
 
+/// The spectral columns of `matrix_summary.csv` that are claims: a
+/// matrix's own quantities, certified for every family (with a bound or
+/// without).
+const SUMMARY_COLUMNS: [&str; 9] = [
+    "rows",
+    "cols",
+    "rank",
+    "spectral_norm",
+    "frobenius_norm",
+    "nuclear_norm",
+    "norm_21",
+    "norm_11",
+    "stable_rank",
+];
+
+/// The quantities of a proxy matrix that are not its own spectrum's:
+/// certified only for a family with a bound ([`proxy_quantity`]).
+const PROXY_QUANTITIES: [&str; 9] = [
+    "alpha",
+    "alpha_mh",
+    "gamma",
+    "scale",
+    "scale_gamma_alpha_L",
+    "min_contribution",
+    "contribution",
+    "p_grid_m",
+    "p_opt",
+];
+
+/// The matrix named by the authors' columns and, for a mixture of
+/// experts, the `expert` column (an index or `shared`; empty: no expert).
+fn matrix_id(
+    layer: usize,
+    head: i64,
+    kind: MatrixType,
+    expert: Option<&str>,
+) -> Result<MatrixId, String> {
+    let id = MatrixId::from_columns(layer, head, kind)
+        .ok_or_else(|| format!("no matrix layer {layer} head {head} {kind}"))?;
+    let expert = match expert.map(str::trim) {
+        None | Some("") => None,
+        Some("shared") => Some(crate::arch::Expert::Shared),
+        Some(e) => Some(
+            e.parse::<usize>()
+                .ok()
+                .filter(|&i| i < crate::arch::MAX_EXPERTS)
+                .map(crate::arch::Expert::Routed)
+                .ok_or_else(|| {
+                    format!(
+                        "expert '{}' is neither an index below {} nor 'shared'",
+                        crate::io::escape_to(e, 40),
+                        crate::arch::MAX_EXPERTS
+                    )
+                })?,
+        ),
+    };
+    Ok(MatrixId { expert, ..id })
+}
+
+/// A spectral quantity (`rows`, `cols` or a [`matrix_quantity`]) of
+/// matrix `id` of the certified model, with a bound or without.
+fn spectrum_quantity(
+    c: &Certified,
+    id: MatrixId,
+    q: &str,
+    p: Option<&str>,
+) -> Result<Interval, String> {
+    let r = c
+        .results
+        .binary_search_by_key(&id, |r| r.id)
+        .map(|i| &c.results[i])
+        .map_err(|_| format!("no matrix {id} in the model"))?;
+    let count = |n: usize| Interval::try_from((n as f64, n as f64)).expect("finite");
+    match q {
+        "rows" => Ok(count(r.rows)),
+        "cols" => Ok(count(r.cols)),
+        other => matrix_quantity(
+            &Facts {
+                sv: r.sv.clone(),
+                summary: r.summary.clone(),
+            },
+            other,
+            p,
+        ),
+    }
+}
+
 fn iv(x: CertInterval) -> Interval {
     x.to_inari()
         .expect("a certificate interval is finite with lo <= hi")
@@ -812,10 +916,7 @@ fn ensure_cert<'a>(
     progress: &dyn Progress,
 ) -> Result<&'a Certified, EvidenceError> {
     if slot.is_none() {
-        let copts = CertifyOptions {
-            precision: opts.precision,
-            ..CertifyOptions::default()
-        };
+        let copts = opts.certify_options();
         let (cert, results) = match certify_run(model, &copts, &RunScope::default(), progress)
             .map_err(|e| EvidenceError::Model(e.to_string()))?
             .and_then(Run::into_certificate)
@@ -829,6 +930,9 @@ fn ensure_cert<'a>(
                 )))
             }
         };
+        // In certificate order (by id): looked up by binary search.
+        let mut results = results;
+        results.sort_by_key(|r| r.id);
         *slot = Some(Certified { cert, results });
     }
     Ok(slot.as_ref().expect("just set"))
@@ -843,10 +947,7 @@ fn ensure_measures<'a>(
     progress: &dyn Progress,
 ) -> Result<&'a MeasuresRun, EvidenceError> {
     if slot.is_none() {
-        let copts = CertifyOptions {
-            precision: opts.precision,
-            ..CertifyOptions::default()
-        };
+        let copts = opts.certify_options();
         let run = match certify_measures(model, opts.init.as_deref(), &copts, progress)
             .map_err(|e| EvidenceError::Model(e.to_string()))?
         {
@@ -1107,6 +1208,8 @@ pub fn audit_text(
         && (has("log_spectral_norm") || has("lambda_max") || has("sv_max"))
     {
         "weightwatcher"
+    } else if has("rank_index") && has("sigma") && (has("tensor") || has("matrix_type")) {
+        "singular_values"
     } else if has("tensor") && has("status") && has("spectral_norm_lo") {
         "spectra"
     } else if has("model_id") && has("bound") && has("value") {
@@ -1125,6 +1228,7 @@ pub fn audit_text(
             at: "line 1".into(),
             message: "unrecognised header: expected one of the certify --csv layouts, the generic layout \
                       (tensor or layer,head,matrix_type; quantity; [p]; value; [tolerance]), a WeightWatcher details CSV, \
+                      a spectra or singular-values table (tensor or layer,head,matrix_type; rank_index; sigma), \
                       a measures table (measure,value or a column per measure) or a raw-weights table (layer,role,norm columns)".into(),
         });
     };
@@ -1207,17 +1311,7 @@ pub fn audit_text(
         match layout {
             "matrix_summary" | "schatten_opt" => {
                 let qs: &[&str] = if layout == "matrix_summary" {
-                    &[
-                        "rows",
-                        "cols",
-                        "rank",
-                        "spectral_norm",
-                        "frobenius_norm",
-                        "nuclear_norm",
-                        "norm_21",
-                        "norm_11",
-                        "stable_rank",
-                    ]
+                    &SUMMARY_COLUMNS
                 } else {
                     &[
                         "alpha_mh",
@@ -1291,6 +1385,26 @@ pub fn audit_text(
                     }
                 }
             }
+            "singular_values" => {
+                // `spectra --singular-values`' table (by tensor) and the
+                // study's (by proxy matrix): sigma_i with i = rank_index,
+                // from 1; rows of slices are not claims (as in spectra.csv),
+                // nor is the study's `sigma_normalized`.
+                if let (None, Some(v)) = (cell("slice"), cell("sigma")) {
+                    let subj = if cell("tensor").is_some() {
+                        "tensor"
+                    } else {
+                        "proxy"
+                    };
+                    claims_here.push((
+                        subj.into(),
+                        "sigma_i".into(),
+                        cell("rank_index"),
+                        v,
+                        cell("tolerance"),
+                    ));
+                }
+            }
             "observed_bounds" => {
                 if let Some(v) = cell("value") {
                     claims_here.push((
@@ -1345,6 +1459,7 @@ pub fn audit_text(
             // judged by containment, not by the value's printed digits.
             let column = match layout {
                 "observed_bounds" | "measures" | "generic" => "value",
+                "singular_values" => "sigma",
                 _ => quantity.as_str(),
             };
             let stated = match (
@@ -1402,26 +1517,27 @@ pub fn audit_text(
             let (subject, iv) = match subj.as_str() {
                 "proxy" => {
                     let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
-                    let name = MatrixId::from_columns(l, h, k)
-                        .map(|id| id.to_string())
-                        .unwrap_or_else(|| format!("layer {l} head {h} {k}"));
-                    let q = if quantity == "p_opt" {
-                        "p_opt".to_string()
-                    } else {
-                        quantity.clone()
-                    };
-                    (
-                        name,
-                        proxy_quantity(
-                            ensure_cert(&mut cert, model, opts, progress)?,
-                            l,
-                            h,
-                            k,
-                            &q,
-                            p.as_deref(),
+                    let expert = cell(crate::report::csv::EXPERT_COLUMN);
+                    let c = ensure_cert(&mut cert, model, opts, progress)?;
+                    // A spectral quantity is the matrix's, whether or not the
+                    // model has a bound (or experts); the rest are proxies.
+                    if !PROXY_QUANTITIES.contains(&quantity.as_str()) {
+                        let id = matrix_id(l, h, k, expert.as_deref()).map_err(|e| bad(line, e))?;
+                        (
+                            id.to_string(),
+                            spectrum_quantity(c, id, &quantity, p.as_deref())
+                                .map_err(|e| bad(line, e))?,
                         )
-                        .map_err(|e| bad(line, e))?,
-                    )
+                    } else {
+                        let name = MatrixId::from_columns(l, h, k)
+                            .map(|id| id.to_string())
+                            .unwrap_or_else(|| format!("layer {l} head {h} {k}"));
+                        (
+                            name,
+                            proxy_quantity(c, l, h, k, &quantity, p.as_deref())
+                                .map_err(|e| bad(line, e))?,
+                        )
+                    }
                 }
                 "measure" => {
                     let m = ensure_measures(&mut meas, model, opts, progress)?;

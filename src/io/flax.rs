@@ -284,6 +284,7 @@ fn collect(
                 }],
                 transpose: false,
                 flatten_ok: false,
+                dequant: None,
             },
         )),
         Node::Map(entries) => {
@@ -390,6 +391,7 @@ fn unchunk(name: &str, entries: Vec<(String, Node)>) -> Result<Stored, String> {
         segments,
         transpose: false,
         flatten_ok: false,
+        dequant: None,
     })
 }
 

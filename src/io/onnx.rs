@@ -30,12 +30,19 @@
 //! (`0.auto_model.encoder...`), which the family detection strips as it
 //! strips `bert.`. A name already taken, or a second use of a weight,
 //! leaves the tensor as stored.
+//!
+//! **Quantized weights.** A 2-D int8/uint8 initializer that a
+//! `DequantizeLinear` node dequantizes with a binary32 scale is read as the
+//! graph's binary32 weight, exactly (L38, `proofs/exact-dequantize.md`),
+//! and followed to the MatMul or Gemm it feeds; integer weights the graph
+//! multiplies as integers (`MatMulInteger`, `QLinearMatMul`) or of other
+//! types are refused in one line naming them, never skipped.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path};
 
 use super::limits::{MAX_EXTERNAL_FILES, MAX_ONNX_KEPT_BYTES, MAX_ONNX_NAME, MAX_RANK};
-use super::stored::{MappedFile, Segment, Stored, Table};
+use super::stored::{Dequant, MappedFile, Segment, Stored, Table};
 use super::{fmt_name, LoadedMatrix, ReadError};
 use crate::matrix::SourceDtype;
 
@@ -158,6 +165,9 @@ struct Node {
     /// The module path that torch.onnx's dynamo exporter records in the
     /// node's metadata (`namespace`), e.g. `encoder.layer.0.attention.self.query`.
     module: Option<String>,
+    /// `DequantizeLinear`'s `axis` (default 1) and `block_size` attributes.
+    axis: Option<i64>,
+    block_size: Option<i64>,
 }
 
 /// Ops that consume stored integer weights (quantized graphs).
@@ -349,6 +359,8 @@ fn parse_node(
         trans_b: false,
         perm: None,
         module: None,
+        axis: None,
+        block_size: None,
     };
     let mut w = Wire::new(b, base);
     while let Some((tag, v)) = w.next()? {
@@ -393,6 +405,9 @@ fn parse_node(
                 match name.as_slice() {
                     b"transB" => n.trans_b = i.unwrap_or(0) != 0,
                     b"perm" => n.perm = Some(ints),
+                    // An int64 attribute: a negative value is its two's complement.
+                    b"axis" => n.axis = i.map(|x| x as i64),
+                    b"block_size" => n.block_size = i.map(|x| x as i64),
                     _ => {}
                 }
             }
@@ -472,6 +487,9 @@ impl OnnxFile {
         let mut files = vec![main];
         let mut by_location: BTreeMap<String, usize> = BTreeMap::new();
         let mut tensors: HashMap<String, Stored> = HashMap::new();
+        // Integer initializers: their ONNX type, and whether their values
+        // are packed varints (int32_data) rather than raw bytes.
+        let mut ints: HashMap<String, (u64, bool)> = HashMap::new();
         for t in inits {
             let tn = Some(t.name.as_str());
             let err = |m: String| ReadError::format(path, tn, m);
@@ -488,6 +506,10 @@ impl OnnxFile {
                 );
             }
             let dtype = onnx_type(t.data_type);
+            if dtype.is_err() {
+                let packed = matches!(t.data, Some((_, _, "int32_data")));
+                ints.insert(t.name.clone(), (t.data_type, packed));
+            }
             let segment = if t.location == 1 {
                 let get = |k: &str| {
                     t.external
@@ -579,13 +601,15 @@ impl OnnxFile {
                 segments: vec![segment],
                 transpose: false,
                 flatten_ok: true,
+                dequant: None,
             };
             if tensors.insert(t.name.clone(), stored).is_some() {
                 return Err(err("two initializers have this name".into()));
             }
         }
+        let dequantized = dequantize(path, &mut tensors, &nodes, &ints)?;
         refuse_quantized(path, &tensors, &nodes)?;
-        rename_weights(&mut tensors, &nodes);
+        rename_weights(&mut tensors, &nodes, &dequantized);
         Ok(Self {
             table: Table::new(files, tensors)?,
         })
@@ -598,10 +622,148 @@ impl OnnxFile {
     }
 }
 
+/// The weights of a graph that dequantizes 2-D int8 or uint8 initializers
+/// by `DequantizeLinear` with binary32 scales (per tensor, or per axis;
+/// zero points of the weights' type, or none): each such initializer is
+/// read as the graph's binary32 weight, exactly ([`Dequant`], L38,
+/// `proofs/exact-dequantize.md`). Returns `DequantizeLinear` output ->
+/// the initializer, to orient and name it as the float weight it feeds.
+/// Other integer types (int4, int16, ...) are left to
+/// [`refuse_quantized`]; a `DequantizeLinear` of such a weight that this
+/// reader would read otherwise than the graph (blocked quantization, a
+/// scale that is not binary32, an axis or a count that does not fit) is
+/// refused in one line naming the weight.
+fn dequantize(
+    path: &Path,
+    tensors: &mut HashMap<String, Stored>,
+    nodes: &[Node],
+    ints: &HashMap<String, (u64, bool)>,
+) -> Result<HashMap<String, String>, ReadError> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    let mut seen: std::collections::HashSet<&str> = Default::default();
+    for n in nodes.iter().filter(|n| n.op == "DequantizeLinear") {
+        let Some(x) = n.inputs.first() else { continue };
+        let (Some(&(ty, packed)), Some(t)) = (ints.get(x), tensors.get(x)) else {
+            continue;
+        };
+        if !matches!(ty, 2 | 3) || t.shape.len() != 2 {
+            continue;
+        }
+        let err = |m: String| ReadError::format(path, Some(x), m);
+        let plan = dequant_plan(n, t, ty, packed, tensors, ints).map_err(err)?;
+        if !seen.insert(x) {
+            return Err(err("is dequantized by two DequantizeLinear nodes".into()));
+        }
+        if let Some(o) = &n.output {
+            out.insert(o.clone(), x.clone());
+        }
+        let t = tensors.get_mut(x).expect("present");
+        t.dtype = Ok(SourceDtype::Quantized(if ty == 3 {
+            "INT8_DQ"
+        } else {
+            "UINT8_DQ"
+        }));
+        t.dequant = Some(plan);
+    }
+    Ok(out)
+}
+
+/// How the `DequantizeLinear` node `n` dequantizes the 2-D 8-bit
+/// initializer `t` (ONNX type `ty`), or why specbound would not read it as
+/// the graph does.
+fn dequant_plan(
+    n: &Node,
+    t: &Stored,
+    ty: u64,
+    packed: bool,
+    tensors: &HashMap<String, Stored>,
+    ints: &HashMap<String, (u64, bool)>,
+) -> Result<Dequant, String> {
+    let what = "its DequantizeLinear";
+    if packed {
+        return Err(format!(
+            "{what} weights are packed in int32_data, which specbound does not decode (raw_data only)"
+        ));
+    }
+    if n.block_size.is_some_and(|b| b != 0) {
+        return Err(format!(
+            "{what} has a block_size (blocked quantization), which specbound does not read"
+        ));
+    }
+    let input = |k: usize| n.inputs.get(k).filter(|s| !s.is_empty());
+    let s_name = input(1).ok_or(format!("{what} has no scale"))?;
+    let s = tensors.get(s_name).ok_or(format!(
+        "{what} scale '{}' is not an initializer",
+        fmt_name(s_name)
+    ))?;
+    if s.dtype != Ok(SourceDtype::F32) || s.segments.len() != 1 {
+        return Err(format!(
+            "{what} scale '{}' is {}, not float32 (L38 covers binary32 scales)",
+            fmt_name(s_name),
+            super::stored::dtype_name(&s.dtype)
+        ));
+    }
+    let numel = |shape: &[usize]| shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    let count = numel(&s.shape).ok_or(format!("{what} scale's shape overflows"))?;
+    let axis = match (count, s.shape.len()) {
+        (1, _) => None,
+        (_, 1) => {
+            let a = n.axis.unwrap_or(1);
+            let a = if a < 0 { a + 2 } else { a };
+            match usize::try_from(a) {
+                Ok(a @ (0 | 1)) if t.shape[a] == count => Some(a),
+                _ => {
+                    return Err(format!(
+                    "{what} scale has {count} values, not one per index of axis {} of shape {:?}",
+                    n.axis.unwrap_or(1),
+                    t.shape
+                ))
+                }
+            }
+        }
+        _ => {
+            return Err(format!(
+                "{what} scale has shape {:?}, not a scalar or 1-D",
+                s.shape
+            ))
+        }
+    };
+    let zero_point = match input(2) {
+        None => None,
+        Some(z) => {
+            let zt = tensors.get(z).filter(|zt| zt.segments.len() == 1);
+            match (ints.get(z), zt) {
+                (Some(&(zty, false)), Some(zt))
+                    if zty == ty && numel(&zt.shape) == Some(count) =>
+                {
+                    Some(zt.segments[0].clone())
+                }
+                _ => {
+                    return Err(format!(
+                        "{what} zero point '{}' is not an initializer of the weights' type with                          one value per scale, in raw_data",
+                        fmt_name(z)
+                    ))
+                }
+            }
+        }
+    };
+    if t.segments.len() != 1 {
+        return Err(format!("{what} weights are not one byte range"));
+    }
+    Ok(Dequant {
+        signed: ty == 3,
+        scale: s.segments[0].clone(),
+        zero_point,
+        axis,
+    })
+}
+
 /// Refuses a quantized graph: matrices stored as integers that the graph
-/// dequantizes (`DequantizeLinear`, `MatMulInteger`, ...) are weights that
-/// would otherwise be skipped as non-float tensors, leaving only their
-/// scale vectors to certify; one line names them.
+/// does not dequantize to float weights as [`dequantize`] reads them
+/// (`MatMulInteger`, `QLinearMatMul` multiply the integers; int4 or int16
+/// weights) are weights that would otherwise be skipped as non-float
+/// tensors, leaving only their scale vectors to certify; one line names
+/// them.
 fn refuse_quantized(
     path: &Path,
     tensors: &HashMap<String, Stored>,
@@ -633,8 +795,10 @@ fn refuse_quantized(
         Some(first),
         format!(
             "a quantized ONNX model: {} weight matrices are stored as integers that the graph \
-             dequantizes ({}{}); specbound does not read quantized weights (certify the float \
-             model they were quantized from)",
+             multiplies or dequantizes in a way specbound does not read ({}{}); specbound reads \
+             int8/uint8 weights dequantized by DequantizeLinear with float32 scales, not \
+             MatMulInteger, QLinearMatMul or other integer types (certify the float model they \
+             were quantized from)",
             quantized.len(),
             shown.join(", "),
             if quantized.len() > 4 { ", ..." } else { "" }
@@ -805,7 +969,11 @@ fn named_like_bias(weight: &str, tensors: &HashMap<String, Stored>) -> String {
 
 /// Orients (and, where needed, names) the weight operand of every MatMul
 /// and Gemm node (module documentation).
-fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
+fn rename_weights(
+    tensors: &mut HashMap<String, Stored>,
+    nodes: &[Node],
+    dequantized: &HashMap<String, String>,
+) {
     let transposes: HashMap<&str, &Node> = nodes
         .iter()
         .filter(|n| n.op == "Transpose")
@@ -823,6 +991,8 @@ fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
             },
             None => (b.clone(), false),
         };
+        // Through a DequantizeLinear: its 8-bit initializer, read dequantized.
+        let init = dequantized.get(&init).cloned().unwrap_or(init);
         let Some(t) = tensors.get(&init) else {
             continue;
         };
@@ -833,7 +1003,13 @@ fn rename_weights(tensors: &mut HashMap<String, Stored>, nodes: &[Node]) {
         // Gemm with transB takes B as [out, in].
         let b_is_out_in = swapped ^ (n.op == "Gemm" && n.trans_b);
         let transpose = !b_is_out_in;
-        let new_name = if is_param_name(&init) {
+        // onnxruntime's quantizer names a quantized parameter `{name}_quantized`.
+        let unquantized = init
+            .strip_suffix("_quantized")
+            .filter(|b| is_param_name(b) && !tensors.contains_key(*b));
+        let new_name = if let Some(b) = unquantized {
+            b.to_string()
+        } else if is_param_name(&init) {
             init.clone()
         } else {
             let from_meta = n.module.as_ref().map(|m| format!("{m}.weight"));

@@ -88,6 +88,82 @@ pub(crate) struct Stored {
     /// Whether a tensor of rank above 2 may be read flattened to
     /// `[shape[0], rest]` (its stored order is PyTorch's).
     pub flatten_ok: bool,
+    /// 8-bit integers that the graph dequantizes (ONNX `DequantizeLinear`):
+    /// read as the graph's binary32 weights ([`Dequant`]); `None` for
+    /// stored floats.
+    pub dequant: Option<Dequant>,
+}
+
+/// How a 2-D tensor of 8-bit integers `q` is read as ONNX's
+/// `DequantizeLinear` computes it: `fl32((q - z) s)` with its binary32
+/// scales `s` and zero points `z` (of the weights' type), one per tensor
+/// or one per index along a stored axis.
+#[derive(Clone, Debug)]
+pub(crate) struct Dequant {
+    /// int8 weights (and zero points); uint8 otherwise.
+    pub signed: bool,
+    /// The binary32 scales, little-endian: one, or one per index along `axis`.
+    pub scale: Segment,
+    /// The zero points (as many as the scales, 8-bit like the weights);
+    /// `None`: zero.
+    pub zero_point: Option<Segment>,
+    /// The stored axis (0 or 1) the scales run along; `None`: per tensor.
+    pub axis: Option<usize>,
+}
+
+impl Dequant {
+    /// How many scales (and zero points) a stored `shape` needs.
+    fn count(&self, shape: &[usize]) -> usize {
+        self.axis.map_or(1, |a| shape.get(a).copied().unwrap_or(0))
+    }
+
+    /// The 8-bit integer of byte `b`.
+    fn int(&self, b: u8) -> i32 {
+        if self.signed {
+            i32::from(b as i8)
+        } else {
+            i32::from(b)
+        }
+    }
+
+    /// Appends the dequantized values of the stored row-major `[_, cols]`
+    /// bytes `q` (the first at element `first` of the tensor) to `out`.
+    ///
+    /// *Guarantee: exact*: each value is `fl32((q - z) s)`, the binary32
+    /// value the graph computes: `q - z` is an integer below `2^9` in
+    /// magnitude, its product with a binary32 scale is a binary64 number
+    /// (so the binary64 multiplication is exact), and one conversion to
+    /// binary32 rounds it as the graph's binary32 multiplication does (L38,
+    /// `proofs/exact-dequantize.md`; the result converts back exactly, L1).
+    fn decode(
+        &self,
+        files: &[MappedFile],
+        q: &[u8],
+        first: usize,
+        cols: usize,
+        out: &mut Vec<f64>,
+    ) {
+        let bytes = |s: &Segment| &files[s.file].map[s.start..s.start + s.len];
+        let scales: Vec<f32> = bytes(&self.scale)
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let zeros: Vec<i32> = match &self.zero_point {
+            Some(z) => bytes(z).iter().map(|&b| self.int(b)).collect(),
+            None => vec![0; scales.len()],
+        };
+        out.extend(q.iter().enumerate().map(|(i, &b)| {
+            let k = first + i;
+            let c = match self.axis {
+                Some(0) => k / cols,
+                Some(_) => k % cols,
+                None => 0,
+            };
+            // Exact in binary64 (L38 (b)), then rounded once to binary32 (L38 (c)).
+            let d = f64::from(self.int(b) - zeros[c]);
+            f64::from((d * f64::from(scales[c])) as f32)
+        }));
+    }
 }
 
 impl Stored {
@@ -132,6 +208,26 @@ pub(crate) fn check_extent(files: &[MappedFile], name: &str, t: &Stored) -> Resu
         total = total
             .checked_add(s.len)
             .ok_or_else(|| format!("tensor '{}': data length overflows", fmt_name(name)))?;
+    }
+    if let Some(dq) = &t.dequant {
+        let n = dq.count(&t.shape);
+        for (s, each, what) in [
+            (Some(&dq.scale), 4, "scale"),
+            (dq.zero_point.as_ref(), 1, "zero point"),
+        ] {
+            let Some(s) = s else { continue };
+            let flen = files[s.file].map.len();
+            if n.checked_mul(each) != Some(s.len)
+                || s.start.checked_add(s.len).is_none_or(|e| e > flen)
+            {
+                return Err(format!(
+                    "tensor '{}': its {what} data ({} bytes) is not {n} values within {}",
+                    fmt_name(name),
+                    s.len,
+                    files[s.file].path.display()
+                ));
+            }
+        }
     }
     if let Ok(d) = t.dtype {
         let need = t
@@ -262,7 +358,16 @@ impl Table {
             let f = &self.files[s.file];
             // The file may have been truncated since it was mapped.
             f.guard.check_len()?;
-            super::decode_le(dtype, &f.map[s.start..s.start + s.len], &mut data);
+            let bytes = &f.map[s.start..s.start + s.len];
+            match &t.dequant {
+                Some(dq) => {
+                    for p in std::iter::once(&dq.scale).chain(&dq.zero_point) {
+                        self.files[p.file].guard.check_len()?;
+                    }
+                    dq.decode(&self.files, bytes, data.len(), t.shape[1], &mut data)
+                }
+                None => super::decode_le(dtype, bytes, &mut data),
+            }
         }
         let data = if t.transpose {
             // Stored [cols, rows]: entry (i, j) of the result is stored (j, i).
@@ -296,5 +401,47 @@ impl Table {
             .iter()
             .map(|f| (f.path.clone(), f.sha256()))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rug::Rational;
+
+    /// L38 (b), checked exactly: for every 8-bit difference `d` in
+    /// `[-255, 255]` and binary32 scales across the whole range (the
+    /// smallest subnormal, the smallest normal, 1, the largest, and
+    /// pseudo-random bit patterns), the binary64 product `d s` is the exact
+    /// rational product, and rounding it once to binary32 gives the value
+    /// nearest it among binary32 numbers (checked against both neighbours).
+    #[test]
+    fn dequantized_products_are_exact_in_binary64() {
+        let mut scales = vec![f32::from_bits(1), f32::MIN_POSITIVE, 1.0, f32::MAX, 0.0];
+        let mut x: u32 = 0x9e37_79b9;
+        while scales.len() < 400 {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let s = f32::from_bits(x & 0x7fff_ffff);
+            if s.is_finite() {
+                scales.push(s);
+            }
+        }
+        for s in scales {
+            for d in -255i32..=255 {
+                let p = f64::from(d) * f64::from(s);
+                let exact = Rational::from(d) * Rational::from_f64(f64::from(s)).unwrap();
+                assert_eq!(Rational::from_f64(p).unwrap(), exact, "{d} * {s:e}");
+                let y = p as f32;
+                if y.is_finite() {
+                    let dist = |v: f32| (Rational::from_f64(f64::from(v)).unwrap() - &exact).abs();
+                    let (lo, hi) = (
+                        f32::from_bits(y.to_bits().wrapping_sub(1)),
+                        f32::from_bits(y.to_bits() + 1),
+                    );
+                    for n in [lo, hi].into_iter().filter(|n| n.is_finite() && y != 0.0) {
+                        assert!(dist(y) <= dist(n), "{d} * {s:e}: {y:e} is not the nearest");
+                    }
+                }
+            }
+        }
     }
 }

@@ -104,37 +104,93 @@ min_contribution,min_contribution_lo,min_contribution_hi";
 pub const P_CONTRIBUTION_HEADER: &str =
     "layer,head,matrix_type,p,contribution,contribution_lo,contribution_hi";
 
+/// The `expert` column a certificate with experts adds at the end of
+/// `matrix_summary.csv` (a routed expert's index, `shared`, or empty for a
+/// matrix of no expert); the authors' columns keep their places.
+pub const EXPERT_COLUMN: &str = "expert";
+
+/// Whether `cert`'s `matrix_summary.csv` has the [`EXPERT_COLUMN`]: some
+/// matrix of it belongs to an expert (mixtures of experts only).
+pub fn has_experts(cert: &Certificate) -> bool {
+    let spectra = cert.spectra.iter().flatten().map(|s| s.expert);
+    cert.matrices
+        .iter()
+        .map(|m| m.expert)
+        .chain(spectra)
+        .any(|e| e.is_some())
+}
+
+/// One `matrix_summary.csv` row of a matrix's certified spectrum (the
+/// authors' columns, then the expert when `experts`).
+fn summary_row(w: &crate::certificate::SpectrumEntry, experts: bool) -> String {
+    let id = w.id();
+    let rank_mid = if w.rank.lo == w.rank.hi {
+        w.rank.lo.to_string()
+    } else {
+        format!("{}", (w.rank.lo + w.rank.hi) as f64 / 2.0)
+    };
+    let mut row = format!(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        id.layer,
+        id.head_column(),
+        id.kind.name(),
+        w.rows,
+        w.cols,
+        rank_mid,
+        w.rank.lo,
+        w.rank.hi,
+        mid(&w.spectral_norm),
+        mid(&w.frobenius_norm),
+        mid(&w.nuclear_norm),
+        mid(&w.norm_21),
+        mid(&w.norm_11),
+        opt(&w.stable_rank),
+    );
+    if experts {
+        row.push(',');
+        if let Some(e) = id.expert {
+            row.push_str(&expert_cell(e));
+        }
+    }
+    row
+}
+
+/// An expert as the [`EXPERT_COLUMN`] writes it: its index, or `shared`
+/// (as the certificate's `expert` key).
+pub fn expert_cell(e: crate::arch::Expert) -> String {
+    match e {
+        crate::arch::Expert::Routed(i) => i.to_string(),
+        crate::arch::Expert::Shared => "shared".into(),
+    }
+}
+
+/// The header of `cert`'s `matrix_summary.csv` (without a newline):
+/// [`MATRIX_SUMMARY_HEADER`], with [`EXPERT_COLUMN`] when [`has_experts`].
+pub fn matrix_summary_header(cert: &Certificate) -> String {
+    if has_experts(cert) {
+        format!("{MATRIX_SUMMARY_HEADER},{EXPERT_COLUMN}")
+    } else {
+        MATRIX_SUMMARY_HEADER.to_string()
+    }
+}
+
 /// The rows (without newlines) of `matrix_summary.csv`, `schatten_opt.csv`
 /// and `p_contribution_raw.csv` for one certificate, in certificate order.
+/// A certificate without a bound has spectra and no proxies: a
+/// `matrix_summary.csv` row for each of its matrices, and no rows in the
+/// two tables of proxies.
 pub fn matrix_rows(cert: &Certificate) -> [Vec<String>; 3] {
     let m = cert.parameters.grid_m;
+    let experts = has_experts(cert);
     let mut summary = Vec::with_capacity(cert.matrices.len());
     let mut opt_t = Vec::with_capacity(cert.matrices.len());
     let mut raw = Vec::with_capacity(cert.matrices.len() * (2 * m + 1));
+    for w in cert.spectra.iter().flatten() {
+        summary.push(summary_row(w, experts));
+    }
     for w in &cert.matrices {
         let id = w.id();
-        let rank_mid = if w.rank.lo == w.rank.hi {
-            w.rank.lo.to_string()
-        } else {
-            format!("{}", (w.rank.lo + w.rank.hi) as f64 / 2.0)
-        };
-        summary.push(format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            id.layer,
-            id.head_column(),
-            id.kind.name(),
-            w.rows,
-            w.cols,
-            rank_mid,
-            w.rank.lo,
-            w.rank.hi,
-            mid(&w.spectral_norm),
-            mid(&w.frobenius_norm),
-            mid(&w.nuclear_norm),
-            mid(&w.norm_21),
-            mid(&w.norm_11),
-            opt(&w.stable_rank),
-        ));
+        summary.push(summary_row(&w.spectrum(), experts));
         // p_opt: the smallest p among those with the least midpoint.
         let best = w
             .contributions
@@ -211,7 +267,7 @@ pub fn tables(cert: &Certificate, model_id: &str) -> Vec<(&'static str, String)>
     let mut out: Vec<(&'static str, String)> = TABLE_NAMES
         .into_iter()
         .zip([
-            join(MATRIX_SUMMARY_HEADER, summary),
+            join(&matrix_summary_header(cert), summary),
             join(SCHATTEN_OPT_HEADER, opt_t),
             bounds,
             join(P_CONTRIBUTION_HEADER, raw),

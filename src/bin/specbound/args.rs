@@ -196,6 +196,10 @@ pub struct SpectraArgs {
     /// Write spectra.csv (one row per matrix, exact lo/hi columns) into this directory.
     #[arg(long, value_name = "DIR")]
     pub csv: Option<PathBuf>,
+    /// Also every certified singular value of each matrix: in the text and the JSON,
+    /// and with --csv in DIR/singular_values.csv (one row per value, keyed by tensor).
+    #[arg(long)]
+    pub singular_values: bool,
     /// Only tensors whose full name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     pub include: Option<String>,
@@ -412,6 +416,10 @@ pub struct AuditArgs {
     /// and raw-weight init_distance_* norms, as certify --init.
     #[arg(long, value_name = "MODEL")]
     pub init: Option<PathBuf>,
+    /// The stack of blocks the claims are about, of a model of several (as certify
+    /// --stack: encoder | decoder, text | vision); default the first.
+    #[arg(long)]
+    pub stack: Option<String>,
     #[command(flatten)]
     pub revision: RevisionArg,
 }
@@ -587,6 +595,7 @@ impl SpectraArgs {
             schatten_p,
             precision,
             rtol,
+            singular_values,
             ..
         } = self;
         Ok(Request::Spectra(cmd::spectra::SpectraRequest {
@@ -598,6 +607,7 @@ impl SpectraArgs {
             precision,
             rtol,
             csv,
+            singular_values,
         }))
     }
 }
@@ -798,6 +808,7 @@ impl AuditArgs {
             tensor,
             model_id,
             init,
+            stack,
             revision,
             ..
         } = self;
@@ -815,6 +826,7 @@ impl AuditArgs {
                 .as_deref()
                 .map(|p| ModelRef::parse(Some(p), None))
                 .transpose()?,
+            stack,
         }))
     }
 }
