@@ -733,36 +733,20 @@ pub fn certify_raw_norms_with(
 }
 
 /// The Frobenius and (2,1) norms of `at` (the sum of its column norms)
-/// from the entries in binary64 (compensated sums), intersected, at
-/// `extended` and `mpfr:N`, with those summed in MPFR at 128 (resp. N)
-/// bits, so that they tighten with the precision as the singular values
-/// do (a failed MPFR evaluation, beyond binary64's range at the end,
-/// leaves the binary64 ones).
+/// from the entries, as tight as `precision` asks
+/// ([`crate::spectral::enclose_entry_norms_at`]: binary64, and MPFR sums at
+/// `extended` and `mpfr:N`, intersected).
 ///
-/// *Guarantee: certified enclosures* of both norms
-/// (`proofs/compensated-sum.md`, L12; `proofs/mpfr-directed.md`, L13;
-/// `proofs/derived-quantities.md`, L15 d, e; an intersection of two
-/// enclosures of one value, L10).
+/// *Guarantee: certified enclosures* of both norms, as
+/// [`crate::spectral::enclose_entry_norms_at`] (`proofs/compensated-sum.md`,
+/// L12; `proofs/mpfr-directed.md`, L13; `proofs/derived-quantities.md`,
+/// L15 d, e; `proofs/sorting-lemma.md`, L10 b).
 fn raw_entry_norms(
     at: &crate::matrix::DenseMatrix,
     precision: Precision,
 ) -> Result<(Enclosure, Enclosure), Inconclusive> {
-    let frob = crate::spectral::enclose_frobenius_from_entries(at)?;
-    let (n21, _) = crate::spectral::enclose_entry_norms(at)?;
-    let bits = match precision {
-        Precision::Extended => 128,
-        Precision::Mpfr(b) => b.max(128),
-        Precision::F64 | Precision::Auto => return Ok((frob, n21)),
-    };
-    let Ok((f, n, _)) = crate::spectral::enclose_entry_norms_mpfr(at, bits) else {
-        return Ok((frob, n21));
-    };
-    let both = |x: Enclosure, y: Enclosure| {
-        x.intersect(&y).ok_or_else(|| {
-            Inconclusive::new("internal consistency check failed: two norm enclosures are disjoint")
-        })
-    };
-    Ok((both(frob, f)?, both(n21, n)?))
+    let (frob, n21, _) = crate::spectral::enclose_entry_norms_at(at, precision)?;
+    Ok((frob, n21))
 }
 
 /// Certified norms of `A - A0`, both given transposed: `D = fl(A - A0)` and

@@ -390,6 +390,48 @@ fn entry_norms_binary64(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Incon
     Ok((n21, n11))
 }
 
+/// Bits of the MPFR sums of [`enclose_entry_norms_at`]: the sums are of
+/// nonnegative terms, so `k` terms at 128 bits are within a relative
+/// `k 2^-128` of the exact sum, far below the binary64 ulp the result is
+/// stated in (more bits would not move its ends, and `mpfr:1000000` would
+/// make every entry cost a million-bit operation).
+pub const ENTRY_NORMS_BITS: u32 = 128;
+
+/// The Frobenius, (2,1) and (1,1) norms of `a` from its entries, as tight
+/// as `precision` asks: in binary64 ([`enclose_frobenius_from_entries`],
+/// [`enclose_entry_norms`]) and, at `extended` and `mpfr:N`, also summed in
+/// MPFR at [`ENTRY_NORMS_BITS`] bits ([`enclose_entry_norms_mpfr`]),
+/// each norm the intersection of its two enclosures, so that the norms (and
+/// what is formed from them: `spectra`'s `norm` and `log_norm`, the
+/// measures' Frobenius and (2,1) parts) tighten with the precision as the
+/// singular values do (issue 33). A failed MPFR evaluation (an end beyond
+/// binary64) leaves the binary64 enclosures.
+///
+/// *Guarantee: certified enclosures* of the three norms
+/// (`proofs/compensated-sum.md`, L12; `proofs/mpfr-directed.md`, L13;
+/// `proofs/derived-quantities.md`, L15 d, e, g; an intersection of two
+/// enclosures of one value, `proofs/sorting-lemma.md`, L10 b).
+pub fn enclose_entry_norms_at(
+    a: &DenseMatrix,
+    precision: crate::linalg::Precision,
+) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
+    use crate::linalg::Precision;
+    let frob = enclose_frobenius_from_entries(a)?;
+    let (n21, n11) = enclose_entry_norms(a)?;
+    if matches!(precision, Precision::F64 | Precision::Auto) {
+        return Ok((frob, n21, n11));
+    }
+    let Ok((f, n, s)) = enclose_entry_norms_mpfr(a, ENTRY_NORMS_BITS) else {
+        return Ok((frob, n21, n11));
+    };
+    let both = |x: Enclosure, y: Enclosure| {
+        x.intersect(&y).ok_or_else(|| {
+            Inconclusive::new("internal consistency check failed: two norm enclosures are disjoint")
+        })
+    };
+    Ok((both(frob, f)?, both(n21, n)?, both(n11, s)?))
+}
+
 /// Certified summary of one matrix from its certified singular values and
 /// its entries (L15).
 pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary, Inconclusive> {
@@ -408,9 +450,9 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
 /// *Guarantee: certified enclosure* of every value: the singular values by
 /// [`crate::linalg::certify_prepared`] (which names its lemmas, as
 /// [`crate::linalg::certify_singular_values`]), the summary by
-/// [`enclose_frobenius_from_entries`], [`enclose_entry_norms`] and
+/// [`enclose_entry_norms_at`] (at `opts.precision`) and
 /// [`summarize_with`] (`proofs/derived-quantities.md` L15,
-/// `proofs/compensated-sum.md` L12).
+/// `proofs/compensated-sum.md` L12, `proofs/mpfr-directed.md` L13).
 pub fn certify_and_summarize(
     a: DenseMatrix,
     opts: &crate::linalg::SvdOptions,
@@ -421,14 +463,11 @@ pub fn certify_and_summarize(
         let summary = summarize(&a, &sv)?;
         return Ok((sv, summary));
     };
-    let frob = enclose_frobenius_from_entries(&a);
-    let norms = enclose_entry_norms(&a);
+    let norms = enclose_entry_norms_at(&a, opts.precision);
     drop(a);
     let sv = crate::linalg::certify_prepared(&prep, rows, cols, opts)?;
     drop(prep);
-    // The order of `summarize`'s errors: the Frobenius norm's first.
-    let frob = frob?;
-    let (norm_21, norm_11) = norms?;
+    let (frob, norm_21, norm_11) = norms?;
     let summary = summarize_with(&sv, frob, norm_21, norm_11)?;
     Ok((sv, summary))
 }
