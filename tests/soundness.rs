@@ -1451,7 +1451,8 @@ fn two_column_matrices_with_extreme_entries_contain_exact_values() {
 
 /// Issue 33 (overflowed powers): a 64 x 64 matrix with singular values
 /// `(1 + i/64) 2^1000` wrote its Schatten p = 2 power as `null` only. It is
-/// now also given in log form, and `log_power` contains the exact
+/// now an interval `[lo, +inf)` whose `lo` is at most the exact sum, and
+/// also given in log form, `log_power` containing the exact
 /// `ln sum sigma_i^2` (a rational under the log, bracketed by MPFR with
 /// directed rounding).
 #[test]
@@ -1484,6 +1485,10 @@ fn overflowed_schatten_power_is_an_interval_in_log_form() {
         let sv = certify_singular_values(&a, &opts(p)).unwrap();
         let sc = enclose_schatten(&sv, &SchattenP::parse("2").unwrap());
         assert!(sc.power.is_none(), "2^2006 exceeds binary64");
+        // Still an interval: [lo, +inf) with lo <= the exact sum (rationals).
+        let pi = sc.power_interval().expect("[lo, +inf)");
+        assert!(pi.hi().is_none());
+        assert!(Rational::from_f64(pi.lo()).unwrap() <= sum, "{p:?}: {pi:?}");
         let lp = sc.log_power.expect("the power in log form");
         assert!(
             Float::with_val(300, lp.lo()) <= ln(Round::Down)

@@ -15,7 +15,7 @@ pub use mpfr_norms::{enclose_entry_norms_mpfr, enclose_product_entry_norms_mpfr}
 use inari::Interval;
 use serde::Serialize;
 
-use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
+use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure, OpenEnclosure};
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::linalg::ExactBounds;
@@ -99,8 +99,49 @@ pub struct SchattenEnclosure {
     /// Encloses `ln sum sigma_i^p` where `power` overflowed binary64
     /// (p > 0): the power in log form, always a finite interval there.
     pub log_power: Option<Enclosure>,
+    /// Where `power` overflowed binary64: a finite lower end of
+    /// `sum sigma_i^p` (at most the largest double), so that the power is
+    /// still the interval `[power_from, +inf)` ([`Self::power_interval`]).
+    pub power_from: Option<f64>,
+    /// Where `norm` overflowed binary64 (p > 0): a finite lower end of the
+    /// norm ([`Self::norm_interval`]).
+    pub norm_from: Option<f64>,
     /// Why a quantity is `None` or given by decimal ends only (empty otherwise).
     pub notes: Vec<String>,
+}
+
+impl SchattenEnclosure {
+    /// `sum sigma_i^p` as an interval in every case it is enclosed: `power`
+    /// where it is finite, else `[power_from, +inf)` (the binary64 lower end
+    /// of the same enclosure, its upper end past the largest double); `None`
+    /// only where no lower end was formed either.
+    ///
+    /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
+    /// (`proofs/derived-quantities.md`, L15 b).
+    pub fn power_interval(&self) -> Option<OpenEnclosure> {
+        self.power
+            .map(OpenEnclosure::from)
+            .or_else(|| self.power_from.and_then(OpenEnclosure::above))
+    }
+
+    /// The norm as an interval where it is enclosed: `norm`, else
+    /// `[norm_from, +inf)`; `None` for p = 0 (no norm).
+    ///
+    /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
+    /// (`proofs/derived-quantities.md`, L15 b).
+    pub fn norm_interval(&self) -> Option<OpenEnclosure> {
+        self.norm
+            .map(OpenEnclosure::from)
+            .or_else(|| self.norm_from.and_then(OpenEnclosure::above))
+    }
+}
+
+/// The lower end of an enclosure of a nonnegative quantity whose upper end
+/// overflowed: rounded down, so at most the largest double, and `+0` for a
+/// lower end `<= 0`; `None` if empty or not finite.
+fn lower_end(x: Interval) -> Option<f64> {
+    let lo = x.inf();
+    (!x.is_empty() && lo.is_finite()).then_some(if lo > 0.0 { lo } else { 0.0 })
 }
 
 /// Certified spectral summary of one matrix.
@@ -222,6 +263,8 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         power_exact: None,
         norm_exact: None,
         log_power: None,
+        power_from: None,
+        norm_from: None,
         notes: Vec::new(),
     };
     if p.is_zero() {
@@ -235,11 +278,17 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
             out.norm = Enclosure::exact(0.0);
         }
         Some((t, c)) => {
-            out.power = nonneg(t * c.pow(p.value));
-            out.norm = nonneg(c * t.pow(p.value.recip()));
+            let power = t * c.pow(p.value);
+            let norm = c * t.pow(p.value.recip());
+            out.power = nonneg(power);
+            out.norm = nonneg(norm);
             if out.power.is_none() {
                 // ln(t c^p) = ln t + p ln c: finite where the power is not.
                 out.log_power = Enclosure::from_interval(t.ln() + p.value * c.ln());
+                out.power_from = lower_end(power);
+            }
+            if out.norm.is_none() {
+                out.norm_from = lower_end(norm);
             }
         }
     }
