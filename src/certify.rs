@@ -465,6 +465,11 @@ pub fn layer_part_name(shard: ShardSpec, layer: usize) -> String {
 pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
     let nz = r.sv.values.len() - r.sv.structural_zeros;
     let s = &r.summary;
+    let binary64_positive =
+        r.sv.values
+            .iter()
+            .filter(|v| v.enclosure.lo() > 0.0)
+            .count() as u64;
     SpectrumEntry {
         layer: r.id.layer,
         head: r.id.head,
@@ -478,8 +483,11 @@ pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
         norm_21: CertInterval::of(&s.norm_21),
         norm_11: CertInterval::of(&s.norm_11),
         stable_rank: s.stable_rank.as_ref().map(CertInterval::of),
+        // The rank its binary64 values imply (`verify` re-derives it from
+        // them): a value positive only by its decimal ends (below the least
+        // positive double, `proofs/exact-rank.md`) is stated as its ends say.
         rank: RankBounds {
-            lo: s.rank.lo,
+            lo: s.rank.lo.min(binary64_positive),
             hi: s.rank.hi,
         },
         singular_values: r.sv.values[..nz]

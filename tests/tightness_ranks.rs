@@ -150,3 +150,118 @@ fn extreme_two_by_two_rank_was_undecided_below_auto() {
         assert!(s2.rel_rad() <= 1e-15, "{p:?}: sigma_2 {s2:?}");
     }
 }
+
+fn certify_at(
+    a: &specbound::matrix::DenseMatrix,
+    p: specbound::linalg::Precision,
+) -> specbound::linalg::SingularValues {
+    specbound::linalg::certify_singular_values(
+        a,
+        &specbound::linalg::SvdOptions {
+            precision: p,
+            ..specbound::linalg::SvdOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{p:?}: {}", e.reason))
+}
+
+fn rank_of(sv: &specbound::linalg::SingularValues) -> (u64, u64) {
+    let r = specbound::spectral::enclose_rank(sv);
+    (r.lo, r.hi)
+}
+
+/// Issue 33: on two-sided graded `D B D` (D from 2^e to 2^-e) `mpfr:256`
+/// left the rank `[2, 6]` and `mpfr:1000` `[5, 6]` where `auto` (whose
+/// graded stage runs at a precision covering the span) gave `[6, 6]`. An
+/// exact determinant of a nonsingular submatrix (L37) now decides it at
+/// every precision that certifies: an explicit precision is never left
+/// with a rank `auto` decides.
+#[test]
+fn mpfr_n_left_graded_ranks_undecided_that_auto_decided() {
+    use specbound::linalg::Precision;
+    for (m, n, e, seed) in [(6, 6, 400, 1u64), (6, 6, 500, 2), (7, 5, 500, 3)] {
+        let a = common::graded(m, n, e, seed);
+        let auto = rank_of(&certify_at(&a, Precision::Auto));
+        for p in [
+            Precision::Mpfr(128),
+            Precision::Mpfr(256),
+            Precision::Mpfr(1000),
+            Precision::Auto,
+        ] {
+            let sv = certify_at(&a, p);
+            let full = m.min(n) as u64;
+            assert_eq!(auto, (full, full), "{m}x{n} 2^+-{e} auto");
+            assert_eq!(rank_of(&sv), auto, "{m}x{n} 2^+-{e} {p:?}: {:?}", sv.notes);
+        }
+    }
+}
+
+/// Issue 33: `2^-1074 [[1, 0], [2, 1]]` (rank 2, sigma_2 = (sqrt 2 - 1)
+/// 2^-1074, below the least positive double) had rank `[1, 2]` at every
+/// precision: its binary64 lower end can only be 0. The exact determinant
+/// (L37) gives sigma_2 a positive decimal lower end, and the rank `[2, 2]`.
+#[test]
+fn subnormal_two_by_two_rank_was_undecided_at_every_precision() {
+    use specbound::linalg::Precision;
+    let t = 2f64.powi(-1074);
+    let a = specbound::matrix::DenseMatrix {
+        rows: 2,
+        cols: 2,
+        data: vec![t, 0.0, 2.0 * t, t],
+    };
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Mpfr(256),
+        Precision::Auto,
+    ] {
+        let sv = certify_at(&a, p);
+        assert_eq!(rank_of(&sv), (2, 2), "{p:?}: {:?}", sv.values);
+        let x = sv.values[1].exact.as_ref().expect("decimal ends");
+        // sigma_2 = 0.4142... 2^-1074 = 2.05e-324; the decimal lower end is
+        // |det| / hi_1 with hi_1 = 3 2^-1074, the binary64 upper end of
+        // sigma_1 = 2.414... 2^-1074: 2^-1074 / 3 = 1.65e-324 (80 %).
+        let lo = rug::Float::with_val(64, rug::Float::parse(&x.lo).unwrap());
+        let exact = rug::Float::with_val(64, 2f64.sqrt() - 1.0) * t;
+        assert!(
+            lo >= exact.clone() * 0.8f64 && lo <= exact,
+            "{p:?}: {}",
+            x.lo
+        );
+    }
+}
+
+/// Issue 33: exactly rank-deficient small matrices with entries of wide
+/// range (binary64, too wide for the exact-Gram route) are decided exactly:
+/// the kernel certificate (L30) from above, an exact determinant (L37)
+/// from below, at every precision.
+#[test]
+fn small_rank_deficient_matrices_with_wide_entries_get_their_exact_rank() {
+    use specbound::linalg::Precision;
+    // 4 x 3, rank 2: column 3 = 2^-1000 * (column 1 + 3 column 2)
+    // (each entry an exact binary64 number), column 2 at 2^500.
+    let (c1, c2) = ([1.0, 3.0, -5.0, 7.0], [2.0, -1.0, 0.0, 4.0]);
+    let mut data = Vec::new();
+    for i in 0..4 {
+        data.extend([
+            c1[i],
+            c2[i] * 2f64.powi(500),
+            (c1[i] + 3.0 * c2[i]) * 2f64.powi(-1000),
+        ]);
+    }
+    let a = specbound::matrix::DenseMatrix {
+        rows: 4,
+        cols: 3,
+        data,
+    };
+    for p in [Precision::F64, Precision::Mpfr(256), Precision::Auto] {
+        let sv = certify_at(&a, p);
+        assert_eq!(
+            rank_of(&sv),
+            (2, 2),
+            "{p:?}: {:?} {:?}",
+            sv.values,
+            sv.notes
+        );
+    }
+}

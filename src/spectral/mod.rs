@@ -186,9 +186,12 @@ fn sv_intervals(sv: &SingularValues) -> Vec<Interval> {
         .collect()
 }
 
-/// Encloses the rank: `[#{lo_i > 0}, #{hi_i > 0}]` (L15 c).
+/// Encloses the rank: from below the number of values certainly positive
+/// ([`SingularValues::certainly_positive`]: a binary64 or decimal lower
+/// end above 0, and every larger value), from above `#{hi_i > 0}` (L15 c,
+/// L10 c).
 pub fn enclose_rank(sv: &SingularValues) -> IntEnclosure {
-    let lo = sv.values.iter().filter(|v| v.enclosure.lo() > 0.0).count() as u64;
+    let lo = sv.certainly_positive() as u64;
     let hi = sv.values.iter().filter(|v| v.enclosure.hi() > 0.0).count() as u64;
     IntEnclosure { lo, hi }
 }
