@@ -552,15 +552,14 @@ impl SingularValues {
             }
         }
         self.tighten_by_order();
-        let decided = r + elim.nullity() == self.values.len();
+        let how = match (elim.nullity(), r + elim.nullity() == self.values.len()) {
+            (0, true) => format!("rank = {r}"),
+            (k, true) => format!("rank >= {r}, and <= {r} by {k} exact null vector(s)"),
+            (_, false) => format!("rank >= {r}"),
+        };
         self.notes.push(format!(
             "exact rank: a {r} x {r} submatrix has a nonzero determinant, checked in exact \
-             arithmetic (rank >= {r}{}; sigma_{r} >= |det| / (sigma_1 ... sigma_{}) upper ends)",
-            if decided {
-                ", = with the kernel certificate"
-            } else {
-                ""
-            },
+             arithmetic ({how}; sigma_{r} >= |det| / the upper ends of sigma_1..sigma_{})",
             r.saturating_sub(1)
         ));
         Ok(())
