@@ -390,3 +390,76 @@ fn exact_rank_decided_matrices_are_contained_exactly() {
         }
     }
 }
+
+/// L37 e: a factored product whose factor has dependent columns (rank 31
+/// of 32, no zero row): every enclosure, the factors' exact zeros included,
+/// contains the exact singular value of the exact product (exact inertia;
+/// the product of these `k 2^-8` entries is exact in binary64), and the
+/// rank interval the exact rank.
+#[test]
+fn dependent_factor_products_are_contained_exactly() {
+    use specbound::linalg::factored::certify_factored;
+    let mut rng = common::Rng(11);
+    let (m, r, n) = (40, 6, 36);
+    let mut draw = |k: usize| -> Vec<f64> {
+        (0..k)
+            .map(|_| (rng.below(201) as f64 - 100.0) * 2f64.powi(-8))
+            .collect()
+    };
+    let mut b = draw(m * r);
+    for i in 0..m {
+        b[i * r + 2] = b[i * r] - b[i * r + 1];
+    }
+    let c = draw(r * n);
+    let mut prod = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            // Integers times 2^-16 below 2^53: every sum is exact.
+            prod[i * n + j] = (0..r).map(|k| b[i * r + k] * c[k * n + j]).sum();
+        }
+    }
+    let (b, c, a) = (
+        DenseMatrix {
+            rows: m,
+            cols: r,
+            data: b,
+        },
+        DenseMatrix {
+            rows: r,
+            cols: n,
+            data: c,
+        },
+        DenseMatrix {
+            rows: m,
+            cols: n,
+            data: prod,
+        },
+    );
+    let g = inertia::exact_gram(&a);
+    assert_eq!(inertia::exact_rank(&g), r - 1);
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Mpfr(128),
+        Precision::Auto,
+    ] {
+        let o = SvdOptions {
+            precision: p,
+            ..SvdOptions::default()
+        };
+        let sv = certify_factored(&b, &c, &o).unwrap();
+        for (i, v) in sv.values.iter().enumerate() {
+            assert!(
+                inertia::sigma_in(&g, i + 1, &v.enclosure),
+                "{p}: sigma_{} not in {:?}",
+                i + 1,
+                v.enclosure
+            );
+        }
+        let rk = enclose_rank(&sv);
+        assert!(
+            rk.lo as usize <= r - 1 && r - 1 <= rk.hi as usize,
+            "{p}: {rk:?}"
+        );
+    }
+}

@@ -82,10 +82,13 @@ fn pruned_head_rank_was_undecided_and_b_ours_wide() {
     );
 }
 
-/// Issue 33: where a rank stays undecided (here rows 5..31 of head 0's
-/// value weight are copies of row 0: the exact rank is 5, but no factor
-/// has a zero row or column), the summary names the matrix, its rank
-/// interval and the relative radius of `B_ours` it leaves.
+/// Issue 33: where a rank stays undecided, the summary names the matrix,
+/// its rank interval and the relative radius of `B_ours` it leaves. Here
+/// rows 5..31 of head 0's value weight are row 0 (its columns 5..31 set to
+/// 0) plus `1e-30` at column `i`: the exact rank is 32, but 27 values near
+/// `1e-30 sigma_1` are below what binary64 separates from 0, and the
+/// factors have full rank (no exact null vector: rows copied exactly are
+/// now decided, `dependent_head_factor_rank_was_undecided`).
 #[test]
 fn summary_names_an_undecided_rank_and_its_cost() {
     let dir = tmpdir("copied");
@@ -97,9 +100,12 @@ fn summary_names_an_undecided_rank_and_its_cost() {
         &|name, shape, bytes| {
             if name == "encoder.layer.0.attention.self.value.weight" {
                 let row = 4 * shape[1];
+                bytes[4 * 5..4 * 32].fill(0);
                 let first = bytes[..row].to_vec();
                 for i in 5..32 {
                     bytes[i * row..(i + 1) * row].copy_from_slice(&first);
+                    bytes[i * row + 4 * i..i * row + 4 * i + 4]
+                        .copy_from_slice(&1e-30f32.to_le_bytes());
                 }
             }
         },
@@ -261,6 +267,62 @@ fn small_rank_deficient_matrices_with_wide_entries_get_their_exact_rank() {
             (2, 2),
             "{p:?}: {:?} {:?}",
             sv.values,
+            sv.notes
+        );
+    }
+}
+
+/// A 384 x 32 value factor whose column 5 is column 3 plus column 4 (a
+/// head with a duplicated direction, no zero row), and a 32 x 384 output
+/// factor: entries `k 2^-8`, `|k| <= 100`, so the exact product has rank 31.
+fn dependent_head() -> (
+    specbound::matrix::DenseMatrix,
+    specbound::matrix::DenseMatrix,
+) {
+    let mut rng = common::Rng(7);
+    let mut draw = |n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|_| (rng.below(201) as f64 - 100.0) * 2f64.powi(-8))
+            .collect()
+    };
+    let mut b = draw(384 * 32);
+    for i in 0..384 {
+        b[i * 32 + 5] = b[i * 32 + 3] + b[i * 32 + 4];
+    }
+    let c = draw(32 * 384);
+    (
+        specbound::matrix::DenseMatrix {
+            rows: 384,
+            cols: 32,
+            data: b,
+        },
+        specbound::matrix::DenseMatrix {
+            rows: 32,
+            cols: 384,
+            data: c,
+        },
+    )
+}
+
+/// Issue 33: a head whose value factor has dependent columns but no zero
+/// row (rank 31 of 32) kept its `V_tilde` rank `[31, 32]`: structure (L14)
+/// only knows the head dimension. Exact null vectors of the factor (L30,
+/// L37 e) decide it `[31, 31]` at every precision.
+#[test]
+fn dependent_head_factor_rank_was_undecided() {
+    use specbound::linalg::{factored::certify_factored, Precision, SvdOptions};
+    let (b, c) = dependent_head();
+    for p in [Precision::F64, Precision::Extended, Precision::Auto] {
+        let o = SvdOptions {
+            precision: p,
+            ..SvdOptions::default()
+        };
+        let sv = certify_factored(&b, &c, &o).unwrap_or_else(|e| panic!("{p:?}: {}", e.reason));
+        assert_eq!(rank_of(&sv), (31, 31), "{p:?}: {:?}", sv.notes);
+        // Undecided before the factors' null vectors (they say so).
+        assert!(
+            sv.notes.iter().any(|n| n.starts_with("exact factor rank")),
+            "{p:?}: {:?}",
             sv.notes
         );
     }
