@@ -190,6 +190,12 @@ pub const AUTO_RELEVANT_FRACTION: f64 = 1e-6;
 /// whose radius of sigma_i grows like sigma_1 / sigma_i) can be improved.
 pub const LOOSE_SMALL_VALUE_FACTOR: f64 = 16.0;
 
+/// How `auto`'s note of what its stages left open begins.
+const AFTER_STAGES: &str = "after every stage run: ";
+
+/// How [`SingularValues::unsettled`] names an undecided rank.
+const RANK_UNDECIDED: &str = "the rank undecided";
+
 /// Options of [`certify_singular_values`].
 #[derive(Clone, Copy, Debug)]
 pub struct SvdOptions {
@@ -421,7 +427,7 @@ impl SingularValues {
             format!("sigma_{} in [{:e}, {:e}]", i + 1, e.lo(), e.hi())
         };
         if let Some(i) = self.rank_undecided_at() {
-            return Some(format!("the rank undecided ({})", show(i)));
+            return Some(format!("{RANK_UNDECIDED} ({})", show(i)));
         }
         self.loose_small_value_at(rtol).map(|i| {
             format!(
@@ -781,6 +787,11 @@ pub fn certify_prepared(
                 r.apply_exact_kernel(|| Ok(e.nullity()))?;
                 r.apply_rank_lower_bound(a, prep.scale_exp, e)?;
             }
+            if r.rank_undecided_at().is_none() {
+                // `auto`'s note of what its stages left open no longer holds.
+                let stale = format!("{AFTER_STAGES}{RANK_UNDECIDED}");
+                r.notes.retain(|n| !n.starts_with(&stale));
+            }
         }
         if r.rank_undecided_at().is_some() {
             if let Some(Err(why)) = elim.get() {
@@ -1075,7 +1086,7 @@ fn run_precision(
                 ));
             }
             if let Some(open) = best.unsettled(opts.rtol) {
-                notes.push(format!("after every stage run: {open}"));
+                notes.push(format!("{AFTER_STAGES}{open}"));
             }
             best.notes.extend(notes);
             Ok(best)
