@@ -204,8 +204,9 @@ fn mpfr_n_left_graded_ranks_undecided_that_auto_decided() {
 
 /// Issue 33: `2^-1074 [[1, 0], [2, 1]]` (rank 2, sigma_2 = (sqrt 2 - 1)
 /// 2^-1074, below the least positive double) had rank `[1, 2]` at every
-/// precision: its binary64 lower end can only be 0. The exact determinant
-/// (L37) gives sigma_2 a positive decimal lower end, and the rank `[2, 2]`.
+/// precision: its binary64 lower end can only be 0. The two-column closed
+/// form (L32) now keeps its MPFR decimal ends there (where it could not,
+/// the exact determinant, L37, bounds it from below): rank `[2, 2]`.
 #[test]
 fn subnormal_two_by_two_rank_was_undecided_at_every_precision() {
     use specbound::linalg::Precision;
@@ -224,16 +225,12 @@ fn subnormal_two_by_two_rank_was_undecided_at_every_precision() {
         let sv = certify_at(&a, p);
         assert_eq!(rank_of(&sv), (2, 2), "{p:?}: {:?}", sv.values);
         let x = sv.values[1].exact.as_ref().expect("decimal ends");
-        // sigma_2 = 0.4142... 2^-1074 = 2.05e-324; the decimal lower end is
-        // |det| / hi_1 with hi_1 = 3 2^-1074, the binary64 upper end of
-        // sigma_1 = 2.414... 2^-1074: 2^-1074 / 3 = 1.65e-324 (80 %).
-        let lo = rug::Float::with_val(64, rug::Float::parse(&x.lo).unwrap());
-        let exact = rug::Float::with_val(64, 2f64.sqrt() - 1.0) * t;
-        assert!(
-            lo >= exact.clone() * 0.8f64 && lo <= exact,
-            "{p:?}: {}",
-            x.lo
-        );
+        // sigma_2 = (sqrt 2 - 1) 2^-1074 = 2.05e-324 (at 300 bits), its
+        // decimal ends from the closed form's 256-bit MPFR: within 1e-15.
+        let lo = rug::Float::with_val(300, rug::Float::parse(&x.lo).unwrap());
+        let exact = (rug::Float::with_val(300, 2).sqrt() - 1u32) >> 1074u32;
+        let within = rug::Float::with_val(300, &exact * (1.0 - 1e-15));
+        assert!(lo >= within && lo <= exact, "{p:?}: {}", x.lo);
     }
 }
 

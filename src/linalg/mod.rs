@@ -582,10 +582,13 @@ impl SingularValues {
             // Where both stages gave exact decimal ends, those decide (the
             // binary64 ends of a 256-bit and a 128-bit value are the same
             // few ulps); otherwise the binary64 widths.
+            // Equal binary64 widths: the value with decimal ends (tighter
+            // than binary64 states, as below the least positive double).
             let narrower = if mine.exact.is_some() && theirs.exact.is_some() {
                 theirs.rel_rad() < mine.rel_rad()
             } else {
                 w_theirs < w_mine
+                    || (w_theirs == w_mine && mine.exact.is_none() && theirs.exact.is_some())
             };
             if narrower {
                 *mine = theirs;
