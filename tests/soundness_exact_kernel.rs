@@ -456,10 +456,7 @@ fn dependent_factor_products_are_contained_exactly() {
                 v.enclosure
             );
         }
-        let rk = enclose_rank(&sv);
-        assert!(
-            rk.lo as usize <= r - 1 && r - 1 <= rk.hi as usize,
-            "{p}: {rk:?}"
-        );
+        let (rk, exact) = (enclose_rank(&sv), (r - 1) as u64);
+        assert!(rk.lo <= exact && exact <= rk.hi, "{p}: {rk:?}");
     }
 }
