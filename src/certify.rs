@@ -204,8 +204,9 @@ pub fn certify_matrix_owned(
         ProxySource::Dense(a) => {
             let (rows, cols) = (a.rows, a.cols);
             crate::linalg::check_preparable(&a).map_err(wrap)?;
-            let frob = crate::spectral::enclose_frobenius_from_entries(&a).map_err(wrap)?;
-            let (n21, n11) = crate::spectral::enclose_entry_norms(&a).map_err(wrap)?;
+            let (frob, norms) = crate::spectral::enclose_entry_summaries(&a, opts.par);
+            let frob = frob.map_err(wrap)?;
+            let (n21, n11) = norms.map_err(wrap)?;
             let prep = crate::linalg::prepare_checked_owned(a).map_err(wrap)?;
             let sv = match prep {
                 None => crate::linalg::zero_singular_values(rows, cols),
@@ -465,6 +466,11 @@ pub fn layer_part_name(shard: ShardSpec, layer: usize) -> String {
 pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
     let nz = r.sv.values.len() - r.sv.structural_zeros;
     let s = &r.summary;
+    let binary64_positive =
+        r.sv.values
+            .iter()
+            .filter(|v| v.enclosure.lo() > 0.0)
+            .count() as u64;
     SpectrumEntry {
         layer: r.id.layer,
         head: r.id.head,
@@ -478,8 +484,11 @@ pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
         norm_21: CertInterval::of(&s.norm_21),
         norm_11: CertInterval::of(&s.norm_11),
         stable_rank: s.stable_rank.as_ref().map(CertInterval::of),
+        // The rank its binary64 values imply (`verify` re-derives it from
+        // them): a value positive only by its decimal ends (below the least
+        // positive double, `proofs/exact-rank.md`) is stated as its ends say.
         rank: RankBounds {
-            lo: s.rank.lo,
+            lo: s.rank.lo.min(binary64_positive),
             hi: s.rank.hi,
         },
         singular_values: r.sv.values[..nz]
@@ -733,36 +742,20 @@ pub fn certify_raw_norms_with(
 }
 
 /// The Frobenius and (2,1) norms of `at` (the sum of its column norms)
-/// from the entries in binary64 (compensated sums), intersected, at
-/// `extended` and `mpfr:N`, with those summed in MPFR at 128 (resp. N)
-/// bits, so that they tighten with the precision as the singular values
-/// do (a failed MPFR evaluation, beyond binary64's range at the end,
-/// leaves the binary64 ones).
+/// from the entries, as tight as `precision` asks
+/// ([`crate::spectral::enclose_entry_norms_at`]: binary64, and MPFR sums at
+/// `extended` and `mpfr:N`, intersected).
 ///
-/// *Guarantee: certified enclosures* of both norms
-/// (`proofs/compensated-sum.md`, L12; `proofs/mpfr-directed.md`, L13;
-/// `proofs/derived-quantities.md`, L15 d, e; an intersection of two
-/// enclosures of one value, L10).
+/// *Guarantee: certified enclosures* of both norms, as
+/// [`crate::spectral::enclose_entry_norms_at`] (`proofs/compensated-sum.md`,
+/// L12; `proofs/mpfr-directed.md`, L13; `proofs/derived-quantities.md`,
+/// L15 d, e; `proofs/sorting-lemma.md`, L10 b).
 fn raw_entry_norms(
     at: &crate::matrix::DenseMatrix,
     precision: Precision,
 ) -> Result<(Enclosure, Enclosure), Inconclusive> {
-    let frob = crate::spectral::enclose_frobenius_from_entries(at)?;
-    let (n21, _) = crate::spectral::enclose_entry_norms(at)?;
-    let bits = match precision {
-        Precision::Extended => 128,
-        Precision::Mpfr(b) => b.max(128),
-        Precision::F64 | Precision::Auto => return Ok((frob, n21)),
-    };
-    let Ok((f, n, _)) = crate::spectral::enclose_entry_norms_mpfr(at, bits) else {
-        return Ok((frob, n21));
-    };
-    let both = |x: Enclosure, y: Enclosure| {
-        x.intersect(&y).ok_or_else(|| {
-            Inconclusive::new("internal consistency check failed: two norm enclosures are disjoint")
-        })
-    };
-    Ok((both(frob, f)?, both(n21, n)?))
+    let (frob, n21, _) = crate::spectral::enclose_entry_norms_at(at, precision)?;
+    Ok((frob, n21))
 }
 
 /// Certified norms of `A - A0`, both given transposed: `D = fl(A - A0)` and

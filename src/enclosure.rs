@@ -105,6 +105,59 @@ impl Enclosure {
     }
 }
 
+/// An enclosure whose upper end may be `+inf`: `[lo, hi]`, or `[lo, +inf)`
+/// where the exact value (or its outward rounding) exceeds the largest
+/// double. JSON has no infinity, so the unbounded upper end is written
+/// `"hi": null`; the lower end is always a finite number. A quantity beyond
+/// binary64 (a Schatten power `sum sigma_i^p` near `2^2000`) is still an
+/// interval this way, never a bare `null`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct OpenEnclosure {
+    lo: f64,
+    hi: Option<f64>,
+}
+
+impl OpenEnclosure {
+    /// `[lo, +inf)`; `None` unless `lo` is finite.
+    pub fn above(lo: f64) -> Option<Self> {
+        lo.is_finite().then_some(Self { lo, hi: None })
+    }
+
+    /// From an inari interval: `[inf, sup]`, with `sup = +inf` kept as an
+    /// open upper end; `None` if empty or its lower end is not finite.
+    pub fn from_interval(x: inari::Interval) -> Option<Self> {
+        if x.is_empty() || !x.inf().is_finite() {
+            return None;
+        }
+        let hi = x.sup().is_finite().then_some(x.sup());
+        Some(Self { lo: x.inf(), hi })
+    }
+
+    /// Lower endpoint (finite).
+    pub fn lo(&self) -> f64 {
+        self.lo
+    }
+
+    /// Upper endpoint; `None` for `+inf`.
+    pub fn hi(&self) -> Option<f64> {
+        self.hi
+    }
+
+    /// The finite enclosure, where the upper end is finite.
+    pub fn bounded(&self) -> Option<Enclosure> {
+        self.hi.and_then(|hi| Enclosure::new(self.lo, hi))
+    }
+}
+
+impl From<Enclosure> for OpenEnclosure {
+    fn from(e: Enclosure) -> Self {
+        Self {
+            lo: e.lo,
+            hi: Some(e.hi),
+        }
+    }
+}
+
 /// An enclosure of a nonnegative integer (a rank), `lo <= exact <= hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct IntEnclosure {

@@ -1451,7 +1451,8 @@ fn two_column_matrices_with_extreme_entries_contain_exact_values() {
 
 /// Issue 33 (overflowed powers): a 64 x 64 matrix with singular values
 /// `(1 + i/64) 2^1000` wrote its Schatten p = 2 power as `null` only. It is
-/// now also given in log form, and `log_power` contains the exact
+/// now an interval `[lo, +inf)` whose `lo` is at most the exact sum, and
+/// also given in log form, `log_power` containing the exact
 /// `ln sum sigma_i^2` (a rational under the log, bracketed by MPFR with
 /// directed rounding).
 #[test]
@@ -1484,6 +1485,10 @@ fn overflowed_schatten_power_is_an_interval_in_log_form() {
         let sv = certify_singular_values(&a, &opts(p)).unwrap();
         let sc = enclose_schatten(&sv, &SchattenP::parse("2").unwrap());
         assert!(sc.power.is_none(), "2^2006 exceeds binary64");
+        // Still an interval: [lo, +inf) with lo <= the exact sum (rationals).
+        let pi = sc.power_interval().expect("[lo, +inf)");
+        assert!(pi.hi().is_none());
+        assert!(Rational::from_f64(pi.lo()).unwrap() <= sum, "{p:?}: {pi:?}");
         let lp = sc.log_power.expect("the power in log form");
         assert!(
             Float::with_val(300, lp.lo()) <= ln(Round::Down)
@@ -1532,4 +1537,66 @@ fn two_sided_graded_entry_norms_contain_exact_values() {
     let sv = certify_singular_values(&a, &opts(Precision::Auto)).unwrap();
     let s = summarize(&a, &sv).unwrap();
     assert_contains_sqrt(&s.frobenius_norm, &f2, "graded summary Frobenius");
+}
+
+/// Issue 33 (`spectra`'s norms tighten with the precision): the entry norms
+/// at every precision (binary64 sums intersected with MPFR sums at
+/// `extended` and `mpfr:N`) contain the exact values: the Frobenius norm's
+/// square and the (1,1)-norm as rationals, the (2,1)-norm bracketed by
+/// directed 400-bit square roots of the exact column sums.
+#[test]
+fn entry_norms_at_every_precision_contain_the_exact_values() {
+    use rug::float::Round;
+    use specbound::spectral::enclose_entry_norms_at;
+    let mut rng = Rng(5);
+    let (m, n) = (30, 20);
+    let data: Vec<f64> = (0..m * n)
+        .map(|k| {
+            let x = (rng.below(1 << 24) as f64 - (1 << 23) as f64) * 2f64.powi(-24);
+            x * 2f64.powi((k % 7) as i32 * 9 - 27)
+        })
+        .collect();
+    let a = DenseMatrix {
+        rows: m,
+        cols: n,
+        data,
+    };
+    let q = |x: f64| Rational::from_f64(x).unwrap();
+    let cols: Vec<Rational> = (0..n)
+        .map(|j| (0..m).map(|i| q(a.get(i, j)).square()).sum())
+        .collect();
+    let sq: Rational = cols.iter().sum();
+    let abs: Rational = a.data.iter().map(|&x| q(x).abs()).sum();
+    let root = |r: &Rational, rd: Round| {
+        let mut f = Float::with_val_round(400, r, rd).0;
+        f.sqrt_round(rd);
+        f
+    };
+    let (n21_lo, n21_hi) = cols.iter().fold(
+        (Float::with_val(400, 0), Float::with_val(400, 0)),
+        |(l, h), c| {
+            (
+                Float::with_val_round(400, &l + &root(c, Round::Down), Round::Down).0,
+                Float::with_val_round(400, &h + &root(c, Round::Up), Round::Up).0,
+            )
+        },
+    );
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Mpfr(128),
+        Precision::Mpfr(300),
+        Precision::Auto,
+    ] {
+        let (f, n21, n11) = enclose_entry_norms_at(&a, p).unwrap();
+        assert_contains_sqrt(&f, &sq, &format!("{p:?} Frobenius"));
+        assert!(
+            q(n11.lo()) <= abs && abs <= q(n11.hi()),
+            "{p:?}: (1,1) {n11:?}"
+        );
+        assert!(
+            Float::with_val(400, n21.lo()) <= n21_lo && n21_hi <= Float::with_val(400, n21.hi()),
+            "{p:?}: (2,1) {n21:?}"
+        );
+    }
 }

@@ -428,10 +428,17 @@ fn quantities_beyond_binary64_get_decimal_ends_in_every_output() {
     let f = f.to_str().unwrap();
     let two = |e: u32| Rational::from(rug::Integer::from(1) << e);
     let sum_sq = two(2000) + two(1998);
-    // svd --json: power null, power_exact holds the exact value, a note says why.
+    // svd --json: power [MAX, +inf) (`"hi": null`), power_exact holds the
+    // exact value, a note says why.
     let j = ok_json(&run(&["svd", f, "--json", "--schatten-p", "2,1"]));
     let sc = &j["schatten"][0];
-    assert!(sc["power"].is_null());
+    assert_eq!(
+        sc["power"]["lo"].as_f64(),
+        Some(f64::MAX),
+        "{}",
+        sc["power"]
+    );
+    assert!(sc["power"]["hi"].is_null());
     within_decimals(&sc["power_exact"], &sum_sq, "svd sum sigma^2");
     assert!(sc["notes"][0]
         .as_str()
@@ -450,7 +457,10 @@ fn quantities_beyond_binary64_get_decimal_ends_in_every_output() {
     let csv = d.join("csv");
     let j = spectra(&[f, "--schatten-p", "2", "--csv", csv.to_str().unwrap()]);
     let r = &j["matrices"][0];
-    assert!(r["norm"].is_null() && r["lambda_max"].is_null());
+    for key in ["norm", "lambda_max"] {
+        assert_eq!(r[key]["lo"].as_f64(), Some(f64::MAX), "{key}: {}", r[key]);
+        assert!(r[key]["hi"].is_null(), "{key}: [MAX, +inf)");
+    }
     within_decimals(&r["norm_exact"], &sum_sq, "||W||_F^2");
     within_decimals(&r["lambda_max_exact"], &two(2000), "sigma_max^2");
     contains_log10(&r["log_norm"], &sum_sq, "log_norm");

@@ -266,3 +266,30 @@ fn mpfr_128_on_thin_factors_reaches_1e_30_on_tall_matrices() {
     let r = mpfr_rel_rad(&sv);
     assert!(r <= 1e-30, "MPFR-128 relative radius {r:e} at 300 x 7");
 }
+
+/// Issue 33 (overflowed powers): a 64 x 64 matrix with singular values
+/// `(1 + i/64) 2^1000` wrote its Schatten p = 2 power as `null`. It is the
+/// interval `[MAX, +inf)`: the tightest binary64 lower end of a value above
+/// the largest double (containment: `tests/soundness.rs`).
+#[test]
+fn overflowed_power_was_null_and_is_max_to_infinity() {
+    use specbound::spectral::{enclose_schatten, SchattenP};
+    let n = 64;
+    let mut data = vec![0.0; n * n];
+    for i in 0..n {
+        data[i * n + (i * 7) % n] = (1.0 + i as f64 / 64.0) * 2f64.powi(1000);
+    }
+    let a = DenseMatrix {
+        rows: n,
+        cols: n,
+        data,
+    };
+    for p in [Precision::F64, Precision::Auto] {
+        let sv = certify_singular_values(&a, &opts(p)).unwrap();
+        let sc = enclose_schatten(&sv, &SchattenP::parse("2").unwrap());
+        let pi = sc.power_interval().expect("an interval");
+        assert_eq!((pi.lo(), pi.hi()), (f64::MAX, None), "{p:?}");
+        let json = serde_json::to_value(pi).unwrap();
+        assert_eq!(json, serde_json::json!({"lo": f64::MAX, "hi": null}));
+    }
+}

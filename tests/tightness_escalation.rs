@@ -457,3 +457,26 @@ fn two_sided_graded_matrices_are_decided_by_mpfr_and_auto() {
         }
     }
 }
+
+/// Issue 33 (two-sided grading at f64): `D B D` with D from 2^500 to
+/// 2^-500 stays inconclusive at `f64` for the reasons docs/guarantees.md
+/// gives (faer's binary64 SVD does not converge, or the a priori bound
+/// `|| |A| ||` overflows; an absolute binary64 residual could never
+/// separate the small values from 0), with the reason stated, and `auto`
+/// decides every value and the rank.
+#[test]
+fn graded_matrices_are_inconclusive_at_f64_and_decided_by_auto() {
+    for (e, seed) in [(400, 1u64), (500, 2)] {
+        let a = graded(6, 6, e, seed);
+        let why = certify_singular_values(&a, &opts(Precision::F64))
+            .err()
+            .map(|x| x.reason)
+            .unwrap_or_default();
+        assert!(
+            why.contains("did not converge") || why.contains("bound overflowed"),
+            "2^+-{e} f64: {why:?}"
+        );
+        let sv = certify_singular_values(&a, &opts(Precision::Auto)).unwrap();
+        assert_eq!(enclose_rank(&sv).lo, 6, "2^+-{e} auto: {:?}", sv.notes);
+    }
+}

@@ -64,8 +64,7 @@ fn split_residual_products_remove_the_abs_norm_gap_on_float16_weights() {
         let (a, d) = issue_matrix(rows, k, j);
         let prep = dense::prepare(a.rows, a.cols, &a.data).unwrap();
         let svd = dense::approx_thin_svd(prep.a()).unwrap();
-        let plain =
-            dense::certify_pairs_within(prep.a(), &svd, Par::Seq, f64::INFINITY).unwrap();
+        let plain = dense::certify_pairs_within(prep.a(), &svd, Par::Seq, f64::INFINITY).unwrap();
         let split = dense::certify_pairs(prep.a(), &svd, Par::Seq).unwrap();
         let (rp, rs) = (groups_rel_rad(&plain), groups_rel_rad(&split));
         eprintln!("{rows}x{k}: plain (L4) {rp:.3e}, split (L27) {rs:.3e}");

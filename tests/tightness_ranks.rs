@@ -82,10 +82,13 @@ fn pruned_head_rank_was_undecided_and_b_ours_wide() {
     );
 }
 
-/// Issue 33: where a rank stays undecided (here rows 5..31 of head 0's
-/// value weight are copies of row 0: the exact rank is 5, but no factor
-/// has a zero row or column), the summary names the matrix, its rank
-/// interval and the relative radius of `B_ours` it leaves.
+/// Issue 33: where a rank stays undecided, the summary names the matrix,
+/// its rank interval and the relative radius of `B_ours` it leaves. Here
+/// rows 5..31 of head 0's value weight are row 0 (its columns 5..31 set to
+/// 0) plus `1e-30` at column `i`: the exact rank is 32, but 27 values near
+/// `1e-30 sigma_1` are below what binary64 separates from 0, and the
+/// factors have full rank (no exact null vector: rows copied exactly are
+/// now decided, `dependent_head_factor_rank_was_undecided`).
 #[test]
 fn summary_names_an_undecided_rank_and_its_cost() {
     let dir = tmpdir("copied");
@@ -97,9 +100,12 @@ fn summary_names_an_undecided_rank_and_its_cost() {
         &|name, shape, bytes| {
             if name == "encoder.layer.0.attention.self.value.weight" {
                 let row = 4 * shape[1];
+                bytes[4 * 5..4 * 32].fill(0);
                 let first = bytes[..row].to_vec();
                 for i in 5..32 {
                     bytes[i * row..(i + 1) * row].copy_from_slice(&first);
+                    bytes[i * row + 4 * i..i * row + 4 * i + 4]
+                        .copy_from_slice(&1e-30f32.to_le_bytes());
                 }
             }
         },
@@ -148,5 +154,173 @@ fn extreme_two_by_two_rank_was_undecided_below_auto() {
         let s2 = sv.values[1].enclosure;
         assert!(s2.lo() > 0.0, "{p:?}: sigma_2 {s2:?}");
         assert!(s2.rel_rad() <= 1e-15, "{p:?}: sigma_2 {s2:?}");
+    }
+}
+
+fn certify_at(
+    a: &specbound::matrix::DenseMatrix,
+    p: specbound::linalg::Precision,
+) -> specbound::linalg::SingularValues {
+    specbound::linalg::certify_singular_values(
+        a,
+        &specbound::linalg::SvdOptions {
+            precision: p,
+            ..specbound::linalg::SvdOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{p:?}: {}", e.reason))
+}
+
+fn rank_of(sv: &specbound::linalg::SingularValues) -> (u64, u64) {
+    let r = specbound::spectral::enclose_rank(sv);
+    (r.lo, r.hi)
+}
+
+/// Issue 33: on two-sided graded `D B D` (D from 2^e to 2^-e) `mpfr:256`
+/// left the rank `[2, 6]` and `mpfr:1000` `[5, 6]` where `auto` (whose
+/// graded stage runs at a precision covering the span) gave `[6, 6]`. An
+/// exact determinant of a nonsingular submatrix (L37) now decides it at
+/// every precision that certifies: an explicit precision is never left
+/// with a rank `auto` decides.
+#[test]
+fn mpfr_n_left_graded_ranks_undecided_that_auto_decided() {
+    use specbound::linalg::Precision;
+    for (m, n, e, seed) in [(6, 6, 400, 1u64), (6, 6, 500, 2), (7, 5, 500, 3)] {
+        let a = common::graded(m, n, e, seed);
+        let auto = rank_of(&certify_at(&a, Precision::Auto));
+        for p in [
+            Precision::Mpfr(128),
+            Precision::Mpfr(256),
+            Precision::Mpfr(1000),
+            Precision::Auto,
+        ] {
+            let sv = certify_at(&a, p);
+            let full = m.min(n) as u64;
+            assert_eq!(auto, (full, full), "{m}x{n} 2^+-{e} auto");
+            assert_eq!(rank_of(&sv), auto, "{m}x{n} 2^+-{e} {p:?}: {:?}", sv.notes);
+        }
+    }
+}
+
+/// Issue 33: `2^-1074 [[1, 0], [2, 1]]` (rank 2, sigma_2 = (sqrt 2 - 1)
+/// 2^-1074, below the least positive double) had rank `[1, 2]` at every
+/// precision: its binary64 lower end can only be 0. The two-column closed
+/// form (L32) now keeps its MPFR decimal ends there (where it could not,
+/// the exact determinant, L37, bounds it from below): rank `[2, 2]`.
+#[test]
+fn subnormal_two_by_two_rank_was_undecided_at_every_precision() {
+    use specbound::linalg::Precision;
+    let t = 2f64.powi(-1074);
+    let a = specbound::matrix::DenseMatrix {
+        rows: 2,
+        cols: 2,
+        data: vec![t, 0.0, 2.0 * t, t],
+    };
+    for p in [
+        Precision::F64,
+        Precision::Extended,
+        Precision::Mpfr(256),
+        Precision::Auto,
+    ] {
+        let sv = certify_at(&a, p);
+        assert_eq!(rank_of(&sv), (2, 2), "{p:?}: {:?}", sv.values);
+        let x = sv.values[1].exact.as_ref().expect("decimal ends");
+        // sigma_2 = (sqrt 2 - 1) 2^-1074 = 2.05e-324 (at 300 bits), its
+        // decimal ends from the closed form's 256-bit MPFR: within 1e-15.
+        let lo = rug::Float::with_val(300, rug::Float::parse(&x.lo).unwrap());
+        let exact = (rug::Float::with_val(300, 2).sqrt() - 1u32) >> 1074u32;
+        let within = rug::Float::with_val(300, &exact * (1.0 - 1e-15));
+        assert!(lo >= within && lo <= exact, "{p:?}: {}", x.lo);
+    }
+}
+
+/// Issue 33: exactly rank-deficient small matrices with entries of wide
+/// range (binary64, too wide for the exact-Gram route) are decided exactly:
+/// the kernel certificate (L30) from above, an exact determinant (L37)
+/// from below, at every precision.
+#[test]
+fn small_rank_deficient_matrices_with_wide_entries_get_their_exact_rank() {
+    use specbound::linalg::Precision;
+    // 4 x 3, rank 2: column 3 = 2^-1000 * (column 1 + 3 column 2)
+    // (each entry an exact binary64 number), column 2 at 2^500.
+    let (c1, c2) = ([1.0, 3.0, -5.0, 7.0], [2.0, -1.0, 0.0, 4.0]);
+    let mut data = Vec::new();
+    for i in 0..4 {
+        data.extend([
+            c1[i],
+            c2[i] * 2f64.powi(500),
+            (c1[i] + 3.0 * c2[i]) * 2f64.powi(-1000),
+        ]);
+    }
+    let a = specbound::matrix::DenseMatrix {
+        rows: 4,
+        cols: 3,
+        data,
+    };
+    for p in [Precision::F64, Precision::Mpfr(256), Precision::Auto] {
+        let sv = certify_at(&a, p);
+        assert_eq!(
+            rank_of(&sv),
+            (2, 2),
+            "{p:?}: {:?} {:?}",
+            sv.values,
+            sv.notes
+        );
+    }
+}
+
+/// A 384 x 32 value factor whose column 5 is column 3 plus column 4 (a
+/// head with a duplicated direction, no zero row), and a 32 x 384 output
+/// factor: entries `k 2^-8`, `|k| <= 100`, so the exact product has rank 31.
+fn dependent_head() -> (
+    specbound::matrix::DenseMatrix,
+    specbound::matrix::DenseMatrix,
+) {
+    let mut rng = common::Rng(7);
+    let mut draw = |n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|_| (rng.below(201) as f64 - 100.0) * 2f64.powi(-8))
+            .collect()
+    };
+    let mut b = draw(384 * 32);
+    for i in 0..384 {
+        b[i * 32 + 5] = b[i * 32 + 3] + b[i * 32 + 4];
+    }
+    let c = draw(32 * 384);
+    (
+        specbound::matrix::DenseMatrix {
+            rows: 384,
+            cols: 32,
+            data: b,
+        },
+        specbound::matrix::DenseMatrix {
+            rows: 32,
+            cols: 384,
+            data: c,
+        },
+    )
+}
+
+/// Issue 33: a head whose value factor has dependent columns but no zero
+/// row (rank 31 of 32) kept its `V_tilde` rank `[31, 32]`: structure (L14)
+/// only knows the head dimension. Exact null vectors of the factor (L30,
+/// L37 e) decide it `[31, 31]` at every precision.
+#[test]
+fn dependent_head_factor_rank_was_undecided() {
+    use specbound::linalg::{factored::certify_factored, Precision, SvdOptions};
+    let (b, c) = dependent_head();
+    for p in [Precision::F64, Precision::Extended, Precision::Auto] {
+        let o = SvdOptions {
+            precision: p,
+            ..SvdOptions::default()
+        };
+        let sv = certify_factored(&b, &c, &o).unwrap_or_else(|e| panic!("{p:?}: {}", e.reason));
+        assert_eq!(rank_of(&sv), (31, 31), "{p:?}: {:?}", sv.notes);
+        // Undecided before the factors' null vectors (they say so).
+        assert!(
+            sv.notes.iter().any(|n| n.starts_with("exact factor rank")),
+            "{p:?}: {:?}",
+            sv.notes
+        );
     }
 }

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
-use crate::enclosure::{Enclosure, IntEnclosure};
+use crate::enclosure::{Enclosure, IntEnclosure, OpenEnclosure};
 use crate::io::checkpoint::Checkpoint;
 use crate::io::output::Outputs;
 use crate::io::ReadError;
@@ -71,10 +71,11 @@ pub struct SpectraRequest {
 pub struct SchattenRow {
     /// The exponent, the exact decimal given.
     pub p: String,
-    /// Encloses `sum sigma_i^p` (the rank for p = 0).
-    pub power: Option<Enclosure>,
-    /// Encloses `(sum sigma_i^p)^(1/p)`.
-    pub norm: Option<Enclosure>,
+    /// Encloses `sum sigma_i^p` (the rank for p = 0); `[lo, +inf)`, written
+    /// with `"hi": null`, where it overflowed binary64.
+    pub power: Option<OpenEnclosure>,
+    /// Encloses `(sum sigma_i^p)^(1/p)`; `[lo, +inf)` where it overflowed.
+    pub norm: Option<OpenEnclosure>,
     /// Decimal ends of `power` where it overflowed binary64.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power_exact: Option<ExactBounds>,
@@ -108,12 +109,14 @@ pub struct SpectraValues {
     pub stable_rank: Option<Enclosure>,
     /// Encloses the rank (WeightWatcher's `matrix_rank`).
     pub rank: IntEnclosure,
-    /// Encloses `||W||_F^2` (WeightWatcher's `norm`).
-    pub norm: Option<Enclosure>,
+    /// Encloses `||W||_F^2` (WeightWatcher's `norm`); `[lo, +inf)`, written
+    /// with `"hi": null`, where it overflowed binary64.
+    pub norm: Option<OpenEnclosure>,
     /// Encloses `log10 ||W||_F^2` (WeightWatcher's `log_norm`).
     pub log_norm: Option<Enclosure>,
-    /// Encloses `sigma_max^2` (WeightWatcher's `spectral_norm`, `lambda_max`).
-    pub lambda_max: Option<Enclosure>,
+    /// Encloses `sigma_max^2` (WeightWatcher's `spectral_norm`,
+    /// `lambda_max`); `[lo, +inf)` where it overflowed binary64.
+    pub lambda_max: Option<OpenEnclosure>,
     /// Encloses `log10 sigma_max^2` (WeightWatcher's `log_spectral_norm`).
     pub log_spectral_norm: Option<Enclosure>,
     /// Decimal ends of `norm` where it overflowed binary64 (`||W||_F` above
@@ -290,6 +293,11 @@ fn certify_one(
     };
     let norm = Enclosure::from_interval(fro2);
     let lambda_max = Enclosure::from_interval(sp2);
+    // Beyond binary64, the lower end of the same square stands.
+    let open = |e: Option<Enclosure>, x: inari::Interval| {
+        e.map(OpenEnclosure::from)
+            .or_else(|| OpenEnclosure::from_interval(x))
+    };
     Ok(SpectraValues {
         spectral_norm: s.spectral_norm,
         sv_min,
@@ -307,18 +315,19 @@ fn certify_one(
             .is_none()
             .then(|| wide::square_exact(&s.spectral_norm))
             .flatten(),
-        norm,
+        norm: open(norm, fro2),
         log_norm: log10_sq(&s.frobenius_norm),
-        lambda_max,
+        lambda_max: open(lambda_max, sp2),
         log_spectral_norm: log10_sq(&s.spectral_norm),
         schatten: ps
             .iter()
             .map(|p| {
                 let e = enclose_schatten(&sv, p);
+                let (power, norm) = (e.power_interval(), e.norm_interval());
                 SchattenRow {
                     p: e.p,
-                    power: e.power,
-                    norm: e.norm,
+                    power,
+                    norm,
                     power_exact: e.power_exact,
                     norm_exact: e.norm_exact,
                     log_power: e.log_power,
@@ -525,6 +534,17 @@ fn lo_hi_wide(e: Option<&Enclosure>, x: Option<&ExactBounds>) -> String {
     }
 }
 
+/// [`lo_hi_wide`] of an interval that may be open above: its decimal ends
+/// where given, else `lo,` (an empty `_hi`: no finite upper end).
+fn lo_open(e: Option<&OpenEnclosure>, x: Option<&ExactBounds>) -> String {
+    match (e.map(|e| (e.bounded(), e.lo())), x) {
+        (Some((Some(b), _)), _) => lo_hi(Some(&b)),
+        (_, Some(_)) => lo_hi_wide(None, x),
+        (Some((None, lo)), None) => format!("{},", num(lo)),
+        (None, None) => lo_hi(None),
+    }
+}
+
 impl SpectraReport {
     /// The rows as CSV: each certified quantity as `_lo,_hi` columns, the
     /// ends the shortest decimals that read back as the exact binary64 ends.
@@ -573,16 +593,13 @@ impl SpectraReport {
                     f.push(format!("{},{}", v.rank.lo, v.rank.hi));
                     // Beyond binary64, the decimal ends (numbers such as
                     // 1.5e400, outward rounded) fill the _lo,_hi columns.
-                    f.push(lo_hi_wide(v.norm.as_ref(), v.norm_exact.as_ref()));
+                    f.push(lo_open(v.norm.as_ref(), v.norm_exact.as_ref()));
                     f.push(lo_hi(v.log_norm.as_ref()));
-                    f.push(lo_hi_wide(
-                        v.lambda_max.as_ref(),
-                        v.lambda_max_exact.as_ref(),
-                    ));
+                    f.push(lo_open(v.lambda_max.as_ref(), v.lambda_max_exact.as_ref()));
                     f.push(lo_hi(v.log_spectral_norm.as_ref()));
                     for sc in &v.schatten {
-                        f.push(lo_hi_wide(sc.power.as_ref(), sc.power_exact.as_ref()));
-                        f.push(lo_hi_wide(sc.norm.as_ref(), sc.norm_exact.as_ref()));
+                        f.push(lo_open(sc.power.as_ref(), sc.power_exact.as_ref()));
+                        f.push(lo_open(sc.norm.as_ref(), sc.norm_exact.as_ref()));
                     }
                 }
                 None => {
@@ -716,13 +733,14 @@ impl Report for SpectraReport {
                         (None, Some(x)) => format!("[{}, {}]", x.lo, x.hi),
                         _ => opt(e),
                     };
-                    if v.norm.is_none() || v.lambda_max.is_none() {
-                        let _ =
-                            writeln!(s, "  norm               {}", wide(&v.norm, &v.norm_exact));
+                    let bounded = |e: &Option<OpenEnclosure>| e.and_then(|e| e.bounded());
+                    let (norm, lambda_max) = (bounded(&v.norm), bounded(&v.lambda_max));
+                    if norm.is_none() || lambda_max.is_none() {
+                        let _ = writeln!(s, "  norm               {}", wide(&norm, &v.norm_exact));
                         let _ = writeln!(
                             s,
                             "  lambda_max         {}",
-                            wide(&v.lambda_max, &v.lambda_max_exact)
+                            wide(&lambda_max, &v.lambda_max_exact)
                         );
                     }
                     for sc in &v.schatten {
@@ -731,9 +749,9 @@ impl Report for SpectraReport {
                             "  S_{}^{}: {}   S_{}: {}",
                             sc.p,
                             sc.p,
-                            wide(&sc.power, &sc.power_exact),
+                            wide(&sc.power.and_then(|p| p.bounded()), &sc.power_exact),
                             sc.p,
-                            wide(&sc.norm, &sc.norm_exact)
+                            wide(&sc.norm.and_then(|p| p.bounded()), &sc.norm_exact)
                         );
                         for note in &sc.notes {
                             let _ = writeln!(s, "    note: {note}");

@@ -89,7 +89,85 @@ fn structural_zero(count: usize) -> CertifiedValue {
 /// The factored route runs in binary64; with `opts.precision` other than
 /// `F64`, or when the counting condition of L14 fails, the dense fallback
 /// certifies `fl(B C)` with that precision and widens by the product error.
+///
+/// Where the rank is still undecided, the factors' ranks are bounded
+/// exactly (`rank(B C) <= rank B, rank C`, each by exact null vectors, L30
+/// within its limits; `proofs/exact-rank.md`, L37 e), and the values past
+/// the smaller bound are exact zeros ([`apply_factor_ranks`]).
 pub fn certify_factored(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
+    let mut sv = certify_factored_stages(b, c, opts)?;
+    if sv.rank_undecided_at().is_some() {
+        apply_factor_ranks(&mut sv, b, c)?;
+    }
+    Ok(sv)
+}
+
+/// An upper bound of `rank X`: `n - k` for the `n` columns of `X`
+/// prepared as `m >= n` (L2) and `k` exact null vectors of it, checked
+/// (L30); 0 for a zero matrix; `Err` outside the certificate's limits.
+fn rank_at_most(x: &DenseMatrix) -> Result<usize, super::kernel::KernelSkipped> {
+    let Some(prep) = dense::prepare(x.rows, x.cols, &x.data) else {
+        return Ok(0);
+    };
+    let k = super::kernel::exact_kernel(prep.a())?.map_or(0, |c| c.nullity);
+    Ok(prep.a().ncols() - k)
+}
+
+/// Sets the values of `B C` past `min(rank B, rank C)` (each bounded by
+/// [`rank_at_most`]) to exact zeros, with a note; a factor outside the
+/// exact certificate's limits bounds nothing. An `Err` only if a value
+/// there is certified positive (two proofs disagree: inconclusive).
+///
+/// *Guarantee: certified* (`proofs/exact-rank.md`, L37 e:
+/// `rank(B C) <= min(rank B, rank C)`, with L30 for each factor's rank).
+fn apply_factor_ranks(
+    sv: &mut SingularValues,
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+) -> Result<(), Inconclusive> {
+    let bound = [rank_at_most(b), rank_at_most(c)]
+        .into_iter()
+        .filter_map(Result::ok)
+        .min();
+    let n = sv.values.len();
+    let Some(ub) = bound.filter(|&ub| ub < n) else {
+        return Ok(());
+    };
+    if sv.values[ub..].iter().all(|v| v.enclosure.hi() == 0.0) {
+        return Ok(());
+    }
+    if let Some(i) = (ub..n).find(|&i| sv.values[i].positive()) {
+        return Err(Inconclusive::new(format!(
+            "internal consistency check failed: sigma_{} has a positive lower bound, but \
+             exact null vectors of the factors prove the rank at most {ub}",
+            i + 1
+        )));
+    }
+    for v in &mut sv.values[ub..] {
+        if v.enclosure.hi() > 0.0 {
+            *v = CertifiedValue {
+                enclosure: Enclosure::exact(0.0).expect("zero"),
+                method: Method::ExactKernel,
+                cluster_size: n - ub,
+                exact: None,
+            };
+        }
+    }
+    sv.notes.push(format!(
+        "exact factor rank: null vectors of the factors checked in exact arithmetic \
+         (rank(B C) <= min(rank B, rank C) <= {ub}, sigma_{}..sigma_{n} = 0)",
+        ub + 1
+    ));
+    Ok(())
+}
+
+/// The certification of [`certify_factored`] before the factors' exact
+/// ranks are applied (its guarantee and lemmas).
+fn certify_factored_stages(
     b: &DenseMatrix,
     c: &DenseMatrix,
     opts: &SvdOptions,
@@ -254,7 +332,7 @@ fn reduce(b: &DenseMatrix, c: &DenseMatrix) -> Option<(DenseMatrix, DenseMatrix)
 ///
 /// *Guarantee: certified enclosure* of every singular value of `B C`,
 /// index-matched, given by the reduced product's certification
-/// ([`certify_factored`]) and the exact zeros of `proofs/factored-product.md`,
+/// ([`certify_factored_stages`]) and the exact zeros of `proofs/factored-product.md`,
 /// L14 e.
 fn certify_reduced(
     (b, c): &(DenseMatrix, DenseMatrix),
@@ -264,7 +342,7 @@ fn certify_reduced(
     let (mut values, notes) = if b.cols == 0 || b.rows == 0 || c.cols == 0 {
         (Vec::new(), Vec::new()) // B C = 0 exactly
     } else {
-        let sv = certify_factored(b, c, opts)?;
+        let sv = certify_factored_stages(b, c, opts)?;
         let kept = sv.values.len() - sv.structural_zeros;
         let mut v = sv.values;
         v.truncate(kept);

@@ -33,8 +33,16 @@ pub const EXACT_KERNEL_MAX_WORK: usize = 1 << 20;
 
 /// Largest width in bits of a column's entries after exact scaling to
 /// integers (highest set bit minus lowest, over the column): 40 for any
-/// float16 column, 24 plus the exponent spread for float32.
+/// float16 column, 24 plus the exponent spread for float32. Wider columns
+/// are accepted while `m n^2 * n * bits` stays within
+/// [`EXACT_WIDE_MAX_BIT_WORK`] (a small graded matrix `D B D`).
 pub const EXACT_KERNEL_MAX_BITS: i32 = 160;
+
+/// Largest `m n^2 * n * bits` for which [`echelon`] runs on columns wider
+/// than [`EXACT_KERNEL_MAX_BITS`]: the elimination's integers grow to about
+/// `n * bits` bits, so this bounds its bit operations (a 6 x 6 matrix whose
+/// entries span 2^+-800: about 2^20; well under a second at the limit).
+pub const EXACT_WIDE_MAX_BIT_WORK: u128 = 1 << 28;
 
 /// A proof that `rank A <= n - nullity` (L30): `vectors` are `nullity`
 /// exact rational vectors with `A v = 0`, and rows `free` of the matrix
@@ -68,55 +76,52 @@ impl std::fmt::Display for KernelSkipped {
             ),
             KernelSkipped::TooWide => write!(
                 f,
-                "a column's entries span more than {EXACT_KERNEL_MAX_BITS} bits, the exact kernel \
-                 certificate's limit"
+                "a column's entries span more than {EXACT_KERNEL_MAX_BITS} bits and m n^3 bits \
+                 exceeds {EXACT_WIDE_MAX_BIT_WORK}, the exact kernel certificate's limits"
             ),
         }
     }
 }
 
-/// The exact kernel of `a` (`m >= n`, finite entries), checked.
-///
-/// *Guarantee: certified bound.* If `Ok(Some(c))`, then `a c.vectors[j] = 0`
-/// exactly for every j and the vectors have rank `c.nullity` (both checked
-/// here in exact arithmetic, independently of how they were found), so the
-/// rank of `a` is at most `n - c.nullity` and its `c.nullity` smallest
-/// singular values are exactly 0 (`proofs/exact-kernel.md`, L30). `Ok(None)`
-/// when no null vector was found (the kernel is then trivial, though that is
-/// not claimed). `Err` when the size limits excluded the attempt.
-pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, KernelSkipped> {
+/// A fraction-free echelon form of the rows of `A D` (`D` the diagonal of
+/// powers of two `2^-low_j` that makes each column integral): `basis[k]`
+/// is `(pivot column, source row, primitive integer row)`, each row zero at
+/// the pivots of the rows before it. No guarantee rests on it: what is
+/// claimed from it is checked afterwards ([`check`], [`det_of`]).
+struct Echelon {
+    low: Vec<i32>,
+    basis: Vec<(usize, usize, Vec<Integer>)>,
+}
+
+/// [`Echelon`] of `a` within the size limits (the elimination stops at `n`
+/// independent rows).
+fn echelon(a: MatRef<'_, f64>) -> Result<Echelon, KernelSkipped> {
     let (m, n) = (a.nrows(), a.ncols());
     if n > EXACT_KERNEL_MAX_COLS || m.saturating_mul(n).saturating_mul(n) > EXACT_KERNEL_MAX_WORK {
         return Err(KernelSkipped::TooLarge);
     }
     // Column j of the integer matrix is column j of A times 2^-low_j.
     let mut low = vec![0i32; n];
+    let mut widest = 0i32;
     for (j, lo) in low.iter_mut().enumerate() {
         let col: Vec<f64> = (0..m).map(|i| a[(i, j)]).filter(|x| *x != 0.0).collect();
         let Some(l) = col.iter().map(|&x| lowest_bit(x)).min() else {
             continue;
         };
         let high = col.iter().map(|&x| exponent_of(x.abs())).max().unwrap_or(l);
-        if high - l + 1 > EXACT_KERNEL_MAX_BITS {
-            return Err(KernelSkipped::TooWide);
-        }
+        widest = widest.max(high - l + 1);
         *lo = l;
     }
-    let int_entry = |i: usize, j: usize| -> Integer {
-        let q = Rational::from_f64(a[(i, j)]).expect("finite entries");
-        let q = if low[j] >= 0 {
-            q >> low[j].unsigned_abs()
-        } else {
-            q << low[j].unsigned_abs()
-        };
-        debug_assert_eq!(*q.denom(), 1);
-        q.into_numer_denom().0
-    };
+    let bit_work = (m * n * n * n) as u128 * widest.max(0) as u128;
+    if widest > EXACT_KERNEL_MAX_BITS && bit_work > EXACT_WIDE_MAX_BIT_WORK {
+        return Err(KernelSkipped::TooWide);
+    }
+    let int_entry = |i: usize, j: usize| scaled_integer(a[(i, j)], low[j]);
     // Incremental fraction-free echelon form of the rows (primitive rows).
-    let mut basis: Vec<(usize, Vec<Integer>)> = Vec::new();
+    let mut basis: Vec<(usize, usize, Vec<Integer>)> = Vec::new();
     for i in 0..m {
         let mut v: Vec<Integer> = (0..n).map(|j| int_entry(i, j)).collect();
-        for (p, b) in &basis {
+        for (p, _, b) in &basis {
             if v[*p] == 0 {
                 continue;
             }
@@ -130,11 +135,48 @@ pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, Ker
             continue;
         };
         make_primitive(&mut v);
-        basis.push((p, v));
+        basis.push((p, i, v));
         if basis.len() == n {
-            return Ok(None);
+            break;
         }
     }
+    Ok(Echelon { low, basis })
+}
+
+/// `x 2^-low` as an integer (exact: `low` is at most the lowest set bit of `x`).
+fn scaled_integer(x: f64, low: i32) -> Integer {
+    let q = Rational::from_f64(x).expect("finite entries");
+    let q = if low >= 0 {
+        q >> low.unsigned_abs()
+    } else {
+        q << low.unsigned_abs()
+    };
+    debug_assert_eq!(*q.denom(), 1);
+    q.into_numer_denom().0
+}
+
+/// The exact kernel of `a` (`m >= n`, finite entries), checked.
+///
+/// *Guarantee: certified bound.* If `Ok(Some(c))`, then `a c.vectors[j] = 0`
+/// exactly for every j and the vectors have rank `c.nullity` (both checked
+/// here in exact arithmetic, independently of how they were found), so the
+/// rank of `a` is at most `n - c.nullity` and its `c.nullity` smallest
+/// singular values are exactly 0 (`proofs/exact-kernel.md`, L30). `Ok(None)`
+/// when no null vector was found (the kernel is then trivial, though that is
+/// not claimed). `Err` when the size limits excluded the attempt.
+pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, KernelSkipped> {
+    Ok(kernel_of(a, &echelon(a)?))
+}
+
+/// The checked kernel certificate from an echelon form of `a` ([`exact_kernel`]).
+fn kernel_of(a: MatRef<'_, f64>, e: &Echelon) -> Option<KernelCertificate> {
+    let n = a.ncols();
+    if e.basis.len() == n {
+        return None;
+    }
+    let low = &e.low;
+    let mut basis: Vec<(usize, Vec<Integer>)> =
+        e.basis.iter().map(|(p, _, v)| (*p, v.clone())).collect();
     // Reduced form: clear each pivot column in the other rows.
     for k in 0..basis.len() {
         let (p, b) = basis[k].clone();
@@ -162,7 +204,7 @@ pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, Ker
                 x[*p] = -Rational::from((row[f].clone(), row[*p].clone()));
             }
             // x = D x' with D = diag(2^-low_j), then x_f = 1 again.
-            for (xj, &l) in x.iter_mut().zip(&low) {
+            for (xj, &l) in x.iter_mut().zip(low) {
                 *xj = if l >= 0 {
                     Rational::from(&*xj >> l.unsigned_abs())
                 } else {
@@ -180,10 +222,117 @@ pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, Ker
         free,
     };
     // The certificate itself: checked on A, independently of the above.
-    if !check(a, &cert) {
+    (cert.nullity > 0 && check(a, &cert)).then_some(cert)
+}
+
+/// What one exact elimination of `A` gives (`proofs/exact-rank.md`, L37):
+/// a candidate nonsingular `r x r` submatrix on `rows` and `cols` (claimed
+/// only once [`det_of`] finds its determinant nonzero: `rank A >= r`), and
+/// the checked kernel certificate of the other `n - r` directions (L30:
+/// `rank A <= n - nullity`).
+#[derive(Clone, Debug)]
+pub struct Elimination {
+    /// The rows of the candidate submatrix (of the matrix given).
+    pub rows: Vec<usize>,
+    /// Its columns, increasing.
+    pub cols: Vec<usize>,
+    /// The checked kernel certificate (`None` for full column rank, or if
+    /// the vectors failed their check).
+    pub kernel: Option<KernelCertificate>,
+}
+
+impl Elimination {
+    /// How many trailing singular values the kernel certificate proves zero.
+    pub fn nullity(&self) -> usize {
+        self.kernel.as_ref().map_or(0, |k| k.nullity)
+    }
+}
+
+/// One exact elimination of `a` (`m >= n`, finite entries): the candidate
+/// submatrix and the kernel certificate of [`Elimination`]; `Ok(None)` for
+/// a zero matrix, `Err` outside the size limits.
+///
+/// *Guarantee:* the kernel certificate is checked as [`exact_kernel`]'s
+/// (`proofs/exact-kernel.md`, L30); the submatrix is only a candidate, on
+/// which nothing is claimed until [`det_of`] computes its determinant.
+pub fn eliminate(a: MatRef<'_, f64>) -> Result<Option<Elimination>, KernelSkipped> {
+    let e = echelon(a)?;
+    if e.basis.is_empty() {
         return Ok(None);
     }
-    Ok((cert.nullity > 0).then_some(cert))
+    let rows: Vec<usize> = e.basis.iter().map(|(_, i, _)| *i).collect();
+    let mut cols: Vec<usize> = e.basis.iter().map(|(p, _, _)| *p).collect();
+    cols.sort_unstable();
+    Ok(Some(Elimination {
+        kernel: kernel_of(a, &e),
+        rows,
+        cols,
+    }))
+}
+
+/// The exact determinant of `a[rows, cols]` (`rows.len() == cols.len()`):
+/// Bareiss's fraction-free elimination on the integers `a_ij 2^-low_j`
+/// (each column scaled by the exact power of two that makes it integral),
+/// then `det = det(integers) * 2^(sum low_j)`. Exact integer arithmetic
+/// throughout (GMP); every division in Bareiss's recurrence is exact.
+///
+/// *Guarantee: exact* (no rounding occurs; `proofs/exact-rank.md`, L37);
+/// `None` only if a division in the recurrence left a remainder (which
+/// exact arithmetic excludes: then nothing is claimed).
+pub fn det_of(a: MatRef<'_, f64>, rows: &[usize], cols: &[usize]) -> Option<Rational> {
+    let r = rows.len();
+    assert_eq!(r, cols.len(), "a square submatrix");
+    let low: Vec<i32> = cols
+        .iter()
+        .map(|&j| {
+            rows.iter()
+                .map(|&i| a[(i, j)])
+                .filter(|x| *x != 0.0)
+                .map(lowest_bit)
+                .min()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut m: Vec<Vec<Integer>> = rows
+        .iter()
+        .map(|&i| {
+            cols.iter()
+                .zip(&low)
+                .map(|(&j, &l)| scaled_integer(a[(i, j)], l))
+                .collect()
+        })
+        .collect();
+    let mut negate = false;
+    let mut prev = Integer::from(1);
+    for k in 0..r {
+        let Some(p) = (k..r).find(|&i| m[i][k] != 0) else {
+            return Some(Rational::new());
+        };
+        if p != k {
+            m.swap(p, k);
+            negate = !negate;
+        }
+        for i in k + 1..r {
+            for j in k + 1..r {
+                let t = Integer::from(&m[i][j] * &m[k][k]) - Integer::from(&m[i][k] * &m[k][j]);
+                let (q, rem) = t.div_rem(prev.clone());
+                if rem != 0 {
+                    return None;
+                }
+                m[i][j] = q;
+            }
+            m[i][k] = Integer::new();
+        }
+        prev = m[k][k].clone();
+    }
+    let det = Rational::from(prev);
+    let shift: i64 = low.iter().map(|&l| i64::from(l)).sum();
+    let det = if shift >= 0 {
+        det << u32::try_from(shift).expect("bounded exponents")
+    } else {
+        det >> u32::try_from(-shift).expect("bounded exponents")
+    };
+    Some(if negate { -det } else { det })
 }
 
 /// Whether `a v = 0` exactly for every vector of `c`, and the vectors form

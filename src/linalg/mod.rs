@@ -190,6 +190,12 @@ pub const AUTO_RELEVANT_FRACTION: f64 = 1e-6;
 /// whose radius of sigma_i grows like sigma_1 / sigma_i) can be improved.
 pub const LOOSE_SMALL_VALUE_FACTOR: f64 = 16.0;
 
+/// How `auto`'s note of what its stages left open begins.
+const AFTER_STAGES: &str = "after every stage run: ";
+
+/// How [`SingularValues::unsettled`] names an undecided rank.
+const RANK_UNDECIDED: &str = "the rank undecided";
+
 /// Options of [`certify_singular_values`].
 #[derive(Clone, Copy, Debug)]
 pub struct SvdOptions {
@@ -294,6 +300,16 @@ impl CertifiedValue {
         }
         self.enclosure.rel_rad()
     }
+
+    /// Whether the value is certainly positive: its lower end is, or the
+    /// lower of its decimal ends [`Self::exact`] is (a positive value below
+    /// the least positive double, whose binary64 lower end can only be 0).
+    pub fn positive(&self) -> bool {
+        self.enclosure.lo() > 0.0
+            || self.exact.as_ref().is_some_and(|x| {
+                rug::Float::parse(&x.lo).is_ok_and(|f| rug::Float::with_val(64, f) > 0)
+            })
+    }
 }
 
 /// `(hi - lo) / (hi + lo)` of two nonnegative decimal ends, evaluated in
@@ -366,12 +382,24 @@ impl SingularValues {
         self.values.iter().map(|v| v.rel_rad()).fold(0.0, f64::max)
     }
 
-    /// The first value whose enclosure is `[0, h]` with `h > 0`: whether it
-    /// is zero is not decided, so neither is the rank (L15 c).
-    pub fn rank_undecided_at(&self) -> Option<usize> {
+    /// `k` such that `sigma_1..sigma_k` are certainly positive: one more
+    /// than the last index whose value is [`CertifiedValue::positive`]
+    /// (the values are non-increasing, so every earlier one is positive as
+    /// well; `proofs/sorting-lemma.md`, L10 c). A lower bound of the rank
+    /// (L15 c).
+    pub fn certainly_positive(&self) -> usize {
         self.values
             .iter()
-            .position(|v| v.enclosure.lo() == 0.0 && v.enclosure.hi() > 0.0)
+            .rposition(|v| v.positive())
+            .map_or(0, |i| i + 1)
+    }
+
+    /// The first value not certainly positive whose enclosure is `[0, h]`
+    /// with `h > 0`: whether it is zero is not decided, so neither is the
+    /// rank (L15 c).
+    pub fn rank_undecided_at(&self) -> Option<usize> {
+        (self.certainly_positive()..self.values.len())
+            .find(|&i| self.values[i].enclosure.hi() > 0.0)
     }
 
     /// The first value wider than `rtol` (relative) whose absolute radius
@@ -399,7 +427,7 @@ impl SingularValues {
             format!("sigma_{} in [{:e}, {:e}]", i + 1, e.lo(), e.hi())
         };
         if let Some(i) = self.rank_undecided_at() {
-            return Some(format!("the rank undecided ({})", show(i)));
+            return Some(format!("{RANK_UNDECIDED} ({})", show(i)));
         }
         self.loose_small_value_at(rtol).map(|i| {
             format!(
@@ -433,7 +461,7 @@ impl SingularValues {
         if k == 0 || k > n {
             return Ok(());
         }
-        if let Some(i) = (n - k..n).find(|&i| self.values[i].enclosure.lo() > 0.0) {
+        if let Some(i) = (n - k..n).find(|&i| self.values[i].positive()) {
             return Err(Inconclusive::new(format!(
                 "internal consistency check failed: sigma_{} has a positive lower bound, \
                  but an exact kernel certificate proves the rank at most {}",
@@ -458,6 +486,91 @@ impl SingularValues {
         Ok(())
     }
 
+    /// Decides the rank from below where it is still undecided: with an
+    /// exact elimination `elim` of the (prepared) matrix `a = 2^scale_exp A`
+    /// (or its transpose), whose `r x r` submatrix has the exact nonzero
+    /// determinant `det` ([`kernel::det_of`]), `sigma_r(A) >=
+    /// |det| 2^(-r scale_exp) / prod_{i<r} hi_i` with `hi_i` the certified
+    /// upper ends (`proofs/exact-rank.md`, L37; L2 for the scaling),
+    /// evaluated in MPFR with directed rounding (L13). The lower end of
+    /// `sigma_r` is raised to it (in binary64 where it is representable,
+    /// else in the decimal ends); with the kernel certificate's
+    /// `n - r` zeros (L30) the rank is then decided exactly. An `Err` only if
+    /// the bound exceeds a certified upper end (two proofs disagree).
+    fn apply_rank_lower_bound(
+        &mut self,
+        a: faer::MatRef<'_, f64>,
+        scale_exp: i32,
+        elim: &kernel::Elimination,
+    ) -> Result<(), Inconclusive> {
+        use rug::float::Round;
+        use rug::Float;
+        const PREC: u32 = 128;
+        let r = elim.rows.len();
+        if self.rank_undecided_at().is_none() || r == 0 || r > self.values.len() {
+            return Ok(());
+        }
+        if self.values[r - 1].positive() {
+            return Ok(());
+        }
+        let Some(det) = kernel::det_of(a, &elim.rows, &elim.cols).filter(|d| *d != 0) else {
+            return Ok(());
+        };
+        let det = det.abs();
+        let mut num = Float::with_val_round(PREC, &det, Round::Down).0;
+        let Ok(shift) = i32::try_from(i64::from(scale_exp) * r as i64) else {
+            return Ok(());
+        };
+        num >>= shift; // exact (MPFR's exponent range)
+        let mut den = Float::with_val(PREC, 1);
+        for v in &self.values[..r - 1] {
+            den = Float::with_val_round(PREC, &den * v.enclosure.hi(), Round::Up).0;
+        }
+        if !(den > 0) || !num.is_finite() || !den.is_finite() {
+            return Ok(());
+        }
+        let bound = Float::with_val_round(PREC, &num / &den, Round::Down).0;
+        let v = &mut self.values[r - 1];
+        let hi = v.enclosure.hi();
+        if bound > hi {
+            return Err(Inconclusive::new(format!(
+                "internal consistency check failed: an exact determinant bounds sigma_{r} \
+                 below by more than its certified upper end {hi:e}"
+            )));
+        }
+        let lo64 = bound.to_f64_round(Round::Down);
+        if lo64 > v.enclosure.lo() {
+            v.enclosure = Enclosure::new(lo64, hi).expect("lo64 <= bound <= hi");
+        }
+        if lo64 == 0.0 || v.exact.is_some() {
+            // Below the least positive double (or beside MPFR's ends): the
+            // decimal lower end carries it.
+            let lo = bound.to_string_radix_round(10, Some(40), Round::Down);
+            let hi_text = match &v.exact {
+                Some(x) => x.hi.clone(),
+                None => Float::with_val(PREC, hi).to_string_radix_round(10, Some(40), Round::Up),
+            };
+            let keep_old = v.exact.as_ref().is_some_and(|x| {
+                Float::parse(&x.lo).is_ok_and(|f| Float::with_val(PREC, f) >= bound)
+            });
+            if !keep_old {
+                v.exact = Some(ExactBounds { lo, hi: hi_text });
+            }
+        }
+        self.tighten_by_order();
+        let how = match (elim.nullity(), r + elim.nullity() == self.values.len()) {
+            (0, true) => format!("rank = {r}"),
+            (k, true) => format!("rank >= {r}, and <= {r} by {k} exact null vector(s)"),
+            (_, false) => format!("rank >= {r}"),
+        };
+        self.notes.push(format!(
+            "exact rank: a {r} x {r} submatrix has a nonzero determinant, checked in exact \
+             arithmetic ({how}; sigma_{r} >= |det| / the upper ends of sigma_1..sigma_{})",
+            r.saturating_sub(1)
+        ));
+        Ok(())
+    }
+
     /// Keeps, index by index, the narrower of two index-matched enclosures of
     /// the same matrix (both contain the exact value; `proofs/sorting-lemma.md`, L10).
     /// Then restores the order of the ends with [`Self::tighten_by_order`]
@@ -469,10 +582,13 @@ impl SingularValues {
             // Where both stages gave exact decimal ends, those decide (the
             // binary64 ends of a 256-bit and a 128-bit value are the same
             // few ulps); otherwise the binary64 widths.
+            // Equal binary64 widths: the value with decimal ends (tighter
+            // than binary64 states, as below the least positive double).
             let narrower = if mine.exact.is_some() && theirs.exact.is_some() {
                 theirs.rel_rad() < mine.rel_rad()
             } else {
                 w_theirs < w_mine
+                    || (w_theirs == w_mine && mine.exact.is_none() && theirs.exact.is_some())
             };
             if narrower {
                 *mine = theirs;
@@ -668,16 +784,46 @@ pub fn certify_prepared(
     cols: usize,
     opts: &SvdOptions,
 ) -> Result<SingularValues, Inconclusive> {
-    let staged = certify_prepared_stages(prep, rows, cols, opts);
-    match (staged, two_column::certify(prep, rows, cols)) {
+    // The exact elimination (L30, L37), computed at most once and only
+    // where a stage leaves the rank undecided.
+    let elim: ElimCell = std::cell::OnceCell::new();
+    let staged = certify_prepared_stages(prep, rows, cols, opts, &elim);
+    let mut result = match (staged, two_column::certify(prep, rows, cols)) {
         (Ok(mut sv), Some(exact)) => {
             sv.keep_narrower(exact);
             Ok(sv)
         }
         (Err(_), Some(exact)) => Ok(exact),
         (staged, None) => staged,
+    };
+    // Whatever is still undecided after every stage: the rank from below,
+    // by an exact determinant (L37), at every precision alike.
+    if let Ok(r) = &mut result {
+        if r.rank_undecided_at().is_some() {
+            let a = prep.a();
+            if let Ok(Some(e)) = elim.get_or_init(|| kernel::eliminate(a)) {
+                r.apply_exact_kernel(|| Ok(e.nullity()))?;
+                r.apply_rank_lower_bound(a, prep.scale_exp, e)?;
+            }
+            if r.rank_undecided_at().is_none() {
+                // `auto`'s note of what its stages left open no longer holds.
+                let stale = format!("{AFTER_STAGES}{RANK_UNDECIDED}");
+                r.notes.retain(|n| !n.starts_with(&stale));
+            }
+        }
+        if r.rank_undecided_at().is_some() {
+            if let Some(Err(why)) = elim.get() {
+                r.notes.push(format!(
+                    "exact kernel certificate not attempted for the undecided rank: {why}"
+                ));
+            }
+        }
     }
+    result
 }
+
+/// The memoised exact elimination of [`certify_prepared`].
+type ElimCell = std::cell::OnceCell<Result<Option<kernel::Elimination>, kernel::KernelSkipped>>;
 
 /// The stages of [`certify_prepared`] (its guarantee and lemmas).
 fn certify_prepared_stages(
@@ -685,6 +831,7 @@ fn certify_prepared_stages(
     rows: usize,
     cols: usize,
     opts: &SvdOptions,
+    kernel_cell: &ElimCell,
 ) -> Result<SingularValues, Inconclusive> {
     // The direct thin SVD is computed lazily: the f64 stage first tries the
     // faster Gram-based approximation on well-conditioned matrices.
@@ -696,16 +843,15 @@ fn certify_prepared_stages(
             .as_ref()
             .map_err(Clone::clone)
     };
-    // The exact kernel certificate (L30), computed at most once and only
-    // where a stage leaves the rank undecided.
-    let kernel_cell: std::cell::OnceCell<Result<usize, kernel::KernelSkipped>> =
-        std::cell::OnceCell::new();
+    // The exact kernel certificate (L30) of the memoised elimination.
     let with_kernel = |r: Result<SingularValues, Inconclusive>| {
         let mut r = r?;
         r.apply_exact_kernel(|| {
             kernel_cell
-                .get_or_init(|| kernel::exact_kernel(prep.a()).map(|c| c.map_or(0, |c| c.nullity)))
-                .clone()
+                .get_or_init(|| kernel::eliminate(prep.a()))
+                .as_ref()
+                .map(|e| e.as_ref().map_or(0, kernel::Elimination::nullity))
+                .map_err(Clone::clone)
         })?;
         Ok(r)
     };
@@ -832,15 +978,7 @@ fn certify_prepared_stages(
         })
     };
     let mpfr_result = |bits: u32| with_kernel(mpfr_stage(bits));
-    let mut result = run_precision(opts, prep, f64_result, extended_result, mpfr_result);
-    if let (Ok(r), Some(Err(why))) = (&mut result, kernel_cell.get()) {
-        if r.rank_undecided_at().is_some() {
-            r.notes.push(format!(
-                "exact kernel certificate not attempted for the undecided rank: {why}"
-            ));
-        }
-    }
-    result
+    run_precision(opts, prep, f64_result, extended_result, mpfr_result)
 }
 
 /// The stage selection of [`certify_prepared`] for `opts.precision`, over
@@ -966,7 +1104,7 @@ fn run_precision(
                 ));
             }
             if let Some(open) = best.unsettled(opts.rtol) {
-                notes.push(format!("after every stage run: {open}"));
+                notes.push(format!("{AFTER_STAGES}{open}"));
             }
             best.notes.extend(notes);
             Ok(best)

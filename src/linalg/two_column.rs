@@ -10,7 +10,7 @@
 use rug::float::Round;
 use rug::{Float, Rational};
 
-use super::{CertifiedValue, Method, SingularValues};
+use super::{CertifiedValue, ExactBounds, Method, SingularValues};
 use crate::enclosure::Enclosure;
 
 /// Entries above which the exact route is not taken (the rationals are sums
@@ -36,6 +36,17 @@ fn fl(x: &Rational, r: Round) -> Float {
 /// *Guarantee: certified enclosure* of both singular values
 /// (`proofs/two-column.md`, L32; `proofs/mpfr-directed.md`, L13).
 pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
+    enclose_with_ends(x, y, k).map(|v| v.map(|(e, _)| e))
+}
+
+/// [`enclose`], with each value's MPFR ends as decimal strings rounded
+/// outward (tighter than binary64 can state where a value lies below the
+/// least positive double).
+///
+/// *Guarantee: certified enclosure* of both singular values, by both the
+/// binary64 and the decimal ends (`proofs/two-column.md`, L32;
+/// `proofs/mpfr-directed.md`, L13).
+pub fn enclose_with_ends(x: &[f64], y: &[f64], k: i32) -> Option<[(Enclosure, ExactBounds); 2]> {
     if x.len() != y.len() || x.len() > MAX_ROWS || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;
     }
@@ -68,25 +79,37 @@ pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
     };
     // sqrt, then times 2^-k: exact in MPFR (its exponent range is far wider
     // than binary64's), then one directed rounding to binary64.
-    let sqrt_f64 = |mut v: Float, r: Round| {
+    let root = |mut v: Float, r: Round| {
         v.sqrt_round(r);
         v >>= k;
-        v.to_f64_round(r)
+        v
     };
-    let s1 = Enclosure::new(
-        sqrt_f64(s1sq(Round::Down, &s_lo), Round::Down),
-        sqrt_f64(s1sq(Round::Up, &s_hi), Round::Up),
+    let both = |lo: Float, hi: Float| {
+        let e = Enclosure::new(lo.to_f64_round(Round::Down), hi.to_f64_round(Round::Up))?;
+        let ends = ExactBounds {
+            lo: lo.to_string_radix_round(10, Some(DIGITS), Round::Down),
+            hi: hi.to_string_radix_round(10, Some(DIGITS), Round::Up),
+        };
+        Some((e, ends))
+    };
+    let s1 = both(
+        root(s1sq(Round::Down, &s_lo), Round::Down),
+        root(s1sq(Round::Up, &s_hi), Round::Up),
     )?;
     let s2 = if d == 0 {
-        Enclosure::exact(0.0)?
+        both(Float::new(PREC), Float::new(PREC))?
     } else {
-        Enclosure::new(
-            sqrt_f64(s2sq(Round::Down, Round::Up, &s_hi), Round::Down),
-            sqrt_f64(s2sq(Round::Up, Round::Down, &s_lo), Round::Up),
+        both(
+            root(s2sq(Round::Down, Round::Up, &s_hi), Round::Down),
+            root(s2sq(Round::Up, Round::Down, &s_lo), Round::Up),
         )?
     };
     Some([s1, s2])
 }
+
+/// Significant digits of the decimal ends (above the 256-bit evaluation's
+/// 77, so that they round only outward once).
+const DIGITS: usize = 80;
 
 /// The singular values of the `rows x cols` matrix `A` from its
 /// preparation (`2^k A` or `2^k A^T`, exactly, `m >= n`) when
@@ -102,12 +125,14 @@ pub fn certify(prep: &super::dense::Prepared, rows: usize, cols: usize) -> Optio
     }
     let x: Vec<f64> = a.col(0).iter().copied().collect();
     let y: Vec<f64> = a.col(1).iter().copied().collect();
-    let [s1, s2] = enclose(&x, &y, prep.scale_exp)?;
-    let value = |e: Enclosure| CertifiedValue {
+    let [s1, s2] = enclose_with_ends(&x, &y, prep.scale_exp)?;
+    // The decimal ends only where binary64 cannot state the value: a
+    // value below the least positive double (its lower end 0 otherwise).
+    let value = |(e, ends): (Enclosure, ExactBounds)| CertifiedValue {
         enclosure: e,
         method: Method::ExactTwoColumn,
         cluster_size: 1,
-        exact: None,
+        exact: (e.lo() == 0.0 && e.hi() > 0.0).then_some(ends),
     };
     Some(SingularValues {
         rows,

@@ -29,7 +29,7 @@ pub use text::{summary_text, summary_text_with};
 
 use serde::Serialize;
 
-use crate::enclosure::Enclosure;
+use crate::enclosure::{Enclosure, OpenEnclosure};
 use crate::linalg::{CertifiedValue, ExactBounds, SingularValues};
 use crate::spectral::{SchattenEnclosure, SpectralSummary};
 
@@ -71,19 +71,21 @@ pub struct SchattenJson {
     /// The exponent: the exact decimal given, as a JSON number of the same
     /// value (`1e-400` is written `1e-400`, never as the binary64 `0.0`).
     pub p: Box<serde_json::value::RawValue>,
-    /// Encloses `sum sigma^p` (the rank for p = 0); null if it overflowed f64.
-    pub power: Option<Enclosure>,
-    /// Encloses the Schatten (quasi-)norm; null for p = 0 or on overflow.
-    pub norm: Option<Enclosure>,
-    /// Where `power` is null for overflow: decimal ends (rounded outward)
-    /// that enclose it, from MPFR (`lo`, `hi` strings).
+    /// Encloses `sum sigma^p` (the rank for p = 0); where it overflowed
+    /// binary64, `{"lo": <finite>, "hi": null}`: the interval `[lo, +inf)`
+    /// ([`SchattenEnclosure::power_interval`]).
+    pub power: Option<OpenEnclosure>,
+    /// Encloses the Schatten (quasi-)norm, `[lo, +inf)` (`"hi": null`)
+    /// where it overflowed binary64; null for p = 0.
+    pub norm: Option<OpenEnclosure>,
+    /// Where `power` overflowed (its `hi` null): decimal ends (rounded
+    /// outward) that enclose it, from MPFR (`lo`, `hi` strings).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power_exact: Option<ExactBounds>,
     /// Where `norm` is null for overflow (p > 0): its decimal ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub norm_exact: Option<ExactBounds>,
-    /// Where `power` is null for overflow (p > 0): `ln sum sigma^p`, an
-    /// interval.
+    /// Where `power` overflowed (p > 0): `ln sum sigma^p`, an interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_power: Option<Enclosure>,
     /// Why a quantity is null or given by decimal ends only.
@@ -101,8 +103,8 @@ impl From<&SchattenEnclosure> for SchattenJson {
             .unwrap_or_else(|| serde_json::value::to_raw_value(&s.p).expect("a string serialises"));
         Self {
             p,
-            power: s.power,
-            norm: s.norm,
+            power: s.power_interval(),
+            norm: s.norm_interval(),
             power_exact: s.power_exact.clone(),
             norm_exact: s.norm_exact.clone(),
             log_power: s.log_power,
@@ -222,9 +224,14 @@ impl SvdReport {
         );
         for sc in &self.schatten {
             let p = &sc.p;
-            let wide = |e: Option<&Enclosure>, x: Option<&ExactBounds>| match (e, x) {
-                (Some(e), _) => fmt(e),
-                (None, Some(x)) => format!("[{}, {}]", x.lo, x.hi),
+            // The binary64 interval, else the decimal ends, else `[lo, inf]`.
+            let wide = |e: Option<&OpenEnclosure>, x: Option<&ExactBounds>| match (
+                e.map(|e| (e.bounded(), e.lo())),
+                x,
+            ) {
+                (Some((Some(b), _)), _) => fmt(&b),
+                (_, Some(x)) => format!("[{}, {}]", x.lo, x.hi),
+                (Some((None, lo)), None) => fmt::interval(lo, f64::INFINITY, st),
                 (None, None) => "overflow".into(),
             };
             let pw = wide(sc.power.as_ref(), sc.power_exact.as_ref());

@@ -15,7 +15,7 @@ pub use mpfr_norms::{enclose_entry_norms_mpfr, enclose_product_entry_norms_mpfr}
 use inari::Interval;
 use serde::Serialize;
 
-use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure};
+use crate::enclosure::{Enclosure, Inconclusive, IntEnclosure, OpenEnclosure};
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::linalg::ExactBounds;
@@ -99,8 +99,49 @@ pub struct SchattenEnclosure {
     /// Encloses `ln sum sigma_i^p` where `power` overflowed binary64
     /// (p > 0): the power in log form, always a finite interval there.
     pub log_power: Option<Enclosure>,
+    /// Where `power` overflowed binary64: a finite lower end of
+    /// `sum sigma_i^p` (at most the largest double), so that the power is
+    /// still the interval `[power_from, +inf)` ([`Self::power_interval`]).
+    pub power_from: Option<f64>,
+    /// Where `norm` overflowed binary64 (p > 0): a finite lower end of the
+    /// norm ([`Self::norm_interval`]).
+    pub norm_from: Option<f64>,
     /// Why a quantity is `None` or given by decimal ends only (empty otherwise).
     pub notes: Vec<String>,
+}
+
+impl SchattenEnclosure {
+    /// `sum sigma_i^p` as an interval in every case it is enclosed: `power`
+    /// where it is finite, else `[power_from, +inf)` (the binary64 lower end
+    /// of the same enclosure, its upper end past the largest double); `None`
+    /// only where no lower end was formed either.
+    ///
+    /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
+    /// (`proofs/derived-quantities.md`, L15 b).
+    pub fn power_interval(&self) -> Option<OpenEnclosure> {
+        self.power
+            .map(OpenEnclosure::from)
+            .or_else(|| self.power_from.and_then(OpenEnclosure::above))
+    }
+
+    /// The norm as an interval where it is enclosed: `norm`, else
+    /// `[norm_from, +inf)`; `None` for p = 0 (no norm).
+    ///
+    /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
+    /// (`proofs/derived-quantities.md`, L15 b).
+    pub fn norm_interval(&self) -> Option<OpenEnclosure> {
+        self.norm
+            .map(OpenEnclosure::from)
+            .or_else(|| self.norm_from.and_then(OpenEnclosure::above))
+    }
+}
+
+/// The lower end of an enclosure of a nonnegative quantity whose upper end
+/// overflowed: rounded down, so at most the largest double, and `+0` for a
+/// lower end `<= 0`; `None` if empty or not finite.
+fn lower_end(x: Interval) -> Option<f64> {
+    let lo = x.inf();
+    (!x.is_empty() && lo.is_finite()).then_some(if lo > 0.0 { lo } else { 0.0 })
 }
 
 /// Certified spectral summary of one matrix.
@@ -145,9 +186,12 @@ fn sv_intervals(sv: &SingularValues) -> Vec<Interval> {
         .collect()
 }
 
-/// Encloses the rank: `[#{lo_i > 0}, #{hi_i > 0}]` (L15 c).
+/// Encloses the rank: from below the number of values certainly positive
+/// ([`SingularValues::certainly_positive`]: a binary64 or decimal lower
+/// end above 0, and every larger value), from above `#{hi_i > 0}` (L15 c,
+/// L10 c).
 pub fn enclose_rank(sv: &SingularValues) -> IntEnclosure {
-    let lo = sv.values.iter().filter(|v| v.enclosure.lo() > 0.0).count() as u64;
+    let lo = sv.certainly_positive() as u64;
     let hi = sv.values.iter().filter(|v| v.enclosure.hi() > 0.0).count() as u64;
     IntEnclosure { lo, hi }
 }
@@ -222,6 +266,8 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
         power_exact: None,
         norm_exact: None,
         log_power: None,
+        power_from: None,
+        norm_from: None,
         notes: Vec::new(),
     };
     if p.is_zero() {
@@ -235,11 +281,17 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
             out.norm = Enclosure::exact(0.0);
         }
         Some((t, c)) => {
-            out.power = nonneg(t * c.pow(p.value));
-            out.norm = nonneg(c * t.pow(p.value.recip()));
+            let power = t * c.pow(p.value);
+            let norm = c * t.pow(p.value.recip());
+            out.power = nonneg(power);
+            out.norm = nonneg(norm);
             if out.power.is_none() {
                 // ln(t c^p) = ln t + p ln c: finite where the power is not.
                 out.log_power = Enclosure::from_interval(t.ln() + p.value * c.ln());
+                out.power_from = lower_end(power);
+            }
+            if out.norm.is_none() {
+                out.norm_from = lower_end(norm);
             }
         }
     }
@@ -326,6 +378,28 @@ fn frobenius_binary64(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
     unscale(s.inf().max(maxabs), s.sup().min(cap), k, "Frobenius norm")
 }
 
+/// [`enclose_frobenius_from_entries`] and [`enclose_entry_norms`] of `a`,
+/// side by side on two threads of the pool when `par` allows: each is the
+/// same sequential computation either way, so the results are the same
+/// bits on any number of threads.
+///
+/// *Guarantee: certified enclosures*, as the two functions (their lemmas).
+pub fn enclose_entry_summaries(
+    a: &DenseMatrix,
+    par: faer::Par,
+) -> (
+    Result<Enclosure, Inconclusive>,
+    Result<(Enclosure, Enclosure), Inconclusive>,
+) {
+    match par {
+        faer::Par::Rayon(t) if t.get() > 1 => rayon::join(
+            || enclose_frobenius_from_entries(a),
+            || enclose_entry_norms(a),
+        ),
+        _ => (enclose_frobenius_from_entries(a), enclose_entry_norms(a)),
+    }
+}
+
 /// Encloses the (2,1)-norm `sum_j ||A e_j||_2` (column = second index) and
 /// the (1,1)-norm `sum_ij |a_ij|` from the entries exactly rescaled by `2^k`
 /// (L2, L12, L3, L15 e).
@@ -390,6 +464,64 @@ fn entry_norms_binary64(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Incon
     Ok((n21, n11))
 }
 
+/// Bits of the MPFR sums of [`enclose_entry_norms_at`]: the sums are of
+/// nonnegative terms, so `k` terms at 128 bits are within a relative
+/// `k 2^-128` of the exact sum, far below the binary64 ulp the result is
+/// stated in (more bits would not move its ends, and `mpfr:1000000` would
+/// make every entry cost a million-bit operation).
+pub const ENTRY_NORMS_BITS: u32 = 128;
+
+/// The Frobenius, (2,1) and (1,1) norms of `a` from its entries, as tight
+/// as `precision` asks: in binary64 ([`enclose_frobenius_from_entries`],
+/// [`enclose_entry_norms`]) and, at `extended` and `mpfr:N`, also summed in
+/// MPFR at [`ENTRY_NORMS_BITS`] bits ([`enclose_entry_norms_mpfr`]),
+/// each norm the intersection of its two enclosures, so that the norms (and
+/// what is formed from them: `spectra`'s `norm` and `log_norm`, the
+/// measures' Frobenius and (2,1) parts) tighten with the precision as the
+/// singular values do (issue 33). A failed MPFR evaluation (an end beyond
+/// binary64) leaves the binary64 enclosures.
+///
+/// *Guarantee: certified enclosures* of the three norms
+/// (`proofs/compensated-sum.md`, L12; `proofs/mpfr-directed.md`, L13;
+/// `proofs/derived-quantities.md`, L15 d, e, g; an intersection of two
+/// enclosures of one value, `proofs/sorting-lemma.md`, L10 b).
+pub fn enclose_entry_norms_at(
+    a: &DenseMatrix,
+    precision: crate::linalg::Precision,
+) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
+    enclose_entry_norms_par(a, precision, faer::Par::Seq)
+}
+
+/// [`enclose_entry_norms_at`], with its two binary64 passes side by side on
+/// two threads of the pool when `par` allows. Each pass is the same
+/// sequential computation either way, so the results are the same bits on
+/// any number of threads.
+///
+/// *Guarantee: certified enclosures*, as [`enclose_entry_norms_at`] (its
+/// lemmas).
+pub fn enclose_entry_norms_par(
+    a: &DenseMatrix,
+    precision: crate::linalg::Precision,
+    par: faer::Par,
+) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
+    use crate::linalg::Precision;
+    let (frob, norms) = enclose_entry_summaries(a, par);
+    let frob = frob?;
+    let (n21, n11) = norms?;
+    if matches!(precision, Precision::F64 | Precision::Auto) {
+        return Ok((frob, n21, n11));
+    }
+    let Ok((f, n, s)) = enclose_entry_norms_mpfr(a, ENTRY_NORMS_BITS) else {
+        return Ok((frob, n21, n11));
+    };
+    let both = |x: Enclosure, y: Enclosure| {
+        x.intersect(&y).ok_or_else(|| {
+            Inconclusive::new("internal consistency check failed: two norm enclosures are disjoint")
+        })
+    };
+    Ok((both(frob, f)?, both(n21, n)?, both(n11, s)?))
+}
+
 /// Certified summary of one matrix from its certified singular values and
 /// its entries (L15).
 pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary, Inconclusive> {
@@ -409,9 +541,9 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
 /// *Guarantee: certified enclosure* of every value: the singular values by
 /// [`crate::linalg::certify_prepared`] (which names its lemmas, as
 /// [`crate::linalg::certify_singular_values`]), the summary by
-/// [`enclose_frobenius_from_entries`], [`enclose_entry_norms`] and
+/// [`enclose_entry_norms_at`] (at `opts.precision`) and
 /// [`summarize_with`] (`proofs/derived-quantities.md` L15,
-/// `proofs/compensated-sum.md` L12).
+/// `proofs/compensated-sum.md` L12, `proofs/mpfr-directed.md` L13).
 pub fn certify_and_summarize(
     a: DenseMatrix,
     opts: &crate::linalg::SvdOptions,
@@ -423,15 +555,12 @@ pub fn certify_and_summarize(
         let summary = summarize(&a, &sv)?;
         return Ok((sv, summary));
     }
-    let frob = enclose_frobenius_from_entries(&a);
-    let norms = enclose_entry_norms(&a);
+    let norms = enclose_entry_norms_par(&a, opts.precision, opts.par);
     let prep = crate::linalg::prepare_checked_owned(a)?
         .expect("a matrix with a nonzero entry is prepared");
     let sv = crate::linalg::certify_prepared(&prep, rows, cols, opts)?;
     drop(prep);
-    // The order of `summarize`'s errors: the Frobenius norm's first.
-    let frob = frob?;
-    let (norm_21, norm_11) = norms?;
+    let (frob, norm_21, norm_11) = norms?;
     let summary = summarize_with(&sv, frob, norm_21, norm_11)?;
     Ok((sv, summary))
 }

@@ -5,7 +5,7 @@
 //! used on demand only.
 
 use rug::float::Round;
-use rug::Float;
+use rug::{Assign, Float};
 
 use crate::enclosure::{Enclosure, Inconclusive};
 use crate::matrix::DenseMatrix;
@@ -103,6 +103,9 @@ pub fn enclose_entry_norms_mpfr(
     prec: u32,
 ) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
     let prec = prec.max(53);
+    if prec >= 106 {
+        return exact_entry_norms(a, prec);
+    }
     norms_of(a.rows, a.cols, prec, |i, j| {
         let x = Float::with_val(prec, a.get(i, j));
         Bounds {
@@ -110,6 +113,64 @@ pub fn enclose_entry_norms_mpfr(
             hi: x,
         }
     })
+}
+
+/// [`enclose_entry_norms_mpfr`] at `prec >= 106` bits, without allocating
+/// per entry: each `|a_ij|` is a binary64 number, added to the (1,1) sums
+/// with directed rounding, and its square is exact at 106 bits or more
+/// (two 53-bit significands; MPFR's exponent range holds it), added to the
+/// column's sums with directed rounding (L13).
+fn exact_entry_norms(
+    a: &DenseMatrix,
+    prec: u32,
+) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
+    use rug::ops::AddAssignRound;
+    let zero = || Float::with_val(prec, 0);
+    let (mut sq_lo, mut sq_hi) = (zero(), zero());
+    let (mut n21_lo, mut n21_hi) = (zero(), zero());
+    let (mut n11_lo, mut n11_hi) = (zero(), zero());
+    // Row by row (the storage order), one pair of sums per column.
+    let mut c_lo: Vec<Float> = (0..a.cols).map(|_| zero()).collect();
+    let mut c_hi = c_lo.clone();
+    let (mut x2, mut r) = (zero(), zero());
+    for row in a.data.chunks_exact(a.cols.max(1)) {
+        for ((&x, lo), hi) in row.iter().zip(&mut c_lo).zip(&mut c_hi) {
+            let x = x.abs();
+            if x == 0.0 {
+                continue;
+            }
+            n11_lo.add_assign_round(x, Round::Down);
+            n11_hi.add_assign_round(x, Round::Up);
+            x2.assign(x);
+            x2.square_mut(); // exact: 106 significant bits suffice
+            lo.add_assign_round(&x2, Round::Down);
+            hi.add_assign_round(&x2, Round::Up);
+        }
+    }
+    for (c_lo, c_hi) in c_lo.iter().zip(&c_hi) {
+        sq_lo.add_assign_round(c_lo, Round::Down);
+        sq_hi.add_assign_round(c_hi, Round::Up);
+        r.assign(c_lo);
+        r.sqrt_round(Round::Down);
+        n21_lo.add_assign_round(&r, Round::Down);
+        r.assign(c_hi);
+        r.sqrt_round(Round::Up);
+        n21_hi.add_assign_round(&r, Round::Up);
+    }
+    sq_lo.sqrt_round(Round::Down);
+    sq_hi.sqrt_round(Round::Up);
+    let enc = |lo: &Float, hi: &Float, what: &str| {
+        Enclosure::new(
+            lo.to_f64_round(Round::Down).max(0.0),
+            hi.to_f64_round(Round::Up),
+        )
+        .ok_or_else(|| Inconclusive::new(format!("{what} overflowed f64")))
+    };
+    Ok((
+        enc(&sq_lo, &sq_hi, "Frobenius norm")?,
+        enc(&n21_lo, &n21_hi, "(2,1)-norm")?,
+        enc(&n11_lo, &n11_hi, "(1,1)-norm")?,
+    ))
 }
 
 /// Encloses the Frobenius norm, the (2,1)-norm and the (1,1)-norm of the
