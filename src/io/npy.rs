@@ -176,8 +176,22 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
     // Allocation: rows*cols*8 bytes = nbytes * 8 / itemsize <= file_len * 8 / itemsize.
     let n = rows * cols;
     let mut data = super::f64_buffer(path, None, rows, cols)?;
-    data.resize(n, 0.0);
     let mut reader = io::BufReader::with_capacity(1 << 16, &mut file);
+    if !big && !header.fortran_order {
+        // Row-major little-endian: whole blocks through the one decoder
+        // (in parallel for large blocks), each entry written once.
+        let mut block = vec![0u8; NPY_BLOCK_BYTES.min(n * itemsize)];
+        let mut k = 0usize;
+        while k < n {
+            let take = (n - k).min(block.len() / itemsize);
+            let buf = &mut block[..take * itemsize];
+            read_exact_or_format(&mut reader, buf, path, "npy data")?;
+            super::decode_le(dtype, buf, &mut data);
+            k += take;
+        }
+        return finish_npy(path, reader, rows, cols, data, dtype);
+    }
+    data.resize(n, 0.0);
     let mut chunk = vec![0u8; (1 << 16) / itemsize * itemsize];
     let (mut i, mut j) = (0usize, 0usize); // storage-order cursor (Fortran only)
     let mut k = 0usize;
@@ -208,7 +222,24 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
             k += 1;
         }
     }
-    // The file may have grown since we looked at its length.
+    finish_npy(path, reader, rows, cols, data, dtype)
+}
+
+/// Bytes of the data read per block on the row-major little-endian path of
+/// [`read_npy_shaped`] (a multiple of every element size).
+const NPY_BLOCK_BYTES: usize = 16 << 20;
+
+/// The end of [`read_npy_shaped`]: no bytes past the data (the file may
+/// have grown since its length was read), and every value finite.
+fn finish_npy<R: Read>(
+    path: &Path,
+    mut reader: R,
+    rows: usize,
+    cols: usize,
+    data: Vec<f64>,
+    dtype: SourceDtype,
+) -> Result<LoadedMatrix, ReadError> {
+    let fmt_err = |m: String| ReadError::format(path, None, m);
     let mut extra = [0u8; 1];
     match reader.read(&mut extra) {
         Ok(0) => {}
