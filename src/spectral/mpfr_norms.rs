@@ -76,18 +76,7 @@ fn norms_of(
     // The Frobenius norm: directed square roots of the directed sums.
     sq_lo.sqrt_round(Round::Down);
     sq_hi.sqrt_round(Round::Up);
-    let enc = |lo: &Float, hi: &Float, what: &str| {
-        Enclosure::new(
-            lo.to_f64_round(Round::Down).max(0.0),
-            hi.to_f64_round(Round::Up),
-        )
-        .ok_or_else(|| Inconclusive::new(format!("{what} overflowed f64")))
-    };
-    Ok((
-        enc(&sq_lo, &sq_hi, "Frobenius norm")?,
-        enc(&n21_lo, &n21_hi, "(2,1)-norm")?,
-        enc(&n11_lo, &n11_hi, "(1,1)-norm")?,
-    ))
+    three_enclosures([(&sq_lo, &sq_hi), (&n21_lo, &n21_hi), (&n11_lo, &n11_hi)])
 }
 
 /// Encloses the Frobenius norm, the (2,1)-norm and the (1,1)-norm of `a` in
@@ -159,18 +148,7 @@ fn exact_entry_norms(
     }
     sq_lo.sqrt_round(Round::Down);
     sq_hi.sqrt_round(Round::Up);
-    let enc = |lo: &Float, hi: &Float, what: &str| {
-        Enclosure::new(
-            lo.to_f64_round(Round::Down).max(0.0),
-            hi.to_f64_round(Round::Up),
-        )
-        .ok_or_else(|| Inconclusive::new(format!("{what} overflowed f64")))
-    };
-    Ok((
-        enc(&sq_lo, &sq_hi, "Frobenius norm")?,
-        enc(&n21_lo, &n21_hi, "(2,1)-norm")?,
-        enc(&n11_lo, &n11_hi, "(1,1)-norm")?,
-    ))
+    three_enclosures([(&sq_lo, &sq_hi), (&n21_lo, &n21_hi), (&n11_lo, &n11_hi)])
 }
 
 /// Encloses the Frobenius norm, the (2,1)-norm and the (1,1)-norm of the
@@ -203,6 +181,25 @@ pub fn enclose_product_entry_norms_mpfr(
         }
         Bounds { lo, hi }
     })
+}
+
+/// The Frobenius, (2,1) and (1,1) norms from their directed MPFR bounds
+/// (each pair `(lo, hi)`), rounded outward to binary64 (L13).
+fn three_enclosures(
+    [f, n21, n11]: [(&Float, &Float); 3],
+) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
+    let enc = |(lo, hi): (&Float, &Float), what: &str| {
+        Enclosure::new(
+            lo.to_f64_round(Round::Down).max(0.0),
+            hi.to_f64_round(Round::Up),
+        )
+        .ok_or_else(|| Inconclusive::new(format!("{what} overflowed f64")))
+    };
+    Ok((
+        enc(f, "Frobenius norm")?,
+        enc(n21, "(2,1)-norm")?,
+        enc(n11, "(1,1)-norm")?,
+    ))
 }
 
 #[cfg(test)]
