@@ -187,6 +187,23 @@ unsafe fn symv_cols4_avx(
     out
 }
 
+/// `f` of every item, the results in the items' order: on the pool when
+/// `par` allows more than one thread, else on the calling thread. Each
+/// result depends on its item alone, so it is the same bits either way.
+fn map_in_order<I: Send, T: Send>(
+    items: Vec<I>,
+    par: Par,
+    f: impl Fn(I) -> T + Sync + Send,
+) -> Vec<T> {
+    match par {
+        Par::Rayon(t) if t.get() > 1 => {
+            use rayon::prelude::*;
+            items.into_par_iter().map(f).collect()
+        }
+        _ => items.into_iter().map(f).collect(),
+    }
+}
+
 /// Entries of the lower triangle per column block of [`symv_lower`]: about
 /// 4 MiB of matrix, so that a block's work outweighs its partial vector.
 const SYMV_BLOCK_AREA: usize = 1 << 19;
@@ -231,13 +248,7 @@ fn symv_lower(a: &Mat<f64>, off: usize, x: &[f64], y: &mut [f64], par: Par) {
         symv_lower_cols(a, off, x, j0, j1, &mut part);
         part
     };
-    let parts: Vec<Vec<f64>> = match par {
-        Par::Rayon(t) if t.get() > 1 => {
-            use rayon::prelude::*;
-            (0..cuts.len() - 1).into_par_iter().map(block).collect()
-        }
-        _ => (0..cuts.len() - 1).map(block).collect(),
-    };
+    let parts: Vec<Vec<f64>> = map_in_order((0..cuts.len() - 1).collect(), par, block);
     y.iter_mut().for_each(|v| *v = 0.0);
     for (b, part) in parts.iter().enumerate() {
         for (yv, &pv) in y[cuts[b]..].iter_mut().zip(part) {
@@ -710,13 +721,7 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
         }
         Some(())
     };
-    let filled: Option<Vec<()>> = match par {
-        Par::Rayon(th) if th.get() > 1 => {
-            use rayon::prelude::*;
-            pieces.into_par_iter().map(fill).collect()
-        }
-        _ => pieces.into_iter().map(fill).collect(),
-    };
+    let filled: Option<Vec<()>> = map_in_order(pieces, par, fill).into_iter().collect();
     filled?;
     back_transform(&t, &mut z, par);
     if z.as_ref().norm_max().is_finite() {
