@@ -704,18 +704,19 @@ pub(crate) fn decode_le(dtype: SourceDtype, bytes: &[u8], out: &mut Vec<f64>) {
     use rayon::prelude::*;
     let size = dtype.itemsize();
     let n = bytes.len() / size;
-    if n < 2 * DECODE_CHUNK || rayon::current_num_threads() < 2 {
-        return decode_le_seq(dtype, bytes, out);
-    }
     out.reserve(n);
     let start = out.len();
-    out.spare_capacity_mut()[..n]
-        .par_chunks_mut(DECODE_CHUNK)
-        .zip(bytes[..n * size].par_chunks(DECODE_CHUNK * size))
-        .for_each(|(dst, src)| decode_le_into(dtype, src, dst));
-    // SAFETY: the chunks above cover the first `n` spare elements exactly
-    // (`dst` and `src` chunks pair up one to one, each `src` chunk holding
-    // `dst.len()` whole elements), and each was written.
+    let (src, dst) = (&bytes[..n * size], &mut out.spare_capacity_mut()[..n]);
+    if n < 2 * DECODE_CHUNK || rayon::current_num_threads() < 2 {
+        decode_le_into(dtype, src, dst);
+    } else {
+        dst.par_chunks_mut(DECODE_CHUNK)
+            .zip(src.par_chunks(DECODE_CHUNK * size))
+            .for_each(|(d, s)| decode_le_into(dtype, s, d));
+    }
+    // SAFETY: the first `n` spare elements were all written above: by one
+    // call, or by chunks that pair up one to one (each `src` chunk holding
+    // exactly `dst.len()` whole elements) and cover them.
     unsafe { out.set_len(start + n) };
 }
 
@@ -725,53 +726,53 @@ fn decode_le_into(dtype: SourceDtype, src: &[u8], dst: &mut [std::mem::MaybeUnin
     fn fill<const K: usize>(
         src: &[u8],
         dst: &mut [std::mem::MaybeUninit<f64>],
-        f: impl Fn([u8; K]) -> f64,
+        f: fn([u8; K]) -> f64,
     ) {
         for (d, b) in dst.iter_mut().zip(src.chunks_exact(K)) {
             d.write(f(b.try_into().expect("K bytes")));
         }
     }
     match dtype {
-        SourceDtype::F64 => fill::<8>(src, dst, f64::from_le_bytes),
-        SourceDtype::F32 => fill::<4>(src, dst, |b| f32::from_le_bytes(b) as f64),
-        SourceDtype::F16 => fill::<2>(src, dst, |b| {
-            half::f16::from_bits(u16::from_le_bytes(b)).to_f64()
-        }),
-        SourceDtype::BF16 => fill::<2>(src, dst, |b| {
-            half::bf16::from_bits(u16::from_le_bytes(b)).to_f64()
-        }),
+        SourceDtype::F64 => fill(src, dst, le::f64),
+        SourceDtype::F32 => fill(src, dst, le::f32),
+        SourceDtype::F16 => fill(src, dst, le::f16),
+        SourceDtype::BF16 => fill(src, dst, le::bf16),
         SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
             unreachable!("block formats and integers are decoded by their reader")
         }
     }
 }
 
-/// [`decode_le`] on the calling thread.
-fn decode_le_seq(dtype: SourceDtype, bytes: &[u8], out: &mut Vec<f64>) {
+/// One little-endian element of a dense `dtype` (its first bytes) converted
+/// to f64 exactly (L1), by the same conversions as [`decode_le`].
+pub(crate) fn decode_le_one(dtype: SourceDtype, b: &[u8]) -> f64 {
+    let take = |k: usize| &b[..k];
     match dtype {
-        SourceDtype::F64 => out.extend(
-            bytes
-                .chunks_exact(8)
-                .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
-        ),
-        SourceDtype::F32 => out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
-        ),
-        SourceDtype::F16 => out.extend(
-            bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()),
-        ),
-        SourceDtype::BF16 => out.extend(
-            bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()),
-        ),
+        SourceDtype::F64 => le::f64(take(8).try_into().expect("8 bytes")),
+        SourceDtype::F32 => le::f32(take(4).try_into().expect("4 bytes")),
+        SourceDtype::F16 => le::f16(take(2).try_into().expect("2 bytes")),
+        SourceDtype::BF16 => le::bf16(take(2).try_into().expect("2 bytes")),
         SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
             unreachable!("block formats and integers are decoded by their reader")
         }
+    }
+}
+
+/// The exact conversions of one little-endian element of each dense type
+/// to f64 (L1: every float16, bfloat16, float32 and float64 value is a
+/// float64 value).
+mod le {
+    pub(super) fn f64(b: [u8; 8]) -> f64 {
+        f64::from_le_bytes(b)
+    }
+    pub(super) fn f32(b: [u8; 4]) -> f64 {
+        f32::from_le_bytes(b) as f64
+    }
+    pub(super) fn f16(b: [u8; 2]) -> f64 {
+        half::f16::from_bits(u16::from_le_bytes(b)).to_f64()
+    }
+    pub(super) fn bf16(b: [u8; 2]) -> f64 {
+        half::bf16::from_bits(u16::from_le_bytes(b)).to_f64()
     }
 }
 
@@ -836,9 +837,9 @@ pub(crate) mod test_util {
 
 #[cfg(test)]
 mod tests {
-    /// The parallel conversion of large inputs gives the same values as
-    /// the sequential one, element by element, for every dense type, on a
-    /// pool of 3 threads, after a prefix already in the vector.
+    /// The parallel conversion of large inputs gives the same values as the
+    /// element-by-element one, for every dense type, on a pool of 3
+    /// threads, after a prefix already in the vector.
     #[test]
     fn decode_le_in_parallel_equals_the_sequential_decode_bit_for_bit() {
         use crate::matrix::SourceDtype;
@@ -862,7 +863,11 @@ mod tests {
             SourceDtype::BF16,
         ] {
             let mut seq = vec![7.0];
-            super::decode_le_seq(dtype, &bytes, &mut seq);
+            seq.extend(
+                bytes
+                    .chunks_exact(dtype.itemsize())
+                    .map(|b| super::decode_le_one(dtype, b)),
+            );
             let mut par = vec![7.0];
             pool.install(|| super::decode_le(dtype, &bytes, &mut par));
             assert_eq!(seq.len(), 1 + bytes.len() / dtype.itemsize());

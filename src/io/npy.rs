@@ -412,16 +412,10 @@ pub fn matrix_from_int_le_bytes(
     })
 }
 
+/// One little-endian element, by the one decoder of `io` (the npy header
+/// parser yields dense float types only).
 fn decode(dtype: SourceDtype, b: &[u8]) -> f64 {
-    match dtype {
-        SourceDtype::F64 => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        SourceDtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-        SourceDtype::F16 => half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
-        SourceDtype::BF16 => half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
-        SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
-            unreachable!("the npy header parser never yields block or integer formats")
-        }
-    }
+    super::decode_le_one(dtype, b)
 }
 
 fn read_exact_or_format<R: Read>(
