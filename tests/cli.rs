@@ -786,3 +786,23 @@ fn synopses_list_measures_init_and_stack() {
         }
     }
 }
+
+/// `tests/README.md` is the map of the test suite: every test file
+/// (`tests/*.rs`) is named in it, so a new file cannot go unlisted.
+#[test]
+fn tests_readme_names_every_test_file() {
+    let dir = root().join("tests");
+    let map = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".rs") && !map.contains(&format!("`{name}`")) {
+            missing.push(name);
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "tests/README.md does not name: {missing:?}"
+    );
+}
