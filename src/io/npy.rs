@@ -205,9 +205,9 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
                 let mut le = [0u8; 8];
                 le[..itemsize].copy_from_slice(bytes);
                 le[..itemsize].reverse();
-                decode(dtype, &le[..itemsize])
+                super::decode_le_one(dtype, &le[..itemsize])
             } else {
-                decode(dtype, bytes)
+                super::decode_le_one(dtype, bytes)
             };
             if header.fortran_order {
                 data[i * cols + j] = v;
@@ -303,7 +303,7 @@ pub fn matrix_from_le_bytes(
     }
     let data: Vec<f64> = bytes
         .chunks_exact(itemsize)
-        .map(|b| decode(dtype, b))
+        .map(|b| super::decode_le_one(dtype, b))
         .collect();
     let matrix = DenseMatrix { rows, cols, data };
     check_finite(name, None, &matrix)?;
@@ -410,12 +410,6 @@ pub fn matrix_from_int_le_bytes(
         matrix: DenseMatrix { rows, cols, data },
         dtype: SourceDtype::Int(dtype),
     })
-}
-
-/// One little-endian element, by the one decoder of `io` (the npy header
-/// parser yields dense float types only).
-fn decode(dtype: SourceDtype, b: &[u8]) -> f64 {
-    super::decode_le_one(dtype, b)
 }
 
 fn read_exact_or_format<R: Read>(

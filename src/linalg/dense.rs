@@ -105,11 +105,7 @@ pub fn exact_scale_exponent(maxabs: f64, data: &[f64]) -> i32 {
 /// the scaling would not be exact. `data` is row-major `rows x cols`.
 /// Returns `None` for an all-zero matrix.
 pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
-    let maxabs = data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if maxabs == 0.0 {
-        return None;
-    }
-    let k = exact_scale_exponent(maxabs, data);
+    let k = prepare_scale(data)?;
     let transposed = rows < cols;
     let (m, n) = if transposed {
         (cols, rows)
@@ -131,6 +127,13 @@ pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
     })
 }
 
+/// The exponent `k` of [`prepare`]'s exact scaling `2^k` of `data`
+/// ([`exact_scale_exponent`], L2); `None` for an all-zero matrix.
+fn prepare_scale(data: &[f64]) -> Option<i32> {
+    let maxabs = data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    (maxabs != 0.0).then(|| exact_scale_exponent(maxabs, data))
+}
+
 /// [`prepare`] of a matrix the caller gives up, with the same entries and
 /// scale: a wide matrix (`rows < cols`) is prepared in its own buffer, whose
 /// row-major layout is already the column-major layout of its transpose
@@ -141,11 +144,7 @@ pub fn prepare_owned(rows: usize, cols: usize, mut data: Vec<f64>) -> Option<Pre
     if rows >= cols {
         return prepare(rows, cols, &data);
     }
-    let maxabs = data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if maxabs == 0.0 {
-        return None;
-    }
-    let k = exact_scale_exponent(maxabs, &data);
+    let k = prepare_scale(&data)?;
     if k != 0 {
         data.iter_mut().for_each(|x| *x = r::scale_pow2_rn(*x, k));
     }
