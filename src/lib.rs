@@ -34,14 +34,11 @@ pub mod certify;
 pub mod cmd;
 pub mod enclosure;
 pub mod evidence;
-
 pub mod io;
 pub mod linalg;
 pub mod matrix;
-
 pub mod merge;
 pub mod progress;
 pub mod report;
-pub mod shard;
 pub mod spectral;
 pub mod study;

@@ -304,7 +304,7 @@ pub fn merge(parts: &[(String, Part)]) -> Result<Outcome<Certificate>, MergeErro
 /// The raw weights of parts with measures, in certificate order, and their
 /// initialisation: `None` when no part has measures. Every part must have
 /// them or none, with the same initialisation; together the parts hold
-/// every raw weight of the model once ([`crate::shard::raw_plan`], the
+/// every raw weight of the model once ([`crate::certify::shard::raw_plan`], the
 /// feed-forward gate when the merged `M_in` is `[W_gate, W_up]`), each of
 /// its shape.
 #[allow(clippy::type_complexity)]
@@ -350,7 +350,7 @@ fn merged_raw_weights(
         .iter()
         .find(|e| e.id() == MatrixId::layer(0, crate::arch::MatrixType::MIn))
         .is_some_and(|e| e.cols == md.intermediate.saturating_mul(2));
-    let plan = crate::shard::raw_plan(md, gated);
+    let plan = crate::certify::shard::raw_plan(md, gated);
     let key = |layer: usize, role: &str| {
         plan.iter()
             .position(|r| r.layer == layer && r.role.name() == role)

@@ -26,7 +26,6 @@ const LEVELS: &[(&str, usize)] = &[
     ("bounds", 5),
     ("certificate", 6),
     ("certify", 7),
-    ("shard", 7),
     ("report", 8),
     ("evidence", 9),
     ("study", 10),

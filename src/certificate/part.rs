@@ -228,7 +228,7 @@ pub struct Part {
     #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_MATRICES }>")]
     pub matrices: Vec<SpectrumEntry>,
     /// With measures (`certify --shard --measures`): the raw weight
-    /// matrices this shard certified (`crate::shard::raw_shards`), layer
+    /// matrices this shard certified (`crate::certify::shard::raw_shards`), layer
     /// then role order; possibly empty. Absent without measures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_weights: Option<Vec<super::RawWeightEntry>>,

@@ -1,5 +1,5 @@
 //! The one cost model of certifying a matrix: shards are balanced by it
-//! (`crate::shard`), a layer's matrices are scheduled largest first by it
+//! (`crate::certify::shard`), a layer's matrices are scheduled largest first by it
 //! (`crate::certify`), and the fronts decide by it whether a computation is
 //! long enough to deserve a spinner ([`is_long`]). Estimates only: they
 //! decide order and display, never a result.
