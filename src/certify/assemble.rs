@@ -43,26 +43,30 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
             expected.len()
         )));
     }
+    let mut cert = Certificate {
+        format: FORMAT.into(),
+        version: VERSION,
+        tool: header.tool.clone(),
+        model: header.model.clone(),
+        parameters: header.parameters.clone(),
+        matrices: Vec::new(),
+        layers: Vec::new(),
+        bounds: None,
+        bound_absent: None,
+        spectra: None,
+        extensions: header.extensions.clone(),
+        init_model: None,
+        raw_weights: None,
+        measures: None,
+    };
     if let Some(reason) = crate::arch::families::bound_absent_reason(
         &md.architecture,
         header.parameters.stack.as_ref().map(|s| s.name.as_str()),
     ) {
-        return Ok(Certificate {
-            format: FORMAT.into(),
-            version: crate::certificate::VERSION_NO_BOUND,
-            tool: header.tool.clone(),
-            model: header.model.clone(),
-            parameters: header.parameters.clone(),
-            matrices: Vec::new(),
-            layers: Vec::new(),
-            bounds: None,
-            bound_absent: Some(reason.to_string()),
-            spectra: Some(order.into_iter().cloned().collect()),
-            extensions: header.extensions.clone(),
-            init_model: None,
-            raw_weights: None,
-            measures: None,
-        });
+        cert.version = crate::certificate::VERSION_NO_BOUND;
+        cert.bound_absent = Some(reason.to_string());
+        cert.spectra = Some(order.into_iter().cloned().collect());
+        return Ok(cert);
     }
     // A bound is made of the paper's families only (a cross-attention is in
     // no family with a bound; the table test): never form one otherwise.
@@ -83,90 +87,124 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
         l_phi,
         grid_m: p.grid_m,
     };
-    let enc = |x: &CertInterval, id: MatrixId, what: &str| {
-        Enclosure::new(x.lo, x.hi)
-            .ok_or_else(|| Inconclusive::new(format!("{id}: {what} is not an interval")))
-    };
-    let mut values = Vec::with_capacity(order.len());
-    let mut inputs_meta = Vec::with_capacity(order.len());
-    for e in &order {
+    let stated = order
+        .iter()
+        .map(|e| Stated::of(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inputs: Vec<MatrixInput<'_>> = stated.iter().map(Stated::input).collect();
+    let proxies = bounds::evaluate(&inputs, md.layers, md.heads, md.hidden, &params);
+    cert.matrices = order
+        .iter()
+        .zip(&proxies.matrices)
+        .map(|(e, px)| matrix_entry(e, px, params.grid_m))
+        .collect::<Result<_, _>>()?;
+    cert.layers = layer_entries(&proxies.layers)?;
+    cert.bounds = Some(BoundsEntry {
+        ours: iv(proxies.ours, &"B_ours")?,
+        edelman: iv(proxies.edelman, &"B_Edel")?,
+    });
+    Ok(cert)
+}
+
+/// What a spectrum entry states, as the enclosures the proxies take.
+struct Stated {
+    id: MatrixId,
+    singular_values: Vec<Enclosure>,
+    spectral_norm: Enclosure,
+    norm_21: Enclosure,
+    rank: IntEnclosure,
+}
+
+impl Stated {
+    /// The entry's stated intervals; inconclusive for one that is not an
+    /// interval (naming the matrix and the quantity).
+    fn of(e: &SpectrumEntry) -> Result<Stated, Inconclusive> {
         let id = e.id();
-        values.push(
-            e.singular_values
-                .iter()
-                .map(|x| enc(x, id, "a singular value"))
-                .collect::<Result<Vec<Enclosure>, _>>()?,
-        );
-        inputs_meta.push((
+        let enc = |x: &CertInterval, what: &str| {
+            Enclosure::new(x.lo, x.hi)
+                .ok_or_else(|| Inconclusive::new(format!("{id}: {what} is not an interval")))
+        };
+        Ok(Stated {
             id,
-            enc(&e.spectral_norm, id, "the spectral norm")?,
-            enc(&e.norm_21, id, "the (2,1)-norm")?,
-            IntEnclosure {
+            singular_values: e
+                .singular_values
+                .iter()
+                .map(|x| enc(x, "a singular value"))
+                .collect::<Result<Vec<Enclosure>, _>>()?,
+            spectral_norm: enc(&e.spectral_norm, "the spectral norm")?,
+            norm_21: enc(&e.norm_21, "the (2,1)-norm")?,
+            rank: IntEnclosure {
                 lo: e.rank.lo,
                 hi: e.rank.hi,
             },
-        ));
-    }
-    let inputs: Vec<MatrixInput<'_>> = inputs_meta
-        .iter()
-        .zip(&values)
-        .map(|(&(id, spectral_norm, norm_21, rank), v)| MatrixInput {
-            id,
-            singular_values: v,
-            spectral_norm,
-            norm_21,
-            rank,
         })
-        .collect();
-    let proxies = bounds::evaluate(&inputs, md.layers, md.heads, md.hidden, &params);
-    let m = params.grid_m;
-    let mut matrices = Vec::with_capacity(order.len());
-    for (e, px) in order.iter().zip(&proxies.matrices) {
-        let id = e.id();
-        let contributions = px
-            .contributions
-            .iter()
-            .map(|(k, c)| {
-                let g = GridPoint { k: *k, m };
-                Ok(Contribution {
-                    p: g.approx(),
-                    p_fraction: g,
-                    value: iv(*c, &format_args!("{id}: the contribution at p = {g}"))?,
-                })
-            })
-            .collect::<Result<Vec<_>, Inconclusive>>()?;
-        let p_opt_fraction: Vec<GridPoint> = px.p_opt.iter().map(|&k| GridPoint { k, m }).collect();
-        matrices.push(MatrixEntry {
-            layer: e.layer,
-            head: e.head,
-            expert: e.expert,
-            kind: e.kind,
-            rows: e.rows,
-            cols: e.cols,
-            spectral_norm: e.spectral_norm,
-            frobenius_norm: e.frobenius_norm,
-            nuclear_norm: e.nuclear_norm,
-            norm_21: e.norm_21,
-            norm_11: e.norm_11,
-            stable_rank: e.stable_rank,
-            rank: e.rank,
-            singular_values: e.singular_values.clone(),
-            structural_zeros: e.structural_zeros,
-            method: e.method.clone(),
-            alpha: iv(px.alpha, &format_args!("{id}: alpha"))?,
-            gamma: iv(px.gamma, &format_args!("{id}: gamma"))?,
-            scale: iv(px.scale, &format_args!("{id}: gamma alpha L"))?,
-            contributions,
-            p_opt: p_opt_fraction.iter().map(GridPoint::approx).collect(),
-            p_opt_fraction,
-            min_contribution: iv(
-                px.min_contribution,
-                &format_args!("{id}: the minimum contribution"),
-            )?,
-        });
     }
-    let layers = proxies
-        .layers
+
+    fn input(&self) -> MatrixInput<'_> {
+        MatrixInput {
+            id: self.id,
+            singular_values: &self.singular_values,
+            spectral_norm: self.spectral_norm,
+            norm_21: self.norm_21,
+            rank: self.rank,
+        }
+    }
+}
+
+/// The certificate's entry of matrix `e` with its proxies `px` on the grid
+/// of resolution `m`.
+fn matrix_entry(
+    e: &SpectrumEntry,
+    px: &bounds::MatrixProxies,
+    m: usize,
+) -> Result<MatrixEntry, Inconclusive> {
+    let id = e.id();
+    let contributions = px
+        .contributions
+        .iter()
+        .map(|(k, c)| {
+            let g = GridPoint { k: *k, m };
+            Ok(Contribution {
+                p: g.approx(),
+                p_fraction: g,
+                value: iv(*c, &format_args!("{id}: the contribution at p = {g}"))?,
+            })
+        })
+        .collect::<Result<Vec<_>, Inconclusive>>()?;
+    let p_opt_fraction: Vec<GridPoint> = px.p_opt.iter().map(|&k| GridPoint { k, m }).collect();
+    Ok(MatrixEntry {
+        layer: e.layer,
+        head: e.head,
+        expert: e.expert,
+        kind: e.kind,
+        rows: e.rows,
+        cols: e.cols,
+        spectral_norm: e.spectral_norm,
+        frobenius_norm: e.frobenius_norm,
+        nuclear_norm: e.nuclear_norm,
+        norm_21: e.norm_21,
+        norm_11: e.norm_11,
+        stable_rank: e.stable_rank,
+        rank: e.rank,
+        singular_values: e.singular_values.clone(),
+        structural_zeros: e.structural_zeros,
+        method: e.method.clone(),
+        alpha: iv(px.alpha, &format_args!("{id}: alpha"))?,
+        gamma: iv(px.gamma, &format_args!("{id}: gamma"))?,
+        scale: iv(px.scale, &format_args!("{id}: gamma alpha L"))?,
+        contributions,
+        p_opt: p_opt_fraction.iter().map(GridPoint::approx).collect(),
+        p_opt_fraction,
+        min_contribution: iv(
+            px.min_contribution,
+            &format_args!("{id}: the minimum contribution"),
+        )?,
+    })
+}
+
+/// The certificate's per-layer entries (alpha and xi of each layer).
+fn layer_entries(layers: &[bounds::LayerProxies]) -> Result<Vec<LayerEntry>, Inconclusive> {
+    layers
         .iter()
         .enumerate()
         .map(|(l, x)| {
@@ -176,24 +214,5 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
                 xi: iv(x.xi, &format_args!("layer {l} xi"))?,
             })
         })
-        .collect::<Result<Vec<_>, Inconclusive>>()?;
-    Ok(Certificate {
-        format: FORMAT.into(),
-        version: VERSION,
-        tool: header.tool.clone(),
-        model: header.model.clone(),
-        parameters: header.parameters.clone(),
-        matrices,
-        layers,
-        bounds: Some(BoundsEntry {
-            ours: iv(proxies.ours, &"B_ours")?,
-            edelman: iv(proxies.edelman, &"B_Edel")?,
-        }),
-        bound_absent: None,
-        spectra: None,
-        extensions: header.extensions.clone(),
-        init_model: None,
-        raw_weights: None,
-        measures: None,
-    })
+        .collect()
 }

@@ -8,6 +8,7 @@ use super::norms::{certify_distance_norms, certify_raw_norms_with};
 use super::shard;
 use super::{CertifyError, CertifyOptions, Outcome};
 use crate::arch::{self, Architecture, MatrixId, MatrixType, ModelError};
+use crate::bounds::measures::NormIntervals;
 use crate::bounds::{self};
 use crate::certificate::{
     CertInterval, Certificate, FileEntry, Header, InitModel, MeasuresEntry, NormsEntry,
@@ -145,7 +146,17 @@ pub fn certify_measures_reusing(
             .map(|e| (e.rows, e.cols, e.spectral_norm))
     };
     let files = proxies.map(|c| c.model.files.as_slice());
-    let raw = match certify_raw_weights(path, init, opts, &|_, _| true, files, &sigma, progress)? {
+    let raw = match certify_raw_weights(
+        path,
+        init,
+        opts,
+        &RawWanted {
+            want: &|_, _| true,
+            proxy_files: files,
+            sigma: &sigma,
+        },
+        progress,
+    )? {
         Outcome::Certified(r) => r,
         Outcome::Inconclusive(inc) => return Ok(Outcome::Inconclusive(inc)),
     };
@@ -206,63 +217,45 @@ pub fn certify_shard_raw_weights(
             .find(|e| e.id() == id)
             .map(|e| (e.rows, e.cols, e.spectral_norm))
     };
-    certify_raw_weights(
-        path,
-        init,
-        opts,
-        &|l, r| mine.contains(&(l, r)),
-        Some(&header.model.files),
-        &sigma,
-        progress,
-    )
+    let wanted = RawWanted {
+        want: &|l, r| mine.contains(&(l, r)),
+        proxy_files: Some(&header.model.files),
+        sigma: &sigma,
+    };
+    certify_raw_weights(path, init, opts, &wanted, progress)
 }
 
-/// The raw weights `want` selects (by layer and role), certified
+/// Which raw weights [`certify_raw_weights`] certifies, and the proxies'
+/// certified sigma_1 it may reuse.
+struct RawWanted<'a> {
+    /// The raw weights wanted, by layer and role.
+    want: &'a (dyn Fn(usize, arch::Role) -> bool + Sync),
+    /// The weight files the proxies were certified from: their sigma_1 is
+    /// reused only when these are this model's files.
+    proxy_files: Option<&'a [FileEntry]>,
+    /// A proxy's `(rows, cols, certified sigma_1)`.
+    sigma: &'a (dyn Fn(MatrixId) -> Option<(usize, usize, CertInterval)> + Sync),
+}
+
+/// The raw weights `wanted` selects (by layer and role), certified
 /// ([`certify_raw_norms_with`], [`certify_distance_norms`] with `init`),
-/// reusing `sigma(id)`, a proxy's `(rows, cols, certified sigma_1)`, for the
-/// raw feed-forward weights of an ungated block when `proxy_files` are
-/// this model's weight files and the shape is the transpose's.
+/// reusing a proxy's certified sigma_1 for the raw feed-forward weights of
+/// an ungated block when the proxies' files are this model's weight files
+/// and the shape is the transpose's.
 ///
 /// *Guarantee: certified enclosure* of every norm, as
 /// [`certify_measures_reusing`].
-#[allow(clippy::too_many_arguments)]
 fn certify_raw_weights(
     path: &Path,
     init: Option<&Path>,
     opts: &CertifyOptions,
-    want: &(dyn Fn(usize, arch::Role) -> bool + Sync),
-    proxy_files: Option<&[FileEntry]>,
-    sigma: &(dyn Fn(MatrixId) -> Option<(usize, usize, CertInterval)> + Sync),
+    wanted: &RawWanted<'_>,
     progress: &dyn Progress,
 ) -> Result<Outcome<RawWeightsRun>, CertifyError> {
-    use rayon::prelude::*;
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
     arch::describe(&ck, &arch)?;
-    let hashes: Vec<FileEntry> = ck
-        .file_hashes()
-        .map_err(ModelError::from)?
-        .iter()
-        .map(|h| FileEntry {
-            file: h.file.clone(),
-            sha256: h.sha256.clone(),
-        })
-        .collect();
-    let reuse = proxy_files.is_some_and(|f| f == hashes.as_slice()) && !arch.gated();
-    let known = |l: usize, w: &arch::RawWeight| -> Option<Enclosure> {
-        let kind = match w.role {
-            arch::Role::FfnIn => MatrixType::MIn,
-            arch::Role::FfnOut => MatrixType::MOut,
-            _ => return None,
-        };
-        if !reuse {
-            return None;
-        }
-        let (rows, cols, s) = sigma(MatrixId::layer(l, kind))?;
-        ((rows, cols) == (w.in_dim(), w.out_dim()))
-            .then(|| Enclosure::new(s.lo, s.hi))
-            .flatten()
-    };
+    let hashes = super::file_entries(&ck.file_hashes().map_err(ModelError::from)?);
     let init_ck = match init {
         None => None,
         Some(p) => {
@@ -270,111 +263,167 @@ fn certify_raw_weights(
             let a0 = arch::detect(&ck0, &opts.overrides)?;
             check_same_architecture(ck0.path(), &arch, &a0)?;
             arch::describe(&ck0, &a0)?;
-            Some((p, ck0, a0))
+            Some((ck0, a0))
         }
     };
-    let svd_opts = SvdOptions {
-        precision: opts.precision,
-        par: Par::Seq,
-        ..SvdOptions::default()
+    let layers = RawLayers {
+        ck: &ck,
+        arch: &arch,
+        init: init_ck.as_ref().map(|(ck0, a0)| (ck0, a0)),
+        wanted,
+        reuse: wanted.proxy_files.is_some_and(|f| f == hashes.as_slice()) && !arch.gated(),
+        svd: SvdOptions {
+            precision: opts.precision,
+            par: Par::Seq,
+            ..SvdOptions::default()
+        },
     };
     let mut raw_weights = Vec::new();
     for l in 0..arch.layers {
         if progress.cancelled() {
             return Err(CertifyError::Cancelled);
         }
-        let raw: Vec<arch::RawWeight> = arch::extract_raw_layer(&ck, &arch, l)?
-            .into_iter()
-            .filter(|w| want(l, w.role))
-            .collect();
-        if raw.is_empty() {
-            continue;
-        }
-        let raw0 = match &init_ck {
-            Some((_, ck0, a0)) => Some(
-                arch::extract_raw_layer(ck0, a0, l)?
-                    .into_iter()
-                    .filter(|w| want(l, w.role))
-                    .collect::<Vec<_>>(),
-            ),
-            None => None,
-        };
-        let done: Vec<Result<_, Inconclusive>> = raw
-            .par_iter()
-            .enumerate()
-            .map(|(k, w)| {
-                let what = format!("layer {l} {}", w.role.name());
-                let wrap = |e: Inconclusive| Inconclusive::new(format!("{what}: {}", e.reason));
-                let n =
-                    certify_raw_norms_with(&w.transposed, &svd_opts, known(l, w)).map_err(wrap)?;
-                let d = match &raw0 {
-                    Some(r0) => Some(
-                        certify_distance_norms(&w.transposed, &r0[k].transposed, &svd_opts)
-                            .map_err(|e| {
-                                Inconclusive::new(format!(
-                                    "{what} minus its initialisation: {}",
-                                    e.reason
-                                ))
-                            })?,
-                    ),
-                    None => None,
-                };
-                Ok((n, d))
-            })
-            .collect();
-        for (w, r) in raw.iter().zip(done) {
-            let (n, d) = match r {
-                Ok(x) => x,
-                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-            };
-            let what = format!("layer {l} {}", w.role.name());
-            let entry = |x: &bounds::measures::NormIntervals| -> Result<NormsEntry, Inconclusive> {
-                Ok(NormsEntry {
-                    spectral_norm: iv(x.spectral, &format_args!("{what}: the spectral norm"))?,
-                    frobenius_norm: iv(x.frobenius, &format_args!("{what}: the Frobenius norm"))?,
-                    norm_21_rows: iv(x.norm_21_rows, &format_args!("{what}: the (2,1)-norm"))?,
-                })
-            };
-            let ne = match entry(&n) {
-                Ok(e) => e,
-                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-            };
-            let de = match d.as_ref().map(entry).transpose() {
-                Ok(e) => e,
-                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
-            };
-            raw_weights.push(RawWeightEntry {
-                layer: l,
-                role: w.role.name().to_string(),
-                tensor: w.tensor.clone(),
-                rows: w.out_dim(),
-                cols: w.in_dim(),
-                spectral_norm: ne.spectral_norm,
-                frobenius_norm: ne.frobenius_norm,
-                norm_21_rows: ne.norm_21_rows,
-                init_distance: de,
-            });
+        match layers.certify(l)? {
+            Outcome::Certified(entries) => raw_weights.extend(entries),
+            Outcome::Inconclusive(inc) => return Ok(Outcome::Inconclusive(inc)),
         }
     }
-    let init_model = match &init_ck {
-        Some((p, ck0, _)) => Some(InitModel {
+    let init_model = match (init, &init_ck) {
+        (Some(p), Some((ck0, _))) => Some(InitModel {
             path: p.display().to_string(),
-            files: ck0
-                .file_hashes()
-                .map_err(ModelError::from)?
-                .iter()
-                .map(|h| FileEntry {
-                    file: h.file.clone(),
-                    sha256: h.sha256.clone(),
-                })
-                .collect(),
+            files: super::file_entries(&ck0.file_hashes().map_err(ModelError::from)?),
         }),
-        None => None,
+        _ => None,
     };
     Ok(Outcome::Certified(RawWeightsRun {
         raw_weights,
         init_model,
     }))
+}
+
+/// The raw weights of a model (and of its initialisation) certified a
+/// layer at a time, its matrices in parallel.
+struct RawLayers<'a> {
+    ck: &'a Checkpoint,
+    arch: &'a Architecture,
+    init: Option<(&'a Checkpoint, &'a Architecture)>,
+    wanted: &'a RawWanted<'a>,
+    /// Whether the proxies' sigma_1 may be reused (the same files, an
+    /// ungated block).
+    reuse: bool,
+    svd: SvdOptions,
+}
+
+impl RawLayers<'_> {
+    /// Layer `l`'s wanted raw weights of `ck`.
+    fn extract(
+        &self,
+        ck: &Checkpoint,
+        a: &Architecture,
+        l: usize,
+    ) -> Result<Vec<arch::RawWeight>, CertifyError> {
+        Ok(arch::extract_raw_layer(ck, a, l)?
+            .into_iter()
+            .filter(|w| (self.wanted.want)(l, w.role))
+            .collect())
+    }
+
+    /// The certified sigma_1 of the proxy that is `w` transposed, when it
+    /// may be reused.
+    fn known(&self, l: usize, w: &arch::RawWeight) -> Option<Enclosure> {
+        let kind = match w.role {
+            arch::Role::FfnIn => MatrixType::MIn,
+            arch::Role::FfnOut => MatrixType::MOut,
+            _ => return None,
+        };
+        if !self.reuse {
+            return None;
+        }
+        let (rows, cols, s) = (self.wanted.sigma)(MatrixId::layer(l, kind))?;
+        ((rows, cols) == (w.in_dim(), w.out_dim()))
+            .then(|| Enclosure::new(s.lo, s.hi))
+            .flatten()
+    }
+
+    /// Layer `l`'s entries, in role order; inconclusive at the first weight
+    /// whose norms (or distance) could not be certified or stated.
+    fn certify(&self, l: usize) -> Result<Outcome<Vec<RawWeightEntry>>, CertifyError> {
+        use rayon::prelude::*;
+        let raw = self.extract(self.ck, self.arch, l)?;
+        if raw.is_empty() {
+            return Ok(Outcome::Certified(Vec::new()));
+        }
+        let raw0 = match self.init {
+            Some((ck0, a0)) => Some(self.extract(ck0, a0, l)?),
+            None => None,
+        };
+        let done: Vec<Result<_, Inconclusive>> = raw
+            .par_iter()
+            .enumerate()
+            .map(|(k, w)| self.norms(l, w, raw0.as_ref().map(|r| &r[k])))
+            .collect();
+        let mut entries = Vec::with_capacity(raw.len());
+        for (w, r) in raw.iter().zip(done) {
+            match r.and_then(|(n, d)| raw_weight_entry(l, w, &n, d.as_ref())) {
+                Ok(e) => entries.push(e),
+                Err(inc) => return Ok(Outcome::Inconclusive(inc)),
+            }
+        }
+        Ok(Outcome::Certified(entries))
+    }
+
+    /// The certified norms of `w` and, with its initialisation `w0`, of
+    /// their difference.
+    fn norms(
+        &self,
+        l: usize,
+        w: &arch::RawWeight,
+        w0: Option<&arch::RawWeight>,
+    ) -> Result<(NormIntervals, Option<NormIntervals>), Inconclusive> {
+        let what = format!("layer {l} {}", w.role.name());
+        let wrap = |e: Inconclusive| Inconclusive::new(format!("{what}: {}", e.reason));
+        let n = certify_raw_norms_with(&w.transposed, &self.svd, self.known(l, w)).map_err(wrap)?;
+        let d = match w0 {
+            Some(w0) => Some(
+                certify_distance_norms(&w.transposed, &w0.transposed, &self.svd).map_err(|e| {
+                    Inconclusive::new(format!("{what} minus its initialisation: {}", e.reason))
+                })?,
+            ),
+            None => None,
+        };
+        Ok((n, d))
+    }
+}
+
+/// The certificate's entry of raw weight `w` of layer `l` from its
+/// certified norms `n` (and distance `d`): each stated as binary64 ends.
+fn raw_weight_entry(
+    l: usize,
+    w: &arch::RawWeight,
+    n: &NormIntervals,
+    d: Option<&NormIntervals>,
+) -> Result<RawWeightEntry, Inconclusive> {
+    let what = format!("layer {l} {}", w.role.name());
+    let entry = |x: &NormIntervals| -> Result<NormsEntry, Inconclusive> {
+        Ok(NormsEntry {
+            spectral_norm: iv(x.spectral, &format_args!("{what}: the spectral norm"))?,
+            frobenius_norm: iv(x.frobenius, &format_args!("{what}: the Frobenius norm"))?,
+            norm_21_rows: iv(x.norm_21_rows, &format_args!("{what}: the (2,1)-norm"))?,
+        })
+    };
+    let ne = entry(n)?;
+    let de = d.map(entry).transpose()?;
+    Ok(RawWeightEntry {
+        layer: l,
+        role: w.role.name().to_string(),
+        tensor: w.tensor.clone(),
+        rows: w.out_dim(),
+        cols: w.in_dim(),
+        spectral_norm: ne.spectral_norm,
+        frobenius_norm: ne.frobenius_norm,
+        norm_21_rows: ne.norm_21_rows,
+        init_distance: de,
+    })
 }
 
 /// The measures of the certified raw weights `raw` (every raw weight of a

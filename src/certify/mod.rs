@@ -43,7 +43,7 @@ pub use run::{certify_run, run_header, Run, RunScope};
 pub use schedule::{certify_batch, LARGE_SHARE};
 
 use crate::arch::{ArchOverrides, ModelError};
-use crate::certificate::MAX_GRID_M;
+use crate::certificate::{FileEntry, MAX_GRID_M};
 use crate::enclosure::Inconclusive;
 use crate::io::output::OutputError;
 use crate::linalg::Precision;
@@ -166,4 +166,16 @@ pub fn check_grid_m(m: usize) -> Result<usize, CertifyError> {
         )));
     }
     Ok(m)
+}
+
+/// The certificate's entries of a checkpoint's weight files (name and
+/// SHA-256, in the checkpoint's order).
+pub(crate) fn file_entries(hashes: &[crate::io::checkpoint::FileHash]) -> Vec<FileEntry> {
+    hashes
+        .iter()
+        .map(|h| FileEntry {
+            file: h.file.clone(),
+            sha256: h.sha256.clone(),
+        })
+        .collect()
 }

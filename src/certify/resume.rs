@@ -6,6 +6,7 @@
 use super::CertifyError;
 use crate::arch::MatrixId;
 use crate::certificate::{Header, Part, ShardSpec, SpectrumEntry};
+use crate::io::output::Outputs;
 use std::path::Path;
 
 /// The file name of layer `layer`'s part of shard `shard` in a resume
@@ -71,4 +72,43 @@ pub(super) fn read_layer_part(
         )));
     }
     Ok(part.matrices)
+}
+
+/// The parts an earlier run left in `dir` for the layers of `by_layer`
+/// (layer `l`'s matrices in this shard), each checked as
+/// [`read_layer_part`] checks it; `None` for a layer without one.
+pub(super) fn read_back(
+    dir: &Path,
+    header: &Header,
+    shard: ShardSpec,
+    by_layer: &[Vec<MatrixId>],
+) -> Result<Vec<Option<Vec<SpectrumEntry>>>, CertifyError> {
+    check_resume_dir(dir)?;
+    let mut done = vec![None; by_layer.len()];
+    for (l, ids) in by_layer.iter().enumerate() {
+        if ids.is_empty() {
+            continue;
+        }
+        let file = dir.join(layer_part_name(shard, l));
+        if std::fs::symlink_metadata(&file).is_ok() {
+            done[l] = Some(read_layer_part(&file, header, shard, ids)?);
+        }
+    }
+    Ok(done)
+}
+
+/// Writes layer `l`'s part (its certified `entries`) into `dir`
+/// atomically, creating `dir` if needed, before the next layer starts.
+pub(super) fn write_layer_part(
+    dir: &Path,
+    header: &Header,
+    shard: ShardSpec,
+    l: usize,
+    entries: &[SpectrumEntry],
+) -> Result<(), CertifyError> {
+    let part = Part::new(header.clone(), shard, entries.to_vec());
+    let mut out = Outputs::new();
+    out.create_dir(dir);
+    out.stage(dir.join(layer_part_name(shard, l)), part.to_json_pretty());
+    out.commit().map_err(CertifyError::Output)
 }

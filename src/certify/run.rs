@@ -5,19 +5,19 @@
 
 use super::assemble::assemble;
 use super::matrix::{spectrum_entry, MatrixResult};
-use super::resume::{check_resume_dir, layer_part_name, read_layer_part};
+use super::resume::{read_back, write_layer_part};
 use super::schedule::certify_batch;
 use super::shard;
 use super::{check_grid_m, parse_decimal, CertifyError, CertifyOptions, Outcome};
 use crate::arch::{self, Architecture, MatrixId, ModelError, ProxyMatrix};
 use crate::bounds::{self};
 use crate::certificate::{
-    Certificate, FileEntry, GridPoint, Header, ModelInfo, Parameters, Part, ShardSpec,
-    SpectrumEntry, Tool, MAX_GRID_M,
+    Certificate, GridPoint, Header, ModelInfo, Parameters, Part, ShardSpec, SpectrumEntry, Tool,
+    MAX_GRID_M,
 };
 use crate::enclosure::Inconclusive;
 use crate::io::checkpoint::{Checkpoint, FileHash};
-use crate::io::output::Outputs;
+
 use crate::linalg::{Precision, SvdOptions};
 use crate::progress::Progress;
 use faer::Par;
@@ -115,6 +115,59 @@ pub fn certify_run(
     scope: &RunScope,
     progress: &dyn Progress,
 ) -> Result<Outcome<Run>, CertifyError> {
+    let (ck, arch, header) = open_run(path, opts)?;
+    let (planned, cost_share) = shard::shard_matrices(&arch, opts.precision, scope.shard);
+    let mut by_layer: Vec<Vec<MatrixId>> = vec![Vec::new(); arch.layers];
+    for m in &planned {
+        by_layer[m.id.layer].push(m.id);
+    }
+    // Read back what an earlier run finished, before computing anything.
+    let done = match &scope.resume_dir {
+        Some(dir) => read_back(dir, &header, scope.shard, &by_layer)?,
+        None => vec![None; arch.layers],
+    };
+    let pending: usize = by_layer
+        .iter()
+        .zip(&done)
+        .filter(|(_, d)| d.is_none())
+        .map(|(ids, _)| ids.len())
+        .sum();
+    progress.matrices_total(pending);
+    let mut run = Run {
+        header,
+        shard: scope.shard,
+        spectra: Vec::with_capacity(planned.len()),
+        results: Vec::with_capacity(if scope.keep_results { pending } else { 0 }),
+        certified: 0,
+        reused_layers: Vec::new(),
+        cost_share,
+    };
+    let layers = Layers {
+        ck: &ck,
+        arch: &arch,
+        by_layer: &by_layer,
+        scope,
+        progress,
+        svd: SvdOptions {
+            precision: opts.precision,
+            par: Par::Seq, // parallel over matrices instead ([`certify_batch`])
+            ..SvdOptions::default()
+        },
+    };
+    match layers.certify(done, &mut run)? {
+        Some(inc) => Ok(Outcome::Inconclusive(inc)),
+        None => Ok(Outcome::Certified(run)),
+    }
+}
+
+/// Checks the parameters, opens the checkpoint, detects its architecture
+/// and checks every layer's tensors (presence, shape) before anything is
+/// computed, so that a bad model fails at once, as `inspect` does; then
+/// the run's header.
+fn open_run(
+    path: &Path,
+    opts: &CertifyOptions,
+) -> Result<(Checkpoint, Architecture, Header), CertifyError> {
     let l_phi_text = opts.l_phi.trim().to_string();
     parse_decimal(&l_phi_text, "L_phi")?;
     if let Some(m) = opts.grid_m {
@@ -122,8 +175,6 @@ pub fn certify_run(
     }
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
-    // Every layer's tensors are checked (presence, shape) before anything
-    // is computed, so that a bad model fails at once, as `inspect` does.
     arch::describe(&ck, &arch)?;
     let grid_m = match opts.grid_m {
         Some(m) => m,
@@ -144,45 +195,14 @@ pub fn certify_run(
         grid_m,
         opts.precision,
     );
-    let (planned, cost_share) = shard::shard_matrices(&arch, opts.precision, scope.shard);
-    let mut by_layer: Vec<Vec<MatrixId>> = vec![Vec::new(); arch.layers];
-    for m in &planned {
-        by_layer[m.id.layer].push(m.id);
-    }
-    // Read back what an earlier run finished, before computing anything.
-    let mut done: Vec<Option<Vec<SpectrumEntry>>> = vec![None; arch.layers];
-    if let Some(dir) = &scope.resume_dir {
-        check_resume_dir(dir)?;
-        for (l, ids) in by_layer.iter().enumerate() {
-            if ids.is_empty() {
-                continue;
-            }
-            let file = dir.join(layer_part_name(scope.shard, l));
-            if std::fs::symlink_metadata(&file).is_ok() {
-                done[l] = Some(read_layer_part(&file, &header, scope.shard, ids)?);
-            }
-        }
-    }
-    let svd_opts = SvdOptions {
-        precision: opts.precision,
-        par: Par::Seq, // parallel over matrices instead
-        ..SvdOptions::default()
-    };
-    let pending: usize = by_layer
-        .iter()
-        .zip(&done)
-        .filter(|(_, d)| d.is_none())
-        .map(|(ids, _)| ids.len())
-        .sum();
-    progress.matrices_total(pending);
-    let mut spectra = Vec::with_capacity(planned.len());
-    let mut results = Vec::with_capacity(if scope.keep_results { pending } else { 0 });
-    let mut certified = 0;
-    let mut reused_layers = Vec::new();
-    // What is read and certified, in order: each layer not read back, a
-    // layer of a mixture-of-experts model one expert at a time (the
-    // attention and any dense feed-forward first), so that only one
-    // expert's tensors and matrices are held at once.
+    Ok((ck, arch, header))
+}
+
+/// What is read and certified, in order: each layer not read back, a
+/// layer of a mixture-of-experts model one expert at a time (the
+/// attention and any dense feed-forward first), so that only one expert's
+/// tensors and matrices are held at once.
+fn reading_jobs<T>(by_layer: &[Vec<MatrixId>], done: &[Option<T>]) -> Vec<(usize, Vec<MatrixId>)> {
     let mut jobs: Vec<(usize, Vec<MatrixId>)> = Vec::new();
     for (l, ids) in by_layer.iter().enumerate() {
         if done[l].is_some() {
@@ -199,91 +219,116 @@ pub fn certify_run(
             }
         }
     }
-    let read = |(l, chunk): &(usize, Vec<MatrixId>)| {
+    jobs
+}
+
+/// What [`certify_run`] certifies layer by layer: the checkpoint, its
+/// architecture, the matrices of each layer in the shard, and how.
+struct Layers<'a> {
+    ck: &'a Checkpoint,
+    arch: &'a Architecture,
+    by_layer: &'a [Vec<MatrixId>],
+    scope: &'a RunScope,
+    progress: &'a dyn Progress,
+    svd: SvdOptions,
+}
+
+/// One reading job's matrices, read on a thread of its own.
+type Read = Result<Vec<ProxyMatrix>, ModelError>;
+
+impl Layers<'_> {
+    /// Reads one job's matrices (one layer, or one expert of it).
+    fn read(&self, (l, chunk): &(usize, Vec<MatrixId>)) -> Read {
         let wanted: std::collections::HashSet<MatrixId> = chunk.iter().copied().collect();
-        arch::extract_layer(&ck, &arch, *l, &|id| wanted.contains(&id))
-    };
-    // Pipelining: the next chunk is read (and converted) on a thread of
-    // its own while this one's small matrices are certified, once its
-    // large ones are done ([`certify_batch`]), so memory stays near one
-    // chunk's matrices plus the largest working set (docs/certify.md,
-    // "Memory"). A read error surfaces when that chunk's turn comes, as
-    // when reading in order.
-    type Read = Result<Vec<ProxyMatrix>, ModelError>;
-    let mut next_job = 0;
-    let pipelined = std::thread::scope(|sc| -> Result<Option<Inconclusive>, CertifyError> {
-        let mut prefetched: Option<std::thread::ScopedJoinHandle<'_, Read>> = None;
-        for (l, ids) in by_layer.iter().enumerate() {
-            if ids.is_empty() {
-                continue;
+        arch::extract_layer(self.ck, self.arch, *l, &|id| wanted.contains(&id))
+    }
+
+    /// Every layer in order into `run`: read back (`done`) or certified;
+    /// `Some` at the first matrix, in certificate order, that could not be
+    /// certified.
+    ///
+    /// Pipelining: the next job is read (and converted) on a thread of its
+    /// own while this one's small matrices are certified, once its large
+    /// ones are done ([`certify_batch`]), so memory stays near one job's
+    /// matrices plus the largest working set (docs/certify.md, "Memory").
+    /// A read error surfaces when that job's turn comes, as when reading in
+    /// order.
+    fn certify(
+        &self,
+        mut done: Vec<Option<Vec<SpectrumEntry>>>,
+        run: &mut Run,
+    ) -> Result<Option<Inconclusive>, CertifyError> {
+        let jobs = reading_jobs(self.by_layer, &done);
+        let mut next_job = 0;
+        std::thread::scope(|sc| {
+            let mut prefetched: Option<std::thread::ScopedJoinHandle<'_, Read>> = None;
+            for (l, ids) in self.by_layer.iter().enumerate() {
+                if ids.is_empty() {
+                    continue;
+                }
+                if let Some(entries) = done[l].take() {
+                    run.spectra.extend(entries);
+                    run.reused_layers.push(l);
+                    continue;
+                }
+                let mut outcomes = Vec::with_capacity(ids.len());
+                while next_job < jobs.len() && jobs[next_job].0 == l {
+                    let mats = match prefetched.take() {
+                        Some(h) => h.join().expect("the reading thread does not panic")?,
+                        None => self.read(&jobs[next_job])?,
+                    };
+                    next_job += 1;
+                    let slot = std::sync::Mutex::new(None);
+                    let prefetch = || {
+                        if let Some(job) = jobs.get(next_job) {
+                            let h = sc.spawn(move || self.read(job));
+                            *slot.lock().expect("no panic while holding the lock") = Some(h);
+                        }
+                    };
+                    let order: Vec<MatrixId> = mats.iter().map(|m| m.id).collect();
+                    // Largest first, each matrix dropped once certified; `None`:
+                    // skipped because the run was cancelled.
+                    let batch = certify_batch(mats, &self.svd, self.progress, &prefetch);
+                    prefetched = slot.into_inner().expect("no panic while holding the lock");
+                    let Some(batch) = batch.into_iter().collect::<Option<Vec<_>>>() else {
+                        return Err(CertifyError::Cancelled);
+                    };
+                    outcomes.extend(order.into_iter().zip(batch));
+                }
+                if let Some(inc) = self.finish_layer(l, outcomes, run)? {
+                    return Ok(Some(inc));
+                }
             }
-            if let Some(entries) = done[l].take() {
-                spectra.extend(entries);
-                reused_layers.push(l);
-                continue;
-            }
-            let mut outcomes = Vec::with_capacity(ids.len());
-            while next_job < jobs.len() && jobs[next_job].0 == l {
-                let mats = match prefetched.take() {
-                    Some(h) => h.join().expect("the reading thread does not panic")?,
-                    None => read(&jobs[next_job])?,
-                };
-                next_job += 1;
-                let slot = std::sync::Mutex::new(None);
-                let prefetch = || {
-                    if let Some(job) = jobs.get(next_job) {
-                        let h = sc.spawn(move || read(job));
-                        *slot.lock().expect("no panic while holding the lock") = Some(h);
-                    }
-                };
-                let order: Vec<MatrixId> = mats.iter().map(|m| m.id).collect();
-                // Largest first, each matrix dropped once certified; `None`:
-                // skipped because the run was cancelled.
-                let batch = certify_batch(mats, &svd_opts, progress, &prefetch);
-                prefetched = slot.into_inner().expect("no panic while holding the lock");
-                let Some(batch) = batch.into_iter().collect::<Option<Vec<_>>>() else {
-                    return Err(CertifyError::Cancelled);
-                };
-                outcomes.extend(order.into_iter().zip(batch));
-            }
-            // In certificate order, so that the inconclusive matrix reported is
-            // the first in that order, as for a layer certified in one batch.
-            outcomes.sort_by_key(|(id, _)| *id);
-            let layer: Vec<MatrixResult> = match outcomes.into_iter().map(|(_, r)| r).collect() {
-                Ok(r) => r,
-                Err(inc) => return Ok(Some(inc)),
-            };
-            let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
-            if let Some(dir) = &scope.resume_dir {
-                let part = Part::new(header.clone(), scope.shard, entries.clone());
-                let mut out = Outputs::new();
-                out.create_dir(dir);
-                out.stage(
-                    dir.join(layer_part_name(scope.shard, l)),
-                    part.to_json_pretty(),
-                );
-                out.commit().map_err(CertifyError::Output)?;
-            }
-            spectra.extend(entries);
-            certified += layer.len();
-            if scope.keep_results {
-                results.extend(layer);
-            }
+            Ok(None)
+        })
+    }
+
+    /// A certified layer's outcomes into `run` (and its part into the
+    /// resume directory); `Some` for its first matrix, in certificate
+    /// order, that could not be certified, as for a layer certified in one
+    /// batch.
+    fn finish_layer(
+        &self,
+        l: usize,
+        mut outcomes: Vec<(MatrixId, Result<MatrixResult, Inconclusive>)>,
+        run: &mut Run,
+    ) -> Result<Option<Inconclusive>, CertifyError> {
+        outcomes.sort_by_key(|(id, _)| *id);
+        let layer: Vec<MatrixResult> = match outcomes.into_iter().map(|(_, r)| r).collect() {
+            Ok(r) => r,
+            Err(inc) => return Ok(Some(inc)),
+        };
+        let entries: Vec<SpectrumEntry> = layer.iter().map(spectrum_entry).collect();
+        if let Some(dir) = &self.scope.resume_dir {
+            write_layer_part(dir, &run.header, self.scope.shard, l, &entries)?;
+        }
+        run.spectra.extend(entries);
+        run.certified += layer.len();
+        if self.scope.keep_results {
+            run.results.extend(layer);
         }
         Ok(None)
-    });
-    if let Some(inc) = pipelined? {
-        return Ok(Outcome::Inconclusive(inc));
     }
-    Ok(Outcome::Certified(Run {
-        header,
-        shard: scope.shard,
-        spectra,
-        results,
-        certified,
-        reused_layers,
-        cost_share,
-    }))
 }
 
 /// The program, model, parameters and extensions of a run.
@@ -303,13 +348,7 @@ pub fn run_header(
         },
         model: ModelInfo {
             path: path.display().to_string(),
-            files: hashes
-                .iter()
-                .map(|h| FileEntry {
-                    file: h.file.clone(),
-                    sha256: h.sha256.clone(),
-                })
-                .collect(),
+            files: super::file_entries(hashes),
             architecture: arch.family.clone(),
             tensor_prefix: arch.prefix.clone(),
             layers: arch.layers,
