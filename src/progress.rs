@@ -45,6 +45,24 @@ pub struct NoProgress;
 
 impl Progress for NoProgress {}
 
+/// How a front shows progress: a command asks it for a progress sink when
+/// a long run starts, and drops the sink when the run ends.
+pub trait Ui: Sync {
+    /// A sink counting matrices (a bar on a terminal), labelled by the command.
+    fn matrices(&self, _label: &str) -> Box<dyn Progress + '_> {
+        Box::new(NoProgress)
+    }
+    /// A sink for one long computation (a spinner saying `message`).
+    fn spinner(&self, _label: &str, _message: &str) -> Box<dyn Progress + '_> {
+        Box::new(NoProgress)
+    }
+}
+
+/// A [`Ui`] that shows nothing.
+pub struct Silent;
+
+impl Ui for Silent {}
+
 /// A progress bar on stderr, or nothing (quiet, or stderr not a terminal).
 pub struct Bar {
     pb: Option<ProgressBar>,

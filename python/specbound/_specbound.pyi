@@ -21,6 +21,9 @@ _Config = Union[Mapping[str, Any], Any]
 _Table = Any
 
 __version__: str
+# The commands' defaults, declared once in the library
+# (specbound::cmd::defaults): every signature below states them.
+DEFAULTS: Dict[str, Any]
 __all__ = [
     "AuditResult",
     "Bounds",

@@ -11,6 +11,7 @@ use specbound::arch::ArchOverrides;
 use specbound::certificate::{CertInterval, Certificate as Cert, SpectrumEntry};
 use specbound::certify::{CertifyError, CertifyOptions};
 use specbound::cmd::certify::{Certified, CertifyRequest};
+use specbound::cmd::defaults;
 use specbound::cmd::{CertInput, CmdError};
 use specbound::io::output::Outputs;
 use specbound::linalg::Precision;
@@ -527,7 +528,7 @@ enum Sink {
 /// >>> b.ours.hi < b.edelman.lo
 /// True
 #[pyfunction]
-#[pyo3(signature = (model = None, config = None, *, l_phi = None, grid_m = None, precision = "f64", progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None, device = "cpu"),
+#[pyo3(signature = (model = None, config = None, *, l_phi = None, grid_m = None, precision = defaults::PRECISION, progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None, device = defaults::DEVICE),
        text_signature = "(model=None, config=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None, device='cpu')")]
 #[allow(clippy::too_many_arguments)]
 pub fn certify(

@@ -9,6 +9,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
+use specbound::cmd::defaults;
 use specbound::cmd::inspect::InspectRequest;
 use specbound::cmd::merge::MergeRequest;
 use specbound::cmd::report::ReportRequest;
@@ -120,7 +121,7 @@ pub fn inspect<'py>(
 /// >>> s["certified"], s["exit_code"], os.path.basename(s["report"])
 /// (1, 0, 'report.html')
 #[pyfunction]
-#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = "0-3", l_phi = None, grid_m = None, precision = "f64", heads = None, layers = None, device = "cpu", steps = None, runs = None, revisions = None, init = None, stack = None),
+#[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = defaults::SPECTRUM_LAYERS, l_phi = None, grid_m = None, precision = defaults::PRECISION, heads = None, layers = None, device = defaults::DEVICE, steps = None, runs = None, revisions = None, init = None, stack = None),
        text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu', steps=None, runs=None, revisions=None, init=None, stack=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn study<'py>(
@@ -331,7 +332,7 @@ pub fn merge(
 /// >>> os.path.getsize(page) > 0
 /// True
 #[pyfunction]
-#[pyo3(signature = (certs, *, out, model_ids = None, primary = None, spectrum_layers = "0-3"))]
+#[pyo3(signature = (certs, *, out, model_ids = None, primary = None, spectrum_layers = defaults::SPECTRUM_LAYERS))]
 pub fn report(
     py: Python<'_>,
     certs: &Bound<'_, PyAny>,

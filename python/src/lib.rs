@@ -52,6 +52,7 @@ fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .thread_name(|i| format!("specbound-rayon-{i}"))
         .build_global();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULTS", defaults(m.py())?)?;
     m.add_class::<interval::Interval>()?;
     m.add_class::<interval::RankInterval>()?;
     m.add_class::<svd::SvdResult>()?;
@@ -74,6 +75,29 @@ fn _specbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commands::merge, m)?)?;
     m.add_function(wrap_pyfunction!(commands::report, m)?)?;
     Ok(())
+}
+
+/// The commands' defaults ([`specbound::cmd::defaults`], declared once),
+/// as `DEFAULTS` of the module: `python/tests/test_defaults.py` pins every
+/// signature's text and stub to them.
+fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    use specbound::cmd::defaults as d;
+    let out = pyo3::types::PyDict::new(py);
+    out.set_item("device", d::DEVICE)?;
+    out.set_item("l_phi", d::L_PHI)?;
+    out.set_item("precision", d::PRECISION)?;
+    out.set_item("svd_precision", d::SVD_PRECISION)?;
+    out.set_item("rtol", d::RTOL)?;
+    let schatten: Vec<u32> = d::SCHATTEN_P
+        .split(',')
+        .map(|p| p.parse().expect("the default exponents are integers"))
+        .collect();
+    out.set_item("schatten_p", pyo3::types::PyTuple::new(py, schatten)?)?;
+    out.set_item("spectrum_layers", d::SPECTRUM_LAYERS)?;
+    out.set_item("claim_rtol", d::CLAIM_RTOL)?;
+    out.set_item("claim_atol", d::CLAIM_ATOL)?;
+    out.set_item("rounding_units", d::ROUNDING_UNITS)?;
+    Ok(out)
 }
 
 /// Whether one of `paths` does not exist.

@@ -4,6 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use specbound::cmd::defaults;
 use specbound::cmd::spectra::{SpectraReport, SpectraRequest};
 use specbound::cmd::Report;
 use specbound::linalg::Precision;
@@ -210,7 +211,7 @@ impl SpectraResult {
 /// (['encoder.layer.0.attention.self.query.weight'], True)
 #[pyfunction]
 #[pyo3(
-    signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = "f64", rtol = 1e-11, revision = None, csv = None, device = "cpu", singular_values = false),
+    signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = defaults::PRECISION, rtol = defaults::RTOL, revision = None, csv = None, device = defaults::DEVICE, singular_values = false),
     text_signature = "(model, config=None, *, schatten_p=(1, 2), include=None, exclude=None, max_elements=None, precision='f64', rtol=1e-11, revision=None, csv=None, device='cpu', singular_values=False)"
 )]
 #[allow(clippy::too_many_arguments)]

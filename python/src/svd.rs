@@ -6,6 +6,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use specbound::cmd::defaults;
 use specbound::cmd::svd::{MatrixSource, SvdRequest};
 use specbound::io::ReadError;
 use specbound::linalg::Precision;
@@ -350,7 +351,7 @@ pub(crate) fn schatten_arg(
 /// ((2,), True)
 #[pyfunction]
 #[pyo3(
-    signature = (a, *, precision = "auto", schatten_p = None, rtol = 1e-11, tensor = None, revision = None, device = "cpu"),
+    signature = (a, *, precision = defaults::SVD_PRECISION, schatten_p = None, rtol = defaults::RTOL, tensor = None, revision = None, device = defaults::DEVICE),
     text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11, tensor=None, revision=None, device='cpu')"
 )]
 #[allow(clippy::too_many_arguments)]

@@ -43,11 +43,13 @@ pub use run::{certify_run, run_header, Run, RunScope};
 pub use schedule::{certify_batch, LARGE_SHARE};
 
 use crate::arch::{ArchOverrides, ModelError};
-use crate::certificate::{FileEntry, MAX_GRID_M};
+use crate::certificate::{Certificate, FileEntry, Header, Part, ShardSpec, MAX_GRID_M};
 use crate::enclosure::Inconclusive;
 use crate::io::output::OutputError;
 use crate::linalg::Precision;
+use crate::progress::Ui;
 use inari::Interval;
+use std::path::Path;
 
 /// Options of [`certify_run`].
 #[derive(Clone, Debug)]
@@ -178,4 +180,223 @@ pub(crate) fn file_entries(hashes: &[crate::io::checkpoint::FileHash]) -> Vec<Fi
             sha256: h.sha256.clone(),
         })
         .collect()
+}
+
+/// A certification to run: a model, the whole of it or one shard, with or
+/// without the norm-based measures (`docs/measures.md`).
+///
+/// ```no_run
+/// use specbound::certify::{certify, CertifyOptions, Job};
+/// use specbound::progress::Silent;
+///
+/// let options = CertifyOptions::default();
+/// let job = Job::new(std::path::Path::new("all-MiniLM-L6-v2"), &options);
+/// let done = certify(&job, &Silent).expect("a readable model");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Job<'a> {
+    /// The model's directory or file (or a key of a model in memory).
+    pub model: &'a Path,
+    /// Precision, `L_phi`, grid, architecture overrides.
+    pub options: &'a CertifyOptions,
+    /// Certify only this shard and make its part, not a certificate (a
+    /// shard `1/1` too).
+    pub shard: Option<ShardSpec>,
+    /// Keep finished layers' parts here and skip them on a rerun.
+    pub resume_dir: Option<&'a Path>,
+    /// Keep every certified matrix's singular values
+    /// ([`RunScope::keep_results`]).
+    pub keep_results: bool,
+    /// Certify the raw weights' norms and the measures too (with a shard,
+    /// its share of the raw weights' norms, from which `merge` derives
+    /// the measures).
+    pub measures: bool,
+    /// The initialisation of the distance measures (implies
+    /// [`Job::measures`]); it must have the model's architecture.
+    pub init: Option<&'a Path>,
+}
+
+impl<'a> Job<'a> {
+    /// The whole of `model` with `options`, without the measures, keeping
+    /// only the certificate's entries.
+    pub fn new(model: &'a Path, options: &'a CertifyOptions) -> Self {
+        Job {
+            model,
+            options,
+            shard: None,
+            resume_dir: None,
+            keep_results: false,
+            measures: false,
+            init: None,
+        }
+    }
+
+    fn scope(&self) -> RunScope {
+        RunScope {
+            shard: self.shard.unwrap_or(ShardSpec::WHOLE),
+            resume_dir: self.resume_dir.map(Path::to_path_buf),
+            keep_results: self.keep_results,
+        }
+    }
+
+    fn with_measures(&self) -> bool {
+        self.measures || self.init.is_some()
+    }
+}
+
+/// What a job made: the certificate of the whole model, or a shard's part.
+#[derive(Debug)]
+pub enum Certified {
+    /// The whole model's certificate (with its measures when asked), and
+    /// the singular values of every matrix this run certified (only with
+    /// [`RunScope::keep_results`]).
+    Whole {
+        /// The certificate.
+        certificate: Box<Certificate>,
+        /// What [`Run::results`] kept.
+        results: Vec<MatrixResult>,
+    },
+    /// One shard's part (with its raw weights' norms when asked).
+    Part {
+        /// The part.
+        part: Box<Part>,
+        /// Matrices in the part.
+        matrices: usize,
+        /// Matrices of the model.
+        total: usize,
+        /// The shard's share of the estimated cost, out of 1.
+        cost_share: f64,
+    },
+}
+
+/// A job's run: its header (the model, the parameters, among them what
+/// `--heads` replaced and which stack was read), what it read back from
+/// the resume directory, and what it made.
+#[derive(Debug)]
+pub struct Certification {
+    /// The program, model, parameters and extensions.
+    pub header: Header,
+    /// Layers whose part was read back from the resume directory.
+    pub reused_layers: Vec<usize>,
+    /// Matrices read back from the resume directory.
+    pub read_back: usize,
+    /// Matrices this run certified.
+    pub certified_now: usize,
+    /// The certificate or part, or why the proxies, the bounds or the
+    /// measures could not be certified.
+    pub made: Result<Certified, Inconclusive>,
+}
+
+/// The one entry point of certifying a model: runs `job` ([`certify_run`]
+/// over its matrices, then for the whole model [`assemble`] and, with the
+/// measures, [`certify_measures_reusing`]; for a shard its part, with its
+/// share of the raw weights with the measures,
+/// [`certify_shard_raw_weights`]), reporting progress through `ui`.
+///
+/// An initialisation is checked to have the model's architecture before
+/// anything is computed ([`check_init_architecture`]).
+///
+/// *Guarantee: certified enclosure* for every interval of the certificate
+/// or part (the functions above name their lemmas); `Err` for bad input,
+/// [`Outcome::Inconclusive`] at the first matrix that could not be
+/// certified, and [`Certification::made`] `Err` when the matrices were
+/// certified but a proxy, bound or measure was not.
+pub fn certify(job: &Job<'_>, ui: &dyn Ui) -> Result<Outcome<Certification>, CertifyError> {
+    if let Some(init) = job.init {
+        check_init_architecture(job.model, init, job.options)?;
+    }
+    let run = {
+        let progress = ui.matrices("certify");
+        match certify_run(job.model, job.options, &job.scope(), &*progress)? {
+            Outcome::Certified(run) => run,
+            Outcome::Inconclusive(why) => return Ok(Outcome::Inconclusive(why)),
+        }
+    };
+    let mut done = Certification {
+        header: run.header.clone(),
+        reused_layers: run.reused_layers.clone(),
+        read_back: run.spectra.len() - run.certified,
+        certified_now: run.certified,
+        made: Err(Inconclusive::new("")),
+    };
+    done.made = match job.shard {
+        None => whole(job, run, ui)?,
+        Some(shard) => part(job, shard, run, ui)?,
+    };
+    Ok(Outcome::Certified(done))
+}
+
+/// The whole model's certificate from its run, with the measures when the
+/// job asks for them.
+fn whole(
+    job: &Job<'_>,
+    run: Run,
+    ui: &dyn Ui,
+) -> Result<Result<Certified, Inconclusive>, CertifyError> {
+    let (mut certificate, results) = match run.into_certificate() {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(why)),
+    };
+    if job.with_measures() {
+        let progress = ui.spinner("certify", "certifying the raw weights' norms");
+        let m = certify_measures_reusing(
+            job.model,
+            job.init,
+            job.options,
+            Some(&certificate),
+            &*progress,
+        )?;
+        match m {
+            Outcome::Certified(m) => m.attach(&mut certificate),
+            Outcome::Inconclusive(why) => return Ok(Err(why)),
+        }
+    }
+    Ok(Ok(Certified::Whole {
+        certificate: Box::new(certificate),
+        results,
+    }))
+}
+
+/// A shard's part from its run, with its share of the raw weights' norms
+/// when the job asks for the measures (merge derives the measures from
+/// those of every shard).
+fn part(
+    job: &Job<'_>,
+    shard: ShardSpec,
+    run: Run,
+    ui: &dyn Ui,
+) -> Result<Result<Certified, Inconclusive>, CertifyError> {
+    let (matrices, cost_share, total) = (
+        run.spectra.len(),
+        run.cost_share,
+        run.header.model.layers * (2 * run.header.model.heads + 2),
+    );
+    let raw = if job.with_measures() {
+        let progress = ui.spinner("certify", "certifying the shard's raw weights' norms");
+        match certify_shard_raw_weights(
+            job.model,
+            job.init,
+            job.options,
+            &run.header,
+            shard,
+            &run.spectra,
+            &*progress,
+        )? {
+            Outcome::Certified(r) => Some(r),
+            Outcome::Inconclusive(why) => return Ok(Err(why)),
+        }
+    } else {
+        None
+    };
+    let part = run.into_part();
+    let part = match raw {
+        Some(r) => part.with_raw_weights(r.raw_weights, r.init_model),
+        None => part,
+    };
+    Ok(Ok(Certified::Part {
+        part: Box::new(part),
+        matrices,
+        total,
+        cost_share,
+    }))
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::{CertOutputs, CmdError, Exit, ModelRef, Report, ResolvedModel, Style, Ui};
 use crate::certificate::{Certificate, ShardSpec};
-use crate::certify::{certify_run, CertifyOptions, MatrixResult, Outcome, RunScope};
+use crate::certify::{CertifyOptions, Job, MatrixResult, Outcome};
 
 /// What to certify and where the results go.
 #[derive(Clone, Debug)]
@@ -113,17 +113,18 @@ impl CertifyReport {
     }
 }
 
-/// Runs `certify`.
+/// Runs `certify`: checks the request, resolves the models, runs the
+/// library's one entry point ([`crate::certify::certify`]) and writes
+/// what it made.
 ///
 /// *Guarantee: certified enclosure* for every interval of the certificate
-/// or part ([`certify_run`], which names the lemmas).
+/// or part ([`crate::certify::certify`], which names the lemmas).
 pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError> {
     if req.shard.is_some() && req.outputs.csv.is_some() {
         return Err(CmdError::usage(
             "--csv needs the bounds, which a shard does not have: pass --csv to merge",
         ));
     }
-    let with_measures = req.measures || req.init.is_some();
     let model = req.model.resolve()?;
     let init = req.init.as_ref().map(ModelRef::resolve).transpose()?;
     if model.is_memory() && (req.shard.is_some() || req.resume_dir.is_some()) {
@@ -132,25 +133,26 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
              (save it, e.g. with safetensors' save_file, and certify the directory)",
         ));
     }
+    // A wrong initialisation is refused before the outputs are checked
+    // (the entry point checks it again, for its other callers).
     if let Some(i) = &init {
         crate::certify::check_init_architecture(&model.path, &i.path, &req.options)?;
     }
     req.outputs.check()?;
-    let model_id = req.model_id.clone().unwrap_or_else(|| model.default_id());
     let t = Instant::now();
-    let scope = RunScope {
-        shard: req.shard.unwrap_or(ShardSpec::WHOLE),
-        resume_dir: req.resume_dir.clone(),
+    let job = Job {
+        model: &model.path,
+        options: &req.options,
+        shard: req.shard,
+        resume_dir: req.resume_dir.as_deref(),
         keep_results: req.keep_results,
+        measures: req.measures,
+        init: init.as_ref().map(|i| i.path.as_path()),
     };
-    let outcome = {
-        let progress = ui.matrices("certify");
-        certify_run(&model.path, &req.options, &scope, &*progress)?
-    };
-    let model_path = model.path.clone();
+    let outcome = crate::certify::certify(&job, ui)?;
     let mut report = CertifyReport {
+        model_id: req.model_id.clone().unwrap_or_else(|| model.default_id()),
         model,
-        model_id,
         outcome: Certified::Inconclusive(String::new()),
         results: Vec::new(),
         secs: 0.0,
@@ -159,109 +161,79 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         heads_override: None,
         stack_notice: None,
     };
-    let run = match outcome {
-        Outcome::Certified(r) => r,
+    let done = match outcome {
+        Outcome::Certified(done) => done,
         Outcome::Inconclusive(why) => {
             report.outcome = Certified::Inconclusive(why.reason);
             return Ok(report);
         }
     };
-    if let (Some(dir), false) = (&req.resume_dir, run.reused_layers.is_empty()) {
+    if let (Some(dir), false) = (&req.resume_dir, done.reused_layers.is_empty()) {
         report.resumed = Some((
             dir.clone(),
-            run.reused_layers.len(),
-            run.spectra.len() - run.certified,
-            run.certified,
+            done.reused_layers.len(),
+            done.read_back,
+            done.certified_now,
         ));
     }
-    report.heads_override = run.header.parameters.heads_override.clone();
-    report.stack_notice = run.header.parameters.stack.as_ref().and_then(|s| {
+    let header = &done.header;
+    report.heads_override = header.parameters.heads_override.clone();
+    report.stack_notice = header.parameters.stack.as_ref().and_then(|s| {
         crate::arch::StackChoice {
             name: s.name.clone(),
             stacks: s.stacks.clone(),
             by_flag: s.by_flag,
         }
-        .notice(&run.header.model.architecture)
+        .notice(&header.model.architecture)
     });
     report.secs = t.elapsed().as_secs_f64();
-    if let Some(shard) = req.shard {
-        let (matrices, cost_share, total) = (
-            run.spectra.len(),
-            run.cost_share,
-            run.header.model.layers * (2 * run.header.model.heads + 2),
-        );
-        let raw = if with_measures {
-            // The shard's raw weights; merge computes the measures from
-            // those of every shard.
-            let progress = ui.spinner("certify", "certifying the shard's raw weights' norms");
-            match crate::certify::certify_shard_raw_weights(
-                &model_path,
-                init.as_ref().map(|i| i.path.as_path()),
-                &req.options,
-                &run.header,
-                shard,
-                &run.spectra,
-                &*progress,
-            )? {
-                Outcome::Certified(r) => Some(r),
-                Outcome::Inconclusive(why) => {
-                    report.outcome = Certified::Inconclusive(why.reason);
-                    return Ok(report);
-                }
-            }
-        } else {
-            None
-        };
-        report.secs = t.elapsed().as_secs_f64();
-        let part = run.into_part();
-        let part = match raw {
-            Some(r) => part.with_raw_weights(r.raw_weights, r.init_model),
-            None => part,
-        };
-        let doc = part.to_json_pretty();
-        if let Some(p) = &req.outputs.out {
-            crate::io::output::Outputs::new()
-                .stage(p, doc.as_bytes())
-                .commit()?;
-        }
-        report.outcome = Certified::Shard {
-            doc,
-            shard,
+    report.outcome = match done.made {
+        Err(why) => Certified::Inconclusive(why.reason),
+        Ok(made) => write(req, made, &mut report)?,
+    };
+    Ok(report)
+}
+
+/// Writes what the job made where the request says (all or none), and
+/// keeps the certificate's singular values in the report.
+fn write(
+    req: &CertifyRequest,
+    made: crate::certify::Certified,
+    report: &mut CertifyReport,
+) -> Result<Certified, CmdError> {
+    use crate::certify::Certified as Made;
+    Ok(match made {
+        Made::Part {
+            part,
             matrices,
             total,
             cost_share,
-        };
-        return Ok(report);
-    }
-    match run.into_certificate() {
-        Ok((mut cert, results)) => {
-            if with_measures {
-                let progress = ui.spinner("certify", "certifying the raw weights' norms");
-                let m = crate::certify::certify_measures_reusing(
-                    &model_path,
-                    init.as_ref().map(|i| i.path.as_path()),
-                    &req.options,
-                    Some(&cert),
-                    &*progress,
-                )?;
-                match m {
-                    Outcome::Certified(m) => m.attach(&mut cert),
-                    Outcome::Inconclusive(why) => {
-                        report.outcome = Certified::Inconclusive(why.reason);
-                        return Ok(report);
-                    }
-                }
-                report.secs = t.elapsed().as_secs_f64();
+        } => {
+            let doc = part.to_json_pretty();
+            if let Some(p) = &req.outputs.out {
+                crate::io::output::Outputs::new()
+                    .stage(p, doc.as_bytes())
+                    .commit()?;
             }
-            name_memory_models(&mut cert);
-            let doc = cert.to_json_pretty();
-            req.outputs.write(&cert, &doc, &report.model_id)?;
-            report.results = results;
-            report.outcome = Certified::Whole(Box::new(cert));
+            Certified::Shard {
+                doc,
+                shard: part.shard,
+                matrices,
+                total,
+                cost_share,
+            }
         }
-        Err(why) => report.outcome = Certified::Inconclusive(why.reason),
-    }
-    Ok(report)
+        Made::Whole {
+            mut certificate,
+            results,
+        } => {
+            name_memory_models(&mut certificate);
+            let doc = certificate.to_json_pretty();
+            req.outputs.write(&certificate, &doc, &report.model_id)?;
+            report.results = results;
+            Certified::Whole(certificate)
+        }
+    })
 }
 
 /// A model in memory is read through its key (a path no file has, with a

@@ -19,6 +19,7 @@
 
 pub mod audit;
 pub mod certify;
+pub mod defaults;
 pub mod diff;
 pub mod inspect;
 pub mod merge;
@@ -33,7 +34,6 @@ use std::path::PathBuf;
 
 pub use crate::io::model_ref::{ModelRef, ResolvedModel};
 use crate::io::output::{OutputError, Outputs};
-use crate::progress::{NoProgress, Progress};
 pub use crate::report::fmt::Style;
 
 /// How a command ended, as the process exit code.
@@ -118,23 +118,7 @@ pub fn render(report: &dyn Report, json: bool, style: Style) -> Rendered {
     }
 }
 
-/// How a front shows progress: a command asks it for a progress sink when
-/// a long run starts, and drops the sink when the run ends.
-pub trait Ui: Sync {
-    /// A sink counting matrices (a bar on a terminal), labelled by the command.
-    fn matrices(&self, _label: &str) -> Box<dyn Progress + '_> {
-        Box::new(NoProgress)
-    }
-    /// A sink for one long computation (a spinner saying `message`).
-    fn spinner(&self, _label: &str, _message: &str) -> Box<dyn Progress + '_> {
-        Box::new(NoProgress)
-    }
-}
-
-/// A [`Ui`] that shows nothing.
-pub struct Silent;
-
-impl Ui for Silent {}
+pub use crate::progress::{Silent, Ui};
 
 /// Why a command could not run: bad input or usage (exit 2). The message
 /// is one line naming the file, tensor or key; the library error it came

@@ -32,6 +32,7 @@ pub mod kernel;
 pub mod mpfr;
 pub mod rounding;
 pub mod shuffled;
+mod stages;
 pub mod symeig;
 pub mod two_column;
 
@@ -196,6 +197,10 @@ const AFTER_STAGES: &str = "after every stage run: ";
 /// How [`SingularValues::unsettled`] names an undecided rank.
 const RANK_UNDECIDED: &str = "the rank undecided";
 
+/// The target relative radius of [`Precision::Auto`] unless asked
+/// otherwise: sigma_1 and every value >= 1e-6 sigma_1 to 11 digits.
+pub const DEFAULT_RTOL: f64 = 1e-11;
+
 /// Options of [`certify_singular_values`].
 #[derive(Clone, Copy, Debug)]
 pub struct SvdOptions {
@@ -211,7 +216,7 @@ impl Default for SvdOptions {
     fn default() -> Self {
         Self {
             precision: Precision::Auto,
-            rtol: 1e-11,
+            rtol: DEFAULT_RTOL,
             par: faer::get_global_parallelism(),
         }
     }
@@ -787,7 +792,15 @@ pub fn certify_prepared(
     // The exact elimination (L30, L37), computed at most once and only
     // where a stage leaves the rank undecided.
     let elim: ElimCell = std::cell::OnceCell::new();
-    let staged = certify_prepared_stages(prep, rows, cols, opts, &elim);
+    let stages = stages::Stages {
+        prep,
+        rows,
+        cols,
+        opts,
+        kernel_cell: &elim,
+        direct_svd: std::cell::OnceCell::new(),
+    };
+    let staged = stages::run_precision(&stages);
     let mut result = match (staged, two_column::certify(prep, rows, cols)) {
         (Ok(mut sv), Some(exact)) => {
             sv.keep_narrower(exact);
@@ -824,293 +837,6 @@ pub fn certify_prepared(
 
 /// The memoised exact elimination of [`certify_prepared`].
 type ElimCell = std::cell::OnceCell<Result<Option<kernel::Elimination>, kernel::KernelSkipped>>;
-
-/// The stages of [`certify_prepared`] (its guarantee and lemmas).
-fn certify_prepared_stages(
-    prep: &dense::Prepared,
-    rows: usize,
-    cols: usize,
-    opts: &SvdOptions,
-    kernel_cell: &ElimCell,
-) -> Result<SingularValues, Inconclusive> {
-    // The direct thin SVD is computed lazily: the f64 stage first tries the
-    // faster Gram-based approximation on well-conditioned matrices.
-    let direct_svd: std::cell::OnceCell<Result<dense::ApproxSvd, Inconclusive>> =
-        std::cell::OnceCell::new();
-    let direct = || -> Result<&dense::ApproxSvd, Inconclusive> {
-        direct_svd
-            .get_or_init(|| dense::approx_thin_svd(prep.a()))
-            .as_ref()
-            .map_err(Clone::clone)
-    };
-    // The exact kernel certificate (L30) of the memoised elimination.
-    let with_kernel = |r: Result<SingularValues, Inconclusive>| {
-        let mut r = r?;
-        r.apply_exact_kernel(|| {
-            kernel_cell
-                .get_or_init(|| kernel::eliminate(prep.a()))
-                .as_ref()
-                .map(|e| e.as_ref().map_or(0, kernel::Elimination::nullity))
-                .map_err(Clone::clone)
-        })?;
-        Ok(r)
-    };
-    let f64_with = |svd: &dense::ApproxSvd| -> Result<SingularValues, Inconclusive> {
-        // Split products (L27) where their a priori term would be above a
-        // quarter of the target.
-        let groups = dense::certify_pairs_within(prep.a(), svd, opts.par, opts.rtol / 4.0)?;
-        Ok(SingularValues {
-            rows,
-            cols,
-            values: values_from_groups_capped(
-                &groups,
-                prep.scale_exp,
-                Method::F64Residual,
-                || sigma_cap(prep.a()),
-            )?,
-            structural_zeros: 0,
-            notes: Vec::new(),
-        })
-    };
-    // Cheapest first, each kept only if it meets `rtol` (else combined with
-    // the next, index by index, L10): the exact-Gram route (one symmetric
-    // GEMM, an n x n eigensolver and one n x n x n product), the residual
-    // theorem on A with the Gram eigenvectors, then with the direct SVD.
-    let f64_stages = || -> Result<SingularValues, Inconclusive> {
-        let meets = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION) <= opts.rtol;
-        // Settled: the values above the fraction meet the target, and the
-        // rank and the smaller values are as decided as a residual route
-        // would leave them; otherwise the next route runs (item: no answer
-        // wider than it needs to be), at no cost where the first one settles.
-        let settled = |r: &SingularValues| meets(r) && r.unsettled(opts.rtol).is_none();
-        let mut best: Option<SingularValues> = None;
-        let mut notes: Vec<String> = Vec::new();
-        let keep = |best: &mut Option<SingularValues>, r: SingularValues| match best {
-            Some(b) => b.keep_narrower(r),
-            None => *best = Some(r),
-        };
-        let with_notes = |mut r: SingularValues, notes: Vec<String>| {
-            r.notes.extend(notes);
-            r
-        };
-        let mut eig = gram::gram_eigen(prep.a(), opts.par);
-        if let Some(mut e) = eig.take_if(|e| e.exact) {
-            // The fast eigensolver first; faer's when its vectors fall short.
-            loop {
-                let mut squared = false;
-                if let Ok(values) = gram::certify_from_gram(&e, prep.scale_exp, opts.par) {
-                    let r = SingularValues {
-                        rows,
-                        cols,
-                        values,
-                        structural_zeros: 0,
-                        notes: Vec::new(),
-                    };
-                    if settled(&r) {
-                        return Ok(r);
-                    }
-                    if meets(&r) {
-                        // What is open is set by the squared range of the
-                        // Gram matrix, which another eigensolver keeps.
-                        notes.push(format!(
-                            "the exact-Gram route left {}; the residual route on the matrix itself was run",
-                            r.unsettled(opts.rtol).unwrap_or_default()
-                        ));
-                        squared = true;
-                    }
-                    keep(&mut best, r);
-                }
-                if squared || e.solver == gram::EigenSolver::Faer {
-                    eig = Some(e);
-                    break;
-                }
-                match e.with_faer() {
-                    Some(f) => e = f,
-                    None => break,
-                }
-            }
-        }
-        if let Some(eig) = eig {
-            let fast = gram::approx_thin_svd_from_gram(prep.a(), &eig, opts.par);
-            drop(eig);
-            if let Some(Ok(r)) = fast.map(|f| f64_with(&f)) {
-                keep(&mut best, r);
-                if best.as_ref().is_some_and(settled) {
-                    return Ok(with_notes(best.expect("just set"), notes));
-                }
-            }
-        }
-        match (direct().and_then(f64_with), best) {
-            (Ok(r), Some(mut b)) => {
-                b.keep_narrower(r);
-                Ok(with_notes(b, notes))
-            }
-            (Ok(r), None) => Ok(with_notes(r, notes)),
-            (Err(_), Some(b)) => Ok(with_notes(b, notes)),
-            (Err(e), None) => Err(e),
-        }
-    };
-    let f64_result = || with_kernel(f64_stages());
-    let extended_stage = || -> Result<SingularValues, Inconclusive> {
-        let groups = extended::certify_pairs(prep.a(), direct()?, opts.par)?;
-        Ok(SingularValues {
-            rows,
-            cols,
-            values: values_from_groups_capped(
-                &groups,
-                prep.scale_exp,
-                Method::ExtendedResidual,
-                || sigma_cap(prep.a()),
-            )?,
-            structural_zeros: 0,
-            notes: Vec::new(),
-        })
-    };
-    let extended_result = || with_kernel(extended_stage());
-    let mpfr_stage = |bits: u32| -> Result<SingularValues, Inconclusive> {
-        let values = mpfr::certify(prep.a(), prep.scale_exp, bits)?;
-        Ok(SingularValues {
-            rows,
-            cols,
-            values,
-            structural_zeros: 0,
-            notes: Vec::new(),
-        })
-    };
-    let mpfr_result = |bits: u32| with_kernel(mpfr_stage(bits));
-    run_precision(opts, prep, f64_result, extended_result, mpfr_result)
-}
-
-/// The stage selection of [`certify_prepared`] for `opts.precision`, over
-/// its stages (each with the exact kernel certificate applied, L30).
-fn run_precision(
-    opts: &SvdOptions,
-    prep: &dense::Prepared,
-    f64_result: impl Fn() -> Result<SingularValues, Inconclusive>,
-    extended_result: impl Fn() -> Result<SingularValues, Inconclusive>,
-    mpfr_result: impl Fn(u32) -> Result<SingularValues, Inconclusive>,
-) -> Result<SingularValues, Inconclusive> {
-    match opts.precision {
-        Precision::F64 => f64_result(),
-        Precision::Extended => {
-            let base = f64_result();
-            match (base, extended_result()) {
-                (Ok(mut b), Ok(e)) => {
-                    b.keep_narrower(e);
-                    Ok(b)
-                }
-                (Err(_), Ok(e)) => Ok(e),
-                (Ok(mut b), Err(why)) => {
-                    b.notes.push(format!(
-                        "extended stage inconclusive ({}); the values are those of the f64 stage",
-                        why.reason
-                    ));
-                    Ok(b)
-                }
-                (Err(f), Err(e)) => Err(Inconclusive::new(format!(
-                    "{}; extended stage: {}",
-                    f.reason, e.reason
-                ))),
-            }
-        }
-        Precision::Mpfr(bits) => mpfr_result(bits),
-        Precision::Auto => {
-            // Targets are judged on the exact ends where a stage gave them
-            // (CertifiedValue::rel_rad), so the 256-bit stage is reachable.
-            let target = |r: &SingularValues| r.max_rel_rad_above(AUTO_RELEVANT_FRACTION);
-            let done =
-                |r: &SingularValues| target(r) <= opts.rtol && r.unsettled(opts.rtol).is_none();
-            let mut best = f64_result();
-            if best.as_ref().is_ok_and(done) {
-                return best;
-            }
-            let mut notes: Vec<String> = Vec::new();
-            let (m, n) = (prep.a().nrows(), prep.a().ncols());
-            let work = m.saturating_mul(n).saturating_mul(n);
-            type Stage<'a> = Box<dyn Fn() -> Result<SingularValues, Inconclusive> + 'a>;
-            let mut stages: Vec<(&str, Stage)> = vec![("extended", Box::new(extended_result))];
-            if work <= AUTO_MPFR_MAX_WORK {
-                stages.push(("mpfr-128", Box::new(|| mpfr_result(128))));
-                stages.push(("mpfr-256", Box::new(|| mpfr_result(256))));
-            }
-            // Graded matrices (entries spanning more binary orders than 256
-            // bits cover): one more stage at a precision that covers the
-            // span, where the Jacobi start is affordable.
-            let graded_bits = graded_precision(prep.a());
-            if work <= AUTO_GRADED_MAX_WORK {
-                if let Some(bits) = graded_bits {
-                    let mpfr_at = &mpfr_result;
-                    stages.push(("mpfr-graded", Box::new(move || mpfr_at(bits))));
-                }
-            }
-            for (name, stage) in stages {
-                if name == "mpfr-graded"
-                    && best.as_ref().is_ok_and(|v| v.rank_undecided_at().is_none())
-                {
-                    // Only an undecided rank (the small values of a graded
-                    // matrix left as [0, h]) calls for the span-covering precision.
-                    break;
-                }
-                if name == "mpfr-256"
-                    && best.as_ref().is_ok_and(|v| {
-                        target(v) > AUTO_MPFR_PRECISION_LIMITED && v.rank_undecided_at().is_none()
-                    })
-                {
-                    // 128 bits left a radius far above their rounding
-                    // level: what limits it (a cluster the refinement
-                    // cannot split) does not yield to more bits.
-                    notes.push(
-                        "mpfr-256 stage not run: mpfr-128 left a relative radius above 2^-100, \
-                         which more precision does not reduce"
-                            .into(),
-                    );
-                    break;
-                }
-                best = match (best, stage()) {
-                    (Ok(mut b), Ok(e)) => {
-                        b.keep_narrower(e);
-                        Ok(b)
-                    }
-                    (Err(_), Ok(e)) => Ok(e),
-                    (b, Err(why)) => {
-                        notes.push(format!("{name} stage inconclusive ({})", why.reason));
-                        b
-                    }
-                };
-                if best.as_ref().is_ok_and(done) {
-                    break;
-                }
-            }
-            let mut best = best.map_err(|e| {
-                let mut why = e.reason;
-                for n in &notes {
-                    why.push_str("; ");
-                    why.push_str(n);
-                }
-                Inconclusive::new(why)
-            })?;
-            let reached = target(&best);
-            if !(reached <= opts.rtol) {
-                if work > AUTO_MPFR_MAX_WORK {
-                    notes.push(format!(
-                        "MPFR stage not run: m n^2 = {work} exceeds the auto limit {AUTO_MPFR_MAX_WORK} \
-                         (--precision mpfr:BITS runs it)"
-                    ));
-                }
-                notes.push(format!(
-                    "auto target not met: relative radius {reached:.3e} > rtol {:e} \
-                     (sigma_1 and every value >= {AUTO_RELEVANT_FRACTION:e} sigma_1)",
-                    opts.rtol
-                ));
-            }
-            if let Some(open) = best.unsettled(opts.rtol) {
-                notes.push(format!("{AFTER_STAGES}{open}"));
-            }
-            best.notes.extend(notes);
-            Ok(best)
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

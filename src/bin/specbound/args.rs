@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use specbound::arch::{ArchOverrides, PAPER_L_PHI};
+use specbound::arch::ArchOverrides;
 use specbound::certificate::ShardSpec;
 use specbound::certify::CertifyOptions;
-use specbound::cmd::{self, CertOutputs, CmdError, ModelRef, Style};
+use specbound::cmd::{self, defaults, CertOutputs, CmdError, ModelRef, Style};
 use specbound::linalg::backend::{Device, DEVICE_NAMES};
 use specbound::linalg::Precision;
 use specbound::spectral::SchattenP;
@@ -37,7 +37,7 @@ pub struct Cli {
     /// How text output prints intervals, each rounded outward: shared
     /// (common digits, then the differing tails: 20573.029732297[44, 68]),
     /// pm (mid ± rad) or bounds ([lo, hi] in full). JSON and CSV are exact.
-    #[arg(long, global = true, default_value = "shared", value_name = "STYLE")]
+    #[arg(long, global = true, default_value = defaults::STYLE, value_name = "STYLE")]
     pub intervals: Style,
 }
 
@@ -56,7 +56,7 @@ pub struct DeviceArg {
     /// cpu | cuda (the first CUDA GPU; a binary built with --features cuda) | auto (cuda
     /// where usable, else cpu, said on stderr). The certificate records a device other
     /// than the CPU.
-    #[arg(long, default_value = "cpu", value_parser = device, value_name = "DEVICE")]
+    #[arg(long, default_value = defaults::DEVICE, value_parser = device, value_name = "DEVICE")]
     pub device: Device,
 }
 
@@ -76,13 +76,13 @@ pub struct JsonArg {
 #[derive(Args, Clone)]
 pub struct CertifyParams {
     /// Lipschitz constant L_phi of the activation (exact decimal).
-    #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
+    #[arg(long, default_value = defaults::L_PHI, allow_hyphen_values = true)]
     pub l_phi: String,
     /// Grid resolution m of P_m = {0, 1/m, ..., 2} (default ceil(L + ln N)).
     #[arg(long)]
     pub grid_m: Option<usize>,
     /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
-    #[arg(long, default_value = "f64")]
+    #[arg(long, default_value = defaults::PRECISION)]
     pub precision: Precision,
     /// Number of attention heads (needed for a .safetensors file without config.json).
     #[arg(long)]
@@ -138,7 +138,7 @@ pub struct FigureArgs {
     #[arg(long)]
     pub primary: Option<String>,
     /// Layers of the primary model in figure 1 (`0-3`, `0,2,5`).
-    #[arg(long, default_value = "0-3", value_parser = layers)]
+    #[arg(long, default_value = defaults::SPECTRUM_LAYERS, value_parser = layers)]
     pub spectrum_layers: Layers,
 }
 
@@ -168,13 +168,13 @@ pub struct SvdArgs {
     #[command(flatten)]
     pub revision: RevisionArg,
     /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
-    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
+    #[arg(long, value_delimiter = ',', default_value = defaults::SCHATTEN_P, value_parser = schatten)]
     pub schatten_p: Vec<SchattenP>,
     /// auto (default: escalate until --rtol is met) | f64 | extended | mpfr:BITS
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = defaults::SVD_PRECISION)]
     pub precision: Precision,
     /// Target relative radius for `--precision auto` (sigma_1 and every value >= 1e-6 sigma_1).
-    #[arg(long, default_value_t = 1e-11)]
+    #[arg(long, default_value_t = defaults::RTOL)]
     pub rtol: f64,
     #[command(flatten)]
     pub json: JsonArg,
@@ -210,13 +210,13 @@ pub struct SpectraArgs {
     #[arg(long, value_name = "N")]
     pub max_elements: Option<u64>,
     /// Comma-separated Schatten exponents p >= 0 (decimals are exact; 0 = rank).
-    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = schatten)]
+    #[arg(long, value_delimiter = ',', default_value = defaults::SCHATTEN_P, value_parser = schatten)]
     pub schatten_p: Vec<SchattenP>,
     /// f64 (default) | extended | auto | mpfr:BITS, for the singular values.
-    #[arg(long, default_value = "f64")]
+    #[arg(long, default_value = defaults::PRECISION)]
     pub precision: Precision,
     /// Target relative radius for `--precision auto`.
-    #[arg(long, default_value_t = 1e-11)]
+    #[arg(long, default_value_t = defaults::RTOL)]
     pub rtol: f64,
     #[command(flatten)]
     pub device: DeviceArg,
@@ -352,7 +352,7 @@ pub struct InspectArgs {
     #[arg(long)]
     pub heads: Option<usize>,
     /// L_phi that certify would use (decides the L_phi extension note).
-    #[arg(long, default_value = PAPER_L_PHI, allow_hyphen_values = true)]
+    #[arg(long, default_value = defaults::L_PHI, allow_hyphen_values = true)]
     pub l_phi: String,
     /// The stack of blocks of a model of several (as certify --stack).
     #[arg(long)]
@@ -373,7 +373,7 @@ pub struct VerifyArgs {
     pub revision: Option<String>,
     /// The largest MPFR precision (bits) a certificate may state for its
     /// recomputation from the weights; a certificate stating more is refused.
-    #[arg(long, value_name = "BITS", default_value_t = specbound::evidence::verify::DEFAULT_MAX_MPFR_BITS)]
+    #[arg(long, value_name = "BITS", default_value_t = defaults::MAX_MPFR_BITS)]
     pub max_precision_bits: u32,
     #[command(flatten)]
     pub json: JsonArg,
@@ -393,17 +393,17 @@ pub struct AuditArgs {
     pub json: JsonArg,
     /// Relative tolerance: CSV claims without a tolerance column get at least the window
     /// c ± (atol + rtol |c|); claimed singular values must meet |c - sigma| <= atol + rtol sigma.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = defaults::CLAIM_RTOL)]
     pub rtol: f64,
     /// Absolute tolerance (see --rtol).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = defaults::CLAIM_ATOL)]
     pub atol: f64,
     /// Method for the certified singular values: f64 (default) | extended | auto | mpfr:BITS.
-    #[arg(long, default_value = "f64")]
+    #[arg(long, default_value = defaults::PRECISION)]
     pub precision: Precision,
     /// A gap counts as float32 / float64 rounding when it is at most this many unit
     /// roundoffs (2^-24, 2^-53) of the certified value.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = defaults::ROUNDING_UNITS)]
     pub rounding_units: f64,
     /// Tensor name, for claimed singular values of a tensor of a file or model.
     #[arg(long)]
@@ -441,7 +441,7 @@ pub struct DiffArgs {
     /// The new certificate.
     pub b: PathBuf,
     /// Relative tolerance: exit 1 only for quantities that certainly changed by more.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = defaults::CLAIM_RTOL)]
     pub rtol: f64,
     #[command(flatten)]
     pub json: JsonArg,
