@@ -6,22 +6,51 @@
 //! weights as stored; where that cannot be proven the answer is
 //! [`enclosure::Inconclusive`] with a reason.
 //!
-//! Pipeline (one module per stage):
-//! - [`io`]: reading matrices (`.npy`, `.safetensors`), exact conversion to f64;
-//! - [`linalg`]: certified linear algebra (approximate SVD, then certification);
-//! - [`spectral`]: derived quantities (norms, Schatten, rank);
-//! - [`report`]: JSON and table output, the study's figures and HTML page;
-//! - [`study`]: many checkpoints to certificates, tables, figures and a report;
-//! - [`cmd`]: one module per command, the only layer the two fronts (the
-//!   binary and the Python module) call.
+//! ## Where to start
 //!
-//! Layering is one-way, pinned by `tests/layering.rs`: io -> arch -> linalg
-//! -> spectral -> bounds -> certificate -> certify -> report -> evidence ->
-//! study -> cmd -> fronts; a module imports only modules at or below its own
-//! level.
+//! - One matrix: [`linalg::certify_singular_values`], then
+//!   [`spectral::summarize`] for its norms and rank.
+//! - A model: [`certify::certify`] with a [`certify::Job`], the one entry
+//!   point of certifying a checkpoint (the `certify` command and the
+//!   Python module come here).
+//! - A command as the binary runs it: [`cmd`] (one module per command;
+//!   defaults in [`cmd::defaults`]).
+//! - What is guaranteed, and by which lemma: [`guarantees`] and `proofs/`
+//!   (one file per lemma; every function that returns an enclosure names
+//!   its lemma).
 //!
-//! Soundness arguments live in `proofs/` (one file per lemma); every
-//! function that returns an enclosure names its lemma.
+//! ```
+//! use specbound::linalg::{certify_singular_values, SvdOptions};
+//! use specbound::matrix::DenseMatrix;
+//!
+//! // diag(3, 1/10): sigma_1 = 3 exactly, sigma_2 encloses 0.1 (as stored).
+//! let a = DenseMatrix { rows: 2, cols: 2, data: vec![3.0, 0.0, 0.0, 0.1] };
+//! let sv = certify_singular_values(&a, &SvdOptions::default()).unwrap();
+//! assert!(sv.values[0].enclosure.lo() <= 3.0 && 3.0 <= sv.values[0].enclosure.hi());
+//! ```
+//!
+//! ## The pipeline, one module per stage
+//!
+//! Layering is one-way, pinned by `tests/layering.rs`: a module imports
+//! only modules at or below its own level.
+//!
+//! 0. [`matrix`] (dense matrices), [`enclosure`] (the interval types);
+//! 1. [`io`]: reading weight files of every format, exact conversion to f64;
+//! 2. [`arch`]: architecture detection and the proxy matrices of each
+//!    family; [`progress`]: the progress hooks and the fronts' [`progress::Ui`];
+//! 3. [`linalg`]: certified linear algebra (approximate SVD, then
+//!    certification: residual bounds, exact Gram, MPFR);
+//! 4. [`spectral`]: derived quantities (norms, Schatten, rank);
+//! 5. [`bounds`]: the paper's proxies and bounds, and the norm-based measures;
+//! 6. [`certificate`]: the certificate's types, written and read strictly;
+//! 7. [`certify`]: a model to its certificate (or a shard's part);
+//! 8. [`report`]: text, JSON, CSV, the study's figures and HTML page;
+//! 9. [`evidence`]: `verify`, `audit` and `diff` of claims against
+//!    certified values;
+//! 10. [`study`]: many checkpoints to tables, figures and a report;
+//!     [`merge`]: shards' parts, re-derived, into one certificate;
+//! 11. [`cmd`]: one module per command, the only layer the two fronts (the
+//!     binary and the Python module) call.
 #![deny(missing_docs)]
 // `!(x < y)` is deliberate throughout: it is true for NaN, which must
 // always take the inconclusive branch.
@@ -34,6 +63,7 @@ pub mod certify;
 pub mod cmd;
 pub mod enclosure;
 pub mod evidence;
+pub mod guarantees;
 pub mod io;
 pub mod linalg;
 pub mod matrix;

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 const LEVELS: &[(&str, usize)] = &[
     ("matrix", 0),
     ("enclosure", 0),
+    // Documentation only (docs/guarantees.md in rustdoc).
+    ("guarantees", 0),
     ("io", 1),
     ("arch", 2),
     ("progress", 2),

@@ -265,39 +265,7 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
     // capsule is kept in the returned array.
     let t = unsafe { &(*ptr.as_ptr().cast::<DlManagedTensor>()).dl_tensor };
     check_device(key, t.device.device_type)?;
-    let dt = t.dtype;
-    let source = match (dt.code, dt.bits, dt.lanes) {
-        (2, 16, 1) => SourceDtype::F16,
-        (2, 32, 1) => SourceDtype::F32,
-        (2, 64, 1) => SourceDtype::F64,
-        (4, 16, 1) => SourceDtype::BF16,
-        // Integer and bool buffers (`position_ids`): carried as on disk.
-        (0, 8, 1) => SourceDtype::Int("I8"),
-        (0, 16, 1) => SourceDtype::Int("I16"),
-        (0, 32, 1) => SourceDtype::Int("I32"),
-        (0, 64, 1) => SourceDtype::Int("I64"),
-        (1, 8, 1) | (6, 8, 1) => SourceDtype::Int("U8"),
-        (1, 16, 1) => SourceDtype::Int("U16"),
-        (1, 32, 1) => SourceDtype::Int("U32"),
-        (1, 64, 1) => SourceDtype::Int("U64"),
-        (code, bits, lanes) => {
-            let kind = match code {
-                0 => format!("int{bits}"),
-                1 => format!("uint{bits}"),
-                2 => format!("float{bits}"),
-                4 => format!("bfloat{bits}"),
-                5 => format!("complex{bits}"),
-                6 => "bool".into(),
-                other => format!("DLPack type code {other}, {bits} bits"),
-            };
-            let kind = if lanes == 1 {
-                kind
-            } else {
-                format!("{kind} x{lanes} lanes")
-            };
-            return Err(unsupported(key, kind));
-        }
-    };
+    let source = dlpack_dtype(key, t.dtype)?;
     let ndim = usize::try_from(t.ndim).map_err(|_| tensor_error(key, "negative ndim"))?;
     // SAFETY: DLPack: `shape` holds `ndim` entries, `strides` is NULL (C
     // order) or holds `ndim` entries, both valid while the capsule lives.
@@ -323,49 +291,12 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
         .and_then(|n| n.checked_mul(item))
         .ok_or_else(|| tensor_error(key, format!("shape {shape:?} overflows")))?;
     let base = (t.data as *const u8).wrapping_add(t.byte_offset as usize);
-    // C-order strides (in elements); a dimension of size 1 may have any.
-    let contiguous = match strides {
-        None => true,
-        Some(s) => {
-            let mut want: i64 = 1;
-            let mut ok = true;
-            for (&d, &st) in dims.iter().zip(s).rev() {
-                if d != 1 && st != want {
-                    ok = false;
-                }
-                want = want.saturating_mul(d);
-            }
-            ok
+    let data = match strides {
+        Some(s) if count != 0 && !c_contiguous(dims, s) => {
+            check_view(key, &shape, s, item as u64, item as u64)?;
+            Data::Owned(gather(key, base, &shape, s, item, count)?)
         }
-    };
-    let data = if count == 0 || contiguous {
-        Data::Borrowed(base, count)
-    } else {
-        let s = strides.expect("strided");
-        check_view(key, &shape, s, item as u64, item as u64)?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(count).map_err(|_| {
-            pyo3::exceptions::PyMemoryError::new_err(format!(
-                "{MEMORY_LABEL}: tensor '{}': cannot allocate the {count} bytes of its gathered copy",
-                specbound::io::escape(key)
-            ))
-        })?;
-        let mut idx = vec![0usize; ndim];
-        for _ in 0..count / item {
-            let off: i64 = idx.iter().zip(s).map(|(&i, &st)| i as i64 * st).sum();
-            let p = base.wrapping_offset(off as isize * item as isize);
-            // SAFETY: every index is within the shape, so the element lies
-            // in the producer's buffer (DLPack strides are in elements).
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, item) });
-            for k in (0..ndim).rev() {
-                idx[k] += 1;
-                if idx[k] < shape[k] {
-                    break;
-                }
-                idx[k] = 0;
-            }
-        }
-        Data::Owned(out)
+        _ => Data::Borrowed(base, count),
     };
     Ok(Array {
         dtype: source,
@@ -373,6 +304,94 @@ fn from_dlpack(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<Array> {
         data,
         _keep: cap.unbind(),
     })
+}
+
+/// The source type of a DLPack dtype (floats certified; integer and bool
+/// buffers, such as `position_ids`, carried as on disk); anything else
+/// refused, naming it.
+fn dlpack_dtype(key: &str, dt: DlDataType) -> PyResult<SourceDtype> {
+    Ok(match (dt.code, dt.bits, dt.lanes) {
+        (2, 16, 1) => SourceDtype::F16,
+        (2, 32, 1) => SourceDtype::F32,
+        (2, 64, 1) => SourceDtype::F64,
+        (4, 16, 1) => SourceDtype::BF16,
+        (0, 8, 1) => SourceDtype::Int("I8"),
+        (0, 16, 1) => SourceDtype::Int("I16"),
+        (0, 32, 1) => SourceDtype::Int("I32"),
+        (0, 64, 1) => SourceDtype::Int("I64"),
+        (1, 8, 1) | (6, 8, 1) => SourceDtype::Int("U8"),
+        (1, 16, 1) => SourceDtype::Int("U16"),
+        (1, 32, 1) => SourceDtype::Int("U32"),
+        (1, 64, 1) => SourceDtype::Int("U64"),
+        (code, bits, lanes) => {
+            let kind = match code {
+                0 => format!("int{bits}"),
+                1 => format!("uint{bits}"),
+                2 => format!("float{bits}"),
+                4 => format!("bfloat{bits}"),
+                5 => format!("complex{bits}"),
+                6 => "bool".into(),
+                other => format!("DLPack type code {other}, {bits} bits"),
+            };
+            let kind = if lanes == 1 {
+                kind
+            } else {
+                format!("{kind} x{lanes} lanes")
+            };
+            return Err(unsupported(key, kind));
+        }
+    })
+}
+
+/// Whether `strides` (in elements) are C order for `dims`; a dimension of
+/// size 1 may have any stride.
+fn c_contiguous(dims: &[i64], strides: &[i64]) -> bool {
+    let mut want: i64 = 1;
+    let mut ok = true;
+    for (&d, &st) in dims.iter().zip(strides).rev() {
+        if d != 1 && st != want {
+            ok = false;
+        }
+        want = want.saturating_mul(d);
+    }
+    ok
+}
+
+/// A C-order copy of the `count` bytes of a strided view at `base`
+/// (strides in elements of `item` bytes, checked by `check_view` to stay
+/// within the shape); `MemoryError` when the copy cannot be allocated.
+fn gather(
+    key: &str,
+    base: *const u8,
+    shape: &[usize],
+    strides: &[i64],
+    item: usize,
+    count: usize,
+) -> PyResult<Vec<u8>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(count).map_err(|_| {
+        pyo3::exceptions::PyMemoryError::new_err(format!(
+            "{MEMORY_LABEL}: tensor '{}': cannot allocate the {count} bytes of its gathered copy",
+            specbound::io::escape(key)
+        ))
+    })?;
+    let ndim = shape.len();
+    let mut idx = vec![0usize; ndim];
+    for _ in 0..count / item {
+        let off: i64 = idx.iter().zip(strides).map(|(&i, &st)| i as i64 * st).sum();
+        let p = base.wrapping_offset(off as isize * item as isize);
+        // SAFETY: every index is within the shape, so the element lies in
+        // the producer's buffer (DLPack strides are in elements).
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, item) });
+        for k in (0..ndim).rev() {
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    Ok(out)
 }
 
 /// The arrays of a mapping `name -> array-like` (a `dict`, a torch

@@ -239,9 +239,7 @@ pub(crate) fn certify_options(
 
 /// Whether a command ended because it was cancelled (Ctrl-C).
 pub(crate) fn cancelled(e: &CmdError) -> bool {
-    std::error::Error::source(e)
-        .and_then(|s| s.downcast_ref::<CertifyError>())
-        .is_some_and(|c| matches!(c, CertifyError::Cancelled))
+    e.kind() == specbound::cmd::ErrorKind::Cancelled
 }
 
 #[pymethods]

@@ -367,26 +367,7 @@ pub fn svd(
 ) -> PyResult<SvdResult> {
     let prec: Precision = precision.parse().map_err(PyValueError::new_err)?;
     let ps = schatten_arg(py, schatten_p)?;
-    let is_path = a.is_instance_of::<pyo3::types::PyString>() || is_pathlike(a)?;
-    let (source, numpy_name) = if is_path {
-        let source = MatrixSource::Model {
-            model: model_ref(Some(a), revision)?,
-            tensor,
-        };
-        (source, None)
-    } else {
-        if tensor.is_some() || revision.is_some() {
-            return Err(PyValueError::new_err(
-                "tensor and revision apply to a path or a Hugging Face id, not to an array",
-            ));
-        }
-        let (matrix, dtype_name) = to_matrix(a)?;
-        let source = MatrixSource::Matrix {
-            name: ARRAY.into(),
-            matrix,
-        };
-        (source, Some(dtype_name))
-    };
+    let (source, numpy_name) = matrix_source(a, tensor, revision)?;
     let req = SvdRequest {
         source,
         schatten_p: ps.iter().map(|(_, p)| p.clone()).collect(),
@@ -398,71 +379,128 @@ pub fn svd(
     })?
     .map_err(|e| cmd_error(&e, &[]))?;
     let (rows, cols) = report.shape;
-    let mut r = SvdResult {
-        certified: false,
-        reason: None,
-        rows,
-        cols,
-        dtype: numpy_name.unwrap_or_default(),
-        precision: precision.to_string(),
-        lo: None,
-        hi: None,
-        singular_values: None,
-        methods: None,
-        cluster_sizes: None,
-        structural_zeros: None,
-        spectral_norm: None,
-        frobenius_norm: None,
-        nuclear_norm: None,
-        norm_21: None,
-        norm_11: None,
-        stable_rank: None,
-        rank: None,
-        schatten: None,
-        max_relative_radius: None,
-        json: None,
-    };
-    let c = match report.outcome {
-        Ok(c) => c,
-        Err(why) => {
-            r.reason = Some(why);
-            return Ok(r);
-        }
-    };
-    if r.dtype.is_empty() {
-        r.dtype = numpy_dtype(&c.report.dtype);
+    let mut r = SvdResult::uncertified(rows, cols, numpy_name.unwrap_or_default(), precision);
+    match report.outcome {
+        Ok(c) => r.fill(py, &c, &ps)?,
+        Err(why) => r.reason = Some(why),
     }
-    r.json =
-        Some(serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?);
-    let (sv, summary, schatten) = (&c.sv, &c.summary, &c.schatten);
-    r.certified = true;
-    r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);
-    r.hi = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.hi()))?);
-    r.singular_values = Some(
-        sv.values
-            .iter()
-            .map(|v| Interval::with_exact(&v.enclosure, v.exact.as_ref()))
-            .collect(),
-    );
-    r.methods = Some(sv.values.iter().map(|v| v.method.name()).collect());
-    r.cluster_sizes = Some(sv.values.iter().map(|v| v.cluster_size).collect());
-    r.structural_zeros = Some(sv.structural_zeros);
-    // sigma_1's MPFR decimals also bound the spectral norm when the summary
-    // kept sigma_1's enclosure unchanged.
-    let first = sv.values.first();
-    let exact_first = first
-        .filter(|v| v.enclosure == summary.spectral_norm)
-        .and_then(|v| v.exact.as_ref());
-    r.spectral_norm = Some(Interval::with_exact(&summary.spectral_norm, exact_first));
-    r.frobenius_norm = Some(Interval::of(&summary.frobenius_norm));
-    r.nuclear_norm = Some(Interval::of(&summary.nuclear_norm));
-    r.norm_21 = Some(Interval::of(&summary.norm_21));
-    r.norm_11 = Some(Interval::of(&summary.norm_11));
-    r.stable_rank = summary.stable_rank.as_ref().map(Interval::of);
-    r.rank = Some(RankInterval {
-        lo: summary.rank.lo,
-        hi: summary.rank.hi,
-    });
+    Ok(r)
+}
+
+/// What `svd` certifies: a tensor of a model (a path or a Hugging Face
+/// id) or an array (with its NumPy dtype's name).
+fn matrix_source(
+    a: &Bound<'_, PyAny>,
+    tensor: Option<String>,
+    revision: Option<&str>,
+) -> PyResult<(MatrixSource, Option<String>)> {
+    let is_path = a.is_instance_of::<pyo3::types::PyString>() || is_pathlike(a)?;
+    if is_path {
+        let source = MatrixSource::Model {
+            model: model_ref(Some(a), revision)?,
+            tensor,
+        };
+        return Ok((source, None));
+    }
+    if tensor.is_some() || revision.is_some() {
+        return Err(PyValueError::new_err(
+            "tensor and revision apply to a path or a Hugging Face id, not to an array",
+        ));
+    }
+    let (matrix, dtype_name) = to_matrix(a)?;
+    let source = MatrixSource::Matrix {
+        name: ARRAY.into(),
+        matrix,
+    };
+    Ok((source, Some(dtype_name)))
+}
+
+impl SvdResult {
+    /// A result with nothing certified (yet).
+    fn uncertified(rows: usize, cols: usize, dtype: String, precision: &str) -> Self {
+        SvdResult {
+            certified: false,
+            reason: None,
+            rows,
+            cols,
+            dtype,
+            precision: precision.to_string(),
+            lo: None,
+            hi: None,
+            singular_values: None,
+            methods: None,
+            cluster_sizes: None,
+            structural_zeros: None,
+            spectral_norm: None,
+            frobenius_norm: None,
+            nuclear_norm: None,
+            norm_21: None,
+            norm_11: None,
+            stable_rank: None,
+            rank: None,
+            schatten: None,
+            max_relative_radius: None,
+            json: None,
+        }
+    }
+
+    /// Everything certified, from the command's answer `c` (the Schatten
+    /// quantities keyed as the caller gave the exponents, `ps`).
+    fn fill(
+        &mut self,
+        py: Python<'_>,
+        c: &specbound::cmd::svd::SvdCertified,
+        ps: &[(Py<PyAny>, SchattenP)],
+    ) -> PyResult<()> {
+        let r = self;
+        if r.dtype.is_empty() {
+            r.dtype = numpy_dtype(&c.report.dtype);
+        }
+        r.json = Some(
+            serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?,
+        );
+        let (sv, summary) = (&c.sv, &c.summary);
+        r.certified = true;
+        r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);
+        r.hi = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.hi()))?);
+        r.singular_values = Some(
+            sv.values
+                .iter()
+                .map(|v| Interval::with_exact(&v.enclosure, v.exact.as_ref()))
+                .collect(),
+        );
+        r.methods = Some(sv.values.iter().map(|v| v.method.name()).collect());
+        r.cluster_sizes = Some(sv.values.iter().map(|v| v.cluster_size).collect());
+        r.structural_zeros = Some(sv.structural_zeros);
+        // sigma_1's MPFR decimals also bound the spectral norm when the
+        // summary kept sigma_1's enclosure unchanged.
+        let first = sv.values.first();
+        let exact_first = first
+            .filter(|v| v.enclosure == summary.spectral_norm)
+            .and_then(|v| v.exact.as_ref());
+        r.spectral_norm = Some(Interval::with_exact(&summary.spectral_norm, exact_first));
+        r.frobenius_norm = Some(Interval::of(&summary.frobenius_norm));
+        r.nuclear_norm = Some(Interval::of(&summary.nuclear_norm));
+        r.norm_21 = Some(Interval::of(&summary.norm_21));
+        r.norm_11 = Some(Interval::of(&summary.norm_11));
+        r.stable_rank = summary.stable_rank.as_ref().map(Interval::of);
+        r.rank = Some(RankInterval {
+            lo: summary.rank.lo,
+            hi: summary.rank.hi,
+        });
+        r.schatten = Some(schatten_dict(py, ps, &c.schatten)?);
+        r.max_relative_radius = Some(sv.max_rel_rad());
+        Ok(())
+    }
+}
+
+/// The Schatten quantities as `{p: (power, norm)}`, keyed as the caller
+/// gave the exponents.
+fn schatten_dict(
+    py: Python<'_>,
+    ps: &[(Py<PyAny>, SchattenP)],
+    schatten: &[specbound::spectral::SchattenEnclosure],
+) -> PyResult<Py<PyDict>> {
     let dict = PyDict::new(py);
     for ((key, _), s) in ps.iter().zip(schatten) {
         let pair = PyTuple::new(
@@ -482,7 +520,5 @@ pub fn svd(
         )?;
         dict.set_item(key.bind(py), pair)?;
     }
-    r.schatten = Some(dict.unbind());
-    r.max_relative_radius = Some(sv.max_rel_rad());
-    Ok(r)
+    Ok(dict.unbind())
 }

@@ -246,101 +246,24 @@ pub fn evaluate(
     hidden: usize,
     params: &ProxyParams,
 ) -> ModelProxies {
-    let index: std::collections::HashMap<MatrixId, &MatrixInput<'_>> =
-        inputs.iter().map(|x| (x.id, x)).collect();
-    let find = |l: usize, kind: MatrixType, h: Option<usize>| -> &MatrixInput<'_> {
-        index
-            .get(&MatrixId {
-                layer: l,
-                head: h,
-                kind,
-                expert: None,
-            })
-            .expect("every proxy matrix present")
+    let norms = Stated {
+        index: inputs.iter().map(|x| (x.id, x)).collect(),
     };
-    let c2 = |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).spectral_norm);
-    let n21 = |l: usize, kind: MatrixType, h: Option<usize>| iv(&find(l, kind, h).norm_21);
-    let one = pt(1.0);
-    let four = pt(4.0);
-    // Per-layer factor of alpha: L_phi C2(M_in) C2(M_out) sum_h C2(V_h)(1 + 4 C2(QK_h)).
-    let factor: Vec<Interval> = (0..layers)
-        .map(|k| {
-            let mut sum = pt(0.0);
-            for h in (0..heads).map(Some) {
-                sum += c2(k, MatrixType::VTilde, h) * (one + four * c2(k, MatrixType::QK, h));
-            }
-            params.l_phi * c2(k, MatrixType::MIn, None) * c2(k, MatrixType::MOut, None) * sum
-        })
-        .collect();
-    let alpha: Vec<Interval> = (0..layers)
-        .map(|l| factor[l + 1..].iter().fold(one, |acc, &f| acc * f))
-        .collect();
-    let two_thirds = pt(2.0) / pt(3.0);
-    let three_halves = pt(3.0) / pt(2.0);
-    let xi: Vec<Interval> = (0..layers)
-        .map(|l| {
-            let (cin, cout) = (c2(l, MatrixType::MIn, None), c2(l, MatrixType::MOut, None));
-            let mut x = pt(0.0);
-            for h in (0..heads).map(Some) {
-                let cv = c2(l, MatrixType::VTilde, h);
-                x += (cout * cin * cv * n21(l, MatrixType::QK, h)).pow(two_thirds);
-                x += (cout * cin * n21(l, MatrixType::VTilde, h)).pow(two_thirds);
-            }
-            x += (cout * n21(l, MatrixType::MIn, None)).pow(two_thirds);
-            x += n21(l, MatrixType::MOut, None).pow(two_thirds);
-            x
-        })
-        .collect();
+    let alpha = alphas(&norms, layers, heads, params.l_phi);
+    let xi = xis(&norms, layers, heads);
     let ll = pt(layers as f64);
-    let m = params.grid_m;
     let matrices: Vec<MatrixProxies> = inputs
         .iter()
         .filter(|w| BOUND_KINDS.contains(&w.id.kind))
-        .filter_map(|w| {
-            let l = w.id.layer;
-            let (cin, cout) = (c2(l, MatrixType::MIn, None), c2(l, MatrixType::MOut, None));
-            let gamma = match w.id.kind {
-                MatrixType::QK => pt(2.0) * c2(l, MatrixType::VTilde, w.id.head) * cout * cin,
-                MatrixType::VTilde => cout * cin,
-                MatrixType::MIn => cout,
-                MatrixType::MOut => one,
-                // Not in BOUND_KINDS (filtered above): no gamma, no proxy.
-                MatrixType::QKCross | MatrixType::VTildeCross => return None,
-            };
-            let scale = gamma * alpha[l] * ll;
-            let sums = grid_power_sums(w.singular_values, m);
-            let contributions: Vec<(usize, Interval)> = (0..=2 * m)
-                .map(|k| (k, contribution(sums[k], w.rank, k, m, scale, hidden)))
-                .collect();
-            let min_hi = contributions
-                .iter()
-                .map(|(_, c)| c.sup())
-                .fold(f64::INFINITY, f64::min);
-            let min_lo = contributions
-                .iter()
-                .map(|(_, c)| c.inf())
-                .fold(f64::INFINITY, f64::min);
-            let p_opt = contributions
-                .iter()
-                .filter(|(_, c)| c.inf() <= min_hi)
-                .map(|(k, _)| *k)
-                .collect();
-            let min_contribution = Interval::try_from((min_lo, min_hi)).unwrap_or(Interval::ENTIRE);
-            Some(MatrixProxies {
-                alpha: alpha[l],
-                gamma,
-                scale,
-                contributions,
-                p_opt,
-                min_contribution,
-            })
-        })
+        .filter_map(|w| matrix_proxies(w, &norms, &alpha, ll, params.grid_m, hidden))
         .collect();
     let ours = matrices
         .iter()
         .fold(pt(0.0), |acc, x| acc + x.min_contribution)
         + ll.sqrt();
-    let inner = (0..layers).fold(one, |acc, l| acc + alpha[l].pow(two_thirds) * xi[l]);
+    let two_thirds = pt(2.0) / pt(3.0);
+    let three_halves = pt(3.0) / pt(2.0);
+    let inner = (0..layers).fold(pt(1.0), |acc, l| acc + alpha[l].pow(two_thirds) * xi[l]);
     let edelman = inner.pow(three_halves);
     ModelProxies {
         matrices,
@@ -353,4 +276,126 @@ pub fn evaluate(
         ours,
         edelman,
     }
+}
+
+/// The stated norms of the proxy matrices, by id.
+struct Stated<'a> {
+    index: std::collections::HashMap<MatrixId, &'a MatrixInput<'a>>,
+}
+
+impl Stated<'_> {
+    fn find(&self, l: usize, kind: MatrixType, h: Option<usize>) -> &MatrixInput<'_> {
+        self.index
+            .get(&MatrixId {
+                layer: l,
+                head: h,
+                kind,
+                expert: None,
+            })
+            .expect("every proxy matrix present")
+    }
+
+    /// C2: the spectral norm.
+    fn c2(&self, l: usize, kind: MatrixType, h: Option<usize>) -> Interval {
+        iv(&self.find(l, kind, h).spectral_norm)
+    }
+
+    /// The (2,1)-norm.
+    fn n21(&self, l: usize, kind: MatrixType, h: Option<usize>) -> Interval {
+        iv(&self.find(l, kind, h).norm_21)
+    }
+}
+
+/// alpha_l: the product of the later layers' factors
+/// L_phi C2(M_in) C2(M_out) sum_h C2(V_h)(1 + 4 C2(QK_h)).
+fn alphas(norms: &Stated<'_>, layers: usize, heads: usize, l_phi: Interval) -> Vec<Interval> {
+    let (one, four) = (pt(1.0), pt(4.0));
+    let factor: Vec<Interval> = (0..layers)
+        .map(|k| {
+            let mut sum = pt(0.0);
+            for h in (0..heads).map(Some) {
+                sum += norms.c2(k, MatrixType::VTilde, h)
+                    * (one + four * norms.c2(k, MatrixType::QK, h));
+            }
+            l_phi * norms.c2(k, MatrixType::MIn, None) * norms.c2(k, MatrixType::MOut, None) * sum
+        })
+        .collect();
+    (0..layers)
+        .map(|l| factor[l + 1..].iter().fold(one, |acc, &f| acc * f))
+        .collect()
+}
+
+/// xi_l of the Edelman et al. bound.
+fn xis(norms: &Stated<'_>, layers: usize, heads: usize) -> Vec<Interval> {
+    let two_thirds = pt(2.0) / pt(3.0);
+    (0..layers)
+        .map(|l| {
+            let (cin, cout) = (
+                norms.c2(l, MatrixType::MIn, None),
+                norms.c2(l, MatrixType::MOut, None),
+            );
+            let mut x = pt(0.0);
+            for h in (0..heads).map(Some) {
+                let cv = norms.c2(l, MatrixType::VTilde, h);
+                x += (cout * cin * cv * norms.n21(l, MatrixType::QK, h)).pow(two_thirds);
+                x += (cout * cin * norms.n21(l, MatrixType::VTilde, h)).pow(two_thirds);
+            }
+            x += (cout * norms.n21(l, MatrixType::MIn, None)).pow(two_thirds);
+            x += norms.n21(l, MatrixType::MOut, None).pow(two_thirds);
+            x
+        })
+        .collect()
+}
+
+/// The proxies of matrix `w` (its gamma, scale and contribution on every
+/// grid point of resolution `m`, and their minimum); `None` for a kind
+/// outside [`BOUND_KINDS`].
+fn matrix_proxies(
+    w: &MatrixInput<'_>,
+    norms: &Stated<'_>,
+    alpha: &[Interval],
+    ll: Interval,
+    m: usize,
+    hidden: usize,
+) -> Option<MatrixProxies> {
+    let l = w.id.layer;
+    let (cin, cout) = (
+        norms.c2(l, MatrixType::MIn, None),
+        norms.c2(l, MatrixType::MOut, None),
+    );
+    let gamma = match w.id.kind {
+        MatrixType::QK => pt(2.0) * norms.c2(l, MatrixType::VTilde, w.id.head) * cout * cin,
+        MatrixType::VTilde => cout * cin,
+        MatrixType::MIn => cout,
+        MatrixType::MOut => pt(1.0),
+        // Not in BOUND_KINDS: no gamma, no proxy.
+        MatrixType::QKCross | MatrixType::VTildeCross => return None,
+    };
+    let scale = gamma * alpha[l] * ll;
+    let sums = grid_power_sums(w.singular_values, m);
+    let contributions: Vec<(usize, Interval)> = (0..=2 * m)
+        .map(|k| (k, contribution(sums[k], w.rank, k, m, scale, hidden)))
+        .collect();
+    let min_hi = contributions
+        .iter()
+        .map(|(_, c)| c.sup())
+        .fold(f64::INFINITY, f64::min);
+    let min_lo = contributions
+        .iter()
+        .map(|(_, c)| c.inf())
+        .fold(f64::INFINITY, f64::min);
+    let p_opt = contributions
+        .iter()
+        .filter(|(_, c)| c.inf() <= min_hi)
+        .map(|(k, _)| *k)
+        .collect();
+    let min_contribution = Interval::try_from((min_lo, min_hi)).unwrap_or(Interval::ENTIRE);
+    Some(MatrixProxies {
+        alpha: alpha[l],
+        gamma,
+        scale,
+        contributions,
+        p_opt,
+        min_contribution,
+    })
 }

@@ -122,11 +122,36 @@ pub use crate::progress::{Silent, Ui};
 
 /// Why a command could not run: bad input or usage (exit 2). The message
 /// is one line naming the file, tensor or key; the library error it came
-/// from is kept as `source()`.
+/// from is kept as `source()`, and its [`ErrorKind`] says what kind of
+/// failure it is, so that a front chooses by the kind (the Python module
+/// its exception), never by the message.
 #[derive(Debug)]
 pub struct CmdError {
     line: String,
+    kind: ErrorKind,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// The kind of a [`CmdError`].
+///
+/// ```
+/// use specbound::cmd::{CmdError, ErrorKind};
+/// assert_eq!(CmdError::usage("--rtol must be positive").kind(), ErrorKind::Usage);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A bad option value or a missing argument.
+    Usage,
+    /// A named input (a file, a directory, a model not in the cache) does
+    /// not exist.
+    MissingInput,
+    /// An input that exists but is malformed, hostile or unusable (names
+    /// the file, tensor or key).
+    BadInput,
+    /// An output could not be written (nothing was).
+    Output,
+    /// The run was cancelled before it finished (an interrupt).
+    Cancelled,
 }
 
 impl CmdError {
@@ -134,33 +159,53 @@ impl CmdError {
     pub fn usage(msg: impl Into<String>) -> Self {
         CmdError {
             line: msg.into(),
+            kind: ErrorKind::Usage,
             source: None,
         }
     }
 
-    /// A library error, its causes on one line ([`error_line`]).
+    /// A library error, its causes on one line ([`error_line`]), of the
+    /// kind its type says ([`ErrorKind`]).
     pub fn from_error(e: impl std::error::Error + Send + Sync + 'static) -> Self {
         CmdError {
             line: error_line(&e),
+            kind: kind_of(&e),
             source: Some(Box::new(e)),
         }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
     }
 
     /// Whether the error says that a named input does not exist (the
     /// Python module raises `FileNotFoundError` for it).
     pub fn is_missing_input(&self) -> bool {
-        use crate::io::model_ref::ModelRefError;
-        let Some(s) = &self.source else { return false };
-        if let Some(e) = s.downcast_ref::<ModelRefError>() {
-            return matches!(
-                e,
-                ModelRefError::Missing(_)
-                    | ModelRefError::Bundle(_)
-                    | ModelRefError::Hub(crate::io::hub::HubError::NotCached(_))
-            );
-        }
-        false
+        self.kind == ErrorKind::MissingInput
     }
+}
+
+/// The kind of a library error, by its type.
+fn kind_of(e: &(dyn std::any::Any + Send + Sync)) -> ErrorKind {
+    use crate::io::model_ref::ModelRefError;
+    if let Some(e) = e.downcast_ref::<ModelRefError>() {
+        if matches!(
+            e,
+            ModelRefError::Missing(_)
+                | ModelRefError::Bundle(_)
+                | ModelRefError::Hub(crate::io::hub::HubError::NotCached(_))
+        ) {
+            return ErrorKind::MissingInput;
+        }
+    }
+    if let Some(crate::certify::CertifyError::Cancelled) = e.downcast_ref() {
+        return ErrorKind::Cancelled;
+    }
+    if e.is::<crate::io::output::OutputError>() {
+        return ErrorKind::Output;
+    }
+    ErrorKind::BadInput
 }
 
 impl fmt::Display for CmdError {

@@ -366,73 +366,142 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
     }
     let include = regex("--include", &req.include)?;
     let exclude = regex("--exclude", &req.exclude)?;
-    if let Some(dir) = &req.csv {
-        let mut planned = Outputs::new();
-        planned.create_dir(dir);
-        planned.stage(dir.join(CSV_NAME), Vec::new());
-        if req.singular_values {
-            planned.stage(dir.join(SV_CSV_NAME), Vec::new());
-        }
-        planned.check()?;
+    if req.csv.is_some() {
+        csv_outputs(req, None).check()?;
     }
     let resolved = req.model.resolve()?;
     let ck = Checkpoint::open(&resolved.path)?;
+    let mut chosen = choose(req, &ck, include.as_ref(), exclude.as_ref());
+    let rows = certify_tensors(req, &ck, &mut chosen, ui)?;
+    if rows.is_empty() {
+        return Err(CmdError::usage(format!(
+            "{}: no matrix to certify ({} tensors left out by --include/--exclude, {} skipped)",
+            resolved.shown,
+            chosen.filtered_out,
+            chosen.skipped.len()
+        )));
+    }
+    let report = SpectraReport {
+        shown: resolved.shown,
+        rows,
+        skipped: chosen.skipped,
+        filtered_out: chosen.filtered_out,
+        schatten_p: req.schatten_p.iter().map(|p| p.text.clone()).collect(),
+        precision: req.precision.to_string(),
+    };
+    if req.csv.is_some() {
+        csv_outputs(req, Some(&report)).commit()?;
+    }
+    Ok(report)
+}
+
+/// The CSV files `--csv` writes (the spectra table, and the singular
+/// values with `--singular-values`), all or none: empty to check the
+/// target before anything is computed (`report` `None`), else the
+/// report's tables.
+fn csv_outputs(req: &SpectraRequest, report: Option<&SpectraReport>) -> Outputs {
+    let mut out = Outputs::new();
+    if let Some(dir) = &req.csv {
+        out.create_dir(dir);
+        out.stage(
+            dir.join(CSV_NAME),
+            report.map(|r| r.csv()).unwrap_or_default(),
+        );
+        if req.singular_values {
+            out.stage(
+                dir.join(SV_CSV_NAME),
+                report.map(|r| r.singular_values_csv()).unwrap_or_default(),
+            );
+        }
+    }
+    out
+}
+
+/// The tensors `spectra` certifies (name, shape, dtype, in natural name
+/// order), and those it leaves out: by `--include`/`--exclude` (counted)
+/// or skipped with the reason.
+struct Chosen {
+    todo: Vec<(String, Vec<usize>, String)>,
+    skipped: Vec<SkippedTensor>,
+    filtered_out: usize,
+}
+
+/// Chooses the checkpoint's tensors to certify (see [`Chosen`]).
+fn choose(
+    req: &SpectraRequest,
+    ck: &Checkpoint,
+    include: Option<&regex::Regex>,
+    exclude: Option<&regex::Regex>,
+) -> Chosen {
     let mut names: Vec<&str> = ck.names().collect();
     names.sort_by(|a, b| crate::io::safetensors::natural_cmp(a, b));
-    let mut filtered_out = 0;
-    let mut skipped = Vec::new();
-    let mut todo = Vec::new();
+    let mut chosen = Chosen {
+        todo: Vec::new(),
+        skipped: Vec::new(),
+        filtered_out: 0,
+    };
     for name in names {
-        if include.as_ref().is_some_and(|r| !r.is_match(name))
-            || exclude.as_ref().is_some_and(|r| r.is_match(name))
-        {
-            filtered_out += 1;
+        if include.is_some_and(|r| !r.is_match(name)) || exclude.is_some_and(|r| r.is_match(name)) {
+            chosen.filtered_out += 1;
             continue;
         }
         let (shape, dtype) = ck.info(name).unwrap_or_default();
-        let skip = |why: String| SkippedTensor {
-            tensor: name.to_string(),
-            shape: shape.clone(),
-            dtype: dtype.clone(),
-            why,
-        };
-        if shape.len() < 2 {
-            skipped.push(skip(format!("{}-D", shape.len())));
-            continue;
+        match why_skipped(&shape, req.max_elements) {
+            Some(why) => chosen.skipped.push(SkippedTensor {
+                tensor: name.to_string(),
+                shape,
+                dtype,
+                why,
+            }),
+            None => chosen.todo.push((name.to_string(), shape, dtype)),
         }
-        if shape.len() > 4 {
-            skipped.push(skip(format!(
-                "rank {}: only matrices and 3-D/4-D convolution kernels are cut into matrices",
-                shape.len()
-            )));
-            continue;
-        }
-        let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64));
-        if let (Some(max), e) = (req.max_elements, elements) {
-            if e.is_none_or(|e| e > max) {
-                skipped.push(skip(format!(
-                    "{} elements, above --max-elements {max}",
-                    e.map_or_else(|| "more than 2^64".to_string(), |e| e.to_string())
-                )));
-                continue;
-            }
-        }
-        todo.push((name.to_string(), shape, dtype));
     }
+    chosen
+}
+
+/// Why a tensor of `shape` is skipped before it is read, if it is: not a
+/// matrix or a 3-D/4-D kernel, or above `--max-elements`.
+fn why_skipped(shape: &[usize], max_elements: Option<u64>) -> Option<String> {
+    if shape.len() < 2 {
+        return Some(format!("{}-D", shape.len()));
+    }
+    if shape.len() > 4 {
+        return Some(format!(
+            "rank {}: only matrices and 3-D/4-D convolution kernels are cut into matrices",
+            shape.len()
+        ));
+    }
+    let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64));
+    match (max_elements, elements) {
+        (Some(max), e) if e.is_none_or(|e| e > max) => Some(format!(
+            "{} elements, above --max-elements {max}",
+            e.map_or_else(|| "more than 2^64".to_string(), |e| e.to_string())
+        )),
+        _ => None,
+    }
+}
+
+/// Certifies every chosen tensor, slice by slice, in order: one row per
+/// matrix; a tensor that turns out not to be a float matrix this tool
+/// reads is moved to the skipped ones.
+fn certify_tensors(
+    req: &SpectraRequest,
+    ck: &Checkpoint,
+    chosen: &mut Chosen,
+    ui: &dyn Ui,
+) -> Result<Vec<SpectraRow>, CmdError> {
     let opts = SvdOptions {
         precision: req.precision,
         rtol: req.rtol,
         ..SvdOptions::default()
     };
     let progress = ui.matrices("spectra");
-    let total: usize = todo
-        .iter()
+    let total: usize = (chosen.todo.iter())
         .map(|(_, s, _)| s[2..].iter().product::<usize>())
         .sum();
     progress.matrices_total(total);
     let mut rows = Vec::new();
-    let mut done = 0usize;
-    for (name, shape, dtype) in todo {
+    for (name, shape, dtype) in std::mem::take(&mut chosen.todo) {
         if progress.cancelled() {
             return Err(CmdError::usage("cancelled"));
         }
@@ -440,7 +509,7 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
             Ok(m) => m,
             Err(e) => match skippable(&e) {
                 Some(why) => {
-                    skipped.push(SkippedTensor {
+                    chosen.skipped.push(SkippedTensor {
                         tensor: name,
                         shape,
                         dtype,
@@ -472,40 +541,13 @@ pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError>
                 values: outcome.ok(),
             });
             // The bar counts matrices; its id names none of a proxy here.
-            done += 1;
             progress.matrix_done(crate::arch::MatrixId::layer(
-                done,
+                rows.len(),
                 crate::arch::MatrixType::MIn,
             ));
         }
     }
-    drop(progress);
-    if rows.is_empty() {
-        return Err(CmdError::usage(format!(
-            "{}: no matrix to certify ({} tensors left out by --include/--exclude, {} skipped)",
-            resolved.shown,
-            filtered_out,
-            skipped.len()
-        )));
-    }
-    let report = SpectraReport {
-        shown: resolved.shown,
-        rows,
-        skipped,
-        filtered_out,
-        schatten_p: req.schatten_p.iter().map(|p| p.text.clone()).collect(),
-        precision: req.precision.to_string(),
-    };
-    if let Some(dir) = &req.csv {
-        let mut out = Outputs::new();
-        out.create_dir(dir);
-        out.stage(dir.join(CSV_NAME), report.csv());
-        if req.singular_values {
-            out.stage(dir.join(SV_CSV_NAME), report.singular_values_csv());
-        }
-        out.commit()?;
-    }
-    Ok(report)
+    Ok(rows)
 }
 
 /// A CSV field: quoted when it holds a comma, quote or line break; control

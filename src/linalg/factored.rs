@@ -172,36 +172,18 @@ fn certify_factored_stages(
     c: &DenseMatrix,
     opts: &SvdOptions,
 ) -> Result<SingularValues, Inconclusive> {
-    if b.cols != c.rows {
-        return Err(Inconclusive::new(format!(
-            "factor shapes do not chain: {}x{} times {}x{}",
-            b.rows, b.cols, c.rows, c.cols
-        )));
-    }
-    if b.data.iter().chain(c.data.iter()).any(|x| !x.is_finite()) {
-        return Err(Inconclusive::new("factor has non-finite entries"));
-    }
+    check_factors(b, c)?;
     let (m0, n0) = (b.rows, c.cols);
-    if m0 == 0 || n0 == 0 || b.cols == 0 {
-        return Err(Inconclusive::new("factor has a zero-sized dimension"));
-    }
     let kmin = m0.min(n0);
-    let rr = b.cols;
     if b.data.iter().all(|&x| x == 0.0) || c.data.iter().all(|&x| x == 0.0) {
         // A zero factor: B C = 0 exactly, whatever the method (a structural
         // fact, not a rounded one; L14 with rank 0).
-        return Ok(SingularValues {
-            rows: m0,
-            cols: n0,
-            values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
-            structural_zeros: kmin,
-            notes: Vec::new(),
-        });
+        return Ok(zero_product(m0, n0));
     }
     if let Some(reduced) = reduce(b, c) {
         return certify_reduced(&reduced, (m0, n0), opts);
     }
-    if rr >= kmin || opts.precision != super::Precision::F64 {
+    if b.cols >= kmin || opts.precision != super::Precision::F64 {
         return dense_fallback(b, c, opts);
     }
     // Orient so that m >= n: (BC)^T = C^T B^T.
@@ -214,73 +196,28 @@ fn certify_factored_stages(
     let bm = to_faer(&bb, kb);
     let cm = to_faer(&cc, kc);
     if bm.as_ref().norm_max() == 0.0 || cm.as_ref().norm_max() == 0.0 {
-        return Ok(SingularValues {
-            rows: m0,
-            cols: n0,
-            values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
-            structural_zeros: kmin,
-            notes: Vec::new(),
-        });
+        return Ok(zero_product(m0, n0));
     }
-    // Approximate SVD through the thin factors (no guarantee).
-    let svd_b = super::dense::faer_thin_svd(bm.as_ref())
-        .ok_or_else(|| Inconclusive::new("approximate SVD of a factor did not converge"))?;
-    let sb = &svd_b.s;
-    let mut kmat = Mat::<f64>::zeros(rr, cc.cols);
-    let mut svt = svd_b.v.transpose().to_owned();
-    for i in 0..rr {
-        for j in 0..rr {
-            svt[(i, j)] *= sb[i];
-        }
-    }
-    faer::linalg::matmul::matmul(
-        &mut kmat,
-        Accum::Replace,
-        svt.as_ref(),
-        cm.as_ref(),
-        1.0,
-        opts.par,
-    );
-    let kt = kmat.transpose().to_owned();
-    let svd_k = super::dense::faer_thin_svd(kt.as_ref())
-        .ok_or_else(|| Inconclusive::new("approximate SVD of the core did not converge"))?;
-    let s: Vec<f64> = svd_k.s.iter().map(|&x| x.max(0.0)).collect();
-    let v = svd_k.u; // n x r
-    let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
-    faer::linalg::matmul::matmul(
-        &mut u,
-        Accum::Replace,
-        svd_b.u.as_ref(),
-        svd_k.v.as_ref(),
-        1.0,
-        opts.par,
-    );
+    let (s, u, v) = approx_svd_of_product(bm.as_ref(), cm.as_ref(), opts.par)?;
     // Residuals through the factors.
     let beta_b = abs_norm2_ru(bm.as_ref());
     let beta_c = abs_norm2_ru(cm.as_ref());
-    let pv = two_stage_product(
-        bm.as_ref(),
-        cm.as_ref(),
-        v.as_ref(),
-        beta_b,
-        beta_c,
-        opts.par,
-    );
+    let par = opts.par;
+    let pv = two_stage_product(bm.as_ref(), cm.as_ref(), v.as_ref(), beta_b, beta_c, par);
     let qu = two_stage_product(
         cm.transpose(),
         bm.transpose(),
         u.as_ref(),
         beta_c,
         beta_b,
-        opts.par,
+        par,
     );
     let e = residual_col_bounds(&pv, u.as_ref(), &s);
     let f = residual_col_bounds(&qu, v.as_ref(), &s);
-    let groups = pair_bounds_and_merge(&s, &e, &f, v.as_ref());
-    match groups {
+    match pair_bounds_and_merge(&s, &e, &f, v.as_ref()) {
         Ok(groups) if groups.iter().all(|g| g.lo > 0.0) => {
             let mut values = values_from_groups(&groups, kb + kc, Method::F64Residual)?;
-            let zeros = kmin - rr;
+            let zeros = kmin - b.cols;
             values.extend((0..zeros).map(|_| structural_zero(zeros)));
             Ok(SingularValues {
                 rows: m0,
@@ -292,6 +229,73 @@ fn certify_factored_stages(
         }
         _ => dense_fallback(b, c, opts),
     }
+}
+
+/// Refuses factors whose shapes do not chain, with a non-finite entry, or
+/// with a zero-sized dimension.
+fn check_factors(b: &DenseMatrix, c: &DenseMatrix) -> Result<(), Inconclusive> {
+    if b.cols != c.rows {
+        return Err(Inconclusive::new(format!(
+            "factor shapes do not chain: {}x{} times {}x{}",
+            b.rows, b.cols, c.rows, c.cols
+        )));
+    }
+    if b.data.iter().chain(c.data.iter()).any(|x| !x.is_finite()) {
+        return Err(Inconclusive::new("factor has non-finite entries"));
+    }
+    if b.rows == 0 || c.cols == 0 || b.cols == 0 {
+        return Err(Inconclusive::new("factor has a zero-sized dimension"));
+    }
+    Ok(())
+}
+
+/// The singular values of a product that is exactly zero: structural
+/// zeros (L14 with rank 0).
+fn zero_product(m0: usize, n0: usize) -> SingularValues {
+    let kmin = m0.min(n0);
+    SingularValues {
+        rows: m0,
+        cols: n0,
+        values: (0..kmin).map(|_| structural_zero(kmin)).collect(),
+        structural_zeros: kmin,
+        notes: Vec::new(),
+    }
+}
+
+/// An approximate thin SVD `(s, U, V)` of `B C` through the thin factors
+/// (`B = U_b S_b V_b^T`, then the SVD of the `r x n` core `S_b V_b^T C`):
+/// no guarantee, the residual bounds certify what it gives.
+fn approx_svd_of_product(
+    bm: MatRef<'_, f64>,
+    cm: MatRef<'_, f64>,
+    par: Par,
+) -> Result<(Vec<f64>, Mat<f64>, Mat<f64>), Inconclusive> {
+    let rr = bm.ncols();
+    let svd_b = super::dense::faer_thin_svd(bm)
+        .ok_or_else(|| Inconclusive::new("approximate SVD of a factor did not converge"))?;
+    let sb = &svd_b.s;
+    let mut kmat = Mat::<f64>::zeros(rr, cm.ncols());
+    let mut svt = svd_b.v.transpose().to_owned();
+    for i in 0..rr {
+        for j in 0..rr {
+            svt[(i, j)] *= sb[i];
+        }
+    }
+    faer::linalg::matmul::matmul(&mut kmat, Accum::Replace, svt.as_ref(), cm, 1.0, par);
+    let kt = kmat.transpose().to_owned();
+    let svd_k = super::dense::faer_thin_svd(kt.as_ref())
+        .ok_or_else(|| Inconclusive::new("approximate SVD of the core did not converge"))?;
+    let s: Vec<f64> = svd_k.s.iter().map(|&x| x.max(0.0)).collect();
+    let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
+    faer::linalg::matmul::matmul(
+        &mut u,
+        Accum::Replace,
+        svd_b.u.as_ref(),
+        svd_k.v.as_ref(),
+        1.0,
+        par,
+    );
+    Ok((s, u, svd_k.u)) // V = the core's left vectors, n x r
 }
 
 /// `B C` with the zero rows of `B`, the zero columns of `C` and the inner

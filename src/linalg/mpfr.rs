@@ -188,122 +188,16 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
             Float::with_val(prec, t.at(i, i) / &d)
         })
         .collect();
+    let step = Step {
+        r: &r,
+        s: &s,
+        t: &t,
+        sig: &sig,
+        prec,
+    };
     // U' = U (I + F) + W and V' = V (I + G).
-    let mut ff = FMat {
-        rows: n,
-        cols: n,
-        data: vec![Float::new(prec); n * n],
-    };
-    let mut gg = FMat {
-        rows: n,
-        cols: n,
-        data: vec![Float::new(prec); n * n],
-    };
-    let mut maxcorr = 0.0f64;
-    let tiny = Float::with_val(prec, 1u32) >> (prec as i32 / 2);
-    // Pairs closer than this (relative to sigma_i^2 + sigma_j^2) are treated as a cluster.
-    let cluster_tol = Float::with_val(prec, 1u32) >> 24;
-    for i in 0..n {
-        ff.data[i * n + i] = Float::with_val(prec, r.at(i, i) / 2u32);
-        gg.data[i * n + i] = Float::with_val(prec, s.at(i, i) / 2u32);
-        for j in 0..n {
-            if i == j {
-                continue;
-            }
-            let sj2 = Float::with_val(prec, sig[j].square_ref());
-            let si2 = Float::with_val(prec, sig[i].square_ref());
-            let den = Float::with_val(prec, &sj2 - &si2);
-            let scale = Float::with_val(prec, &si2 + &sj2);
-            let cluster_gap = Float::with_val(prec, &scale * &cluster_tol);
-            if den.clone().abs() <= cluster_gap {
-                // Clustered or repeated values: the Ogita-Aishima formula
-                // divides by the gap; only re-orthogonalise (F + F^T = R).
-                ff.data[j * n + i] = Float::with_val(prec, r.at(i, j) / 2u32);
-                gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
-                continue;
-            }
-            let alpha = Float::with_val(
-                prec,
-                t.at(i, j) + Float::with_val(prec, &sig[j] * r.at(i, j)),
-            );
-            let beta = Float::with_val(
-                prec,
-                t.at(j, i) + Float::with_val(prec, &sig[j] * s.at(i, j)),
-            );
-            let fij = Float::with_val(
-                prec,
-                Float::with_val(prec, &alpha * &sig[j]) + Float::with_val(prec, &beta * &sig[i]),
-            ) / &den;
-            let gij = Float::with_val(
-                prec,
-                Float::with_val(prec, &alpha * &sig[i]) + Float::with_val(prec, &beta * &sig[j]),
-            ) / &den;
-            let big = fij.to_f64().abs().max(gij.to_f64().abs());
-            if big > 1.0 / 1024.0 {
-                // A correction this large means the pair is not resolved yet
-                // (a cluster in disguise): re-orthogonalise only.
-                ff.data[j * n + i] = Float::with_val(prec, r.at(i, j) / 2u32);
-                gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
-                continue;
-            }
-            maxcorr = maxcorr.max(big);
-            ff.data[j * n + i] = fij; // F[i][j]
-            gg.data[j * n + i] = gij; // G[i][j]
-        }
-    }
-    for i in 0..n {
-        ff.data[i * n + i] += 1;
-        gg.data[i * n + i] += 1;
-    }
-    // Outside span(U): w_i = y_i - U c_i with y_i = A v_i / s_i - u_i and
-    // c_i = U^T y_i = T e_i / s_i - (I - R) e_i (reusing T and R).
-    let mut y = FMat {
-        rows: m,
-        cols: n,
-        data: vec![Float::new(prec); m * n],
-    };
-    let mut c = FMat {
-        rows: n,
-        cols: n,
-        data: vec![Float::new(prec); n * n],
-    };
-    let mut active = vec![false; n];
-    for i in 0..n {
-        let si = &sig[i];
-        if si.is_zero() || si.clone().abs() <= tiny {
-            continue;
-        }
-        active[i] = true;
-        for k in 0..m {
-            let q = Float::with_val(prec, av.at(k, i) / si);
-            y.data[i * m + k] = Float::with_val(prec, q - u.at(k, i));
-        }
-        for k in 0..n {
-            let q = Float::with_val(prec, t.at(k, i) / si);
-            let e = if k == i { f(1.0) } else { f(0.0) };
-            c.data[i * n + k] = Float::with_val(prec, q - Float::with_val(prec, e - r.at(k, i)));
-        }
-    }
-    let uc = mul_nn(u, &c, prec);
-    let mut w = y;
-    for i in 0..n {
-        if !active[i] {
-            continue;
-        }
-        let col = &mut w.data[i * m..(i + 1) * m];
-        let mut w_max = 0.0f64;
-        for (x, q) in col.iter_mut().zip(uc.col(i)) {
-            *x -= q;
-            w_max = w_max.max(x.to_f64().abs());
-        }
-        if w_max <= 1.0 / 1024.0 {
-            maxcorr = maxcorr.max(w_max);
-        } else {
-            // Not resolved yet (a tiny or badly approximated value): leave
-            // this column to the in-span correction only.
-            col.iter_mut().for_each(|x| *x = Float::new(prec));
-        }
-    }
+    let (ff, gg, mut maxcorr) = step.in_span();
+    let w = step.outside_span(&av, u, &mut maxcorr);
     let mut un = mul_nn(u, &ff, prec);
     for (x, wv) in un.data.iter_mut().zip(w.data.iter()) {
         *x += wv;
@@ -311,6 +205,152 @@ fn refine_step(a: &FMat, u: &mut FMat, v: &mut FMat, prec: u32) -> (Vec<Float>, 
     *u = un;
     *v = mul_nn(v, &gg, prec);
     (sig, maxcorr)
+}
+
+/// What one [`refine_step`] computes from: `R = I - U^T U`,
+/// `S = I - V^T V`, `T = U^T A V` and the approximate singular values.
+struct Step<'a> {
+    r: &'a FMat,
+    s: &'a FMat,
+    t: &'a FMat,
+    sig: &'a [Float],
+    prec: u32,
+}
+
+impl Step<'_> {
+    /// `I + F` and `I + G` of the in-span correction (the paper's n x n
+    /// formulas), with the largest correction taken.
+    fn in_span(&self) -> (FMat, FMat, f64) {
+        let (n, prec) = (self.sig.len(), self.prec);
+        let (r, s) = (self.r, self.s);
+        let zero = || FMat {
+            rows: n,
+            cols: n,
+            data: vec![Float::new(prec); n * n],
+        };
+        let (mut ff, mut gg) = (zero(), zero());
+        let mut maxcorr = 0.0f64;
+        for i in 0..n {
+            ff.data[i * n + i] = Float::with_val(prec, r.at(i, i) / 2u32);
+            gg.data[i * n + i] = Float::with_val(prec, s.at(i, i) / 2u32);
+            for j in 0..n {
+                if i == j {
+                    continue;
+                }
+                match self.pair(i, j) {
+                    Some((fij, gij, big)) => {
+                        maxcorr = maxcorr.max(big);
+                        ff.data[j * n + i] = fij; // F[i][j]
+                        gg.data[j * n + i] = gij; // G[i][j]
+                    }
+                    None => {
+                        // Re-orthogonalise only (F + F^T = R).
+                        ff.data[j * n + i] = Float::with_val(prec, r.at(i, j) / 2u32);
+                        gg.data[j * n + i] = Float::with_val(prec, s.at(i, j) / 2u32);
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            ff.data[i * n + i] += 1;
+            gg.data[i * n + i] += 1;
+        }
+        (ff, gg, maxcorr)
+    }
+
+    /// `(F[i][j], G[i][j], the larger magnitude)` of the Ogita-Aishima
+    /// formula; `None` where the pair is left to re-orthogonalisation:
+    /// clustered or repeated values (the formula divides by the gap; pairs
+    /// closer than 2^-24 relative to sigma_i^2 + sigma_j^2), or a
+    /// correction above 2^-10 (the pair is not resolved yet, a cluster in
+    /// disguise).
+    fn pair(&self, i: usize, j: usize) -> Option<(Float, Float, f64)> {
+        let (prec, sig, r, s, t) = (self.prec, self.sig, self.r, self.s, self.t);
+        let tiny_gap = Float::with_val(prec, 1u32) >> 24;
+        let sj2 = Float::with_val(prec, sig[j].square_ref());
+        let si2 = Float::with_val(prec, sig[i].square_ref());
+        let den = Float::with_val(prec, &sj2 - &si2);
+        let scale = Float::with_val(prec, &si2 + &sj2);
+        let cluster_gap = Float::with_val(prec, &scale * &tiny_gap);
+        if den.clone().abs() <= cluster_gap {
+            return None;
+        }
+        let alpha = Float::with_val(
+            prec,
+            t.at(i, j) + Float::with_val(prec, &sig[j] * r.at(i, j)),
+        );
+        let beta = Float::with_val(
+            prec,
+            t.at(j, i) + Float::with_val(prec, &sig[j] * s.at(i, j)),
+        );
+        let fij = Float::with_val(
+            prec,
+            Float::with_val(prec, &alpha * &sig[j]) + Float::with_val(prec, &beta * &sig[i]),
+        ) / &den;
+        let gij = Float::with_val(
+            prec,
+            Float::with_val(prec, &alpha * &sig[i]) + Float::with_val(prec, &beta * &sig[j]),
+        ) / &den;
+        let big = fij.to_f64().abs().max(gij.to_f64().abs());
+        // `!(>)`, as before: a NaN correction is taken, not re-orthogonalised.
+        (!(big > 1.0 / 1024.0)).then_some((fij, gij, big))
+    }
+
+    /// `W`, the part of the new left vectors outside span(U):
+    /// `w_i = y_i - U c_i` with `y_i = A v_i / s_i - u_i` and
+    /// `c_i = U^T y_i = T e_i / s_i - (I - R) e_i` (reusing T and R); a
+    /// column not resolved yet (a tiny or badly approximated value, or a
+    /// correction above 2^-10) is left to the in-span correction only.
+    fn outside_span(&self, av: &FMat, u: &FMat, maxcorr: &mut f64) -> FMat {
+        let (n, prec, sig) = (self.sig.len(), self.prec, self.sig);
+        let m = av.rows;
+        let f = |x: f64| Float::with_val(prec, x);
+        let tiny = Float::with_val(prec, 1u32) >> (prec as i32 / 2);
+        let mut y = FMat {
+            rows: m,
+            cols: n,
+            data: vec![Float::new(prec); m * n],
+        };
+        let mut c = FMat {
+            rows: n,
+            cols: n,
+            data: vec![Float::new(prec); n * n],
+        };
+        let mut active = vec![false; n];
+        for i in 0..n {
+            let si = &sig[i];
+            if si.is_zero() || si.clone().abs() <= tiny {
+                continue;
+            }
+            active[i] = true;
+            for k in 0..m {
+                let q = Float::with_val(prec, av.at(k, i) / si);
+                y.data[i * m + k] = Float::with_val(prec, q - u.at(k, i));
+            }
+            for k in 0..n {
+                let q = Float::with_val(prec, self.t.at(k, i) / si);
+                let e = if k == i { f(1.0) } else { f(0.0) };
+                c.data[i * n + k] =
+                    Float::with_val(prec, q - Float::with_val(prec, e - self.r.at(k, i)));
+            }
+        }
+        let uc = mul_nn(u, &c, prec);
+        let mut w = y;
+        for i in (0..n).filter(|&i| active[i]) {
+            let col = &mut w.data[i * m..(i + 1) * m];
+            let mut w_max = 0.0f64;
+            for (x, q) in col.iter_mut().zip(uc.col(i)) {
+                *x -= q;
+                w_max = w_max.max(x.to_f64().abs());
+            }
+            if w_max <= 1.0 / 1024.0 {
+                *maxcorr = maxcorr.max(w_max);
+            } else {
+                col.iter_mut().for_each(|x| *x = Float::new(prec));
+            }
+        }
+        w
+    }
 }
 
 /// Largest `m * n * n` for which [`certify`] tries the one-sided Jacobi
