@@ -627,106 +627,29 @@ pub fn run_study(
     progress: &dyn Progress,
     on_model: &mut dyn FnMut(&ModelDone),
 ) -> Result<StudyOutcome, StudyError> {
-    if let Some(p) = &opts.primary {
-        if !models.iter().any(|m| &m.id == p) {
-            return Err(StudyError::Usage(format!(
-                "--primary '{p}' is not the id of a model of this study"
-            )));
-        }
-    }
-    // Refuse a bad output target before any computation.
-    let mut planned = Outputs::new();
-    planned.create_dir(out);
-    planned.create_dir(out.join("certificates"));
-    for m in models {
-        planned.stage(certificate_path(out, &m.id), Vec::new());
-    }
-    planned.create_dir(out.join("tables"));
-    for name in tables::STUDY_TABLE_NAMES {
-        planned.stage(out.join("tables").join(name), Vec::new());
-    }
-    planned.create_dir(out.join("figures"));
-    for name in trajectory::TABLE_NAMES {
-        planned.stage(out.join("tables").join(name), Vec::new());
-    }
-    for name in figures::FILE_NAMES {
-        planned.stage(out.join("figures").join(name), Vec::new());
-    }
-    planned.stage(
-        out.join("figures").join(trajectory::FIGURE_FILE),
-        Vec::new(),
-    );
-    planned.stage(out.join("report.html"), Vec::new());
-    planned.check()?;
-    // Every model opened and recognised before the first computation.
-    crate::certify::parse_decimal(&opts.certify.l_phi, "L_phi")?;
-    if let Some(m) = opts.certify.grid_m {
-        crate::certify::check_grid_m(m)?;
-    }
-    let mut archs = Vec::with_capacity(models.len());
-    for m in models {
-        let ck = Checkpoint::open(&m.path).map_err(|e| CertifyError::Model(e.into()))?;
-        archs.push(arch::detect(&ck, &opts.certify.overrides).map_err(CertifyError::Model)?);
-        if let Some(init) = &m.init {
-            crate::certify::check_init_architecture(&m.path, init, &opts.certify)?;
-        }
-    }
+    let archs = check_before_computing(models, opts, out)?;
     let mut done: Vec<ModelCert> = Vec::with_capacity(models.len());
     let mut inconclusive = Vec::new();
     let (mut certified, mut reused) = (0, 0);
     for (i, (m, a)) in models.iter().zip(&archs).enumerate() {
         let path = certificate_path(out, &m.id);
-        let mut not_reused = None;
-        let mut cert = None;
-        if path.exists() {
-            match reusable(&path, &m.path, a, &opts.certify) {
-                Ok(c) => cert = Some(c),
-                Err(why) => not_reused = Some(why),
-            }
+        let r = study_model(m, a, opts, out, &path, progress)?;
+        match r.status {
+            ModelStatus::Reused => reused += 1,
+            ModelStatus::Certified(_) => certified += 1,
+            ModelStatus::Inconclusive(_) => {}
         }
-        let mut measures_note = None;
-        let status = if let Some(c) = cert.as_mut() {
-            reused += 1;
-            // A certificate whose measures an earlier run could not
-            // certify, or made with another initialisation: the measures
-            // alone are certified again.
-            if c.measures.is_none() || !same_init(c, m.init.as_deref())? {
-                measures_note =
-                    add_measures(&m.path, m.init.as_deref(), c, &opts.certify, progress)?;
-                // Written either way: measures of another initialisation
-                // are not left in the file.
-                write_certificate(out, &path, c)?;
-            }
-            ModelStatus::Reused
-        } else {
-            let t = Instant::now();
-            match certify_run(&m.path, &opts.certify, &RunScope::default(), progress)?
-                .and_then(Run::into_certificate)
-            {
-                Outcome::Certified((mut c, results)) => {
-                    drop(results);
-                    measures_note =
-                        add_measures(&m.path, m.init.as_deref(), &mut c, &opts.certify, progress)?;
-                    let secs = t.elapsed().as_secs_f64();
-                    write_certificate(out, &path, &c)?;
-                    cert = Some(c);
-                    certified += 1;
-                    ModelStatus::Certified(secs)
-                }
-                Outcome::Inconclusive(why) => ModelStatus::Inconclusive(why.reason),
-            }
-        };
         on_model(&ModelDone {
             index: i + 1,
             total: models.len(),
             model: m,
-            status: &status,
-            not_reused: not_reused.as_deref(),
-            measures_note: measures_note.as_deref(),
-            cert: cert.as_ref(),
+            status: &r.status,
+            not_reused: r.not_reused.as_deref(),
+            measures_note: r.measures_note.as_deref(),
+            cert: r.cert.as_ref(),
             cert_path: &path,
         });
-        match (cert, status) {
+        match (r.cert, r.status) {
             (Some(c), _) => done.push(ModelCert {
                 id: m.id.clone(),
                 cert: c,
@@ -749,6 +672,148 @@ pub fn run_study(
     if done.is_empty() {
         return Ok(outcome);
     }
+    let set = study_set(models, opts, done, inconclusive, &mut outcome)?;
+    write_study_outputs(&set, models, out, &mut outcome)?;
+    Ok(outcome)
+}
+
+/// Everything told before the first computation: `--primary` names a
+/// model, every output can be written, the parameters parse, and every
+/// model (and initialisation) opens and is recognised; the models'
+/// architectures, in order.
+fn check_before_computing(
+    models: &[StudyModel],
+    opts: &StudyOptions,
+    out: &Path,
+) -> Result<Vec<Architecture>, StudyError> {
+    if let Some(p) = &opts.primary {
+        if !models.iter().any(|m| &m.id == p) {
+            return Err(StudyError::Usage(format!(
+                "--primary '{p}' is not the id of a model of this study"
+            )));
+        }
+    }
+    planned_outputs(models, out).check()?;
+    crate::certify::parse_decimal(&opts.certify.l_phi, "L_phi")?;
+    if let Some(m) = opts.certify.grid_m {
+        crate::certify::check_grid_m(m)?;
+    }
+    let mut archs = Vec::with_capacity(models.len());
+    for m in models {
+        let ck = Checkpoint::open(&m.path).map_err(|e| CertifyError::Model(e.into()))?;
+        archs.push(arch::detect(&ck, &opts.certify.overrides).map_err(CertifyError::Model)?);
+        if let Some(init) = &m.init {
+            crate::certify::check_init_architecture(&m.path, init, &opts.certify)?;
+        }
+    }
+    Ok(archs)
+}
+
+/// Every file and directory a study of `models` may write under `out`
+/// (empty contents), so that a bad output target is refused before any
+/// computation.
+fn planned_outputs(models: &[StudyModel], out: &Path) -> Outputs {
+    let mut planned = Outputs::new();
+    planned.create_dir(out);
+    planned.create_dir(out.join("certificates"));
+    for m in models {
+        planned.stage(certificate_path(out, &m.id), Vec::new());
+    }
+    planned.create_dir(out.join("tables"));
+    for name in tables::STUDY_TABLE_NAMES {
+        planned.stage(out.join("tables").join(name), Vec::new());
+    }
+    planned.create_dir(out.join("figures"));
+    for name in trajectory::TABLE_NAMES {
+        planned.stage(out.join("tables").join(name), Vec::new());
+    }
+    for name in figures::FILE_NAMES {
+        planned.stage(out.join("figures").join(name), Vec::new());
+    }
+    planned.stage(
+        out.join("figures").join(trajectory::FIGURE_FILE),
+        Vec::new(),
+    );
+    planned.stage(out.join("report.html"), Vec::new());
+    planned
+}
+
+/// What became of one model of a study ([`study_model`]).
+struct ModelResult {
+    status: ModelStatus,
+    /// Its certificate, unless inconclusive.
+    cert: Option<Certificate>,
+    /// Why an existing certificate was not reused, if there was one.
+    not_reused: Option<String>,
+    /// Why its measures could not be certified.
+    measures_note: Option<String>,
+}
+
+/// One model `m` (of architecture `a`) of a study: its certificate at
+/// `path` reused when it matches, else certified now and written there.
+fn study_model(
+    m: &StudyModel,
+    a: &Architecture,
+    opts: &StudyOptions,
+    out: &Path,
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<ModelResult, StudyError> {
+    let mut not_reused = None;
+    let mut cert = None;
+    if path.exists() {
+        match reusable(path, &m.path, a, &opts.certify) {
+            Ok(c) => cert = Some(c),
+            Err(why) => not_reused = Some(why),
+        }
+    }
+    let mut measures_note = None;
+    let status = if let Some(c) = cert.as_mut() {
+        // A certificate whose measures an earlier run could not
+        // certify, or made with another initialisation: the measures
+        // alone are certified again.
+        if c.measures.is_none() || !same_init(c, m.init.as_deref())? {
+            measures_note = add_measures(&m.path, m.init.as_deref(), c, &opts.certify, progress)?;
+            // Written either way: measures of another initialisation
+            // are not left in the file.
+            write_certificate(out, path, c)?;
+        }
+        ModelStatus::Reused
+    } else {
+        let t = Instant::now();
+        match certify_run(&m.path, &opts.certify, &RunScope::default(), progress)?
+            .and_then(Run::into_certificate)
+        {
+            Outcome::Certified((mut c, results)) => {
+                drop(results);
+                measures_note =
+                    add_measures(&m.path, m.init.as_deref(), &mut c, &opts.certify, progress)?;
+                let secs = t.elapsed().as_secs_f64();
+                write_certificate(out, path, &c)?;
+                cert = Some(c);
+                ModelStatus::Certified(secs)
+            }
+            Outcome::Inconclusive(why) => ModelStatus::Inconclusive(why.reason),
+        }
+    };
+    Ok(ModelResult {
+        status,
+        cert,
+        not_reused,
+        measures_note,
+    })
+}
+
+/// The set of the certified models `done` with their steps; the primary
+/// drawn (and a note when `--primary`'s model could not be certified)
+/// go into `outcome`.
+fn study_set(
+    models: &[StudyModel],
+    opts: &StudyOptions,
+    done: Vec<ModelCert>,
+    inconclusive: Vec<(String, String)>,
+    outcome: &mut StudyOutcome,
+) -> Result<StudySet, StudyError> {
     let mut primary = opts.primary.clone();
     if let Some(p) = &primary {
         if !done.iter().any(|d| &d.id == p) {
@@ -776,7 +841,19 @@ pub fn run_study(
         primary.is_some(),
     );
     outcome.primary = Some(set.primary().id.clone());
-    let figs = figures::all(&set);
+    Ok(set)
+}
+
+/// The tables, figures and report of `set` written under `out` together
+/// (the report last), stale figures removed; what was drawn, skipped and
+/// removed goes into `outcome`.
+fn write_study_outputs(
+    set: &StudySet,
+    models: &[StudyModel],
+    out: &Path,
+    outcome: &mut StudyOutcome,
+) -> Result<(), StudyError> {
+    let figs = figures::all(set);
     // The trajectory of the certified models with steps.
     let traj = trajectory::Trajectory::new(models.iter().filter_map(|m| {
         let i = set.models.iter().position(|d| d.id == m.id)?;
@@ -787,16 +864,16 @@ pub fn run_study(
         ))
     }));
     let stepped = models.iter().any(|m| m.step.is_some());
-    let traj_fig = trajectory::figure(&set, &traj);
-    let section = stepped.then(|| trajectory::section(&set, &traj, &traj_fig));
-    let page = html::page_with(&set, &figs, section.as_deref());
+    let traj_fig = trajectory::figure(set, &traj);
+    let section = stepped.then(|| trajectory::section(set, &traj, &traj_fig));
+    let page = html::page_with(set, &figs, section.as_deref());
     let mut o = Outputs::new();
     o.create_dir(out);
     o.create_dir(out.join("tables"));
-    for (name, text) in tables::study_tables(&set) {
+    for (name, text) in tables::study_tables(set) {
         o.stage(out.join("tables").join(name), text.into_bytes());
     }
-    for (name, text) in trajectory::tables(&set, &traj) {
+    for (name, text) in trajectory::tables(set, &traj) {
         o.stage(out.join("tables").join(name), text.into_bytes());
     }
     o.create_dir(out.join("figures"));
@@ -830,7 +907,7 @@ pub fn run_study(
     all_figs.push(traj_fig);
     outcome.removed = remove_stale(out, &all_figs);
     outcome.report = Some(out.join("report.html"));
-    Ok(outcome)
+    Ok(())
 }
 
 /// Adds the raw weights' norms and the norm-based measures to `cert` (a

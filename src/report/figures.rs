@@ -38,7 +38,7 @@ use std::ops::Range;
 
 use super::fmt::approx;
 use super::fmt::esc;
-use super::set::{ratio, scaling, Axis, Bound, StudySet};
+use super::set::{ratio, scaling, Axis, Bound, ScalingRow, StudySet};
 use crate::arch::MatrixType;
 use crate::certificate::CertInterval;
 
@@ -676,50 +676,102 @@ fn coincident(
     (named, more)
 }
 
+/// Where a panel is drawn: its plot area in pixels, the data ranges it
+/// maps onto it, and the legend column's width.
+struct Frame {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    x: Range<f64>,
+    ys: YScale,
+    legend_w: f64,
+}
+
+impl Frame {
+    /// The frame of `panel` in the box at `(x, y)` of size `(w, h)`: the
+    /// legend column as wide as its longest label allows, or an error when
+    /// the plot area left is too small.
+    fn of(panel: &Panel, (bx, by, bw, bh): (f64, f64, f64, f64)) -> Result<Frame, String> {
+        let ys = if panel.linear_y {
+            YScale::linear(&panel.curves)
+        } else {
+            YScale::log(&panel.curves)
+        }
+        .ok_or("nothing to draw on the y axis")?;
+        let x_at: Vec<f64> = match &panel.x_ticks {
+            XTicks::At(v) => v.iter().map(|&x| x as f64).collect(),
+            XTicks::Nice => Vec::new(),
+            XTicks::Placed(v) => v.iter().map(|p| p.0).collect(),
+        };
+        let x = x_range(&panel.curves, &x_at);
+        let chars = panel
+            .legend
+            .iter()
+            .map(|e| e.label.chars().count())
+            .max()
+            .unwrap_or(0) as f64;
+        let legend_w = (40.0 + 7.2 * chars).clamp(110.0, 280.0);
+        let top = by + if panel.caption.is_some() { 30.0 } else { 8.0 };
+        let (left, right, bottom) = (bx + 84.0, bx + bw - legend_w - 24.0, by + bh - 52.0);
+        if !(right > left + 50.0 && bottom > top + 50.0) {
+            return Err("the figure is too small for its legend".into());
+        }
+        Ok(Frame {
+            left,
+            right,
+            top,
+            bottom,
+            x,
+            ys,
+            legend_w,
+        })
+    }
+
+    /// The pixel column of the value `v` on the x axis.
+    fn sx(&self, v: f64) -> f64 {
+        self.left + (v - self.x.start) / (self.x.end - self.x.start) * (self.right - self.left)
+    }
+
+    /// The pixel row of the value `v` on the y axis.
+    fn sy(&self, v: f64) -> f64 {
+        self.bottom - self.ys.frac(v) * (self.bottom - self.top)
+    }
+}
+
 /// Draws `panel` into the box at `(x, y)` of size `(w, h)`; returns the
 /// notes to print under the figure (coinciding curves).
 fn draw_panel(
     o: &mut String,
-    (bx, by, bw, bh): (f64, f64, f64, f64),
+    bbox: (f64, f64, f64, f64),
     panel: &Panel,
 ) -> Result<Vec<String>, String> {
-    let ys = if panel.linear_y {
-        YScale::linear(&panel.curves)
-    } else {
-        YScale::log(&panel.curves)
-    }
-    .ok_or("nothing to draw on the y axis")?;
-    let x_at: Vec<f64> = match &panel.x_ticks {
-        XTicks::At(v) => v.iter().map(|&x| x as f64).collect(),
-        XTicks::Nice => Vec::new(),
-        XTicks::Placed(v) => v.iter().map(|p| p.0).collect(),
-    };
-    let x = x_range(&panel.curves, &x_at);
-    let chars = panel
-        .legend
-        .iter()
-        .map(|e| e.label.chars().count())
-        .max()
-        .unwrap_or(0) as f64;
-    let legend_w = (40.0 + 7.2 * chars).clamp(110.0, 280.0);
-    let top = by + if panel.caption.is_some() { 30.0 } else { 8.0 };
-    let (left, right, bottom) = (bx + 84.0, bx + bw - legend_w - 24.0, by + bh - 52.0);
-    if !(right > left + 50.0 && bottom > top + 50.0) {
-        return Err("the figure is too small for its legend".into());
-    }
-    let sx = |v: f64| left + (v - x.start) / (x.end - x.start) * (right - left);
-    let sy = |v: f64| bottom - ys.frac(v) * (bottom - top);
+    let f = Frame::of(panel, bbox)?;
     if let Some(c) = &panel.caption {
         let _ = writeln!(
             o,
             "<text class=\"panel-caption\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-family=\"{FONT}\" font-size=\"16\">{}</text>",
-            px((left + right) / 2.0),
-            px(by + 18.0),
+            px((f.left + f.right) / 2.0),
+            px(bbox.1 + 18.0),
             esc(c)
         );
     }
-    // Axes: grid lines, ticks, labels.
-    let (xpos, xt): (Vec<f64>, Vec<Tick>) = match &panel.x_ticks {
+    draw_axes(o, &f, panel, bbox.0);
+    // Data: bands first, under every line.
+    let _ = writeln!(o, "<g class=\"data\">");
+    let lines: Vec<KeyedLine> = panel
+        .curves
+        .iter()
+        .filter_map(|c| draw_curve(o, &f, c, panel.linear_y))
+        .collect();
+    let _ = writeln!(o, "</g>");
+    draw_legend(o, &f, &panel.legend);
+    Ok(coincidence_notes(panel, &lines))
+}
+
+/// The x ticks of `panel` over the range `x`: their positions and values.
+fn x_ticks(panel: &Panel, x: &Range<f64>) -> (Vec<f64>, Vec<Tick>) {
+    match &panel.x_ticks {
         XTicks::At(v) => v
             .iter()
             .map(|&m| {
@@ -735,14 +787,21 @@ fn draw_panel(
             .map(|t| (t.value(), t))
             .unzip(),
         XTicks::Placed(v) => v.iter().copied().unzip(),
-    };
-    let (yt, ylabels) = ys.ticks();
+    }
+}
+
+/// The axes of a panel in the frame `f` (whose box starts at the pixel
+/// column `bx`): grid lines, ticks, tick and axis labels, the plot's border.
+fn draw_axes(o: &mut String, f: &Frame, panel: &Panel, bx: f64) {
+    let (left, right, top, bottom) = (f.left, f.right, f.top, f.bottom);
+    let (xpos, xt) = x_ticks(panel, &f.x);
+    let (yt, ylabels) = f.ys.ticks();
     let _ = writeln!(
         o,
         "<g class=\"axes\" font-family=\"{FONT}\" font-size=\"13\">"
     );
     for (pos, label) in xpos.iter().zip(tick_labels(&xt)) {
-        let xp = sx(*pos);
+        let xp = f.sx(*pos);
         let _ = writeln!(
             o,
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\" stroke-opacity=\"0.1\"/>\n\
@@ -757,7 +816,7 @@ fn draw_panel(
         );
     }
     for (t, label) in yt.iter().zip(ylabels) {
-        let yp = sy(*t);
+        let yp = f.sy(*t);
         let _ = writeln!(
             o,
             "<line x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\" stroke=\"#000000\" stroke-opacity=\"0.1\"/>\n\
@@ -793,97 +852,104 @@ fn draw_panel(
         px(right - left),
         px(bottom - top)
     );
-    // Data: bands first, under every line.
-    let mut lines = Vec::new();
-    let _ = writeln!(o, "<g class=\"data\">");
-    for c in &panel.curves {
-        let st = c.style;
-        let keys = c
-            .legend
-            .iter()
-            .map(|k| k.to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let _ = writeln!(o, "<g class=\"series\" data-legend=\"{keys}\"{}>", c.attrs);
-        if c.show == Show::Band && c.points.len() >= 2 {
-            let mut pts: Vec<String> = c
-                .points
-                .iter()
-                .map(|(x, v)| format!("{},{}", px(sx(*x)), px(sy(v.lo))))
-                .collect();
-            pts.extend(
-                c.points
-                    .iter()
-                    .rev()
-                    .map(|(x, v)| format!("{},{}", px(sx(*x)), px(sy(v.hi)))),
-            );
-            let _ = writeln!(
-                o,
-                "<polygon class=\"band\" points=\"{}\" fill=\"{}\" fill-opacity=\"{}\" stroke=\"none\"/>",
-                pts.join(" "),
-                st.colour.hex(),
-                px(0.25 * st.opacity)
-            );
-        }
-        let line: Vec<(f64, f64)> = c
+}
+
+/// One curve in the frame `f` (a series group: its band, midpoint line,
+/// bars and markers); its legend entries and midpoint line when a line was
+/// drawn (for [`coincident`]). Points of `v.mid() <= 0` leave the line on a
+/// log axis (`!linear_y`).
+fn draw_curve(o: &mut String, f: &Frame, c: &Curve, linear_y: bool) -> Option<KeyedLine> {
+    let st = c.style;
+    let keys = c
+        .legend
+        .iter()
+        .map(|k| k.to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = writeln!(o, "<g class=\"series\" data-legend=\"{keys}\"{}>", c.attrs);
+    if c.show == Show::Band && c.points.len() >= 2 {
+        let mut pts: Vec<String> = c
             .points
             .iter()
-            .filter(|(_, v)| panel.linear_y || v.mid() > 0.0)
-            .map(|(x, v)| (sx(*x), sy(v.mid())))
+            .map(|(x, v)| format!("{},{}", px(f.sx(*x)), px(f.sy(v.lo))))
             .collect();
-        if c.show != Show::Marks && line.len() >= 2 {
-            let pts: Vec<String> = line
+        pts.extend(
+            c.points
                 .iter()
-                .map(|(a, b)| format!("{},{}", px(*a), px(*b)))
-                .collect();
+                .rev()
+                .map(|(x, v)| format!("{},{}", px(f.sx(*x)), px(f.sy(v.hi)))),
+        );
+        let _ = writeln!(
+            o,
+            "<polygon class=\"band\" points=\"{}\" fill=\"{}\" fill-opacity=\"{}\" stroke=\"none\"/>",
+            pts.join(" "),
+            st.colour.hex(),
+            px(0.25 * st.opacity)
+        );
+    }
+    let line: Vec<(f64, f64)> = c
+        .points
+        .iter()
+        .filter(|(_, v)| linear_y || v.mid() > 0.0)
+        .map(|(x, v)| (f.sx(*x), f.sy(v.mid())))
+        .collect();
+    let mut drawn = None;
+    if c.show != Show::Marks && line.len() >= 2 {
+        let pts: Vec<String> = line
+            .iter()
+            .map(|(a, b)| format!("{},{}", px(*a), px(*b)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{}\" stroke-width=\"{}\"{}/>",
+            pts.join(" "),
+            st.colour.hex(),
+            px(st.opacity),
+            px(st.width),
+            dash_attr(st.dash)
+        );
+        drawn = Some((c.legend.clone(), line.clone()));
+    }
+    if c.show == Show::Bars {
+        for (x, v) in &c.points {
+            let (xp, lo, hi) = (f.sx(*x), f.sy(v.lo), f.sy(v.hi));
             let _ = writeln!(
                 o,
-                "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-opacity=\"{}\" stroke-width=\"{}\"{}/>",
-                pts.join(" "),
+                "<path class=\"bar\" d=\"M {0},{1} V {2} M {3},{1} h 8 M {3},{2} h 8\" fill=\"none\" stroke=\"{4}\" stroke-opacity=\"{5}\"/>",
+                px(xp),
+                px(lo),
+                px(hi),
+                px(xp - 4.0),
                 st.colour.hex(),
-                px(st.opacity),
-                px(st.width),
-                dash_attr(st.dash)
+                px(st.opacity)
             );
-            lines.push((c.legend.clone(), line.clone()));
         }
-        if c.show == Show::Bars {
-            for (x, v) in &c.points {
-                let (xp, lo, hi) = (sx(*x), sy(v.lo), sy(v.hi));
-                let _ = writeln!(
-                    o,
-                    "<path class=\"bar\" d=\"M {0},{1} V {2} M {3},{1} h 8 M {3},{2} h 8\" fill=\"none\" stroke=\"{4}\" stroke-opacity=\"{5}\"/>",
-                    px(xp),
-                    px(lo),
-                    px(hi),
-                    px(xp - 4.0),
-                    st.colour.hex(),
-                    px(st.opacity)
-                );
-            }
+    }
+    if let Some(shape) = st.marker {
+        for p in &line {
+            marker_svg(o, shape, *p, st.colour, st.opacity);
         }
-        if let Some(shape) = st.marker {
-            for p in &line {
-                marker_svg(o, shape, *p, st.colour, st.opacity);
-            }
-        }
-        let _ = writeln!(o, "</g>");
     }
     let _ = writeln!(o, "</g>");
-    // The legend, in its own column right of the plot area.
-    let lx = right + 16.0;
-    let row = ((bottom - top - 12.0) / panel.legend.len().max(1) as f64).clamp(12.0, 20.0);
-    let lh = 12.0 + row * panel.legend.len() as f64;
+    drawn
+}
+
+/// The legend, in its own column right of the plot area of `f`.
+fn draw_legend(o: &mut String, f: &Frame, legend: &[Entry]) {
+    let (top, bottom) = (f.top, f.bottom);
+    let lx = f.right + 16.0;
+    let row = ((bottom - top - 12.0) / legend.len().max(1) as f64).clamp(12.0, 20.0);
+    let lh = 12.0 + row * legend.len() as f64;
     let _ = writeln!(
         o,
         "<g class=\"legend\" font-family=\"{FONT}\" font-size=\"13\">\n\
          <rect class=\"legend-box\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#FFFFFF\" stroke=\"#000000\" stroke-opacity=\"0.3\"/>",
         px(lx),
         px(top),
-        px(legend_w),
+        px(f.legend_w),
         px(lh)
     );
-    for (i, e) in panel.legend.iter().enumerate() {
+    for (i, e) in legend.iter().enumerate() {
         let ey = top + 6.0 + row / 2.0 + row * i as f64;
         let _ = writeln!(o, "<g class=\"legend-entry\" data-entry=\"{i}\">");
         if let Some((colour, width, dash)) = e.line {
@@ -910,7 +976,12 @@ fn draw_panel(
         );
     }
     let _ = writeln!(o, "</g>");
-    let (pairs, more) = coincident(&panel.legend, &lines, 4);
+}
+
+/// The notes under the figure for the curves of `panel` whose drawn
+/// midpoint `lines` coincide within a pixel (at most four pairs named).
+fn coincidence_notes(panel: &Panel, lines: &[KeyedLine]) -> Vec<String> {
+    let (pairs, more) = coincident(&panel.legend, lines, 4);
     let mut notes: Vec<String> = pairs
         .into_iter()
         .map(|(a, b)| {
@@ -925,7 +996,7 @@ fn draw_panel(
             "{more} more pairs of curves coincide within a pixel."
         ));
     }
-    Ok(notes)
+    notes
 }
 
 /// Splits `s` into lines of at most about `width` characters at spaces.
@@ -1131,18 +1202,70 @@ fn layer_list(layers: &[usize]) -> String {
 /// depths.
 fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
     let number = if axis == Axis::HiddenSize { 2 } else { 3 };
-    let (x_name, fixed_name, x_desc) = match axis {
-        Axis::HiddenSize => ("width", "L", "Hidden dimension N"),
-        Axis::Layers => ("depth", "N", "Depth L"),
+    let (fixed_name, x_desc) = match axis {
+        Axis::HiddenSize => ("L", "Hidden dimension N"),
+        Axis::Layers => ("N", "Depth L"),
     };
-    let rows: Vec<_> = scaling(set)
+    let rows: Vec<ScalingRow> = scaling(set)
         .into_iter()
         .filter(|r| r.axis == axis)
         .collect();
+    let groups = scaling_groups(&rows);
+    if groups.is_empty() {
+        let why = no_scaling_groups(set, axis);
+        return figure(number, why.clone(), Err(why));
+    }
+    let ScalingCurves {
+        curves,
+        legend,
+        undefined,
+        ivs,
+        xs,
+    } = scaling_curves(set, &rows, &groups, fixed_name);
+    let anchor_word = if axis == Axis::HiddenSize {
+        "narrowest"
+    } else {
+        "shallowest"
+    };
+    let (rel, widest) = widest_clause(ivs.iter());
+    let sub = format!(
+        "each curve divided by its value at the {anchor_word} model of its group (certified interval division); bars: certified intervals; {widest}"
+    );
+    let mut caption = format!(
+        "B_ours (orange, solid) and B_Edel (slate blue, dashed) against {}, one curve per fixed {fixed_name} (marker per \
+         {fixed_name}), each divided by the value of the {anchor_word} model with the same {fixed_name} (the paper normalises at {}). \
+         Every point is a certified interval (interval division of the two certified bounds; bars, widest relative width {}). Log scale.",
+        if axis == Axis::HiddenSize { "the hidden dimension N" } else { "the depth L" },
+        if axis == Axis::HiddenSize { "N = 128" } else { "L = 2" },
+        approx(rel)
+    );
+    if !undefined.is_empty() {
+        caption.push_str(&format!(
+            " Not drawn (anchor bound not certified positive): {}.",
+            undefined.join(", ")
+        ));
+    }
+    caption.push_str(&clamp_note([curves.as_slice()]).unwrap_or_default());
+    let panel = Panel {
+        caption: None,
+        x_desc: x_desc.into(),
+        y_desc: "Bound / bound of the anchor model".into(),
+        curves,
+        legend,
+        x_ticks: XTicks::At(xs),
+        linear_y: false,
+    };
+    figure(number, caption, render(TITLES[number - 1], &sub, &[panel]))
+}
+
+/// The fixed values (depths or widths) of the ratio `rows` of one axis at
+/// which at least two different x values are certified: one group of
+/// curves each, ascending.
+fn scaling_groups(rows: &[ScalingRow]) -> Vec<usize> {
     let mut groups: Vec<usize> = rows.iter().map(|r| r.fixed).collect();
     groups.sort_unstable();
     groups.dedup();
-    let groups: Vec<usize> = groups
+    groups
         .into_iter()
         .filter(|g| {
             let mut xs: Vec<usize> = rows.iter().filter(|r| r.fixed == *g).map(|r| r.x).collect();
@@ -1150,26 +1273,50 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
             xs.dedup();
             xs.len() >= 2
         })
-        .collect();
-    if groups.is_empty() {
-        let why = format!(
-            "skipped: no two models share a {} with different {x_name}s (models: {})",
-            if axis == Axis::HiddenSize {
-                "depth"
-            } else {
-                "width"
-            },
-            set.models
-                .iter()
-                .map(|m| format!(
-                    "{} L={} N={}",
-                    m.id, m.cert.model.layers, m.cert.model.hidden
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        return figure(number, why.clone(), Err(why));
-    }
+        .collect()
+}
+
+/// Why figure 2 or 3 (`axis`) is skipped when no group has two x values:
+/// every model's depth and width.
+fn no_scaling_groups(set: &StudySet, axis: Axis) -> String {
+    let (x_name, fixed_word) = match axis {
+        Axis::HiddenSize => ("width", "depth"),
+        Axis::Layers => ("depth", "width"),
+    };
+    format!(
+        "skipped: no two models share a {fixed_word} with different {x_name}s (models: {})",
+        set.models
+            .iter()
+            .map(|m| format!(
+                "{} L={} N={}",
+                m.id, m.cert.model.layers, m.cert.model.hidden
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The curves of figure 2 or 3 and what their caption and ticks need.
+struct ScalingCurves {
+    curves: Vec<Curve>,
+    legend: Vec<Entry>,
+    /// Models whose ratio is undefined (anchor not certified positive),
+    /// sorted, once each.
+    undefined: Vec<String>,
+    /// Every ratio drawn (for the widest relative width).
+    ivs: Vec<CertInterval>,
+    /// The x values of the rows, ascending, once each (the x ticks).
+    xs: Vec<usize>,
+}
+
+/// One curve and legend entry per group and bound (a marker per group,
+/// colour and dash per bound) from the ratio `rows`.
+fn scaling_curves(
+    set: &StudySet,
+    rows: &[ScalingRow],
+    groups: &[usize],
+    fixed_name: &str,
+) -> ScalingCurves {
     let mut curves = Vec::new();
     let mut legend = Vec::new();
     let mut undefined = Vec::new();
@@ -1216,74 +1363,23 @@ fn bound_scaling(set: &StudySet, axis: Axis) -> Figure {
     undefined.dedup();
     xs.sort_unstable();
     xs.dedup();
-    let anchor_word = if axis == Axis::HiddenSize {
-        "narrowest"
-    } else {
-        "shallowest"
-    };
-    let (rel, widest) = widest_clause(ivs.iter());
-    let sub = format!(
-        "each curve divided by its value at the {anchor_word} model of its group (certified interval division); bars: certified intervals; {widest}"
-    );
-    let mut caption = format!(
-        "B_ours (orange, solid) and B_Edel (slate blue, dashed) against {}, one curve per fixed {fixed_name} (marker per \
-         {fixed_name}), each divided by the value of the {anchor_word} model with the same {fixed_name} (the paper normalises at {}). \
-         Every point is a certified interval (interval division of the two certified bounds; bars, widest relative width {}). Log scale.",
-        if axis == Axis::HiddenSize { "the hidden dimension N" } else { "the depth L" },
-        if axis == Axis::HiddenSize { "N = 128" } else { "L = 2" },
-        approx(rel)
-    );
-    if !undefined.is_empty() {
-        caption.push_str(&format!(
-            " Not drawn (anchor bound not certified positive): {}.",
-            undefined.join(", ")
-        ));
-    }
-    caption.push_str(&clamp_note([curves.as_slice()]).unwrap_or_default());
-    let panel = Panel {
-        caption: None,
-        x_desc: x_desc.into(),
-        y_desc: "Bound / bound of the anchor model".into(),
+    ScalingCurves {
         curves,
         legend,
-        x_ticks: XTicks::At(xs),
-        linear_y: false,
-    };
-    figure(number, caption, render(TITLES[number - 1], &sub, &[panel]))
+        undefined,
+        ivs,
+        xs,
+    }
 }
 
 /// Figure 4: (2,1), (1,1) and spectral norms of every proxy matrix against
 /// N, for the models of the smallest depth; one line per (type, layer,
 /// head), a marker per type; the x ticks are the models' widths.
 fn norms_vs_width(set: &StudySet) -> Figure {
-    let depth = set
-        .models
-        .iter()
-        .map(|m| m.cert.model.layers)
-        .min()
-        .unwrap_or(0);
-    let at_depth: Vec<usize> = (0..set.models.len())
-        .filter(|&i| set.models[i].cert.model.layers == depth)
-        .collect();
-    let mut widths: Vec<usize> = at_depth
-        .iter()
-        .map(|&i| set.models[i].cert.model.hidden)
-        .collect();
-    widths.sort_unstable();
-    widths.dedup();
-    if widths.len() < 2 {
-        let why = format!(
-            "skipped: the models of the smallest depth (L = {depth}: {}) have one width only (N = {})",
-            at_depth
-                .iter()
-                .map(|&i| set.models[i].id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            widths.first().copied().unwrap_or(0)
-        );
-        return figure(4, why.clone(), Err(why));
-    }
-    type Key = (MatrixType, usize, i64);
+    let (depth, at_depth, widths) = match smallest_depth_widths(set) {
+        Ok(d) => d,
+        Err(why) => return figure(4, why.clone(), Err(why)),
+    };
     type NormOf = fn(&crate::certificate::MatrixEntry) -> CertInterval;
     let norms: [(&str, NormOf); 3] = [
         ("(2,1) norm", |w| w.norm_21),
@@ -1299,49 +1395,16 @@ fn norms_vs_width(set: &StudySet) -> Figure {
                 .any(|&i| set.models[i].cert.matrices.iter().any(|w| w.kind == *k))
         })
         .collect();
-    let shape_of =
-        |k: MatrixType| SHAPES[kinds.iter().position(|x| *x == k).unwrap_or(0) % SHAPES.len()];
     let mut panels = Vec::new();
     let mut ivs = Vec::new();
     for (name, get) in norms {
-        let mut lines: std::collections::BTreeMap<Key, Vec<(f64, CertInterval)>> =
-            Default::default();
-        for &i in &at_depth {
-            let c = &set.models[i].cert;
-            for w in &c.matrices {
-                let v = get(w);
-                ivs.push(v);
-                lines
-                    .entry((w.kind, w.layer, w.id().head_column()))
-                    .or_default()
-                    .push((c.model.hidden as f64, v));
-            }
-        }
-        let curves: Vec<Curve> = lines
-            .into_iter()
-            .map(|((kind, layer, head), mut pts)| {
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Curve {
-                    style: Style {
-                        colour: type_colour(kind),
-                        opacity: if head >= 0 { 0.55 } else { 0.95 },
-                        width: if head >= 0 { 1.0 } else { 2.0 },
-                        dash: None,
-                        marker: Some(shape_of(kind)),
-                    },
-                    points: pts,
-                    show: Show::Bars,
-                    legend: vec![kinds.iter().position(|x| *x == kind).unwrap_or(0)],
-                    attrs: format!(" data-layer=\"{layer}\""),
-                }
-            })
-            .collect();
+        let curves = norm_curves(set, &at_depth, &kinds, get, &mut ivs);
         let legend = kinds
             .iter()
             .map(|k| Entry {
                 label: type_label(*k).into(),
                 line: Some((type_colour(*k), 2.0, None)),
-                marker: Some((shape_of(*k), type_colour(*k))),
+                marker: Some((kind_shape(&kinds, *k), type_colour(*k))),
             })
             .collect();
         panels.push(Panel {
@@ -1375,6 +1438,88 @@ fn norms_vs_width(set: &StudySet) -> Figure {
     figure(4, caption, render(TITLES[3], &sub, &panels))
 }
 
+/// The smallest depth of `set`, the indices of its models of that depth
+/// and their widths (ascending, once each); or why figure 4 is skipped
+/// (those models have one width only).
+fn smallest_depth_widths(set: &StudySet) -> Result<(usize, Vec<usize>, Vec<usize>), String> {
+    let depth = set
+        .models
+        .iter()
+        .map(|m| m.cert.model.layers)
+        .min()
+        .unwrap_or(0);
+    let at_depth: Vec<usize> = (0..set.models.len())
+        .filter(|&i| set.models[i].cert.model.layers == depth)
+        .collect();
+    let mut widths: Vec<usize> = at_depth
+        .iter()
+        .map(|&i| set.models[i].cert.model.hidden)
+        .collect();
+    widths.sort_unstable();
+    widths.dedup();
+    if widths.len() < 2 {
+        return Err(format!(
+            "skipped: the models of the smallest depth (L = {depth}: {}) have one width only (N = {})",
+            at_depth
+                .iter()
+                .map(|&i| set.models[i].id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            widths.first().copied().unwrap_or(0)
+        ));
+    }
+    Ok((depth, at_depth, widths))
+}
+
+/// The marker of matrix type `k` in figure 4: one per type of `kinds`.
+fn kind_shape(kinds: &[MatrixType], k: MatrixType) -> Shape {
+    SHAPES[kinds.iter().position(|x| *x == k).unwrap_or(0) % SHAPES.len()]
+}
+
+/// One curve of the norm `get` against N per (type, layer, head) of the
+/// models `at_depth` (a head's line lighter than a layer matrix's); every
+/// norm is pushed onto `ivs`.
+fn norm_curves(
+    set: &StudySet,
+    at_depth: &[usize],
+    kinds: &[MatrixType],
+    get: fn(&crate::certificate::MatrixEntry) -> CertInterval,
+    ivs: &mut Vec<CertInterval>,
+) -> Vec<Curve> {
+    type Key = (MatrixType, usize, i64);
+    let mut lines: std::collections::BTreeMap<Key, Vec<(f64, CertInterval)>> = Default::default();
+    for &i in at_depth {
+        let c = &set.models[i].cert;
+        for w in &c.matrices {
+            let v = get(w);
+            ivs.push(v);
+            lines
+                .entry((w.kind, w.layer, w.id().head_column()))
+                .or_default()
+                .push((c.model.hidden as f64, v));
+        }
+    }
+    lines
+        .into_iter()
+        .map(|((kind, layer, head), mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Curve {
+                style: Style {
+                    colour: type_colour(kind),
+                    opacity: if head >= 0 { 0.55 } else { 0.95 },
+                    width: if head >= 0 { 1.0 } else { 2.0 },
+                    dash: None,
+                    marker: Some(kind_shape(kinds, kind)),
+                },
+                points: pts,
+                show: Show::Bars,
+                legend: vec![kinds.iter().position(|x| *x == kind).unwrap_or(0)],
+                attrs: format!(" data-layer=\"{layer}\""),
+            }
+        })
+        .collect()
+}
+
 /// Figure 5: `c(W, p) / c(W, 0)` against p for every matrix of the primary
 /// model, coloured by layer, a line style per matrix type, with the
 /// certified minimiser set marked.
@@ -1388,54 +1533,19 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         .copied()
         .filter(|k| c.matrices.iter().any(|w| w.kind == *k))
         .collect();
-    // Entries: one per layer (its colour), one per type (its line style),
-    // the argmin marker.
-    let layer_marker = |l: usize| (layers > 12).then(|| SHAPES[(l / 12) % SHAPES.len()]);
-    let mut legend: Vec<Entry> = (0..layers)
-        .map(|l| Entry {
-            label: format!("layer {l}"),
-            line: Some((layer_colour(l), 2.0, None)),
-            marker: layer_marker(l).map(|s| (s, layer_colour(l))),
-        })
-        .collect();
-    legend.extend(
-        kinds
-            .iter()
-            .map(|k| Entry::line(type_label(*k), GREY, type_dash(*k))),
-    );
-    let argmin_entry = legend.len();
-    legend.push(Entry {
-        label: "certified argmin set".into(),
-        line: None,
-        marker: Some((Shape::Circle, BLACK)),
-    });
+    let legend = contribution_legend(layers, &kinds);
+    let argmin_entry = legend.len() - 1;
     let mut curves = Vec::new();
     let mut marks = Vec::new();
     let mut undefined = 0usize;
     let mut ivs = Vec::new();
     let mut unique = 0usize;
     for w in &c.matrices {
-        let Some(c0) = w.contribution_at(crate::certificate::GridPoint { k: 0, m }) else {
+        let Some(pts) = contribution_ratios(w, m) else {
             undefined += 1;
             continue;
         };
-        let mut pts = Vec::new();
-        for cp in &w.contributions {
-            let r = if cp.p_fraction.k == 0 {
-                // c(W, 0) / c(W, 0) = 1 exactly when c(W, 0) > 0 (L20 (b)).
-                (c0.lo > 0.0).then_some(CertInterval::point(1.0))
-            } else {
-                ratio(&cp.value, &c0)
-            };
-            if let Some(r) = r {
-                pts.push((cp.p_fraction.approx(), r));
-                ivs.push(r);
-            }
-        }
-        if pts.is_empty() {
-            undefined += 1;
-            continue;
-        }
+        ivs.extend(pts.iter().map(|(_, r)| *r));
         if w.p_opt_fraction.len() == 1 {
             unique += 1;
         }
@@ -1451,7 +1561,7 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
                 opacity: if w.kind.per_head() { 0.45 } else { 0.95 },
                 width: if w.kind.per_head() { 1.0 } else { 2.0 },
                 dash: type_dash(w.kind),
-                marker: layer_marker(w.layer),
+                marker: layer_marker(layers, w.layer),
             },
             points: pts,
             show: Show::Band,
@@ -1467,21 +1577,7 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         return figure(5, why.clone(), Err(why));
     }
     let drawn = curves.len();
-    marks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.lo.total_cmp(&b.1.lo)));
-    marks.dedup_by(|a, b| a.0 == b.0 && a.1.lo == b.1.lo);
-    curves.push(Curve {
-        style: Style {
-            colour: BLACK,
-            opacity: 1.0,
-            width: 1.0,
-            dash: None,
-            marker: Some(Shape::Circle),
-        },
-        points: marks,
-        show: Show::Marks,
-        legend: vec![argmin_entry],
-        attrs: String::new(),
-    });
+    curves.push(argmin_marks(marks, argmin_entry));
     let (rel, widest) = widest_clause(ivs.iter());
     let sub = format!(
         "{} (L = {}, N = {}, m = {m}); colour: layer, line style: matrix type; bands: certified intervals; \
@@ -1512,6 +1608,78 @@ fn contribution_vs_p(set: &StudySet) -> Figure {
         linear_y: false,
     };
     figure(5, caption, render(TITLES[4], &sub, &[panel]))
+}
+
+/// The marker of layer `l` of `layers` in figure 5: none up to 12 layers
+/// (the colours tell them apart), else one per twelve layers.
+fn layer_marker(layers: usize, l: usize) -> Option<Shape> {
+    (layers > 12).then(|| SHAPES[(l / 12) % SHAPES.len()])
+}
+
+/// Figure 5's legend: one entry per layer (its colour), one per type of
+/// `kinds` (its line style), and last the argmin marker.
+fn contribution_legend(layers: usize, kinds: &[MatrixType]) -> Vec<Entry> {
+    let mut legend: Vec<Entry> = (0..layers)
+        .map(|l| Entry {
+            label: format!("layer {l}"),
+            line: Some((layer_colour(l), 2.0, None)),
+            marker: layer_marker(layers, l).map(|s| (s, layer_colour(l))),
+        })
+        .collect();
+    legend.extend(
+        kinds
+            .iter()
+            .map(|k| Entry::line(type_label(*k), GREY, type_dash(*k))),
+    );
+    legend.push(Entry {
+        label: "certified argmin set".into(),
+        line: None,
+        marker: Some((Shape::Circle, BLACK)),
+    });
+    legend
+}
+
+/// The certified ratios `c(W, p) / c(W, 0)` of the matrix `w` on the grid
+/// of resolution `m` (the defined ones), or `None` when none is defined
+/// (`c(W, 0)` not certified, or not certified positive).
+fn contribution_ratios(
+    w: &crate::certificate::MatrixEntry,
+    m: usize,
+) -> Option<Vec<(f64, CertInterval)>> {
+    let c0 = w.contribution_at(crate::certificate::GridPoint { k: 0, m })?;
+    let mut pts = Vec::new();
+    for cp in &w.contributions {
+        let r = if cp.p_fraction.k == 0 {
+            // c(W, 0) / c(W, 0) = 1 exactly when c(W, 0) > 0 (L20 (b)).
+            (c0.lo > 0.0).then_some(CertInterval::point(1.0))
+        } else {
+            ratio(&cp.value, &c0)
+        };
+        if let Some(r) = r {
+            pts.push((cp.p_fraction.approx(), r));
+        }
+    }
+    (!pts.is_empty()).then_some(pts)
+}
+
+/// The black circles of every certified minimiser (`marks`, sorted and
+/// once each), in the legend entry `entry`.
+fn argmin_marks(mut marks: Vec<(f64, CertInterval)>, entry: usize) -> Curve {
+    marks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.lo.total_cmp(&b.1.lo)));
+    marks.dedup_by(|a, b| a.0 == b.0 && a.1.lo == b.1.lo);
+    Curve {
+        style: Style {
+            colour: BLACK,
+            opacity: 1.0,
+            width: 1.0,
+            dash: None,
+            marker: Some(Shape::Circle),
+        },
+        points: marks,
+        show: Show::Marks,
+        legend: vec![entry],
+        attrs: String::new(),
+    }
 }
 
 #[cfg(test)]

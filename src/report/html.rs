@@ -56,6 +56,29 @@ pub fn page(set: &StudySet, figures: &[Figure]) -> String {
 /// the contents.
 pub fn page_with(set: &StudySet, figures: &[Figure], trajectory: Option<&str>) -> String {
     let mut h = String::with_capacity(1 << 20);
+    head(&mut h, set);
+    nav(&mut h, trajectory.is_some());
+    bounds_section(&mut h, set);
+    figures_section(&mut h, figures);
+    if let Some(t) = trajectory {
+        h.push_str(t);
+    }
+    scaling_section(&mut h, set);
+    p_opt_section(&mut h, set);
+    widest_section(&mut h, set);
+    fidelity_section(&mut h, set);
+    parameters_section(&mut h, set);
+    models_section(&mut h, set);
+    let _ = writeln!(
+        h,
+        "<footer><p class=\"note\">specbound {}. This page loads nothing: figures are inline SVG, styles inline.</p></footer>\n</body>\n</html>",
+        esc(env!("CARGO_PKG_VERSION"))
+    );
+    h
+}
+
+/// The document head and the page's title and introduction.
+fn head(h: &mut String, set: &StudySet) {
     let n = set.models.len();
     let primary = set.primary();
     let _ = write!(
@@ -78,11 +101,15 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         esc(&primary.id),
         esc(env!("CARGO_PKG_VERSION"))
     );
+}
+
+/// The contents; the trajectory's entry only when the page has that section.
+fn nav(h: &mut String, trajectory: bool) {
     h.push_str(
         "<nav><ul><li><a href=\"#bounds\">Bounds per model</a></li>\
 <li><a href=\"#figures\">Figures</a></li>",
     );
-    if trajectory.is_some() {
+    if trajectory {
         h.push_str("<li><a href=\"#trajectory\">Trajectory over training</a></li>");
     }
     h.push_str(
@@ -91,8 +118,10 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
 <li><a href=\"#fidelity\">Fidelity notes</a></li><li><a href=\"#parameters\">Parameters</a></li>\
 <li><a href=\"#models\">Models and hashes</a></li></ul></nav>\n",
     );
+}
 
-    // Bounds.
+/// The bounds of every model, their measures and the inconclusive models.
+fn bounds_section(h: &mut String, set: &StudySet) {
     h.push_str("<section id=\"bounds\">\n<h2>Bounds per model</h2>\n<table>\n<tr><th>model_id</th><th>L</th><th>N</th><th>heads</th><th>B_ours</th><th>B_Edel</th></tr>\n");
     for m in &set.models {
         let md = &m.cert.model;
@@ -117,8 +146,10 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         h.push_str("</ul>\n");
     }
     h.push_str("</section>\n");
+}
 
-    // Figures.
+/// Every figure, drawn (inline SVG and caption) or skipped (the reason).
+fn figures_section(h: &mut String, figures: &[Figure]) {
     h.push_str("<section id=\"figures\">\n<h2>Figures</h2>\n");
     for f in figures {
         let _ = writeln!(
@@ -144,12 +175,10 @@ down and the upper end rounded up. Figures draw every certified interval (bars o
         h.push_str("</section>\n");
     }
     h.push_str("</section>\n");
+}
 
-    if let Some(t) = trajectory {
-        h.push_str(t);
-    }
-
-    // Ratios.
+/// The certified ratios of figures 2 and 3.
+fn scaling_section(h: &mut String, set: &StudySet) {
     h.push_str(
         "<section id=\"scaling\">\n<h2>Certified ratios (figures 2 and 3)</h2>\n\
 <p class=\"note\">Each bound divided by the same bound of its anchor: the narrowest model of equal depth \
@@ -174,8 +203,10 @@ training step) are never each other's anchor: the trajectory section compares th
         );
     }
     h.push_str("</table>\n</section>\n");
+}
 
-    // p_opt distribution.
+/// The p_opt distribution per model and matrix type.
+fn p_opt_section(h: &mut String, set: &StudySet) {
     h.push_str(
         "<section id=\"p-opt\">\n<h2>p_opt distribution per matrix type</h2>\n\
 <p class=\"note\">For each model and matrix type: how many matrices have a certified unique minimiser \
@@ -211,8 +242,10 @@ p_opt = k/m, and how many have several grid points the certified contributions c
         );
     }
     h.push_str("</table>\n</section>\n");
+}
 
-    // Widest intervals.
+/// The [`WIDEST_SHOWN`] widest intervals.
+fn widest_section(h: &mut String, set: &StudySet) {
     let _ = write!(
         h,
         "<section id=\"widest\">\n<h2>Widest intervals</h2>\n<p class=\"note\">The {WIDEST_SHOWN} certified \
@@ -234,48 +267,65 @@ intervals of largest relative width (hi - lo)/min(|lo|, |hi|) over all models (i
         );
     }
     h.push_str("</table>\n</section>\n");
+}
 
-    // Fidelity.
-    let est = fidelity::estimate(&primary.cert);
+/// The fidelity notes: round-off (with the primary model's float
+/// estimate), the scale floor, ranks and the paper's extensions.
+fn fidelity_section(h: &mut String, set: &StudySet) {
+    let primary = set.primary();
     let _ = write!(
         h,
         "<section id=\"fidelity\">\n<h2>Fidelity notes</h2>\n<p>{}</p>\n",
         esc(ROUNDOFF_NOTE)
     );
-    if !est.inflation.is_empty() {
-        let _ = write!(
-            h,
-            "<p class=\"note\">A float model of that computation for the primary model {} (not a certified \
+    inflation_table(h, &primary.id, &fidelity::estimate(&primary.cert));
+    let _ = writeln!(h, "<p>{}</p>", esc(SCALE_FLOOR_NOTE));
+    zero_scale_rank_and_extension_notes(h, set);
+    h.push_str("</section>\n");
+}
+
+/// The float estimate's inflation table and argmin note for the primary
+/// model `primary` (nothing when it has no inflation rows).
+fn inflation_table(h: &mut String, primary: &str, est: &fidelity::ArtefactEstimate) {
+    if est.inflation.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<p class=\"note\">A float model of that computation for the primary model {} (not a certified \
 quantity): the largest relative inflation c_t(W, p)/c(W, p) - 1 over its heads when the exact zeros are \
 replaced by round-off values t = u sigma_1 (u = 2^-53), at p = k/{}, until it falls below 1e-8.</p>\n<table>\n\
 <tr><th>type</th><th>k: inflation</th></tr>\n",
-            esc(&primary.id),
-            est.m
+        esc(primary),
+        est.m
+    );
+    for (kind, rows) in &est.inflation {
+        let cells: Vec<String> = rows
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", approx(*v)))
+            .collect();
+        let _ = writeln!(
+            h,
+            "<tr><td>{kind}</td><td class=\"num\">{}</td></tr>",
+            cells.join(", ")
         );
-        for (kind, rows) in &est.inflation {
-            let cells: Vec<String> = rows
-                .iter()
-                .map(|(k, v)| format!("{k}: {}", approx(*v)))
-                .collect();
-            let _ = writeln!(
-                h,
-                "<tr><td>{kind}</td><td class=\"num\">{}</td></tr>",
-                cells.join(", ")
-            );
-        }
-        h.push_str("</table>\n");
-        if est.argmin_moved.is_empty() {
-            h.push_str("<p class=\"note\">With these round-off values every float argmin stays in its certified argmin set.</p>\n");
-        } else {
-            let _ = writeln!(
-                h,
-                "<p class=\"note\">With these round-off values the float argmin of {} matrices leaves its certified argmin set (first: {}).</p>",
-                est.argmin_moved.len(),
-                esc(&est.argmin_moved[0])
-            );
-        }
     }
-    let _ = writeln!(h, "<p>{}</p>", esc(SCALE_FLOOR_NOTE));
+    h.push_str("</table>\n");
+    if est.argmin_moved.is_empty() {
+        h.push_str("<p class=\"note\">With these round-off values every float argmin stays in its certified argmin set.</p>\n");
+    } else {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">With these round-off values the float argmin of {} matrices leaves its certified argmin set (first: {}).</p>",
+            est.argmin_moved.len(),
+            esc(&est.argmin_moved[0])
+        );
+    }
+}
+
+/// The notes after the round-off estimate: the matrices of zero scale,
+/// exact against numerical ranks, and every extension of the paper used.
+fn zero_scale_rank_and_extension_notes(h: &mut String, set: &StudySet) {
     let zero: Vec<String> = set
         .models
         .iter()
@@ -307,9 +357,10 @@ tolerance 1e-10 k max(sigma_1, 1). The two agree whenever no nonzero singular va
     for e in ext {
         let _ = writeln!(h, "<p>EXTENSION OF THE PAPER: {}</p>", esc(e));
     }
-    h.push_str("</section>\n");
+}
 
-    // Parameters.
+/// The parameters of every certificate.
+fn parameters_section(h: &mut String, set: &StudySet) {
     h.push_str("<section id=\"parameters\">\n<h2>Parameters</h2>\n<table>\n<tr><th>model_id</th><th>L_phi</th><th>grid m</th><th>precision</th><th>certificate written by</th></tr>\n");
     for m in &set.models {
         let p = &m.cert.parameters;
@@ -325,8 +376,10 @@ tolerance 1e-10 k max(sigma_1, 1). The two agree whenever no nonzero singular va
         );
     }
     h.push_str("</table>\n</section>\n");
+}
 
-    // Models.
+/// Every model's architecture, path and file hashes.
+fn models_section(h: &mut String, set: &StudySet) {
     h.push_str("<section id=\"models\">\n<h2>Models and their hashes</h2>\n<table>\n<tr><th>model_id</th><th>architecture</th><th>path</th><th>file: SHA-256</th></tr>\n");
     for m in &set.models {
         let md = &m.cert.model;
@@ -350,12 +403,6 @@ tolerance 1e-10 k max(sigma_1, 1). The two agree whenever no nonzero singular va
         );
     }
     h.push_str("</table>\n</section>\n");
-    let _ = writeln!(
-        h,
-        "<footer><p class=\"note\">specbound {}. This page loads nothing: figures are inline SVG, styles inline.</p></footer>\n</body>\n</html>",
-        esc(env!("CARGO_PKG_VERSION"))
-    );
-    h
 }
 
 /// Models per measures table: the tables are transposed (one row per

@@ -148,7 +148,6 @@ pub struct SvdReport {
 
 impl SvdReport {
     /// Assembles the report.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         input: String,
         tensor: Option<String>,
@@ -183,6 +182,19 @@ impl SvdReport {
     pub fn to_table_with(&self, max_rows: usize, st: fmt::Style) -> String {
         use std::fmt::Write;
         let mut s = String::new();
+        self.write_summary(&mut s, st);
+        self.write_schatten(&mut s, st);
+        let _ = writeln!(s, "  max relative radius {:.2e}", self.max_relative_radius);
+        for note in &self.notes {
+            let _ = writeln!(s, "note: {note}");
+        }
+        self.write_singular_values(&mut s, max_rows, st);
+        s
+    }
+
+    /// The input line and the certified norms, stable rank and rank.
+    fn write_summary(&self, s: &mut String, st: fmt::Style) {
+        use std::fmt::Write;
         let fmt = |e: &Enclosure| fmt::interval(e.lo(), e.hi(), st);
         let _ = writeln!(
             s,
@@ -222,6 +234,13 @@ impl SvdReport {
             "  rank            {}",
             fmt::interval(self.summary.rank.lo as f64, self.summary.rank.hi as f64, st)
         );
+    }
+
+    /// One line per Schatten index (power sum, and norm when stated) with
+    /// its notes.
+    fn write_schatten(&self, s: &mut String, st: fmt::Style) {
+        use std::fmt::Write;
+        let fmt = |e: &Enclosure| fmt::interval(e.lo(), e.hi(), st);
         for sc in &self.schatten {
             let p = &sc.p;
             // The binary64 interval, else the decimal ends, else `[lo, inf]`.
@@ -245,10 +264,12 @@ impl SvdReport {
                 let _ = writeln!(s, "    note: {note}");
             }
         }
-        let _ = writeln!(s, "  max relative radius {:.2e}", self.max_relative_radius);
-        for note in &self.notes {
-            let _ = writeln!(s, "note: {note}");
-        }
+    }
+
+    /// The singular values, at most `max_rows` of them (the first and
+    /// last halves, a line saying how many more between).
+    fn write_singular_values(&self, s: &mut String, max_rows: usize, st: fmt::Style) {
+        use std::fmt::Write;
         let _ = writeln!(s, "singular values (largest first):");
         // The rows first, then the enclosure column as wide as its widest
         // cell: MPFR's decimal ends can be far wider than binary64's, and
@@ -291,6 +312,5 @@ impl SvdReport {
         if next < n {
             s.push_str(&more);
         }
-        s
     }
 }
