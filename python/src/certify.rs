@@ -9,7 +9,7 @@ use pyo3::types::{PyBool, PyDict};
 
 use specbound::arch::ArchOverrides;
 use specbound::certificate::{CertInterval, Certificate as Cert, SpectrumEntry};
-use specbound::certify::{CertifyError, CertifyOptions};
+use specbound::certify::CertifyOptions;
 use specbound::cmd::certify::{Certified, CertifyRequest};
 use specbound::cmd::defaults;
 use specbound::cmd::{CertInput, CmdError};

@@ -119,6 +119,18 @@ impl CertifyReport {
 ///
 /// *Guarantee: certified enclosure* for every interval of the certificate
 /// or part ([`crate::certify::certify`], which names the lemmas).
+///
+/// ```
+/// use specbound::certify::CertifyOptions;
+/// use specbound::cmd::certify::{run, CertifyRequest};
+/// use specbound::cmd::{ModelRef, Silent};
+///
+/// // The bundled MiniLM, whole, at the default precision.
+/// let req = CertifyRequest::new(ModelRef::Bundled, CertifyOptions::default());
+/// let report = run(&req, &Silent).unwrap();
+/// let bounds = report.certificate().unwrap().bounds.clone().unwrap();
+/// assert!(0.0 < bounds.ours.lo && bounds.ours.lo <= bounds.ours.hi);
+/// ```
 pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError> {
     if req.shard.is_some() && req.outputs.csv.is_some() {
         return Err(CmdError::usage(

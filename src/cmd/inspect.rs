@@ -35,6 +35,20 @@ pub struct InspectReport {
 }
 
 /// Runs `inspect`.
+///
+/// ```
+/// use specbound::cmd::inspect::{run, InspectRequest};
+/// use specbound::cmd::{defaults, ModelRef};
+///
+/// let req = InspectRequest {
+///     model: ModelRef::Bundled,
+///     heads: None,
+///     l_phi: defaults::L_PHI.into(),
+///     stack: None,
+/// };
+/// let report = run(&req).unwrap();
+/// assert_eq!(report.arch.layers, 6);
+/// ```
 pub fn run(req: &InspectRequest) -> Result<InspectReport, CmdError> {
     let resolved = req.model.resolve()?;
     let ck = crate::io::checkpoint::Checkpoint::open(&resolved.path)?;

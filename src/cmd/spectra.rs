@@ -357,6 +357,27 @@ fn skippable(e: &ReadError) -> Option<String> {
 /// *Guarantee: certified enclosure* of every value reported (see
 /// [`certify_one`], which names its lemmas); a matrix that cannot be
 /// certified is reported inconclusive, with the reason.
+///
+/// ```
+/// use specbound::cmd::spectra::{run, SpectraRequest};
+/// use specbound::cmd::{defaults, ModelRef, Silent};
+/// use specbound::spectral::SchattenP;
+///
+/// // One tensor of the bundled MiniLM.
+/// let req = SpectraRequest {
+///     model: ModelRef::Bundled,
+///     include: Some("encoder.layer.0.attention.self.query.weight".into()),
+///     exclude: None,
+///     max_elements: None,
+///     schatten_p: vec![SchattenP::parse("2").unwrap()],
+///     precision: defaults::PRECISION.parse().unwrap(),
+///     rtol: defaults::RTOL,
+///     csv: None,
+///     singular_values: false,
+/// };
+/// let report = run(&req, &Silent).unwrap();
+/// assert_eq!(report.rows.len(), 1);
+/// ```
 pub fn run(req: &SpectraRequest, ui: &dyn Ui) -> Result<SpectraReport, CmdError> {
     if !(req.rtol > 0.0 && req.rtol.is_finite()) {
         return Err(CmdError::usage(format!(

@@ -114,6 +114,28 @@ pub struct SvdCmdReport {
 /// *Guarantee: certified enclosure* of every value
 /// ([`certify_and_summarize`], [`enclose_schatten`], which name their
 /// lemmas).
+///
+/// ```
+/// use specbound::cmd::defaults;
+/// use specbound::cmd::svd::{run, MatrixSource, SvdRequest};
+/// use specbound::cmd::{ModelRef, Silent};
+/// use specbound::spectral::SchattenP;
+///
+/// // A 384 x 384 query weight of MiniLM, stored as .npy.
+/// let req = SvdRequest {
+///     source: MatrixSource::Model {
+///         model: ModelRef::Path("data/minilm-l0-query.npy".into()),
+///         tensor: None,
+///     },
+///     schatten_p: vec![SchattenP::parse("1").unwrap(), SchattenP::parse("2").unwrap()],
+///     precision: defaults::SVD_PRECISION.parse().unwrap(),
+///     rtol: defaults::RTOL,
+/// };
+/// let report = run(req, &Silent).unwrap();
+/// assert_eq!(report.shape, (384, 384));
+/// let certified = report.outcome.unwrap();
+/// assert!(certified.sv.values[0].enclosure.lo() > 0.0);
+/// ```
 pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
     if !(req.rtol > 0.0 && req.rtol.is_finite()) {
         return Err(CmdError::usage(format!(
