@@ -1222,77 +1222,173 @@ fn detect_moe(
     layers: usize,
     hidden: usize,
 ) -> Result<(usize, MoeLayout), ModelError> {
-    let ck = src.ck;
-    let name = |pat: &str, l: usize, e: Option<usize>| {
-        let n = format!("{prefix}{}", pat.replace("{l}", &l.to_string()));
+    let moe = MoeReader {
+        src,
+        m,
+        prefix,
+        layers,
+        hidden,
+    };
+    let step = moe.sparse_step()?;
+    let dense = moe.dense_listed()?;
+    let stated_experts = src
+        .config_fact(m.num_experts)?
+        .map(|f| f.capped(&src.ck.file_of(""), MAX_EXPERTS, "experts"))
+        .transpose()?;
+    let sparsity = Sparsity {
+        dense,
+        step,
+        has_experts: stated_experts.as_ref().is_none_or(|f| f.value > 0),
+    };
+    let first_sparse = (0..layers).find(|&l| sparsity.sparse(l));
+    let first_dense = (0..layers).find(|&l| !sparsity.sparse(l));
+    let widths = match first_sparse {
+        Some(l) => moe.sparse_widths(l, stated_experts.as_ref())?,
+        None => SparseWidths::default(),
+    };
+    let intermediate = match first_dense {
+        Some(l) => moe.dense_width(l)?,
+        None => widths.expert_width,
+    };
+    let per_token = moe.experts_per_token(widths.experts, stated_experts.as_ref())?;
+    let layout = MoeLayout {
+        layers: (0..layers)
+            .map(|l| {
+                if sparsity.sparse(l) {
+                    LayerFfn {
+                        experts: widths.experts,
+                        shared: m.shared.is_some(),
+                    }
+                } else {
+                    LayerFfn::DENSE
+                }
+            })
+            .collect(),
+        expert_width: widths.expert_width,
+        shared_width: widths.shared_width,
+        experts_per_token: per_token,
+        fused: widths.fused,
+    };
+    Ok((intermediate, layout))
+}
+
+/// What [`detect_moe`] reads a mixture of experts from.
+struct MoeReader<'a> {
+    src: &'a Sources<'a>,
+    m: &'a MoeSpec,
+    prefix: &'a str,
+    layers: usize,
+    hidden: usize,
+}
+
+/// Which layers are sparse, by transformers' rule: a layer is dense when
+/// listed in `mlp_only_layers`, or `(l + 1) % decoder_sparse_step != 0`,
+/// or the config states no experts.
+struct Sparsity {
+    /// The listed dense layers the model has, sorted, each once.
+    dense: Vec<usize>,
+    step: usize,
+    /// The config does not state zero experts.
+    has_experts: bool,
+}
+
+impl Sparsity {
+    /// Whether layer `l` is sparse (a binary search, not a scan of a list
+    /// as long as config.json allows).
+    fn sparse(&self, l: usize) -> bool {
+        self.dense.binary_search(&l).is_err() && (l + 1) % self.step == 0 && self.has_experts
+    }
+}
+
+/// What the first sparse layer's tensors tell (all zero without one):
+/// the number of experts, an expert's and the shared expert's widths, and
+/// whether the routed experts are stored as transformers v5's fused 3-D
+/// tensors.
+#[derive(Default)]
+struct SparseWidths {
+    experts: usize,
+    expert_width: usize,
+    shared_width: usize,
+    fused: bool,
+}
+
+impl MoeReader<'_> {
+    /// The tensor name of pattern `pat` in layer `l` (and expert `e`).
+    fn name(&self, pat: &str, l: usize, e: Option<usize>) -> String {
+        let n = format!("{}{}", self.prefix, pat.replace("{l}", &l.to_string()));
         match e {
             Some(e) => n.replace("{e}", &e.to_string()),
             None => n,
         }
-    };
-    let cfg_path = ck
-        .config_path()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| ck.file_of(""));
-    let step = match m.sparse_step {
-        Some(k) => src.config_fact(&[k])?,
-        None => None,
-    };
-    let step = match step {
-        Some(f) if f.value == 0 => return Err(f.error(&ck.file_of(""), "must be at least 1")),
-        Some(f) => f.value,
-        None => 1,
-    };
-    let mut dense_listed = Vec::new();
-    if let (Some(k), Some(cfg)) = (m.dense_layers, ck.config()) {
-        match cfg.get(k) {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(a)) => {
-                for v in a {
-                    let l = v
-                        .as_u64()
-                        .and_then(|x| usize::try_from(x).ok())
-                        .ok_or_else(|| {
-                            invalid(
-                                &cfg_path,
-                                Some(k),
-                                format!("expected a list of layer indices, found {}", json_kind(v)),
-                            )
-                        })?;
-                    dense_listed.push(l);
-                }
-            }
-            Some(other) => {
-                return Err(invalid(
-                    &cfg_path,
-                    Some(k),
-                    format!(
-                        "expected a list of layer indices, found {}",
-                        json_kind(other)
-                    ),
-                ))
-            }
+    }
+
+    /// Every `decoder_sparse_step`-th layer is sparse: the config's step
+    /// (at least 1), else 1.
+    fn sparse_step(&self) -> Result<usize, ModelError> {
+        let step = match self.m.sparse_step {
+            Some(k) => self.src.config_fact(&[k])?,
+            None => None,
+        };
+        match step {
+            Some(f) if f.value == 0 => Err(f.error(&self.src.ck.file_of(""), "must be at least 1")),
+            Some(f) => Ok(f.value),
+            None => Ok(1),
         }
     }
-    // Sorted, one entry per layer the model has (the list may repeat
-    // indices, or name layers it does not have): each layer's test is a
-    // binary search, not a scan of a list as long as config.json allows.
-    dense_listed.retain(|&l| l < layers);
-    dense_listed.sort_unstable();
-    dense_listed.dedup();
-    let stated_experts = src
-        .config_fact(m.num_experts)?
-        .map(|f| f.capped(&ck.file_of(""), MAX_EXPERTS, "experts"))
-        .transpose()?;
-    let sparse = |l: usize| {
-        dense_listed.binary_search(&l).is_err()
-            && (l + 1) % step == 0
-            && stated_experts.as_ref().is_none_or(|f| f.value > 0)
-    };
-    let first_sparse = (0..layers).find(|&l| sparse(l));
-    let first_dense = (0..layers).find(|&l| !sparse(l));
-    let tensor_height = |n: &str, l: usize| -> Result<usize, ModelError> {
-        let (r, c) = tensor_shape(ck, n, l, layers)?;
+
+    /// The layers config.json lists as dense (`mlp_only_layers`; an empty
+    /// list when absent): sorted, one entry per layer the model has (the
+    /// list may repeat indices, or name layers it does not have).
+    fn dense_listed(&self) -> Result<Vec<usize>, ModelError> {
+        let ck = self.src.ck;
+        let cfg_path = ck
+            .config_path()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| ck.file_of(""));
+        let mut dense_listed = Vec::new();
+        if let (Some(k), Some(cfg)) = (self.m.dense_layers, ck.config()) {
+            match cfg.get(k) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(a)) => {
+                    for v in a {
+                        let l = v
+                            .as_u64()
+                            .and_then(|x| usize::try_from(x).ok())
+                            .ok_or_else(|| {
+                                invalid(
+                                    &cfg_path,
+                                    Some(k),
+                                    format!(
+                                        "expected a list of layer indices, found {}",
+                                        json_kind(v)
+                                    ),
+                                )
+                            })?;
+                        dense_listed.push(l);
+                    }
+                }
+                Some(other) => {
+                    return Err(invalid(
+                        &cfg_path,
+                        Some(k),
+                        format!(
+                            "expected a list of layer indices, found {}",
+                            json_kind(other)
+                        ),
+                    ))
+                }
+            }
+        }
+        dense_listed.retain(|&l| l < self.layers);
+        dense_listed.sort_unstable();
+        dense_listed.dedup();
+        Ok(dense_listed)
+    }
+
+    /// The height of the `[width, hidden]` tensor `n` of layer `l`.
+    fn tensor_height(&self, n: &str, l: usize) -> Result<usize, ModelError> {
+        let (ck, hidden) = (self.src.ck, self.hidden);
+        let (r, c) = tensor_shape(ck, n, l, self.layers)?;
         if r == 0 || c != hidden {
             return Err(invalid(
                 &ck.file_of(n),
@@ -1301,30 +1397,36 @@ fn detect_moe(
             ));
         }
         Ok(r)
-    };
-    let check = |stated: Option<Fact>, got: usize, n: &str| match stated {
-        Some(f) => f.must_equal(
-            got,
-            &ck.file_of(n),
-            n,
-            format_args!("{got} rows disagree with the width"),
-        ),
-        None => Ok(()),
-    };
-    let (mut experts, mut expert_width, mut shared_width) = (0, 0, 0);
-    let mut fused = false;
-    if let Some(l) = first_sparse {
-        let gate0 = name(m.experts[0], l, Some(0));
+    }
+
+    /// That a width measured from tensor `n` equals the stated one, if stated.
+    fn check(&self, stated: Option<Fact>, got: usize, n: &str) -> Result<(), ModelError> {
+        match stated {
+            Some(f) => f.must_equal(
+                got,
+                &self.src.ck.file_of(n),
+                n,
+                format_args!("{got} rows disagree with the width"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The experts and widths of sparse layer `l`, checked against the
+    /// config keys that state them.
+    fn sparse_widths(&self, l: usize, stated: Option<&Fact>) -> Result<SparseWidths, ModelError> {
+        let (m, ck) = (self.m, self.src.ck);
+        let gate0 = self.name(m.experts[0], l, Some(0));
         // transformers v5 stores a layer's routed experts as two 3-D tensors.
         let v5 = m
             .fused
-            .filter(|f| !ck.contains(&gate0) && ck.contains(&name(f.gate_up, l, None)));
-        let width_from = match v5 {
+            .filter(|f| !ck.contains(&gate0) && ck.contains(&self.name(f.gate_up, l, None)));
+        let (experts, expert_width, width_from) = match v5 {
             Some(f) => {
-                fused = true;
-                let gu = name(f.gate_up, l, None);
-                let (e, w) = fused_experts(ck, &gu, &name(f.down, l, None), l, layers, hidden)?;
-                if let Some(s) = &stated_experts {
+                let gu = self.name(f.gate_up, l, None);
+                let down = self.name(f.down, l, None);
+                let (e, w) = fused_experts(ck, &gu, &down, l, self.layers, self.hidden)?;
+                if let Some(s) = stated {
                     s.must_equal(
                         e,
                         &ck.file_of(&gu),
@@ -1332,15 +1434,13 @@ fn detect_moe(
                         format_args!("{e} experts disagree with the number of experts"),
                     )?;
                 }
-                experts = e;
-                expert_width = w;
-                gu
+                (e, w, gu)
             }
             None => {
-                experts = match &stated_experts {
+                let experts = match stated {
                     Some(f) => f.value,
                     None => (0..)
-                        .take_while(|&e| ck.contains(&name(m.experts[0], l, Some(e))))
+                        .take_while(|&e| ck.contains(&self.name(m.experts[0], l, Some(e))))
                         .count(),
                 };
                 if experts == 0 || experts > MAX_EXPERTS {
@@ -1350,67 +1450,68 @@ fn detect_moe(
                         format!("{experts} experts: expected 1 to {MAX_EXPERTS}"),
                     ));
                 }
-                expert_width = tensor_height(&gate0, l)?;
-                gate0
+                (experts, self.tensor_height(&gate0, l)?, gate0)
             }
         };
-        check(src.config_fact(m.expert_width)?, expert_width, &width_from)?;
+        self.check(
+            self.src.config_fact(m.expert_width)?,
+            expert_width,
+            &width_from,
+        )?;
+        let mut shared_width = 0;
         if let Some(sh) = m.shared {
-            let g = name(sh[0], l, None);
-            shared_width = tensor_height(&g, l)?;
-            check(src.config_fact(m.shared_width)?, shared_width, &g)?;
+            let g = self.name(sh[0], l, None);
+            shared_width = self.tensor_height(&g, l)?;
+            self.check(self.src.config_fact(m.shared_width)?, shared_width, &g)?;
         }
+        Ok(SparseWidths {
+            experts,
+            expert_width,
+            shared_width,
+            fused: v5.is_some(),
+        })
     }
-    let intermediate = match first_dense {
-        Some(l) => {
-            let (ft, _) = src
-                .spec
-                .holder(Role::FfnGate)
-                .expect("mixture-of-experts families are gated (table test)");
-            let n = ft.name_in(prefix, l);
-            let i = tensor_height(&n, l)?;
-            check(src.fact(|k| k.intermediate)?, i, &n)?;
-            i
-        }
-        None => expert_width,
-    };
-    let per_token = src.config_fact(&["num_experts_per_tok"])?;
-    if let Some(k) = &per_token {
-        // Without a sparse layer the stated count (or the limit) bounds it.
-        let most = match (experts, &stated_experts) {
+
+    /// The width of dense layer `l`'s feed-forward, checked against the
+    /// family's keys.
+    fn dense_width(&self, l: usize) -> Result<usize, ModelError> {
+        let (ft, _) = self
+            .src
+            .spec
+            .holder(Role::FfnGate)
+            .expect("mixture-of-experts families are gated (table test)");
+        let n = ft.name_in(self.prefix, l);
+        let i = self.tensor_height(&n, l)?;
+        self.check(self.src.fact(|k| k.intermediate)?, i, &n)?;
+        Ok(i)
+    }
+
+    /// `num_experts_per_tok`, if stated: at most the experts there are
+    /// (without a sparse layer, the stated count or the limit).
+    fn experts_per_token(
+        &self,
+        experts: usize,
+        stated: Option<&Fact>,
+    ) -> Result<Option<usize>, ModelError> {
+        let Some(k) = self.src.config_fact(&["num_experts_per_tok"])? else {
+            return Ok(None);
+        };
+        let most = match (experts, stated) {
             (0, Some(f)) => f.value,
             (0, None) => MAX_EXPERTS,
             (e, _) => e,
         };
         if k.value > most {
             return Err(k.error(
-                &ck.file_of(""),
+                &self.src.ck.file_of(""),
                 format!(
                     "{} experts per token, more than the {most} experts there are",
                     k.value
                 ),
             ));
         }
+        Ok(Some(k.value))
     }
-    let layout = MoeLayout {
-        layers: (0..layers)
-            .map(|l| {
-                if sparse(l) {
-                    LayerFfn {
-                        experts,
-                        shared: m.shared.is_some(),
-                    }
-                } else {
-                    LayerFfn::DENSE
-                }
-            })
-            .collect(),
-        expert_width,
-        shared_width,
-        experts_per_token: per_token.map(|f| f.value),
-        fused,
-    };
-    Ok((intermediate, layout))
 }
 
 /// The number of experts and an expert's width from transformers v5's
