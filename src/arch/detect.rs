@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::families::{
-    supported, Cond, FactKeys, FamilySpec, KvHeads, MoeSpec, Orientation, Role, FAMILIES,
+    supported, Cond, FactKeys, FamilySpec, KvHeads, MoeSpec, Orientation, Role, Variant, FAMILIES,
     SPECTRA_HINT,
 };
 use super::recipe::{tensor_shape, tensor_shape3};
@@ -484,165 +484,199 @@ struct Recognised {
     stack: Option<StackChoice>,
 }
 
+/// Recognises the family: by GGUF metadata (`general.architecture`), else
+/// config.json (`model_type`, else `architectures`), else tensor names;
+/// `stack` is `--stack`.
 fn recognise(ck: &Checkpoint, stack: Option<&str>) -> Result<Recognised, ModelError> {
-    let weights = ck.file_of("");
-    let of_type = |mt: &str| -> Vec<&'static FamilySpec> {
-        FAMILIES
-            .iter()
-            .filter(|f| f.model_types.contains(&mt))
-            .collect()
-    };
-    let known = |(spec, stack): (&'static FamilySpec, Option<StackChoice>),
-                 family: String,
-                 gguf_arch: Option<String>| {
-        let prefix = find_prefix(ck, spec).ok_or_else(|| {
-            invalid(
-                &weights,
-                None,
-                format!(
-                    "the model type '{}' expects tensors like '{}', but there are none",
-                    clean_to(&family, 64),
-                    spec.anchor().name_in("", 0)
-                ),
-            )
-        })?;
-        Ok(Recognised {
-            spec,
-            family,
-            gguf_arch,
-            from_metadata: true,
-            prefix,
-            stack,
-        })
-    };
     if let Some(meta) = ck.gguf_meta() {
-        let a = match meta.get("general.architecture") {
-            Some(MetaValue::Str(s)) => s.clone(),
-            _ => "llama".to_string(),
-        };
-        let Some(spec) = FAMILIES
-            .iter()
-            .find(|f| f.gguf_architectures.contains(&a.as_str()))
-        else {
-            return Err(invalid(
-                &weights,
-                Some("general.architecture"),
-                format!(
-                    "unsupported GGUF architecture '{}' (supported: {}){SPECTRA_HINT}",
-                    clean_to(&a, 64),
-                    supported()
-                ),
-            ));
-        };
-        let picked = choose(
-            ck,
-            &[spec],
-            &a,
-            stack,
-            (&weights, Some("general.architecture")),
-        )?;
-        return known(picked, a.clone(), Some(a));
+        return recognise_gguf(ck, meta, stack);
     }
     if let (Some(cfg), Some(path)) = (ck.config(), ck.config_path()) {
-        let archs: Vec<&str> = cfg
-            .get("architectures")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let what = match cfg.get("model_type") {
-            Some(Value::String(s)) if !s.is_empty() => {
-                let mt = s.to_lowercase();
-                let candidates = of_type(&mt);
-                return match candidates.first() {
-                    Some(_) => {
-                        let picked =
-                            choose(ck, &candidates, &mt, stack, (path, Some("model_type")))?;
-                        known(picked, mt, None)
-                    }
-                    None => Err(invalid(
-                        path,
-                        Some("model_type"),
-                        format!(
-                            "unsupported architecture '{}' (supported: {}){SPECTRA_HINT}",
-                            clean_to(&mt, 64),
-                            supported()
-                        ),
-                    )),
-                };
-            }
-            None | Some(Value::Null) => "no 'model_type' key",
-            Some(Value::String(_)) => "an empty 'model_type'",
-            Some(other) => {
-                return Err(invalid(
-                    path,
-                    Some("model_type"),
-                    format!("not a string: found {}", json_kind(other)),
-                ))
-            }
-        };
-        // No model_type: the first family one of whose prefixes starts an
-        // `architectures` entry (`BertModel` -> bert).
-        for spec in FAMILIES {
-            for p in spec.architectures {
-                if archs.iter().any(|a| a.to_lowercase().starts_with(p)) {
-                    let picked = choose(ck, &[spec], p, stack, (path, Some("architectures")))?;
-                    return known(picked, p.to_string(), None);
-                }
-            }
-        }
-        let listed = if archs.is_empty() {
-            String::new()
-        } else {
-            let names: Vec<String> = archs.iter().take(8).map(|a| clean_to(a, 64)).collect();
-            format!("architectures: {}; ", names.join(", "))
-        };
-        return Err(invalid(
-            path,
+        return recognise_config(ck, cfg, path, stack);
+    }
+    recognise_tensors(ck, stack)
+}
+
+/// The entries of the table for model type `mt`.
+fn of_type(mt: &str) -> Vec<&'static FamilySpec> {
+    FAMILIES
+        .iter()
+        .filter(|f| f.model_types.contains(&mt))
+        .collect()
+}
+
+/// A family named by config.json or GGUF metadata, with the prefix of its
+/// tensors: an error when the checkpoint has none of them.
+fn known(
+    ck: &Checkpoint,
+    (spec, stack): (&'static FamilySpec, Option<StackChoice>),
+    family: String,
+    gguf_arch: Option<String>,
+) -> Result<Recognised, ModelError> {
+    let prefix = find_prefix(ck, spec).ok_or_else(|| {
+        invalid(
+            &ck.file_of(""),
             None,
             format!(
-                "{what} and no recognised 'architectures' entry ({listed}supported: {}){SPECTRA_HINT}",
+                "the model type '{}' expects tensors like '{}', but there are none",
+                clean_to(&family, 64),
+                spec.anchor().name_in("", 0)
+            ),
+        )
+    })?;
+    Ok(Recognised {
+        spec,
+        family,
+        gguf_arch,
+        from_metadata: true,
+        prefix,
+        stack,
+    })
+}
+
+/// The family of a GGUF file's `general.architecture` (`llama` when the
+/// metadata leaves it out).
+fn recognise_gguf(
+    ck: &Checkpoint,
+    meta: &std::collections::BTreeMap<String, MetaValue>,
+    stack: Option<&str>,
+) -> Result<Recognised, ModelError> {
+    let weights = ck.file_of("");
+    let a = match meta.get("general.architecture") {
+        Some(MetaValue::Str(s)) => s.clone(),
+        _ => "llama".to_string(),
+    };
+    let Some(spec) = FAMILIES
+        .iter()
+        .find(|f| f.gguf_architectures.contains(&a.as_str()))
+    else {
+        return Err(invalid(
+            &weights,
+            Some("general.architecture"),
+            format!(
+                "unsupported GGUF architecture '{}' (supported: {}){SPECTRA_HINT}",
+                clean_to(&a, 64),
                 supported()
             ),
         ));
-    }
-    // Neither config.json nor GGUF metadata: the tensor names decide (a
-    // family with markers only when its markers are there too).
-    for spec in FAMILIES {
-        if let Some(prefix) = find_prefix(ck, spec).filter(|p| marked(ck, spec, p)) {
-            // A stack found by its tensors: --stack chooses among the
-            // stacks of its model type.
-            if spec.stack.is_none() && stack.is_none() {
-                return Ok(Recognised {
-                    spec,
-                    family: spec.family.to_string(),
-                    gguf_arch: None,
-                    from_metadata: false,
-                    prefix,
-                    stack: None,
-                });
-            }
-            let candidates = of_type(spec.model_types[0]);
-            let (spec, stack) = choose(ck, &candidates, spec.family, stack, (&weights, None))?;
-            let prefix = find_prefix(ck, spec).ok_or_else(|| {
-                invalid(
-                    &weights,
-                    None,
+    };
+    let picked = choose(
+        ck,
+        &[spec],
+        &a,
+        stack,
+        (&weights, Some("general.architecture")),
+    )?;
+    known(ck, picked, a.clone(), Some(a))
+}
+
+/// The family of config.json's `model_type`; without one, the first
+/// family one of whose prefixes starts an `architectures` entry
+/// (`BertModel` -> bert).
+fn recognise_config(
+    ck: &Checkpoint,
+    cfg: &Value,
+    path: &Path,
+    stack: Option<&str>,
+) -> Result<Recognised, ModelError> {
+    let archs: Vec<&str> = cfg
+        .get("architectures")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let what = match cfg.get("model_type") {
+        Some(Value::String(s)) if !s.is_empty() => {
+            let mt = s.to_lowercase();
+            let candidates = of_type(&mt);
+            if candidates.is_empty() {
+                return Err(invalid(
+                    path,
+                    Some("model_type"),
                     format!(
-                        "the stack '{}' expects tensors like '{}', but there are none",
-                        stack.as_ref().map_or("", |c| c.name.as_str()),
-                        spec.anchor().name_in("", 0)
+                        "unsupported architecture '{}' (supported: {}){SPECTRA_HINT}",
+                        clean_to(&mt, 64),
+                        supported()
                     ),
-                )
-            })?;
+                ));
+            }
+            let picked = choose(ck, &candidates, &mt, stack, (path, Some("model_type")))?;
+            return known(ck, picked, mt, None);
+        }
+        None | Some(Value::Null) => "no 'model_type' key",
+        Some(Value::String(_)) => "an empty 'model_type'",
+        Some(other) => {
+            return Err(invalid(
+                path,
+                Some("model_type"),
+                format!("not a string: found {}", json_kind(other)),
+            ))
+        }
+    };
+    for spec in FAMILIES {
+        for p in spec.architectures {
+            if archs.iter().any(|a| a.to_lowercase().starts_with(p)) {
+                let picked = choose(ck, &[spec], p, stack, (path, Some("architectures")))?;
+                return known(ck, picked, p.to_string(), None);
+            }
+        }
+    }
+    let listed = if archs.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = archs.iter().take(8).map(|a| clean_to(a, 64)).collect();
+        format!("architectures: {}; ", names.join(", "))
+    };
+    Err(invalid(
+        path,
+        None,
+        format!(
+            "{what} and no recognised 'architectures' entry ({listed}supported: {}){SPECTRA_HINT}",
+            supported()
+        ),
+    ))
+}
+
+/// Neither config.json nor GGUF metadata: the tensor names decide (a
+/// family with markers only when its markers are there too).
+fn recognise_tensors(ck: &Checkpoint, stack: Option<&str>) -> Result<Recognised, ModelError> {
+    let weights = ck.file_of("");
+    for spec in FAMILIES {
+        let Some(prefix) = find_prefix(ck, spec).filter(|p| marked(ck, spec, p)) else {
+            continue;
+        };
+        // A stack found by its tensors: --stack chooses among the
+        // stacks of its model type.
+        if spec.stack.is_none() && stack.is_none() {
             return Ok(Recognised {
                 spec,
                 family: spec.family.to_string(),
                 gguf_arch: None,
                 from_metadata: false,
                 prefix,
-                stack,
+                stack: None,
             });
         }
+        let candidates = of_type(spec.model_types[0]);
+        let (spec, stack) = choose(ck, &candidates, spec.family, stack, (&weights, None))?;
+        let prefix = find_prefix(ck, spec).ok_or_else(|| {
+            invalid(
+                &weights,
+                None,
+                format!(
+                    "the stack '{}' expects tensors like '{}', but there are none",
+                    stack.as_ref().map_or("", |c| c.name.as_str()),
+                    spec.anchor().name_in("", 0)
+                ),
+            )
+        })?;
+        return Ok(Recognised {
+            spec,
+            family: spec.family.to_string(),
+            gguf_arch: None,
+            from_metadata: false,
+            prefix,
+            stack,
+        });
     }
     Err(invalid(
         &weights,
@@ -668,7 +702,6 @@ fn out_in(orientation: Orientation, (r, c): (usize, usize)) -> (usize, usize) {
 /// config.json, then tensor shapes; every fact is checked against the
 /// layer-0 tensor shapes with checked arithmetic.
 pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, ModelError> {
-    let weights = ck.file_of("");
     let Recognised {
         spec,
         family,
@@ -685,241 +718,389 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
     let holds = |c: &Cond| src.holds(c, &family);
     let variant = spec.choose(holds)?;
     let notes = spec.notes_where(holds)?;
-    let anchor = variant.anchor();
-    let first = anchor.name_in(&prefix, 0);
-    let mut found_layers = 0usize;
-    while spec.shared.is_none() && ck.contains(&anchor.name_in(&prefix, found_layers)) {
-        found_layers += 1;
+    let r = Reader {
+        first: variant.anchor().name_in(&prefix, 0),
+        weights: ck.file_of(""),
+        src,
+        variant,
+        prefix,
+    };
+    let layers = r.layer_count(ov.layers)?;
+    let (layers, sharing) = r.sharing(layers)?;
+    let query = r.query_shape(layers)?;
+    let hidden = query.hidden;
+    let heads_override = r.heads_override(ov.heads);
+    let heads = r.head_count(ov.heads)?;
+    let head_dim = r.head_dim(&heads, hidden)?;
+    let hs = r.query_heads(&heads, &head_dim, &query)?;
+    let kv_heads = match r.variant.kv_heads {
+        KvHeads::Read => r.read_kv_heads(ov.heads, &hs, layers)?,
+        KvHeads::One => 1,
+        KvHeads::PerHead => hs.h,
+    };
+    r.check_fused_query(&query, &hs, kv_heads)?;
+    // A mixture-of-experts family reads its own widths.
+    let (intermediate, moe) = match spec.moe {
+        None => (r.dense_width(layers)?, None),
+        Some(m) => {
+            let (i, layout) = detect_moe(&r.src, m, &r.prefix, layers, hidden)?;
+            (i, Some(layout))
+        }
+    };
+    let activation = r.src.activation(&family, from_metadata);
+    Ok(Architecture {
+        family,
+        spec,
+        prefix: r.prefix,
+        layers,
+        hidden,
+        heads: hs.h,
+        kv_heads,
+        head_dim: hs.dh,
+        intermediate,
+        activation,
+        heads_override,
+        moe,
+        stack,
+        tensors: variant.tensors,
+        notes,
+        sharing,
+    })
+}
+
+/// What [`detect`] reads a family's facts from: the places of its facts,
+/// the layout config.json chose, and the layer-0 query tensor whose shape
+/// the facts are checked against.
+struct Reader<'a> {
+    src: Sources<'a>,
+    variant: Variant,
+    prefix: String,
+    /// The layer-0 tensor that holds the query: facts derived from tensor
+    /// shapes name it.
+    first: String,
+    /// The weights (errors about a flag's value name them).
+    weights: PathBuf,
+}
+
+/// The stored shape `[rows, cols]` of the layer-0 query tensor, its
+/// output width and its input width (the hidden size).
+struct QueryShape {
+    rows: usize,
+    cols: usize,
+    out: usize,
+    hidden: usize,
+}
+
+/// The query heads as read: their number, their dimension, and the
+/// query's width (the product, checked).
+struct HeadShape {
+    h: usize,
+    dh: usize,
+    q_width: usize,
+}
+
+impl Reader<'_> {
+    /// The origin of a fact computed from the layer-0 query tensor.
+    fn derived(&self) -> Origin {
+        Origin::Derived {
+            file: self.src.ck.file_of(&self.first),
+            tensor: self.first.clone(),
+        }
     }
-    let layers = match ov.layers {
-        Some(value) => Fact {
-            value,
-            origin: Origin::Flag("--layers"),
-        },
-        None => match src.fact(|k| k.layers)? {
-            Some(f) => f,
-            // Shared layers are stored once per group: their names do not
-            // count the depths.
-            None if spec.shared.is_some() => {
-                return Err(invalid(
-                    &ck.file_of(&first),
+
+    /// Whether the query tensor holds other roles too (a fused
+    /// `[query; key; value]`).
+    fn fused(&self) -> bool {
+        self.variant.anchor().roles.len() > 1
+    }
+
+    /// The number of layers: `--layers`, else the family's keys, else the
+    /// layers the query tensor's names count (not for shared layers, whose
+    /// names do not count the depths); from 1 to [`MAX_LAYERS`].
+    fn layer_count(&self, flag: Option<usize>) -> Result<Fact, ModelError> {
+        let (ck, src) = (self.src.ck, &self.src);
+        let layers = match flag {
+            Some(value) => Fact {
+                value,
+                origin: Origin::Flag("--layers"),
+            },
+            None => match src.fact(|k| k.layers)? {
+                Some(f) => f,
+                // Shared layers are stored once per group: their names do not
+                // count the depths.
+                None if src.spec.shared.is_some() => {
+                    return Err(invalid(
+                        &ck.file_of(&self.first),
+                        None,
+                        format!(
+                            "the number of layers of a model whose layers share weights cannot be \
+                             inferred from tensor names: {}",
+                            src.missing_hint(
+                                |k| k.layers,
+                                "put config.json beside the file or pass --layers",
+                                "layers="
+                            )
+                        ),
+                    ))
+                }
+                None => {
+                    let anchor = self.variant.anchor();
+                    Fact {
+                        value: (0..)
+                            .take_while(|&l| ck.contains(&anchor.name_in(&self.prefix, l)))
+                            .count(),
+                        origin: self.derived(),
+                    }
+                }
+            },
+        };
+        let layers = layers.capped(&self.weights, MAX_LAYERS, "layers")?;
+        if layers.value == 0 {
+            return Err(layers.error(&self.weights, "the model has no layers"));
+        }
+        Ok(layers)
+    }
+
+    /// Shared layers (ALBERT): depths per group, each applying the group's
+    /// layers in turn. The number of blocks the model applies (its layers
+    /// when they share nothing), and the sharing.
+    fn sharing(&self, layers: Fact) -> Result<(usize, Option<Sharing>), ModelError> {
+        let Some(sh) = self.src.spec.shared else {
+            return Ok((layers.value, None));
+        };
+        let weights = &self.weights;
+        let groups = self
+            .src
+            .count(sh.groups)?
+            .capped(weights, MAX_LAYERS, "groups")?;
+        let inner = self
+            .src
+            .count(sh.inner)?
+            .capped(weights, MAX_LAYERS, "layers per group")?;
+        if layers.value % groups.value != 0 {
+            // transformers maps depths to groups by a float division:
+            // only a whole number of depths per group is unambiguous.
+            return Err(groups.error(
+                weights,
+                format!(
+                    "{} layers do not divide into {} groups of shared layers",
+                    layers.value, groups.value
+                ),
+            ));
+        }
+        // Both factors are at most MAX_LAYERS: the product fits.
+        let blocks = layers.value * inner.value;
+        if blocks > MAX_LAYERS {
+            return Err(inner.error(
+                weights,
+                format!(
+                    "{} layers of {} shared blocks each make {blocks} blocks, more than \
+                     the limit of {MAX_LAYERS}",
+                    layers.value, inner.value
+                ),
+            ));
+        }
+        let sharing = Sharing {
+            groups: groups.value,
+            inner: inner.value,
+            depths: layers.value,
+        };
+        Ok((blocks, Some(sharing)))
+    }
+
+    /// The query tensor's shape; the hidden size is its input width,
+    /// checked against the family's keys.
+    fn query_shape(&self, layers: usize) -> Result<QueryShape, ModelError> {
+        let (ck, first) = (self.src.ck, &self.first);
+        let (r0, c0) = tensor_shape(ck, first, 0, layers)?;
+        if r0 == 0 || c0 == 0 {
+            return Err(invalid(
+                &ck.file_of(first),
+                Some(first),
+                format!("empty matrix: shape [{r0}, {c0}]"),
+            ));
+        }
+        let (out, hidden) = out_in(self.variant.anchor().orientation, (r0, c0));
+        if let Some(h) = self.src.fact(|k| k.hidden)? {
+            h.must_equal(
+                hidden,
+                &ck.file_of(first),
+                first,
+                format_args!("shape [{r0}, {c0}] disagrees with the hidden size"),
+            )?;
+        }
+        Ok(QueryShape {
+            rows: r0,
+            cols: c0,
+            out,
+            hidden,
+        })
+    }
+
+    /// What the file states, for the record when --heads replaces it; a
+    /// number the file cannot give is the flag's to replace, not an error.
+    fn heads_override(&self, flag: Option<usize>) -> Option<HeadsOverride> {
+        flag.map(|heads| {
+            let stated = self.src.fact(|k| k.heads).ok().flatten();
+            HeadsOverride {
+                heads,
+                replaced: stated.as_ref().map(|f| f.value),
+                source: stated.as_ref().map(Fact::source),
+            }
+        })
+    }
+
+    /// The number of attention heads: `--heads`, else the family's keys
+    /// (tensor shapes cannot tell it); from 1 to [`MAX_HEADS`].
+    fn head_count(&self, flag: Option<usize>) -> Result<Fact, ModelError> {
+        let src = &self.src;
+        let heads = match flag {
+            Some(value) => Fact {
+                value,
+                origin: Origin::Flag("--heads"),
+            },
+            None => src.fact(|k| k.heads)?.ok_or_else(|| {
+                invalid(
+                    &src.ck.file_of(&self.first),
                     None,
                     format!(
-                        "the number of layers of a model whose layers share weights cannot be \
-                         inferred from tensor names: {}",
+                        "the number of attention heads cannot be inferred from tensor shapes: {}",
                         src.missing_hint(
-                            |k| k.layers,
-                            "put config.json beside the file or pass --layers",
-                            "layers="
+                            |k| k.heads,
+                            "put config.json beside the file or pass --heads",
+                            "heads="
                         )
                     ),
-                ))
-            }
-            None => Fact {
-                value: found_layers,
-                origin: Origin::Derived {
-                    file: ck.file_of(&first),
-                    tensor: first.clone(),
-                },
-            },
-        },
-    };
-    let layers = layers.capped(&weights, MAX_LAYERS, "layers")?;
-    if layers.value == 0 {
-        return Err(layers.error(&weights, "the model has no layers"));
-    }
-    // Shared layers: depths per group, each applying the group's layers in turn.
-    let sharing = match spec.shared {
-        None => None,
-        Some(sh) => {
-            let groups = src
-                .count(sh.groups)?
-                .capped(&weights, MAX_LAYERS, "groups")?;
-            let inner = src
-                .count(sh.inner)?
-                .capped(&weights, MAX_LAYERS, "layers per group")?;
-            if layers.value % groups.value != 0 {
-                // transformers maps depths to groups by a float division:
-                // only a whole number of depths per group is unambiguous.
-                return Err(groups.error(
-                    &weights,
-                    format!(
-                        "{} layers do not divide into {} groups of shared layers",
-                        layers.value, groups.value
-                    ),
-                ));
-            }
-            // Both factors are at most MAX_LAYERS: the product fits.
-            let blocks = layers.value * inner.value;
-            if blocks > MAX_LAYERS {
-                return Err(inner.error(
-                    &weights,
-                    format!(
-                        "{} layers of {} shared blocks each make {blocks} blocks, more than \
-                         the limit of {MAX_LAYERS}",
-                        layers.value, inner.value
-                    ),
-                ));
-            }
-            Some((
-                Sharing {
-                    groups: groups.value,
-                    inner: inner.value,
-                    depths: layers.value,
-                },
-                blocks,
-            ))
+                )
+            })?,
+        };
+        let heads = heads.capped(&self.weights, MAX_HEADS, "attention heads")?;
+        if heads.value == 0 {
+            return Err(heads.error(&self.weights, "zero attention heads"));
         }
-    };
-    let layers = Fact {
-        value: sharing.map_or(layers.value, |(_, b)| b),
-        ..layers
-    };
-    let sharing = sharing.map(|(s, _)| s);
-    let layers = layers.value;
-
-    // Hidden size: the input width of the query weight.
-    let (r0, c0) = tensor_shape(ck, &first, 0, layers)?;
-    if r0 == 0 || c0 == 0 {
-        return Err(invalid(
-            &ck.file_of(&first),
-            Some(&first),
-            format!("empty matrix: shape [{r0}, {c0}]"),
-        ));
-    }
-    let (anchor_out, hidden) = out_in(anchor.orientation, (r0, c0));
-    if let Some(h) = src.fact(|k| k.hidden)? {
-        h.must_equal(
-            hidden,
-            &ck.file_of(&first),
-            &first,
-            format_args!("shape [{r0}, {c0}] disagrees with the hidden size"),
-        )?;
+        Ok(heads)
     }
 
-    // What the file states, for the record when --heads replaces it; a
-    // number the file cannot give is the flag's to replace, not an error.
-    let heads_override = ov.heads.map(|heads| {
-        let stated = src.fact(|k| k.heads).ok().flatten();
-        HeadsOverride {
-            heads,
-            replaced: stated.as_ref().map(|f| f.value),
-            source: stated.as_ref().map(Fact::source),
+    /// The head dimension: the family's keys, else the hidden size over
+    /// the heads (which must divide it).
+    fn head_dim(&self, heads: &Fact, hidden: usize) -> Result<Fact, ModelError> {
+        match self.src.fact(|k| k.head_dim)? {
+            Some(d) if d.value == 0 => Err(d.error(&self.weights, "zero head dimension")),
+            Some(d) => Ok(d),
+            None => {
+                if hidden % heads.value != 0 {
+                    return Err(heads.error(
+                        &self.weights,
+                        format!(
+                            "hidden size {hidden} is not divisible by {} heads",
+                            heads.value
+                        ),
+                    ));
+                }
+                Ok(Fact {
+                    value: hidden / heads.value,
+                    origin: self.derived(),
+                })
+            }
         }
-    });
-    let heads = match ov.heads {
-        Some(value) => Fact {
-            value,
-            origin: Origin::Flag("--heads"),
-        },
-        None => src.fact(|k| k.heads)?.ok_or_else(|| {
-            invalid(
-                &ck.file_of(&first),
-                None,
+    }
+
+    /// The query's width, heads times their dimension: a product that does
+    /// not fit a usize cannot match any stored shape; an unfused query
+    /// tensor's height must be it.
+    fn query_heads(
+        &self,
+        heads: &Fact,
+        head_dim: &Fact,
+        query: &QueryShape,
+    ) -> Result<HeadShape, ModelError> {
+        let (h, dh, first) = (heads.value, head_dim.value, &self.first);
+        let anchor_out = query.out;
+        let q_width = h.checked_mul(dh).ok_or_else(|| {
+            head_dim.error(
+                &self.weights,
                 format!(
-                    "the number of attention heads cannot be inferred from tensor shapes: {}",
-                    src.missing_hint(
-                        |k| k.heads,
-                        "put config.json beside the file or pass --heads",
-                        "heads="
-                    )
+                    "{h} heads of dimension {dh} overflow the address space \
+                     (the query weight '{}' has {anchor_out} rows)",
+                    clean(first)
                 ),
             )
-        })?,
-    };
-    let heads = heads.capped(&weights, MAX_HEADS, "attention heads")?;
-    if heads.value == 0 {
-        return Err(heads.error(&weights, "zero attention heads"));
-    }
-    let head_dim = match src.fact(|k| k.head_dim)? {
-        Some(d) if d.value == 0 => return Err(d.error(&weights, "zero head dimension")),
-        Some(d) => d,
-        None => {
-            if hidden % heads.value != 0 {
-                return Err(heads.error(
-                    &weights,
-                    format!(
-                        "hidden size {hidden} is not divisible by {} heads",
-                        heads.value
-                    ),
-                ));
-            }
-            Fact {
-                value: hidden / heads.value,
-                origin: Origin::Derived {
-                    file: ck.file_of(&first),
-                    tensor: first.clone(),
-                },
-            }
+        })?;
+        if !self.fused() && anchor_out != q_width {
+            return Err(invalid(
+                &self.src.ck.file_of(first),
+                Some(first),
+                format!("{anchor_out} query rows disagree with {h} heads of dimension {dh}"),
+            ));
         }
-    };
-    let (h, dh) = (heads.value, head_dim.value);
-    // A product that does not fit a usize cannot match any stored shape.
-    let q_width = h.checked_mul(dh).ok_or_else(|| {
-        head_dim.error(
-            &weights,
-            format!(
-                "{h} heads of dimension {dh} overflow the address space \
-                 (the query weight '{}' has {anchor_out} rows)",
-                clean(&first)
-            ),
-        )
-    })?;
-    let query_rows_error = || {
-        invalid(
-            &ck.file_of(&first),
-            Some(&first),
-            format!("{anchor_out} query rows disagree with {h} heads of dimension {dh}"),
-        )
-    };
-    let fused = anchor.roles.len() > 1;
-    if !fused && anchor_out != q_width {
-        return Err(query_rows_error());
+        Ok(HeadShape { h, dh, q_width })
     }
 
-    let kv_heads = if variant.kv_heads == KvHeads::Read {
-        let (kt, _) = variant
+    /// The key tensor of layer 0 and the key's rows in it: a fused
+    /// `[query; key; value]` (stacked or per group) holds them in half of
+    /// what the query leaves.
+    fn key_rows(&self, hs: &HeadShape, layers: usize) -> Result<(String, usize), ModelError> {
+        let ck = self.src.ck;
+        let (kt, _) = self
+            .variant
             .holder(Role::Key)
             .expect("grouped-query families store the key (table test)");
-        let kname = kt.name_in(&prefix, 0);
-        let (mut kr, _) = out_in(kt.orientation, tensor_shape(ck, &kname, 0, layers)?);
-        if kt.roles.len() > 1 {
-            // A fused [query; key; value], stacked or per group (table
-            // test): the key is half of what the query leaves.
-            let rest = kr.checked_sub(q_width).filter(|r| r % 2 == 0);
-            kr = rest.ok_or_else(|| {
-                invalid(
-                    &ck.file_of(&kname),
-                    Some(&kname),
-                    format!(
-                        "{kr} rows of the fused query|key|value weight do not hold {h} query \
-                         heads of dimension {dh} and two equal key and value blocks"
-                    ),
-                )
-            })? / 2;
+        let kname = kt.name_in(&self.prefix, 0);
+        let (kr, _) = out_in(kt.orientation, tensor_shape(ck, &kname, 0, layers)?);
+        if kt.roles.len() <= 1 {
+            return Ok((kname, kr));
         }
+        // A fused [query; key; value], stacked or per group (table
+        // test): the key is half of what the query leaves.
+        let rest = kr.checked_sub(hs.q_width).filter(|r| r % 2 == 0);
+        let kr = rest.ok_or_else(|| {
+            invalid(
+                &ck.file_of(&kname),
+                Some(&kname),
+                format!(
+                    "{kr} rows of the fused query|key|value weight do not hold {} query \
+                     heads of dimension {} and two equal key and value blocks",
+                    hs.h, hs.dh
+                ),
+            )
+        })? / 2;
+        Ok((kname, kr))
+    }
+
+    /// Grouped-query attention's key/value heads: with `--heads`, the key's
+    /// rows over the head dimension; else the family's keys, else as many
+    /// as query heads. They must divide the heads and make the key's rows.
+    fn read_kv_heads(
+        &self,
+        heads_flag: Option<usize>,
+        hs: &HeadShape,
+        layers: usize,
+    ) -> Result<usize, ModelError> {
+        let (h, dh, weights) = (hs.h, hs.dh, &self.weights);
+        let ck = self.src.ck;
+        let (kname, kr) = self.key_rows(hs, layers)?;
         let key_tensor = Origin::Derived {
             file: ck.file_of(&kname),
             tensor: kname.clone(),
         };
-        let kv = match ov.heads {
+        let kv = match heads_flag {
             // --heads replaces the file's facts: the key rows give the groups.
             Some(_) => Fact {
                 value: kr / dh,
                 origin: key_tensor.clone(),
             },
-            None => src.fact(|k| k.kv_heads)?.unwrap_or(Fact {
+            None => self.src.fact(|k| k.kv_heads)?.unwrap_or(Fact {
                 value: h,
                 origin: key_tensor.clone(),
             }),
         };
-        let kv = kv.capped(&weights, MAX_HEADS, "key/value heads")?;
+        let kv = kv.capped(weights, MAX_HEADS, "key/value heads")?;
         if kv.value == 0 && matches!(kv.origin, Origin::Key { .. }) {
-            return Err(kv.error(&weights, "zero key/value heads"));
+            return Err(kv.error(weights, "zero key/value heads"));
         }
         let kv_width = kv.value.checked_mul(dh).ok_or_else(|| {
             kv.error(
-                &weights,
+                weights,
                 format!(
                     "{} key/value heads of dimension {dh} overflow the address space \
                      (the key weight '{}' has {kr} rows)",
@@ -939,46 +1120,62 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
                 ),
             ));
         }
-        kv.value
-    } else if variant.kv_heads == KvHeads::One {
-        1
-    } else {
-        h
-    };
-    if fused {
+        Ok(kv.value)
+    }
+
+    /// That a fused query tensor is as high as its roles: the query's
+    /// width plus the key's and value's (`kv_heads` heads each).
+    fn check_fused_query(
+        &self,
+        query: &QueryShape,
+        hs: &HeadShape,
+        kv_heads: usize,
+    ) -> Result<(), ModelError> {
+        if !self.fused() {
+            return Ok(());
+        }
+        let anchor = self.variant.anchor();
+        let (h, dh) = (hs.h, hs.dh);
         // Each key/value role is kv_heads * head_dim <= q_width wide: no overflow.
         let want: Option<usize> = anchor.roles.iter().try_fold(0usize, |acc, r| {
             acc.checked_add(match r {
-                Role::Query => q_width,
+                Role::Query => hs.q_width,
                 _ => kv_heads * dh,
             })
         });
-        if want != Some(anchor_out) {
-            let names: Vec<&str> = anchor.roles.iter().map(|r| r.name()).collect();
-            let (wr, wc) = match anchor.orientation {
-                Orientation::OutIn => (want.unwrap_or(0), hidden),
-                Orientation::InOut => (hidden, want.unwrap_or(0)),
-            };
-            return Err(invalid(
-                &ck.file_of(&first),
-                Some(&first),
-                format!(
-                    "the fused {} weight must be [{wr}, {wc}] for {h} heads of dimension {dh}, \
-                     found [{r0}, {c0}]",
-                    names.join("|")
-                ),
-            ));
+        if want == Some(query.out) {
+            return Ok(());
         }
+        let names: Vec<&str> = anchor.roles.iter().map(|r| r.name()).collect();
+        let (wr, wc) = match anchor.orientation {
+            Orientation::OutIn => (want.unwrap_or(0), query.hidden),
+            Orientation::InOut => (query.hidden, want.unwrap_or(0)),
+        };
+        let first = &self.first;
+        Err(invalid(
+            &self.src.ck.file_of(first),
+            Some(first),
+            format!(
+                "the fused {} weight must be [{wr}, {wc}] for {h} heads of dimension {dh}, \
+                 found [{}, {}]",
+                names.join("|"),
+                query.rows,
+                query.cols
+            ),
+        ))
     }
 
-    // Feed-forward width: the output width of the first feed-forward input
-    // (a mixture-of-experts family reads its own widths, below).
-    let intermediate = || -> Result<usize, ModelError> {
-        let (ft, _) = variant
+    /// Feed-forward width: the output width of the first feed-forward input
+    /// (a fused `[gate; up]` holds two blocks of it), checked against the
+    /// family's keys.
+    fn dense_width(&self, layers: usize) -> Result<usize, ModelError> {
+        let ck = self.src.ck;
+        let (ft, _) = self
+            .variant
             .holder(Role::FfnGate)
-            .or_else(|| variant.holder(Role::FfnIn))
+            .or_else(|| self.variant.holder(Role::FfnIn))
             .expect("every family has a feed-forward input (table test)");
-        let fname = ft.name_in(&prefix, 0);
+        let fname = ft.name_in(&self.prefix, 0);
         let (f0, f1) = tensor_shape(ck, &fname, 0, layers)?;
         if f0 == 0 || f1 == 0 {
             return Err(invalid(
@@ -998,7 +1195,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             ));
         }
         let intermediate = fused_height / parts;
-        if let Some(i) = src.fact(|k| k.intermediate)? {
+        if let Some(i) = self.src.fact(|k| k.intermediate)? {
             i.must_equal(
                 intermediate,
                 &ck.file_of(&fname),
@@ -1007,33 +1204,7 @@ pub fn detect(ck: &Checkpoint, ov: &ArchOverrides) -> Result<Architecture, Model
             )?;
         }
         Ok(intermediate)
-    };
-    let (intermediate, moe) = match spec.moe {
-        None => (intermediate()?, None),
-        Some(m) => {
-            let (i, layout) = detect_moe(&src, m, &prefix, layers, hidden)?;
-            (i, Some(layout))
-        }
-    };
-    let activation = src.activation(&family, from_metadata);
-    Ok(Architecture {
-        family,
-        spec,
-        prefix,
-        layers,
-        hidden,
-        heads: h,
-        kv_heads,
-        head_dim: dh,
-        intermediate,
-        activation,
-        heads_override,
-        moe,
-        stack,
-        tensors: variant.tensors,
-        notes,
-        sharing,
-    })
+    }
 }
 
 /// The experts of a mixture-of-experts family, and the model's
@@ -1051,77 +1222,173 @@ fn detect_moe(
     layers: usize,
     hidden: usize,
 ) -> Result<(usize, MoeLayout), ModelError> {
-    let ck = src.ck;
-    let name = |pat: &str, l: usize, e: Option<usize>| {
-        let n = format!("{prefix}{}", pat.replace("{l}", &l.to_string()));
+    let moe = MoeReader {
+        src,
+        m,
+        prefix,
+        layers,
+        hidden,
+    };
+    let step = moe.sparse_step()?;
+    let dense = moe.dense_listed()?;
+    let stated_experts = src
+        .config_fact(m.num_experts)?
+        .map(|f| f.capped(&src.ck.file_of(""), MAX_EXPERTS, "experts"))
+        .transpose()?;
+    let sparsity = Sparsity {
+        dense,
+        step,
+        has_experts: stated_experts.as_ref().is_none_or(|f| f.value > 0),
+    };
+    let first_sparse = (0..layers).find(|&l| sparsity.sparse(l));
+    let first_dense = (0..layers).find(|&l| !sparsity.sparse(l));
+    let widths = match first_sparse {
+        Some(l) => moe.sparse_widths(l, stated_experts.as_ref())?,
+        None => SparseWidths::default(),
+    };
+    let intermediate = match first_dense {
+        Some(l) => moe.dense_width(l)?,
+        None => widths.expert_width,
+    };
+    let per_token = moe.experts_per_token(widths.experts, stated_experts.as_ref())?;
+    let layout = MoeLayout {
+        layers: (0..layers)
+            .map(|l| {
+                if sparsity.sparse(l) {
+                    LayerFfn {
+                        experts: widths.experts,
+                        shared: m.shared.is_some(),
+                    }
+                } else {
+                    LayerFfn::DENSE
+                }
+            })
+            .collect(),
+        expert_width: widths.expert_width,
+        shared_width: widths.shared_width,
+        experts_per_token: per_token,
+        fused: widths.fused,
+    };
+    Ok((intermediate, layout))
+}
+
+/// What [`detect_moe`] reads a mixture of experts from.
+struct MoeReader<'a> {
+    src: &'a Sources<'a>,
+    m: &'a MoeSpec,
+    prefix: &'a str,
+    layers: usize,
+    hidden: usize,
+}
+
+/// Which layers are sparse, by transformers' rule: a layer is dense when
+/// listed in `mlp_only_layers`, or `(l + 1) % decoder_sparse_step != 0`,
+/// or the config states no experts.
+struct Sparsity {
+    /// The listed dense layers the model has, sorted, each once.
+    dense: Vec<usize>,
+    step: usize,
+    /// The config does not state zero experts.
+    has_experts: bool,
+}
+
+impl Sparsity {
+    /// Whether layer `l` is sparse (a binary search, not a scan of a list
+    /// as long as config.json allows).
+    fn sparse(&self, l: usize) -> bool {
+        self.dense.binary_search(&l).is_err() && (l + 1) % self.step == 0 && self.has_experts
+    }
+}
+
+/// What the first sparse layer's tensors tell (all zero without one):
+/// the number of experts, an expert's and the shared expert's widths, and
+/// whether the routed experts are stored as transformers v5's fused 3-D
+/// tensors.
+#[derive(Default)]
+struct SparseWidths {
+    experts: usize,
+    expert_width: usize,
+    shared_width: usize,
+    fused: bool,
+}
+
+impl MoeReader<'_> {
+    /// The tensor name of pattern `pat` in layer `l` (and expert `e`).
+    fn name(&self, pat: &str, l: usize, e: Option<usize>) -> String {
+        let n = format!("{}{}", self.prefix, pat.replace("{l}", &l.to_string()));
         match e {
             Some(e) => n.replace("{e}", &e.to_string()),
             None => n,
         }
-    };
-    let cfg_path = ck
-        .config_path()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| ck.file_of(""));
-    let step = match m.sparse_step {
-        Some(k) => src.config_fact(&[k])?,
-        None => None,
-    };
-    let step = match step {
-        Some(f) if f.value == 0 => return Err(f.error(&ck.file_of(""), "must be at least 1")),
-        Some(f) => f.value,
-        None => 1,
-    };
-    let mut dense_listed = Vec::new();
-    if let (Some(k), Some(cfg)) = (m.dense_layers, ck.config()) {
-        match cfg.get(k) {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(a)) => {
-                for v in a {
-                    let l = v
-                        .as_u64()
-                        .and_then(|x| usize::try_from(x).ok())
-                        .ok_or_else(|| {
-                            invalid(
-                                &cfg_path,
-                                Some(k),
-                                format!("expected a list of layer indices, found {}", json_kind(v)),
-                            )
-                        })?;
-                    dense_listed.push(l);
-                }
-            }
-            Some(other) => {
-                return Err(invalid(
-                    &cfg_path,
-                    Some(k),
-                    format!(
-                        "expected a list of layer indices, found {}",
-                        json_kind(other)
-                    ),
-                ))
-            }
+    }
+
+    /// Every `decoder_sparse_step`-th layer is sparse: the config's step
+    /// (at least 1), else 1.
+    fn sparse_step(&self) -> Result<usize, ModelError> {
+        let step = match self.m.sparse_step {
+            Some(k) => self.src.config_fact(&[k])?,
+            None => None,
+        };
+        match step {
+            Some(f) if f.value == 0 => Err(f.error(&self.src.ck.file_of(""), "must be at least 1")),
+            Some(f) => Ok(f.value),
+            None => Ok(1),
         }
     }
-    // Sorted, one entry per layer the model has (the list may repeat
-    // indices, or name layers it does not have): each layer's test is a
-    // binary search, not a scan of a list as long as config.json allows.
-    dense_listed.retain(|&l| l < layers);
-    dense_listed.sort_unstable();
-    dense_listed.dedup();
-    let stated_experts = src
-        .config_fact(m.num_experts)?
-        .map(|f| f.capped(&ck.file_of(""), MAX_EXPERTS, "experts"))
-        .transpose()?;
-    let sparse = |l: usize| {
-        dense_listed.binary_search(&l).is_err()
-            && (l + 1) % step == 0
-            && stated_experts.as_ref().is_none_or(|f| f.value > 0)
-    };
-    let first_sparse = (0..layers).find(|&l| sparse(l));
-    let first_dense = (0..layers).find(|&l| !sparse(l));
-    let tensor_height = |n: &str, l: usize| -> Result<usize, ModelError> {
-        let (r, c) = tensor_shape(ck, n, l, layers)?;
+
+    /// The layers config.json lists as dense (`mlp_only_layers`; an empty
+    /// list when absent): sorted, one entry per layer the model has (the
+    /// list may repeat indices, or name layers it does not have).
+    fn dense_listed(&self) -> Result<Vec<usize>, ModelError> {
+        let ck = self.src.ck;
+        let cfg_path = ck
+            .config_path()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| ck.file_of(""));
+        let mut dense_listed = Vec::new();
+        if let (Some(k), Some(cfg)) = (self.m.dense_layers, ck.config()) {
+            match cfg.get(k) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(a)) => {
+                    for v in a {
+                        let l = v
+                            .as_u64()
+                            .and_then(|x| usize::try_from(x).ok())
+                            .ok_or_else(|| {
+                                invalid(
+                                    &cfg_path,
+                                    Some(k),
+                                    format!(
+                                        "expected a list of layer indices, found {}",
+                                        json_kind(v)
+                                    ),
+                                )
+                            })?;
+                        dense_listed.push(l);
+                    }
+                }
+                Some(other) => {
+                    return Err(invalid(
+                        &cfg_path,
+                        Some(k),
+                        format!(
+                            "expected a list of layer indices, found {}",
+                            json_kind(other)
+                        ),
+                    ))
+                }
+            }
+        }
+        dense_listed.retain(|&l| l < self.layers);
+        dense_listed.sort_unstable();
+        dense_listed.dedup();
+        Ok(dense_listed)
+    }
+
+    /// The height of the `[width, hidden]` tensor `n` of layer `l`.
+    fn tensor_height(&self, n: &str, l: usize) -> Result<usize, ModelError> {
+        let (ck, hidden) = (self.src.ck, self.hidden);
+        let (r, c) = tensor_shape(ck, n, l, self.layers)?;
         if r == 0 || c != hidden {
             return Err(invalid(
                 &ck.file_of(n),
@@ -1130,30 +1397,36 @@ fn detect_moe(
             ));
         }
         Ok(r)
-    };
-    let check = |stated: Option<Fact>, got: usize, n: &str| match stated {
-        Some(f) => f.must_equal(
-            got,
-            &ck.file_of(n),
-            n,
-            format_args!("{got} rows disagree with the width"),
-        ),
-        None => Ok(()),
-    };
-    let (mut experts, mut expert_width, mut shared_width) = (0, 0, 0);
-    let mut fused = false;
-    if let Some(l) = first_sparse {
-        let gate0 = name(m.experts[0], l, Some(0));
+    }
+
+    /// That a width measured from tensor `n` equals the stated one, if stated.
+    fn check(&self, stated: Option<Fact>, got: usize, n: &str) -> Result<(), ModelError> {
+        match stated {
+            Some(f) => f.must_equal(
+                got,
+                &self.src.ck.file_of(n),
+                n,
+                format_args!("{got} rows disagree with the width"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The experts and widths of sparse layer `l`, checked against the
+    /// config keys that state them.
+    fn sparse_widths(&self, l: usize, stated: Option<&Fact>) -> Result<SparseWidths, ModelError> {
+        let (m, ck) = (self.m, self.src.ck);
+        let gate0 = self.name(m.experts[0], l, Some(0));
         // transformers v5 stores a layer's routed experts as two 3-D tensors.
         let v5 = m
             .fused
-            .filter(|f| !ck.contains(&gate0) && ck.contains(&name(f.gate_up, l, None)));
-        let width_from = match v5 {
+            .filter(|f| !ck.contains(&gate0) && ck.contains(&self.name(f.gate_up, l, None)));
+        let (experts, expert_width, width_from) = match v5 {
             Some(f) => {
-                fused = true;
-                let gu = name(f.gate_up, l, None);
-                let (e, w) = fused_experts(ck, &gu, &name(f.down, l, None), l, layers, hidden)?;
-                if let Some(s) = &stated_experts {
+                let gu = self.name(f.gate_up, l, None);
+                let down = self.name(f.down, l, None);
+                let (e, w) = fused_experts(ck, &gu, &down, l, self.layers, self.hidden)?;
+                if let Some(s) = stated {
                     s.must_equal(
                         e,
                         &ck.file_of(&gu),
@@ -1161,15 +1434,13 @@ fn detect_moe(
                         format_args!("{e} experts disagree with the number of experts"),
                     )?;
                 }
-                experts = e;
-                expert_width = w;
-                gu
+                (e, w, gu)
             }
             None => {
-                experts = match &stated_experts {
+                let experts = match stated {
                     Some(f) => f.value,
                     None => (0..)
-                        .take_while(|&e| ck.contains(&name(m.experts[0], l, Some(e))))
+                        .take_while(|&e| ck.contains(&self.name(m.experts[0], l, Some(e))))
                         .count(),
                 };
                 if experts == 0 || experts > MAX_EXPERTS {
@@ -1179,67 +1450,68 @@ fn detect_moe(
                         format!("{experts} experts: expected 1 to {MAX_EXPERTS}"),
                     ));
                 }
-                expert_width = tensor_height(&gate0, l)?;
-                gate0
+                (experts, self.tensor_height(&gate0, l)?, gate0)
             }
         };
-        check(src.config_fact(m.expert_width)?, expert_width, &width_from)?;
+        self.check(
+            self.src.config_fact(m.expert_width)?,
+            expert_width,
+            &width_from,
+        )?;
+        let mut shared_width = 0;
         if let Some(sh) = m.shared {
-            let g = name(sh[0], l, None);
-            shared_width = tensor_height(&g, l)?;
-            check(src.config_fact(m.shared_width)?, shared_width, &g)?;
+            let g = self.name(sh[0], l, None);
+            shared_width = self.tensor_height(&g, l)?;
+            self.check(self.src.config_fact(m.shared_width)?, shared_width, &g)?;
         }
+        Ok(SparseWidths {
+            experts,
+            expert_width,
+            shared_width,
+            fused: v5.is_some(),
+        })
     }
-    let intermediate = match first_dense {
-        Some(l) => {
-            let (ft, _) = src
-                .spec
-                .holder(Role::FfnGate)
-                .expect("mixture-of-experts families are gated (table test)");
-            let n = ft.name_in(prefix, l);
-            let i = tensor_height(&n, l)?;
-            check(src.fact(|k| k.intermediate)?, i, &n)?;
-            i
-        }
-        None => expert_width,
-    };
-    let per_token = src.config_fact(&["num_experts_per_tok"])?;
-    if let Some(k) = &per_token {
-        // Without a sparse layer the stated count (or the limit) bounds it.
-        let most = match (experts, &stated_experts) {
+
+    /// The width of dense layer `l`'s feed-forward, checked against the
+    /// family's keys.
+    fn dense_width(&self, l: usize) -> Result<usize, ModelError> {
+        let (ft, _) = self
+            .src
+            .spec
+            .holder(Role::FfnGate)
+            .expect("mixture-of-experts families are gated (table test)");
+        let n = ft.name_in(self.prefix, l);
+        let i = self.tensor_height(&n, l)?;
+        self.check(self.src.fact(|k| k.intermediate)?, i, &n)?;
+        Ok(i)
+    }
+
+    /// `num_experts_per_tok`, if stated: at most the experts there are
+    /// (without a sparse layer, the stated count or the limit).
+    fn experts_per_token(
+        &self,
+        experts: usize,
+        stated: Option<&Fact>,
+    ) -> Result<Option<usize>, ModelError> {
+        let Some(k) = self.src.config_fact(&["num_experts_per_tok"])? else {
+            return Ok(None);
+        };
+        let most = match (experts, stated) {
             (0, Some(f)) => f.value,
             (0, None) => MAX_EXPERTS,
             (e, _) => e,
         };
         if k.value > most {
             return Err(k.error(
-                &ck.file_of(""),
+                &self.src.ck.file_of(""),
                 format!(
                     "{} experts per token, more than the {most} experts there are",
                     k.value
                 ),
             ));
         }
+        Ok(Some(k.value))
     }
-    let layout = MoeLayout {
-        layers: (0..layers)
-            .map(|l| {
-                if sparse(l) {
-                    LayerFfn {
-                        experts,
-                        shared: m.shared.is_some(),
-                    }
-                } else {
-                    LayerFfn::DENSE
-                }
-            })
-            .collect(),
-        expert_width,
-        shared_width,
-        experts_per_token: per_token.map(|f| f.value),
-        fused,
-    };
-    Ok((intermediate, layout))
 }
 
 /// The number of experts and an expert's width from transformers v5's

@@ -541,6 +541,29 @@ impl Heads {
     }
 }
 
+/// Where each role of a layer lies among its stored tensors, with the
+/// feed-forward block (a mixture of experts' expert) it belongs to.
+struct Places(Vec<(Role, Option<Expert>, RoleAt)>);
+
+impl Places {
+    /// Where role `r` of block `b` lies, if the layer has it.
+    fn find(&self, r: Role, b: Option<Expert>) -> Option<RoleAt> {
+        self.0
+            .iter()
+            .find(|(x, y, _)| *x == r && *y == b)
+            .map(|(_, _, p)| *p)
+    }
+
+    /// Where role `r` of block `b` lies: a role every layer has.
+    fn need(&self, r: Role, b: Option<Expert>) -> RoleAt {
+        self.find(r, b)
+            .expect("every family has every role of the paper's block (table test)")
+    }
+}
+
+/// A layer's tensors, checked against the architecture, and the recipes of
+/// its proxy matrices: the attention's per-head products, a decoder's
+/// cross-attention's, then each feed-forward block's `M_in` and `M_out`.
 fn plan_layer(
     ck: &Checkpoint,
     a: &Architecture,
@@ -548,132 +571,169 @@ fn plan_layer(
     l: usize,
 ) -> Result<LayerPlan, ModelError> {
     let mut tensors = Vec::new();
-    let mut at: Vec<(Role, Option<Expert>, RoleAt)> = Vec::new();
-    // A per-group fused [query; key; value]: each group holds its query
-    // heads, then one key head, then one value head.
-    let group_q = a.heads / a.kv_heads;
-    let per_group = (group_q + 2).saturating_mul(d.dh); // the fused height is checked below
+    let mut places = Places(Vec::new());
     for (k, ts) in layer_tensors(a, l).into_iter().enumerate() {
-        let name = ts.name;
-        let fw = if ts.block.is_some() {
-            a.ffn_width(ts.block)
-        } else {
-            d.i
-        };
-        let (mut out, mut inn) = (0usize, 0usize);
-        for &role in ts.roles {
-            let (o, i) = role_width(d, fw, role);
-            let group = (ts.fusion == Fusion::PerGroup).then(|| Grouped {
-                per_group,
-                within: match role {
-                    Role::Query => 0,
-                    Role::Key => group_q * d.dh,
-                    _ => (group_q + 1) * d.dh,
-                },
-                heads: if role == Role::Query { group_q } else { 1 },
-                dh: d.dh,
-            });
-            at.push((
-                role,
-                ts.block,
-                RoleAt {
-                    tensor: k,
-                    orientation: ts.orientation,
-                    offset: out,
-                    out: o,
-                    inn: i,
-                    group,
-                },
-            ));
-            // At most three roles of widths bounded by a checked product.
-            out = out.checked_add(o).ok_or_else(|| {
-                invalid(
-                    &ck.file_of(&name),
-                    Some(&name),
-                    "the tensor's height overflows",
-                )
-            })?;
-            inn = i;
-        }
-        let want = match ts.orientation {
-            Orientation::OutIn => (out, inn),
-            Orientation::InOut => (inn, out),
-        };
-        let got = match ts.slice {
-            Some(_) => {
-                let experts = a.layer_ffn(l).experts;
-                slice_shape(ck, &name, experts, l, a.layers)?
-            }
-            None => tensor_shape(ck, &name, l, a.layers)?,
-        };
-        let reads_encoder = ts
-            .roles
-            .iter()
-            .any(|r| matches!(r, Role::CrossKey | Role::CrossValue));
-        if got != want && reads_encoder && got.0 == want.0 {
-            // The encoder's width is the input width of these weights.
-            return Err(invalid(
-                &ck.file_of(&name),
-                Some(&name),
-                format!(
-                    "cross-attention input width {} (the encoder's) differs from the decoder's \
-                     hidden size {}: only a cross-attention whose encoder and decoder widths \
-                     are equal is read",
-                    got.1, want.1
-                ),
-            ));
-        }
-        if got != want {
-            let what = match ts.slice {
-                Some(e) => format!("expert {e}'s slice"),
-                None => "shape".to_string(),
-            };
-            return Err(invalid(
-                &ck.file_of(&name),
-                Some(&name),
-                format!(
-                    "{what} [{}, {}] disagrees with the architecture (expected [{}, {}])",
-                    got.0, got.1, want.0, want.1
-                ),
-            ));
-        }
+        let want = place_roles(ck, a, d, k, &ts, &mut places)?;
+        check_stored_shape(ck, a, l, &ts, want)?;
         tensors.push(Stored {
-            name,
+            name: ts.name,
             shape: want,
             orientation: ts.orientation,
             scale: ts.scale,
             slice: ts.slice,
         });
     }
-    let role_of = |r: Role, b: Option<Expert>| {
-        at.iter()
-            .find(|(x, y, _)| *x == r && *y == b)
-            .map(|(_, _, p)| *p)
-    };
-    let need = |r: Role, b: Option<Expert>| {
-        role_of(r, b).expect("every family has every role of the paper's block (table test)")
-    };
-    let (q, k, v, o) = (
-        need(Role::Query, None),
-        need(Role::Key, None),
-        need(Role::Value, None),
-        need(Role::Output, None),
-    );
-    let (n, dh) = (d.n, d.dh);
     let blocks = a.layer_ffn(l).blocks();
     let mut recipes = Vec::with_capacity(4 * a.heads + 2 * blocks.len());
+    attention_recipes(a, d, l, &places, &mut recipes);
+    feed_forward_recipes(ck, d, l, &blocks, &places, &mut recipes)?;
+    // The raw weights' places: the layer's own roles (an expert's are not
+    // raw weights of the measures, which a mixture of experts refuses).
+    let roles = places
+        .0
+        .iter()
+        .filter(|(_, b, _)| b.is_none())
+        .map(|&(r, _, p)| (r, p))
+        .collect();
+    Ok(LayerPlan {
+        tensors,
+        recipes,
+        roles,
+    })
+}
+
+/// Records where each role of the `k`-th stored tensor `ts` lies (stacked
+/// along its output axis, or interleaved per group) and returns the
+/// stored shape the architecture expects of it.
+fn place_roles(
+    ck: &Checkpoint,
+    a: &Architecture,
+    d: &Dims,
+    k: usize,
+    ts: &LayerTensor,
+    places: &mut Places,
+) -> Result<(usize, usize), ModelError> {
+    // A per-group fused [query; key; value]: each group holds its query
+    // heads, then one key head, then one value head.
+    let group_q = a.heads / a.kv_heads;
+    let per_group = (group_q + 2).saturating_mul(d.dh); // the fused height is checked next
+    let fw = if ts.block.is_some() {
+        a.ffn_width(ts.block)
+    } else {
+        d.i
+    };
+    let (mut out, mut inn) = (0usize, 0usize);
+    for &role in ts.roles {
+        let (o, i) = role_width(d, fw, role);
+        let group = (ts.fusion == Fusion::PerGroup).then(|| Grouped {
+            per_group,
+            within: match role {
+                Role::Query => 0,
+                Role::Key => group_q * d.dh,
+                _ => (group_q + 1) * d.dh,
+            },
+            heads: if role == Role::Query { group_q } else { 1 },
+            dh: d.dh,
+        });
+        places.0.push((
+            role,
+            ts.block,
+            RoleAt {
+                tensor: k,
+                orientation: ts.orientation,
+                offset: out,
+                out: o,
+                inn: i,
+                group,
+            },
+        ));
+        // At most three roles of widths bounded by a checked product.
+        out = out.checked_add(o).ok_or_else(|| {
+            invalid(
+                &ck.file_of(&ts.name),
+                Some(&ts.name),
+                "the tensor's height overflows",
+            )
+        })?;
+        inn = i;
+    }
+    Ok(match ts.orientation {
+        Orientation::OutIn => (out, inn),
+        Orientation::InOut => (inn, out),
+    })
+}
+
+/// That the stored tensor `ts` of layer `l` (or its expert's slice) has
+/// the shape `want`; a cross-attention key or value weight of another
+/// input width is named as reading an encoder of another width.
+fn check_stored_shape(
+    ck: &Checkpoint,
+    a: &Architecture,
+    l: usize,
+    ts: &LayerTensor,
+    want: (usize, usize),
+) -> Result<(), ModelError> {
+    let name = &ts.name;
+    let got = match ts.slice {
+        Some(_) => {
+            let experts = a.layer_ffn(l).experts;
+            slice_shape(ck, name, experts, l, a.layers)?
+        }
+        None => tensor_shape(ck, name, l, a.layers)?,
+    };
+    let reads_encoder = ts
+        .roles
+        .iter()
+        .any(|r| matches!(r, Role::CrossKey | Role::CrossValue));
+    if got != want && reads_encoder && got.0 == want.0 {
+        // The encoder's width is the input width of these weights.
+        return Err(invalid(
+            &ck.file_of(name),
+            Some(name),
+            format!(
+                "cross-attention input width {} (the encoder's) differs from the decoder's \
+                 hidden size {}: only a cross-attention whose encoder and decoder widths \
+                 are equal is read",
+                got.1, want.1
+            ),
+        ));
+    }
+    if got != want {
+        let what = match ts.slice {
+            Some(e) => format!("expert {e}'s slice"),
+            None => "shape".to_string(),
+        };
+        return Err(invalid(
+            &ck.file_of(name),
+            Some(name),
+            format!(
+                "{what} [{}, {}] disagrees with the architecture (expected [{}, {}])",
+                got.0, got.1, want.0, want.1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Pushes the per-head products of layer `l`'s attention, then (a decoder
+/// block's) of its cross-attention.
+fn attention_recipes(
+    a: &Architecture,
+    d: &Dims,
+    l: usize,
+    places: &Places,
+    recipes: &mut Vec<Recipe>,
+) {
+    let [q, k, v, o] =
+        [Role::Query, Role::Key, Role::Value, Role::Output].map(|r| places.need(r, None));
     let heads = Heads {
         layer: l,
         heads: a.heads,
         group: a.heads / a.kv_heads,
-        n,
-        dh,
+        n: d.n,
+        dh: d.dh,
     };
-    heads.push(
-        &mut recipes,
-        [q, k, v, o],
-        [MatrixType::QK, MatrixType::VTilde],
-    );
+    heads.push(recipes, [q, k, v, o], [MatrixType::QK, MatrixType::VTilde]);
     // A decoder block's cross-attention: the same products of its own
     // weights (the table test: all four roles or none), one key/value head
     // per head.
@@ -683,23 +743,35 @@ fn plan_layer(
         Role::CrossValue,
         Role::CrossOutput,
     ]
-    .map(|r| role_of(r, None));
+    .map(|r| places.find(r, None));
     if let [Some(q_c), Some(k_c), Some(v_c), Some(o_c)] = cross {
         let cross_heads = Heads { group: 1, ..heads };
         cross_heads.push(
-            &mut recipes,
+            recipes,
             [q_c, k_c, v_c, o_c],
             [MatrixType::QKCross, MatrixType::VTildeCross],
         );
     }
-    // Per feed-forward block (the layer's, or each expert's): M_in = W_in^T,
-    // or [W_gate^T, W_up^T] for a gated feed-forward; then every M_out.
+}
+
+/// Pushes, per feed-forward block of layer `l` (the layer's, or each
+/// expert's), `M_in = W_in^T` or `[W_gate^T, W_up^T]` for a gated
+/// feed-forward; then every block's `M_out`.
+fn feed_forward_recipes(
+    ck: &Checkpoint,
+    d: &Dims,
+    l: usize,
+    blocks: &[Option<Expert>],
+    places: &Places,
+    recipes: &mut Vec<Recipe>,
+) -> Result<(), ModelError> {
+    let n = d.n;
     let mut m_outs = Vec::with_capacity(blocks.len());
-    for &b in &blocks {
+    for &b in blocks {
         let (gate, up, down) = (
-            role_of(Role::FfnGate, b),
-            need(Role::FfnIn, b),
-            need(Role::FfnOut, b),
+            places.find(Role::FfnGate, b),
+            places.need(Role::FfnIn, b),
+            places.need(Role::FfnOut, b),
         );
         let m_in: Vec<Block> = gate.iter().chain([&up]).map(|r| r.whole(true)).collect();
         let m_in_cols = m_in
@@ -724,18 +796,7 @@ fn plan_layer(
         });
     }
     recipes.extend(m_outs);
-    // The raw weights' places: the layer's own roles (an expert's are not
-    // raw weights of the measures, which a mixture of experts refuses).
-    let roles = at
-        .iter()
-        .filter(|(_, b, _)| b.is_none())
-        .map(|&(r, _, p)| (r, p))
-        .collect();
-    Ok(LayerPlan {
-        tensors,
-        recipes,
-        roles,
-    })
+    Ok(())
 }
 
 /// Writes the transpose of `m[rows, cols]` into `dst`: stored entry

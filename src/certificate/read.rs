@@ -12,9 +12,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor}
 use serde::Serializer;
 
 use super::{
-    expected_ids, CertInterval, Certificate, GridPoint, InitModel, MatrixEntry, MeasuresEntry,
-    ModelInfo, NormsEntry, Parameters, RankBounds, RawWeightEntry, Tool, FORMAT, VERSION,
-    VERSION_MEASURES, VERSION_NO_BOUND,
+    expected_ids, CertInterval, Certificate, FileEntry, GridPoint, HeadsOverrideEntry, InitModel,
+    MatrixEntry, MeasuresEntry, ModelInfo, NormsEntry, Parameters, RankBounds, RawWeightEntry,
+    StackEntry, Tool, FORMAT, VERSION, VERSION_MEASURES, VERSION_NO_BOUND,
 };
 use crate::arch::{MatrixId, MatrixType};
 
@@ -283,45 +283,11 @@ impl Certificate {
         }
         validate_header(&self.tool, &self.model, &self.parameters)?;
         let md = &self.model;
-        let m = self.parameters.grid_m;
         let ids = expected_ids(md);
         if self.version == VERSION_NO_BOUND {
             return validate_no_bound(self, &ids);
         }
-        if md.experts.is_some() {
-            // The paper's reasoning gives no bound for a mixture of experts.
-            return err(
-                "$.model.experts".into(),
-                format!(
-                    "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
-                     a certificate without a bound, has experts)"
-                ),
-            );
-        }
-        if md.cross_attention {
-            // Nor for a decoder block, a function of two sequences.
-            return err(
-                "$.model.cross_attention".into(),
-                format!(
-                    "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
-                     a certificate without a bound, has a cross-attention)"
-                ),
-            );
-        }
-        for (key, present) in [
-            ("bound_absent", self.bound_absent.is_some()),
-            ("spectra", self.spectra.is_some()),
-        ] {
-            if present {
-                return err(
-                    format!("$.{key}"),
-                    format!(
-                        "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
-                         a certificate without a bound, has it)"
-                    ),
-                );
-            }
-        }
+        self.refuse_no_bound_keys()?;
         let Some(bounds) = &self.bounds else {
             return err(
                 "$.bounds".into(),
@@ -331,21 +297,59 @@ impl Certificate {
                 ),
             );
         };
-        if self.matrices.len() != ids.len() {
-            return err(
-                "$.matrices".into(),
-                format!(
-                    "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, with a cross-attention QK_cross and V_tilde_cross per head, M_in and M_out per layer and expert)",
-                    self.matrices.len(),
-                    ids.len(),
-                    md.layers,
-                    md.heads
-                ),
-            );
+        self.validate_matrices(&ids)?;
+        self.validate_layers()?;
+        check_iv(&bounds.ours, "$.bounds.ours", true)?;
+        check_iv(&bounds.edelman, "$.bounds.edelman", true)?;
+        validate_measures(self)
+    }
+
+    /// What only a certificate without a bound states, refused in one with
+    /// bounds: experts, a cross-attention, `bound_absent`, `spectra` (the
+    /// paper's reasoning gives no bound for a mixture of experts, nor for
+    /// a decoder block, a function of two sequences).
+    fn refuse_no_bound_keys(&self) -> Result<(), (String, String)> {
+        let md = &self.model;
+        let stated = |what: &str| {
+            format!(
+                "stated in a certificate with bounds (only version {VERSION_NO_BOUND}, \
+                 a certificate without a bound, has {what})"
+            )
+        };
+        if md.experts.is_some() {
+            return Err(("$.model.experts".into(), stated("experts")));
         }
-        for (i, (w, want)) in self.matrices.iter().zip(&ids).enumerate() {
+        if md.cross_attention {
+            return Err((
+                "$.model.cross_attention".into(),
+                stated("a cross-attention"),
+            ));
+        }
+        for (key, present) in [
+            ("bound_absent", self.bound_absent.is_some()),
+            ("spectra", self.spectra.is_some()),
+        ] {
+            if present {
+                return Err((format!("$.{key}"), stated("it")));
+            }
+        }
+        Ok(())
+    }
+
+    /// One valid entry per expected matrix (`ids`), in [`MatrixId`] order;
+    /// an entry out of place is named as a duplicate, outside the model,
+    /// or out of order.
+    fn validate_matrices(&self, ids: &[MatrixId]) -> Result<(), (String, String)> {
+        let md = &self.model;
+        if self.matrices.len() != ids.len() {
+            return Err((
+                "$.matrices".into(),
+                entries_expected(self.matrices.len(), ids.len(), md),
+            ));
+        }
+        for (i, (w, want)) in self.matrices.iter().zip(ids).enumerate() {
             let at = format!("$.matrices[{i}]");
-            validate_matrix(w, &at, m)?;
+            validate_matrix(w, &at, self.parameters.grid_m)?;
             if w.id() != *want {
                 let seen = self.matrices[..i].iter().any(|x| x.id() == w.id());
                 let what = if seen {
@@ -363,34 +367,48 @@ impl Certificate {
                         w.id()
                     )
                 };
-                return err(at, what);
+                return Err((at, what));
             }
         }
+        Ok(())
+    }
+
+    /// One entry per layer, in order, with finite nonnegative `alpha` and `xi`.
+    fn validate_layers(&self) -> Result<(), (String, String)> {
+        let md = &self.model;
         if self.layers.len() != md.layers {
-            return err(
+            return Err((
                 "$.layers".into(),
                 format!(
                     "expected {} entries, found {}",
                     md.layers,
                     self.layers.len()
                 ),
-            );
+            ));
         }
         for (l, x) in self.layers.iter().enumerate() {
             let at = format!("$.layers[{l}]");
             if x.layer != l {
-                return err(
+                return Err((
                     format!("{at}.layer"),
                     format!("expected {l}, found {}", x.layer),
-                );
+                ));
             }
             check_iv(&x.alpha, &format!("{at}.alpha"), true)?;
             check_iv(&x.xi, &format!("{at}.xi"), true)?;
         }
-        check_iv(&bounds.ours, "$.bounds.ours", true)?;
-        check_iv(&bounds.edelman, "$.bounds.edelman", true)?;
-        validate_measures(self)
+        Ok(())
     }
+}
+
+/// `{n} entries, expected {ids} (...)`: a list of proxy matrices (or their
+/// spectra) of the wrong length, with what the model's shape makes.
+fn entries_expected(n: usize, ids: usize, md: &ModelInfo) -> String {
+    format!(
+        "{n} entries, expected {ids} ({} layers of {} heads: QK and V_tilde per head, with a cross-attention QK_cross and V_tilde_cross per head, M_in and M_out per layer and expert)",
+        md.layers,
+        md.heads
+    )
 }
 
 /// A certificate without a bound ([`VERSION_NO_BOUND`]): a nonempty
@@ -444,13 +462,7 @@ fn validate_no_bound(c: &Certificate, ids: &[MatrixId]) -> Result<(), (String, S
     if spectra.len() != ids.len() {
         return err(
             "$.spectra".into(),
-            format!(
-                "{} entries, expected {} ({} layers of {} heads: QK and V_tilde per head, with a cross-attention QK_cross and V_tilde_cross per head, M_in and M_out per layer and expert)",
-                spectra.len(),
-                ids.len(),
-                md.layers,
-                md.heads
-            ),
+            entries_expected(spectra.len(), ids.len(), md),
         );
     }
     for (i, (w, want)) in spectra.iter().zip(ids).enumerate() {
@@ -603,19 +615,7 @@ pub(crate) fn validate_raw_weights(
         if im.files.is_empty() {
             return err("$.init_model.files".into(), "no weight file listed".into());
         }
-        for (i, f) in im.files.iter().enumerate() {
-            if f.sha256.len() != 64
-                || !f
-                    .sha256
-                    .bytes()
-                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            {
-                return err(
-                    format!("$.init_model.files[{i}].sha256"),
-                    "expected 64 lower-case hexadecimal digits".into(),
-                );
-            }
-        }
+        check_hashes(&im.files, "$.init_model.files")?;
     }
     let mut prev: Option<(usize, usize)> = None;
     for (i, w) in raw.iter().enumerate() {
@@ -681,79 +681,110 @@ pub(crate) fn validate_header(
     md: &ModelInfo,
     p: &Parameters,
 ) -> Result<(), (String, String)> {
-    let err = |at: String, m: String| Err((at, m));
     if tool.name != "specbound" {
-        return err(
+        return Err((
             "$.tool.name".into(),
             format!("expected \"specbound\", found \"{}\"", tool.name),
-        );
+        ));
     }
-    if md.files.is_empty() {
-        return err("$.model.files".into(), "no weight file listed".into());
+    validate_model(md)?;
+    validate_parameters(p, md)
+}
+
+/// That `v` lies in `lo..=hi`, else the JSON path `at` and why not.
+fn within(at: &str, v: usize, lo: usize, hi: usize) -> Result<(), (String, String)> {
+    if v < lo {
+        Err((at.to_string(), format!("must be at least {lo}, found {v}")))
+    } else if v > hi {
+        Err((at.to_string(), format!("{v} exceeds the limit {hi}")))
+    } else {
+        Ok(())
     }
-    for (i, f) in md.files.iter().enumerate() {
+}
+
+/// That every file of `files` (listed at the JSON path `at`) has a hash
+/// of 64 lower-case hexadecimal digits.
+fn check_hashes(files: &[FileEntry], at: &str) -> Result<(), (String, String)> {
+    for (i, f) in files.iter().enumerate() {
         if f.sha256.len() != 64
             || !f
                 .sha256
                 .bytes()
                 .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
         {
-            return err(
-                format!("$.model.files[{i}].sha256"),
+            return Err((
+                format!("{at}[{i}].sha256"),
                 "expected 64 lower-case hexadecimal digits".into(),
-            );
+            ));
         }
     }
-    let limit = |at: &str, v: usize, lo: usize, hi: usize| -> Result<(), (String, String)> {
-        if v < lo {
-            Err((at.to_string(), format!("must be at least {lo}, found {v}")))
-        } else if v > hi {
-            Err((at.to_string(), format!("{v} exceeds the limit {hi}")))
+    Ok(())
+}
+
+/// The model of a certificate or part: its files listed with valid
+/// hashes, its sizes within their limits, its experts (when stated).
+fn validate_model(md: &ModelInfo) -> Result<(), (String, String)> {
+    if md.files.is_empty() {
+        return Err(("$.model.files".into(), "no weight file listed".into()));
+    }
+    check_hashes(&md.files, "$.model.files")?;
+    within("$.model.layers", md.layers, 1, MAX_LAYERS)?;
+    within("$.model.hidden", md.hidden, 1, MAX_DIM)?;
+    within("$.model.heads", md.heads, 1, MAX_HEADS)?;
+    within("$.model.kv_heads", md.kv_heads, 1, md.heads)?;
+    within("$.model.head_dim", md.head_dim, 1, MAX_DIM)?;
+    within("$.model.intermediate", md.intermediate, 1, MAX_DIM)?;
+    match &md.experts {
+        Some(experts) => validate_experts(md, experts),
+        None => Ok(()),
+    }
+}
+
+/// A mixture of experts' layers: one entry per layer, each within the
+/// limit of experts, and the proxy matrices they make within theirs.
+fn validate_experts(
+    md: &ModelInfo,
+    experts: &[crate::arch::LayerFfn],
+) -> Result<(), (String, String)> {
+    if experts.len() != md.layers {
+        return Err((
+            "$.model.experts".into(),
+            format!(
+                "{} entries, expected one per layer ({})",
+                experts.len(),
+                md.layers
+            ),
+        ));
+    }
+    let mut count = 0usize;
+    for (l, f) in experts.iter().enumerate() {
+        within(
+            &format!("$.model.experts[{l}].experts"),
+            f.experts,
+            0,
+            crate::arch::MAX_EXPERTS,
+        )?;
+        let attention = if md.cross_attention {
+            md.heads.saturating_mul(2)
         } else {
-            Ok(())
-        }
-    };
-    limit("$.model.layers", md.layers, 1, MAX_LAYERS)?;
-    limit("$.model.hidden", md.hidden, 1, MAX_DIM)?;
-    limit("$.model.heads", md.heads, 1, MAX_HEADS)?;
-    limit("$.model.kv_heads", md.kv_heads, 1, md.heads)?;
-    limit("$.model.head_dim", md.head_dim, 1, MAX_DIM)?;
-    limit("$.model.intermediate", md.intermediate, 1, MAX_DIM)?;
-    if let Some(experts) = &md.experts {
-        if experts.len() != md.layers {
-            return err(
-                "$.model.experts".into(),
-                format!(
-                    "{} entries, expected one per layer ({})",
-                    experts.len(),
-                    md.layers
-                ),
-            );
-        }
-        let mut count = 0usize;
-        for (l, f) in experts.iter().enumerate() {
-            limit(
-                &format!("$.model.experts[{l}].experts"),
-                f.experts,
-                0,
-                crate::arch::MAX_EXPERTS,
-            )?;
-            let attention = if md.cross_attention {
-                md.heads.saturating_mul(2)
-            } else {
-                md.heads
-            };
-            count =
-                count.saturating_add(attention.saturating_add(f.blocks().len()).saturating_mul(2));
-        }
-        if count > MAX_MATRICES {
-            return err(
-                "$.model.experts".into(),
-                format!("{count} proxy matrices exceed the limit {MAX_MATRICES}"),
-            );
-        }
+            md.heads
+        };
+        count = count.saturating_add(attention.saturating_add(f.blocks().len()).saturating_mul(2));
     }
-    limit("$.parameters.grid_m", p.grid_m, 1, MAX_GRID_M)?;
+    if count > MAX_MATRICES {
+        return Err((
+            "$.model.experts".into(),
+            format!("{count} proxy matrices exceed the limit {MAX_MATRICES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The parameters: the grid, `n` and `depth` agreeing with the model,
+/// `l_phi` a valid decimal, the stack and the `--heads` record.
+fn validate_parameters(p: &Parameters, md: &ModelInfo) -> Result<(), (String, String)> {
+    let err = |at: &str, m: String| Err((at.to_string(), m));
+    within("$.parameters.grid_m", p.grid_m, 1, MAX_GRID_M)?;
     let m = p.grid_m;
     if p.grid.len() != 2 * m + 1
         || p.grid
@@ -762,60 +793,73 @@ pub(crate) fn validate_header(
             .any(|(k, g)| *g != GridPoint { k, m })
     {
         return err(
-            "$.parameters.grid".into(),
+            "$.parameters.grid",
             format!("expected the grid 0/{m}, 1/{m}, ..., {}/{m}", 2 * m),
         );
     }
     if p.n != md.hidden {
         return err(
-            "$.parameters.n".into(),
+            "$.parameters.n",
             format!("{} disagrees with model.hidden = {}", p.n, md.hidden),
         );
     }
     if p.depth != md.layers {
         return err(
-            "$.parameters.depth".into(),
+            "$.parameters.depth",
             format!("{} disagrees with model.layers = {}", p.depth, md.layers),
         );
     }
     // The same rule as `certify --l-phi`: a positive decimal within the
     // bounded parser's limits and the binary64 range.
     if let Err(e) = crate::spectral::positive_decimal_interval(&p.l_phi) {
-        return err("$.parameters.l_phi".into(), format!("invalid l_phi: {e}"));
+        return err("$.parameters.l_phi", format!("invalid l_phi: {e}"));
     }
     if let Some(st) = &p.stack {
-        if st.stacks.len() > 8 || st.stacks.iter().any(|s| s.chars().count() > 64) {
-            return err(
-                "$.parameters.stack.stacks".into(),
-                "at most 8 names of at most 64 characters".into(),
-            );
-        }
-        if !st.stacks.contains(&st.name) {
-            return err(
-                "$.parameters.stack.name".into(),
-                "not one of parameters.stack.stacks".into(),
-            );
-        }
+        validate_stack(st)?;
     }
-    if let Some(o) = &p.heads_override {
-        if o.heads != md.heads {
-            return err(
-                "$.parameters.heads_override.heads".into(),
-                format!("{} disagrees with model.heads = {}", o.heads, md.heads),
-            );
-        }
-        if o.source.as_ref().is_some_and(|s| s.chars().count() > 200) {
-            return err(
-                "$.parameters.heads_override.source".into(),
-                "longer than 200 characters".into(),
-            );
-        }
-        if o.replaced.is_some() != o.source.is_some() {
-            return err(
-                "$.parameters.heads_override".into(),
-                "replaced and source are both null or both given".into(),
-            );
-        }
+    match &p.heads_override {
+        Some(o) => validate_heads_override(o, md),
+        None => Ok(()),
+    }
+}
+
+/// The stack read: at most 8 short names, the chosen one among them.
+fn validate_stack(st: &StackEntry) -> Result<(), (String, String)> {
+    if st.stacks.len() > 8 || st.stacks.iter().any(|s| s.chars().count() > 64) {
+        return Err((
+            "$.parameters.stack.stacks".into(),
+            "at most 8 names of at most 64 characters".into(),
+        ));
+    }
+    if !st.stacks.contains(&st.name) {
+        return Err((
+            "$.parameters.stack.name".into(),
+            "not one of parameters.stack.stacks".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What `--heads` replaced: the model's heads, a short source, and
+/// `replaced` and `source` both given or both null.
+fn validate_heads_override(o: &HeadsOverrideEntry, md: &ModelInfo) -> Result<(), (String, String)> {
+    if o.heads != md.heads {
+        return Err((
+            "$.parameters.heads_override.heads".into(),
+            format!("{} disagrees with model.heads = {}", o.heads, md.heads),
+        ));
+    }
+    if o.source.as_ref().is_some_and(|s| s.chars().count() > 200) {
+        return Err((
+            "$.parameters.heads_override.source".into(),
+            "longer than 200 characters".into(),
+        ));
+    }
+    if o.replaced.is_some() != o.source.is_some() {
+        return Err((
+            "$.parameters.heads_override".into(),
+            "replaced and source are both null or both given".into(),
+        ));
     }
     Ok(())
 }
