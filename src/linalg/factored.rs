@@ -262,6 +262,9 @@ fn zero_product(m0: usize, n0: usize) -> SingularValues {
     }
 }
 
+/// An approximate thin SVD: values, left and right vectors.
+type Triplet = (Vec<f64>, Mat<f64>, Mat<f64>);
+
 /// An approximate thin SVD `(s, U, V)` of `B C` through the thin factors
 /// (`B = U_b S_b V_b^T`, then the SVD of the `r x n` core `S_b V_b^T C`):
 /// no guarantee, the residual bounds certify what it gives.
@@ -269,7 +272,7 @@ fn approx_svd_of_product(
     bm: MatRef<'_, f64>,
     cm: MatRef<'_, f64>,
     par: Par,
-) -> Result<(Vec<f64>, Mat<f64>, Mat<f64>), Inconclusive> {
+) -> Result<Triplet, Inconclusive> {
     let rr = bm.ncols();
     let svd_b = super::dense::faer_thin_svd(bm)
         .ok_or_else(|| Inconclusive::new("approximate SVD of a factor did not converge"))?;

@@ -105,8 +105,8 @@ impl Stages<'_> {
         let mut best: Option<SingularValues> = None;
         let mut notes: Vec<String> = Vec::new();
         let eig = match self.exact_gram(&mut best, &mut notes) {
-            Ok(settled) => return Ok(settled),
-            Err(eig) => eig,
+            GramRoute::Settled(r) => return Ok(r),
+            GramRoute::Left(eig) => eig,
         };
         let with_notes = |mut r: SingularValues, notes: Vec<String>| {
             r.notes.extend(notes);
@@ -134,24 +134,24 @@ impl Stages<'_> {
     }
 
     /// The exact-Gram route, the fast eigensolver first and faer's when its
-    /// vectors fall short: `Ok` with a settled answer, else `Err` with the
-    /// eigendecomposition left for the residual route (`None` where there
-    /// is none), what it certified kept in `best`.
+    /// vectors fall short: a settled answer, or the eigendecomposition left
+    /// for the residual route (none where there is none), what it
+    /// certified kept in `best`.
     fn exact_gram(
         &self,
         best: &mut Option<SingularValues>,
         notes: &mut Vec<String>,
-    ) -> Result<SingularValues, Option<gram::GramEigen>> {
+    ) -> GramRoute {
         let mut eig = gram::gram_eigen(self.prep.a(), self.opts.par);
         let Some(mut e) = eig.take_if(|e| e.exact) else {
-            return Err(eig);
+            return GramRoute::Left(eig);
         };
         loop {
             let mut squared = false;
             if let Ok(values) = gram::certify_from_gram(&e, self.prep.scale_exp, self.opts.par) {
                 let r = self.values(values);
                 if self.settled(&r) {
-                    return Ok(r);
+                    return GramRoute::Settled(r);
                 }
                 if self.meets(&r) {
                     // What is open is set by the squared range of the
@@ -165,11 +165,11 @@ impl Stages<'_> {
                 keep(best, r);
             }
             if squared || e.solver == gram::EigenSolver::Faer {
-                return Err(Some(e));
+                return GramRoute::Left(Some(e));
             }
             match e.with_faer() {
                 Some(f) => e = f,
-                None => return Err(None),
+                None => return GramRoute::Left(None),
             }
         }
     }
@@ -197,6 +197,14 @@ impl Stages<'_> {
         };
         self.with_kernel(stage())
     }
+}
+
+/// What the exact-Gram route ended with.
+enum GramRoute {
+    /// An answer that meets the target and leaves nothing unsettled.
+    Settled(SingularValues),
+    /// The eigendecomposition for the residual route, if any.
+    Left(Option<gram::GramEigen>),
 }
 
 /// `r` into `best`: the narrower enclosure index by index (L10).
