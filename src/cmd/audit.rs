@@ -402,14 +402,11 @@ fn spectrum_text(
 impl Report for AuditCmdReport {
     fn exit(&self) -> Exit {
         match self {
-            AuditCmdReport::Claims { report, .. } => Exit::from_code(report.exit_code()),
+            AuditCmdReport::Claims { report, .. } => Exit::of_answer(report.answer()),
             AuditCmdReport::Spectrum { audit, .. } => match audit {
+                // No certified values: inconclusive, as `certify` says it.
                 Err(_) => Exit::Failed,
-                Ok(a) => match a.verdict {
-                    Check::Pass => Exit::Success,
-                    Check::Fail => Exit::Failed,
-                    Check::Undecided => Exit::Undecided,
-                },
+                Ok(a) => Exit::of_answer(a.answer()),
             },
         }
     }

@@ -35,7 +35,7 @@ use inari::Interval;
 use rug::Rational;
 use serde::Serialize;
 
-use super::EvidenceError;
+use super::{Answer, EvidenceError};
 use crate::arch::{MatrixId, MatrixType};
 use crate::certificate::{CertInterval, Certificate, GridPoint};
 use crate::certify::{
@@ -343,16 +343,10 @@ pub struct AuditReport {
 }
 
 impl AuditReport {
-    /// The exit code of `specbound audit` for this report: 1 when a claim is
-    /// inconsistent, else 3 when a claim is undecided, else 0.
-    pub fn exit_code(&self) -> u8 {
-        if self.inconsistent > 0 {
-            1
-        } else if self.undecided > 0 {
-            3
-        } else {
-            0
-        }
+    /// `Refuted` when a claim is inconsistent, else `Undecided` when a claim
+    /// is undecided, else `Holds` (every claim consistent).
+    pub fn answer(&self) -> Answer {
+        Answer::of(self.inconsistent > 0, self.undecided > 0)
     }
 }
 
@@ -1732,10 +1726,10 @@ fn tolerance_hint(n: usize, opts: &AuditOptions) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::AuditReport;
+    use super::{Answer, AuditReport};
 
     #[test]
-    fn exit_codes_are_the_commands() {
+    fn answers_are_the_commands() {
         let r = |consistent, inconsistent, undecided| AuditReport {
             layout: "generic".into(),
             rtol: 0.0,
@@ -1751,11 +1745,11 @@ mod tests {
             other_models: 0,
             hint: None,
         };
-        assert_eq!(r(2, 0, 0).exit_code(), 0);
-        assert_eq!(r(2, 0, 1).exit_code(), 3);
+        assert_eq!(r(2, 0, 0).answer(), Answer::Holds);
+        assert_eq!(r(2, 0, 1).answer(), Answer::Undecided);
         assert_eq!(
-            r(2, 1, 1).exit_code(),
-            1,
+            r(2, 1, 1).answer(),
+            Answer::Refuted,
             "inconsistent outweighs undecided"
         );
     }

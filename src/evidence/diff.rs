@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::Answer;
 use crate::certificate::{CertInterval, Certificate, Quantity, QuantityFields, Subject};
 use crate::linalg::rounding as r;
 
@@ -164,10 +165,11 @@ pub struct DiffReport {
 }
 
 impl DiffReport {
-    /// The exit code of `specbound diff` for this report: 1 when the
-    /// certificates certainly differ beyond the tolerance, else 0.
-    pub fn exit_code(&self) -> u8 {
-        u8::from(self.certainly_changed)
+    /// `Refuted` ("unchanged within rtol" is refuted) when the certificates
+    /// certainly differ beyond the tolerance, else `Holds`; never
+    /// `Undecided` (overlapping enclosures count as unchanged).
+    pub fn answer(&self) -> Answer {
+        Answer::of(self.certainly_changed, false)
     }
 }
 

@@ -14,6 +14,7 @@ use rug::Rational;
 use serde::Serialize;
 
 use super::audit::{directed, format_gap, FormatGap, U32};
+use super::Answer;
 use crate::linalg::SingularValues;
 use crate::matrix::SourceDtype;
 
@@ -59,6 +60,18 @@ pub struct IndexResult {
     pub float32: FormatGap,
     /// Verdict against the tolerances.
     pub verdict: Check,
+}
+
+impl SpectrumAudit {
+    /// The verdict as an [`Answer`]: `Refuted` when a claimed value fails,
+    /// else `Undecided` when one is undecided, else `Holds`.
+    pub fn answer(&self) -> Answer {
+        match self.verdict {
+            Check::Pass => Answer::Holds,
+            Check::Fail => Answer::Refuted,
+            Check::Undecided => Answer::Undecided,
+        }
+    }
 }
 
 /// The whole spectrum audit.

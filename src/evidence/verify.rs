@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use rug::float::Round;
 
 use super::mpfr_interval::{MI, PREC};
-use super::EvidenceError;
+use super::{Answer, EvidenceError};
 use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
 use crate::certificate::{
     spectrum_quantities, CertInterval, Certificate, MatrixEntry, Quantity, RankBounds,
@@ -53,17 +53,11 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The exit code of `specbound verify` for this verdict: 1 when a check
-    /// failed or a quantity is refuted, else 3 when some quantity is
-    /// unconfirmed, else 0 (the certificate holds).
-    pub fn exit_code(&self) -> u8 {
-        if self.failure.is_some() {
-            1
-        } else if !self.unconfirmed.is_empty() {
-            3
-        } else {
-            0
-        }
+    /// `Refuted` when a check failed or a quantity is refuted, else
+    /// `Undecided` when some quantity is unconfirmed, else `Holds` (the
+    /// certificate holds).
+    pub fn answer(&self) -> Answer {
+        Answer::of(self.failure.is_some(), !self.unconfirmed.is_empty())
     }
 
     /// Adds the checks, the first failure and the unconfirmed quantities of `other`.
@@ -1412,18 +1406,18 @@ fn check_raw_weights(
 
 #[cfg(test)]
 mod tests {
-    use super::Verdict;
+    use super::{Answer, Verdict};
 
     #[test]
-    fn exit_codes_are_the_commands() {
+    fn answers_are_the_commands() {
         let mut v = Verdict::default();
-        assert_eq!(v.exit_code(), 0);
+        assert_eq!(v.answer(), Answer::Holds);
         v.unconfirmed.push("q".into());
-        assert_eq!(v.exit_code(), 3);
+        assert_eq!(v.answer(), Answer::Undecided);
         v.failure = Some("f".into());
         assert_eq!(
-            v.exit_code(),
-            1,
+            v.answer(),
+            Answer::Refuted,
             "a failure outweighs unconfirmed quantities"
         );
     }
