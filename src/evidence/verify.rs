@@ -259,20 +259,6 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
         ));
         return ck.v;
     };
-    let (layers, heads) = (c.model.layers, c.model.heads);
-    let m = c.parameters.grid_m;
-    let (n, ll) = (MI::int(c.model.hidden as u64), MI::int(layers as u64));
-    let entry = |l: usize, h: Option<usize>, kind: MatrixType| {
-        c.matrix(MatrixId {
-            layer: l,
-            head: h,
-            kind,
-            expert: None,
-        })
-        .expect("a validated certificate holds every matrix")
-    };
-    let c2 = |l: usize, h: Option<usize>, k: MatrixType| mi(entry(l, h, k).spectral_norm);
-    let n21 = |l: usize, h: Option<usize>, k: MatrixType| mi(entry(l, h, k).norm_21);
     // Per-matrix aggregates of the singular values.
     for (i, w) in c.matrices.iter().enumerate() {
         check_spectrum(
@@ -288,47 +274,140 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
             },
         );
     }
-    // alpha, xi per layer.
-    let factor: Vec<MI> = (0..layers)
-        .map(|k| {
-            let mut sum = MI::int(0);
-            for h in (0..heads).map(Some) {
-                let qk = c2(k, h, MatrixType::QK).mul(&MI::int(4)).add(&MI::int(1));
-                sum = sum.add(&c2(k, h, MatrixType::VTilde).mul(&qk));
-            }
-            l_phi
-                .mul(&c2(k, None, MatrixType::MIn))
-                .mul(&c2(k, None, MatrixType::MOut))
-                .mul(&sum)
-        })
-        .collect();
-    let alpha: Vec<MI> = (0..layers)
-        .map(|l| factor[l + 1..].iter().fold(MI::int(1), |acc, f| acc.mul(f)))
-        .collect();
-    let xi: Vec<MI> = (0..layers)
-        .map(|l| {
-            let (cin, cout) = (c2(l, None, MatrixType::MIn), c2(l, None, MatrixType::MOut));
-            let mut x = MI::int(0);
-            for h in (0..heads).map(Some) {
-                let cv = c2(l, h, MatrixType::VTilde);
-                x = x.add(
-                    &cout
-                        .mul(&cin)
-                        .mul(&cv)
-                        .mul(&n21(l, h, MatrixType::QK))
-                        .pow_q(2, 3),
+    let norms = StatedNorms(c);
+    let alpha = norms.alphas(&l_phi);
+    let xi = norms.xis();
+    check_layers(&mut ck, c, &alpha, &xi);
+    let ours = check_bound_terms(&mut ck, &norms, &alpha);
+    let Some(bounds) = &c.bounds else {
+        ck.fail("$.bounds: missing".into());
+        return ck.v;
+    };
+    ck.contains(
+        "$.bounds.ours",
+        bounds.ours,
+        &ours,
+        "the stated minimum contributions plus sqrt(L)",
+    );
+    let inner = (0..c.model.layers).fold(MI::int(1), |acc, l| {
+        acc.add(&alpha[l].pow_q(2, 3).mul(&xi[l]))
+    });
+    ck.contains(
+        "$.bounds.edelman",
+        bounds.edelman,
+        &inner.pow_q(3, 2),
+        "alpha and xi of every layer",
+    );
+    verify_measures(c, &mut ck);
+    ck.v
+}
+
+/// The stated norms of a certificate's paper matrices, as MPFR intervals,
+/// and the per-layer factors of the bounds made of them.
+struct StatedNorms<'a>(&'a Certificate);
+
+impl StatedNorms<'_> {
+    fn entry(&self, layer: usize, head: Option<usize>, kind: MatrixType) -> &MatrixEntry {
+        self.0
+            .matrix(MatrixId {
+                layer,
+                head,
+                kind,
+                expert: None,
+            })
+            .expect("a validated certificate holds every matrix")
+    }
+
+    /// The stated spectral norm.
+    fn c2(&self, l: usize, h: Option<usize>, k: MatrixType) -> MI {
+        mi(self.entry(l, h, k).spectral_norm)
+    }
+
+    /// The stated (2,1)-norm.
+    fn n21(&self, l: usize, h: Option<usize>, k: MatrixType) -> MI {
+        mi(self.entry(l, h, k).norm_21)
+    }
+
+    /// alpha of every layer: the product of the later layers' factors
+    /// `l_phi c(M_in) c(M_out) sum_h c(V~_h) (4 c(QK_h) + 1)`.
+    fn alphas(&self, l_phi: &MI) -> Vec<MI> {
+        let (layers, heads) = (self.0.model.layers, self.0.model.heads);
+        let factor: Vec<MI> = (0..layers)
+            .map(|k| {
+                let mut sum = MI::int(0);
+                for h in (0..heads).map(Some) {
+                    let qk = self
+                        .c2(k, h, MatrixType::QK)
+                        .mul(&MI::int(4))
+                        .add(&MI::int(1));
+                    sum = sum.add(&self.c2(k, h, MatrixType::VTilde).mul(&qk));
+                }
+                l_phi
+                    .mul(&self.c2(k, None, MatrixType::MIn))
+                    .mul(&self.c2(k, None, MatrixType::MOut))
+                    .mul(&sum)
+            })
+            .collect();
+        (0..layers)
+            .map(|l| factor[l + 1..].iter().fold(MI::int(1), |acc, f| acc.mul(f)))
+            .collect()
+    }
+
+    /// xi of every layer (a sum of (2,1)-norm terms to the power 2/3).
+    fn xis(&self) -> Vec<MI> {
+        let (layers, heads) = (self.0.model.layers, self.0.model.heads);
+        (0..layers)
+            .map(|l| {
+                let (cin, cout) = (
+                    self.c2(l, None, MatrixType::MIn),
+                    self.c2(l, None, MatrixType::MOut),
                 );
-                x = x.add(
-                    &cout
-                        .mul(&cin)
-                        .mul(&n21(l, h, MatrixType::VTilde))
-                        .pow_q(2, 3),
-                );
-            }
-            x = x.add(&cout.mul(&n21(l, None, MatrixType::MIn)).pow_q(2, 3));
-            x.add(&n21(l, None, MatrixType::MOut).pow_q(2, 3))
+                let mut x = MI::int(0);
+                for h in (0..heads).map(Some) {
+                    let cv = self.c2(l, h, MatrixType::VTilde);
+                    x = x.add(
+                        &cout
+                            .mul(&cin)
+                            .mul(&cv)
+                            .mul(&self.n21(l, h, MatrixType::QK))
+                            .pow_q(2, 3),
+                    );
+                    x = x.add(
+                        &cout
+                            .mul(&cin)
+                            .mul(&self.n21(l, h, MatrixType::VTilde))
+                            .pow_q(2, 3),
+                    );
+                }
+                x = x.add(&cout.mul(&self.n21(l, None, MatrixType::MIn)).pow_q(2, 3));
+                x.add(&self.n21(l, None, MatrixType::MOut).pow_q(2, 3))
+            })
+            .collect()
+    }
+
+    /// gamma of a matrix; `None` for a cross-attention matrix, of which no
+    /// bound is made.
+    fn gamma(&self, w: &MatrixEntry) -> Option<MI> {
+        let l = w.layer;
+        let (cin, cout) = (
+            self.c2(l, None, MatrixType::MIn),
+            self.c2(l, None, MatrixType::MOut),
+        );
+        Some(match w.kind {
+            MatrixType::QK => MI::int(2)
+                .mul(&self.c2(l, w.head, MatrixType::VTilde))
+                .mul(&cout)
+                .mul(&cin),
+            MatrixType::VTilde => cout.mul(&cin),
+            MatrixType::MIn => cout,
+            MatrixType::MOut => MI::int(1),
+            MatrixType::QKCross | MatrixType::VTildeCross => return None,
         })
-        .collect();
+    }
+}
+
+/// The stated alpha and xi of every layer contain the implied ones.
+fn check_layers(ck: &mut Checker, c: &Certificate, alpha: &[MI], xi: &[MI]) {
     for (l, x) in c.layers.iter().enumerate() {
         ck.contains(
             &format!("$.layers[{l}].alpha"),
@@ -343,29 +422,27 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
             "the stated spectral and (2,1)-norms",
         );
     }
-    // gamma, scale, contributions, minima, p_opt.
-    let mut ours = MI::int(layers as u64).sqrt();
+}
+
+/// Checks every matrix's gamma, scale, contributions, minimum and p_opt;
+/// returns the implied `B_ours` (sqrt(L) plus the stated minima).
+fn check_bound_terms(ck: &mut Checker, norms: &StatedNorms, alpha: &[MI]) -> MI {
+    let c = norms.0;
+    let m = c.parameters.grid_m;
+    let n = MI::int(c.model.hidden as u64);
+    let ll = MI::int(c.model.layers as u64);
+    let mut ours = ll.sqrt();
     for (i, w) in c.matrices.iter().enumerate() {
         let at = format!("$.matrices[{i}]");
         let l = w.layer;
-        let (cin, cout) = (c2(l, None, MatrixType::MIn), c2(l, None, MatrixType::MOut));
-        let gamma = match w.kind {
-            MatrixType::QK => MI::int(2)
-                .mul(&c2(l, w.head, MatrixType::VTilde))
-                .mul(&cout)
-                .mul(&cin),
-            MatrixType::VTilde => cout.mul(&cin),
-            MatrixType::MIn => cout,
-            MatrixType::MOut => MI::int(1),
-            // A certificate with bounds holds none (validation refuses
-            // `model.cross_attention` there): no bound is made of them.
-            MatrixType::QKCross | MatrixType::VTildeCross => {
-                ck.fail(format!(
-                    "{at}: a cross-attention matrix in a certificate with bounds (the bound is \
-                     made of the paper's matrices only)"
-                ));
-                break;
-            }
+        // A certificate with bounds holds none (validation refuses
+        // `model.cross_attention` there): no bound is made of them.
+        let Some(gamma) = norms.gamma(w) else {
+            ck.fail(format!(
+                "{at}: a cross-attention matrix in a certificate with bounds (the bound is \
+                 made of the paper's matrices only)"
+            ));
+            break;
         };
         ck.contains(
             &format!("{at}.alpha"),
@@ -384,85 +461,76 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
         if ck.v.failure.is_some() {
             break;
         }
-        let sums = power_sums(w, m);
-        for (k, con) in w.contributions.iter().enumerate() {
-            let implied = if k == 0 {
-                MI::from_f64(w.rank.lo as f64, w.rank.hi as f64)
-                    .expect("ranks")
-                    .mul(&n)
-                    .sqrt()
-            } else {
-                let (k32, m32) = (k as u32, m as u32);
-                let d = k32 + 2 * m32;
-                sums[k]
-                    .pow_q(m32, d)
-                    .mul(&scale.pow_q(k32, d))
-                    .mul(&n.pow_q(k32 + m32, d))
-            };
-            ck.contains(
-                &format!("{at}.contributions[{k}].value"),
-                con.value,
-                &implied,
-                "the stated singular values (rank at p = 0), scale and N",
-            );
-        }
-        let min_hi = w
-            .contributions
-            .iter()
-            .map(|x| x.value.hi)
-            .fold(f64::INFINITY, f64::min);
-        let min_lo = w
-            .contributions
-            .iter()
-            .map(|x| x.value.lo)
-            .fold(f64::INFINITY, f64::min);
-        let implied_min =
-            MI::from_f64(min_lo.max(0.0), min_hi.max(min_lo.max(0.0))).expect("finite");
-        ck.contains(
-            &format!("{at}.min_contribution"),
-            w.min_contribution,
-            &implied_min,
-            "the stated contributions",
-        );
-        let implied_opt: Vec<usize> = w
-            .contributions
-            .iter()
-            .filter(|x| x.value.lo <= min_hi)
-            .map(|x| x.p_fraction.k)
-            .collect();
-        let stated_opt: Vec<usize> = w.p_opt_fraction.iter().map(|g| g.k).collect();
-        if ck.v.failure.is_none() {
-            if implied_opt == stated_opt {
-                ck.v.checks += 1;
-            } else {
-                ck.fail(format!(
-                    "{at}.p_opt: stated {stated_opt:?} but the stated contributions allow exactly {implied_opt:?} (as k/{m})"
-                ));
-            }
-        }
+        check_contributions(ck, &at, w, &scale, &n, m);
+        check_minimum(ck, &at, w, m);
         ours = ours.add(&mi(w.min_contribution));
     }
-    let Some(bounds) = &c.bounds else {
-        ck.fail("$.bounds: missing".into());
-        return ck.v;
-    };
+    ours
+}
+
+/// Every stated contribution contains the one implied by the stated
+/// singular values (the rank at p = 0), `scale` and `n`.
+fn check_contributions(ck: &mut Checker, at: &str, w: &MatrixEntry, scale: &MI, n: &MI, m: usize) {
+    let sums = power_sums(w, m);
+    for (k, con) in w.contributions.iter().enumerate() {
+        let implied = if k == 0 {
+            MI::from_f64(w.rank.lo as f64, w.rank.hi as f64)
+                .expect("ranks")
+                .mul(n)
+                .sqrt()
+        } else {
+            let (k32, m32) = (k as u32, m as u32);
+            let d = k32 + 2 * m32;
+            sums[k]
+                .pow_q(m32, d)
+                .mul(&scale.pow_q(k32, d))
+                .mul(&n.pow_q(k32 + m32, d))
+        };
+        ck.contains(
+            &format!("{at}.contributions[{k}].value"),
+            con.value,
+            &implied,
+            "the stated singular values (rank at p = 0), scale and N",
+        );
+    }
+}
+
+/// The stated minimum contribution and minimisers follow from the stated
+/// contributions.
+fn check_minimum(ck: &mut Checker, at: &str, w: &MatrixEntry, m: usize) {
+    let min_hi = w
+        .contributions
+        .iter()
+        .map(|x| x.value.hi)
+        .fold(f64::INFINITY, f64::min);
+    let min_lo = w
+        .contributions
+        .iter()
+        .map(|x| x.value.lo)
+        .fold(f64::INFINITY, f64::min);
+    let implied_min = MI::from_f64(min_lo.max(0.0), min_hi.max(min_lo.max(0.0))).expect("finite");
     ck.contains(
-        "$.bounds.ours",
-        bounds.ours,
-        &ours,
-        "the stated minimum contributions plus sqrt(L)",
+        &format!("{at}.min_contribution"),
+        w.min_contribution,
+        &implied_min,
+        "the stated contributions",
     );
-    let inner = (0..layers).fold(MI::int(1), |acc, l| {
-        acc.add(&alpha[l].pow_q(2, 3).mul(&xi[l]))
-    });
-    ck.contains(
-        "$.bounds.edelman",
-        bounds.edelman,
-        &inner.pow_q(3, 2),
-        "alpha and xi of every layer",
-    );
-    verify_measures(c, &mut ck);
-    ck.v
+    let implied_opt: Vec<usize> = w
+        .contributions
+        .iter()
+        .filter(|x| x.value.lo <= min_hi)
+        .map(|x| x.p_fraction.k)
+        .collect();
+    let stated_opt: Vec<usize> = w.p_opt_fraction.iter().map(|g| g.k).collect();
+    if ck.v.failure.is_none() {
+        if implied_opt == stated_opt {
+            ck.v.checks += 1;
+        } else {
+            ck.fail(format!(
+                "{at}.p_opt: stated {stated_opt:?} but the stated contributions allow exactly {implied_opt:?} (as k/{m})"
+            ));
+        }
+    }
 }
 
 /// Whether the certificate states a bound exactly when the paper's reasoning
