@@ -14,6 +14,7 @@ use specbound::certify::CertifyOptions;
 use specbound::cmd::certify::{Certified, CertifyRequest};
 use specbound::cmd::spectra::SpectraRequest;
 use specbound::cmd::{ModelRef, Silent};
+use specbound::evidence::Answer;
 use specbound::io::memory::{MemoryModel, MemoryTensor, MEMORY_LABEL};
 use specbound::linalg::Precision;
 use specbound::matrix::SourceDtype;
@@ -117,11 +118,11 @@ fn memory_certifies_as_disk_and_verify_says_what_the_hash_shows() {
     std::fs::write(saved.join("model.safetensors"), mem.bytes()).unwrap();
     std::fs::copy(dir.join("config.json"), saved.join("config.json")).unwrap();
     let v = specbound::evidence::verify::verify_with_model(&in_memory, &saved).unwrap();
-    assert_eq!(v.exit_code(), 0, "{:?}", v.failure);
+    assert_eq!(v.answer(), Answer::Holds, "{:?}", v.failure);
     assert!(v.checks > 1);
     // The disk certificate is unaffected: it verifies against its own files.
     let v = specbound::evidence::verify::verify_with_model(&on_disk, &dir).unwrap();
-    assert_eq!(v.exit_code(), 0, "{:?}", v.failure);
+    assert_eq!(v.answer(), Answer::Holds, "{:?}", v.failure);
 
     // spectra: the same table from memory as from the directory.
     let spectra = |model: ModelRef| {
@@ -247,7 +248,7 @@ fn verify_against_tensors_in_memory_compares_their_serialisation() {
         specbound::cmd::verify::run(&req, &Silent).unwrap().verdict
     };
     let v = verify(mem.clone());
-    assert_eq!(v.exit_code(), 0, "{:?}", v.failure);
+    assert_eq!(v.answer(), Answer::Holds, "{:?}", v.failure);
     assert!(v.checks > c.matrices.len());
     // One element of one tensor changed (the lowest bit of its first f32).
     owned[0].3[0] ^= 1;

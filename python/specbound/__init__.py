@@ -13,6 +13,7 @@ weights as stored; where that cannot be proven, the result says
 True
 """
 
+from ._answer import Answer
 from ._specbound import (
     AuditResult,
     Bounds,
@@ -39,6 +40,7 @@ from ._specbound import (
 )
 
 __all__ = [
+    "Answer",
     "AuditResult",
     "Bounds",
     "Certificate",

@@ -12,11 +12,20 @@ use specbound::cmd::verify::VerifyRequest;
 use specbound::cmd::{CertInput, Report};
 use specbound::evidence::audit::{AuditReport, Verdict as ClaimVerdict};
 use specbound::evidence::diff::DiffReport;
+use specbound::evidence::Answer;
 use specbound::linalg::Precision;
 use std::path::{Path, PathBuf};
 
 use crate::certify::Certificate;
 use crate::{cmd_error, init_input, json_to_py, model_input, pandas, path_arg, run_command};
+
+/// `answer` as the Python enum `specbound.Answer` (a `str` enum defined in
+/// Python, so that it compares equal to its value).
+fn py_answer(py: Python<'_>, answer: Answer) -> PyResult<Bound<'_, PyAny>> {
+    py.import("specbound._answer")?
+        .getattr("Answer")?
+        .call1((answer.as_str(),))
+}
 
 /// The file of a certificate input, to tell a missing file.
 fn cert_path(c: &CertInput) -> Vec<&std::path::Path> {
@@ -60,10 +69,22 @@ pub struct VerifyResult {
     /// Whether the weights were checked too (``model`` given).
     #[pyo3(get)]
     with_model: bool,
+    answer: Answer,
 }
 
 #[pymethods]
 impl VerifyResult {
+    /// The verdict as a :class:`Answer`: ``HOLDS`` (0), ``REFUTED`` (1:
+    /// "failed") or ``UNDECIDED`` (3: "unconfirmed").
+    ///
+    /// >>> import specbound
+    /// >>> specbound.verify(specbound.certify()).answer
+    /// <Answer.HOLDS: 'holds'>
+    #[getter]
+    fn answer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py_answer(py, self.answer)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "VerifyResult({}, exit_code={}, checks={}{}{})",
@@ -145,20 +166,22 @@ pub fn verify(
     let job = req.clone();
     let report = run_command(py, false, move |ui| specbound::cmd::verify::run(&job, ui))?
         .map_err(|e| cmd_error(&e, &cert_path(&req.cert)))?;
+    let exit_code = report.exit().code();
     let v = report.verdict;
-    let exit_code = v.exit_code();
+    let answer = v.answer();
     Ok(VerifyResult {
-        verdict: match exit_code {
-            0 => "holds",
-            1 => "failed",
-            _ => "unconfirmed",
+        verdict: match answer {
+            Answer::Holds => "holds",
+            Answer::Refuted => "failed",
+            Answer::Undecided => "unconfirmed",
         },
         exit_code,
-        holds: exit_code == 0,
+        holds: answer == Answer::Holds,
         checks: v.checks,
         failure: v.failure,
         unconfirmed: v.unconfirmed,
         with_model: report.with_model,
+        answer,
     })
 }
 
@@ -199,6 +222,19 @@ pub struct AuditResult {
 
 #[pymethods]
 impl AuditResult {
+    /// The verdict as a :class:`Answer`: ``HOLDS`` (0: "consistent"),
+    /// ``REFUTED`` (1: "inconsistent") or ``UNDECIDED`` (3).
+    ///
+    /// >>> import os, tempfile, specbound
+    /// >>> claims = os.path.join(tempfile.mkdtemp(), "claims.csv")
+    /// >>> _ = open(claims, "w").write("model_id,bound,value\nm,ours,20573.03\n")
+    /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).answer
+    /// <Answer.HOLDS: 'holds'>
+    #[getter]
+    fn answer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py_answer(py, self.report.answer())
+    }
+
     /// Per claim, a dict: ``line`` (of the CSV, 1 = header), ``subject``,
     /// ``quantity``, ``claim`` (as written), ``tolerance``,
     /// ``certified_lo``, ``certified_hi``, ``verdict``, and ``distance`` and
@@ -333,10 +369,26 @@ pub struct SpectrumAuditResult {
     #[pyo3(get)]
     reason: Option<String>,
     json: Option<String>,
+    answer: Option<Answer>,
 }
 
 #[pymethods]
 impl SpectrumAuditResult {
+    /// The verdict as a :class:`Answer`: ``HOLDS`` (0: "pass"), ``REFUTED``
+    /// (1: "fail") or ``UNDECIDED`` (3); None when "inconclusive" (the matrix
+    /// could not be certified: no answer either way).
+    ///
+    /// >>> import os, tempfile, numpy as np, specbound
+    /// >>> d = tempfile.mkdtemp()
+    /// >>> np.save(os.path.join(d, "m.npy"), np.diag([3.0, 1.0]))
+    /// >>> np.save(os.path.join(d, "claimed.npy"), np.array([3.0, 2.0]))
+    /// >>> specbound.audit(os.path.join(d, "m.npy"), os.path.join(d, "claimed.npy")).answer
+    /// <Answer.REFUTED: 'refuted'>
+    #[getter]
+    fn answer<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.answer.map(|a| py_answer(py, a)).transpose()
+    }
+
     /// The audit as ``specbound audit --json`` prints it; ``ValueError``
     /// when the matrix could not be certified.
     ///
@@ -486,10 +538,10 @@ pub fn audit(
     let json = report.json();
     match report {
         AuditCmdReport::Claims { report, .. } => Ok(AuditResult {
-            verdict: match exit_code {
-                0 => "consistent",
-                1 => "inconsistent",
-                _ => "undecided",
+            verdict: match report.answer() {
+                Answer::Holds => "consistent",
+                Answer::Refuted => "inconsistent",
+                Answer::Undecided => "undecided",
             },
             exit_code,
             layout: report.layout.clone(),
@@ -502,15 +554,16 @@ pub fn audit(
         .into_any()
         .unbind()),
         AuditCmdReport::Spectrum { audit, .. } => Ok(SpectrumAuditResult {
-            verdict: match &audit {
+            verdict: match audit.as_ref().map(|a| a.answer()) {
                 Err(_) => "inconclusive",
-                Ok(_) if exit_code == 0 => "pass",
-                Ok(_) if exit_code == 1 => "fail",
-                Ok(_) => "undecided",
+                Ok(Answer::Holds) => "pass",
+                Ok(Answer::Refuted) => "fail",
+                Ok(Answer::Undecided) => "undecided",
             },
             exit_code,
             reason,
             json: audit.is_ok().then_some(json).flatten(),
+            answer: audit.as_ref().ok().map(|a| a.answer()),
         }
         .into_pyobject(py)?
         .into_any()
@@ -585,6 +638,19 @@ fn flatten_pairs(row: &Value) -> serde_json::Map<String, Value> {
 
 #[pymethods]
 impl DiffResult {
+    /// Whether the certificates are unchanged within ``rtol``, as a
+    /// :class:`Answer`: ``HOLDS`` (0) or ``REFUTED`` (1: certainly changed);
+    /// never ``UNDECIDED``.
+    ///
+    /// >>> import specbound
+    /// >>> c = specbound.certify()
+    /// >>> specbound.diff(c, c).answer
+    /// <Answer.HOLDS: 'holds'>
+    #[getter]
+    fn answer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py_answer(py, self.report.answer())
+    }
+
     /// Differences in model hashes, architecture and parameters: a list of
     /// dicts with ``kind``, ``key``, ``a``, ``b``.
     ///
@@ -690,17 +756,18 @@ pub fn diff(
         rtol,
     };
     let job = req.clone();
-    let report = py
+    let done = py
         .detach(move || specbound::cmd::diff::run(&job))
         .map_err(|e| {
             let mut paths = cert_path(&req.a);
             paths.extend(cert_path(&req.b));
             cmd_error(&e, &paths)
-        })?
-        .diff;
+        })?;
+    let exit_code = done.exit().code();
+    let report = done.diff;
     Ok(DiffResult {
         certainly_changed: report.certainly_changed,
-        exit_code: report.exit_code(),
+        exit_code,
         rtol: report.rtol,
         compared: report.compared,
         larger: report.larger,

@@ -300,18 +300,18 @@ fn claims_text(claims: &Path, rep: &AuditReport, st: Style) -> String {
     s
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The text of a spectrum audit (its tolerances are the report's `rtol`
+/// and `atol`, those of the request).
 fn spectrum_text(
     claims: &Path,
     input: &str,
     shape: (usize, usize),
     prec: Precision,
-    rtol: f64,
-    atol: f64,
     rep: &SpectrumAudit,
     st: Style,
 ) -> String {
     use std::fmt::Write;
+    let (rtol, atol) = (rep.rtol, rep.atol);
     let mut s = String::new();
     let max_rel = match rep.max_relative_error {
         [Some(lo), Some(hi)] => interval(lo, hi, st),
@@ -402,14 +402,11 @@ fn spectrum_text(
 impl Report for AuditCmdReport {
     fn exit(&self) -> Exit {
         match self {
-            AuditCmdReport::Claims { report, .. } => Exit::from_code(report.exit_code()),
+            AuditCmdReport::Claims { report, .. } => Exit::of_answer(report.answer()),
             AuditCmdReport::Spectrum { audit, .. } => match audit {
+                // No certified values: inconclusive, as `certify` says it.
                 Err(_) => Exit::Failed,
-                Ok(a) => match a.verdict {
-                    Check::Pass => Exit::Success,
-                    Check::Fail => Exit::Failed,
-                    Check::Undecided => Exit::Undecided,
-                },
+                Ok(a) => Exit::of_answer(a.answer()),
             },
         }
     }
@@ -465,13 +462,10 @@ impl Report for AuditCmdReport {
                 input,
                 shape,
                 precision,
-                rtol,
-                atol,
                 audit,
+                ..
             } => match audit {
-                Ok(rep) => {
-                    spectrum_text(claims, input, *shape, *precision, *rtol, *atol, rep, style)
-                }
+                Ok(rep) => spectrum_text(claims, input, *shape, *precision, rep, style),
                 Err(_) => String::new(),
             },
         }

@@ -34,7 +34,7 @@ pub fn run(req: &DiffRequest) -> Result<DiffCmdReport, CmdError> {
 
 impl Report for DiffCmdReport {
     fn exit(&self) -> Exit {
-        Exit::from_code(self.diff.exit_code())
+        Exit::of_answer(self.diff.answer())
     }
 
     fn reason(&self) -> Option<String> {

@@ -32,6 +32,7 @@ pub mod verify;
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::evidence::Answer;
 pub use crate::io::model_ref::{ModelRef, ResolvedModel};
 use crate::io::output::{OutputError, Outputs};
 pub use crate::report::fmt::Style;
@@ -55,13 +56,14 @@ impl Exit {
         self as u8
     }
 
-    /// The exit of a library verdict's code (0, 1, 3; anything else is 2).
-    pub fn from_code(code: u8) -> Exit {
-        match code {
-            0 => Exit::Success,
-            1 => Exit::Failed,
-            3 => Exit::Undecided,
-            _ => Exit::Error,
+    /// The exit of a three-valued answer of the evidence commands
+    /// (`verify`, `audit`, `diff`): holds 0, refuted 1, undecided 3. The
+    /// one place where an [`Answer`] becomes an exit code.
+    pub fn of_answer(answer: Answer) -> Exit {
+        match answer {
+            Answer::Holds => Exit::Success,
+            Answer::Refuted => Exit::Failed,
+            Answer::Undecided => Exit::Undecided,
         }
     }
 }

@@ -47,7 +47,7 @@ pub fn run(req: &VerifyRequest, ui: &dyn Ui) -> Result<VerifyReport, CmdError> {
 
 impl Report for VerifyReport {
     fn exit(&self) -> Exit {
-        Exit::from_code(self.verdict.exit_code())
+        Exit::of_answer(self.verdict.answer())
     }
 
     fn reason(&self) -> Option<String> {
@@ -103,14 +103,15 @@ impl Report for VerifyReport {
 
     fn json(&self) -> Option<String> {
         let v = &self.verdict;
+        let exit = self.exit();
         let j = serde_json::json!({
             "certificate": self.cert.to_string(),
             "with_model": self.with_model,
-            "holds": v.exit_code() == 0,
+            "holds": exit == Exit::Success,
             "checks": v.checks,
             "failure": v.failure,
             "unconfirmed": v.unconfirmed,
-            "exit_code": v.exit_code(),
+            "exit_code": exit.code(),
         });
         Some(serde_json::to_string_pretty(&j).expect("JSON serialises"))
     }

@@ -35,7 +35,7 @@ use inari::Interval;
 use rug::Rational;
 use serde::Serialize;
 
-use super::EvidenceError;
+use super::{Answer, EvidenceError};
 use crate::arch::{MatrixId, MatrixType};
 use crate::certificate::{CertInterval, Certificate, GridPoint};
 use crate::certify::{
@@ -343,21 +343,12 @@ pub struct AuditReport {
 }
 
 impl AuditReport {
-    /// The exit code of `specbound audit` for this report: 1 when a claim is
-    /// inconsistent, else 3 when a claim is undecided, else 0.
-    pub fn exit_code(&self) -> u8 {
-        if self.inconsistent > 0 {
-            1
-        } else if self.undecided > 0 {
-            3
-        } else {
-            0
-        }
+    /// `Refuted` when a claim is inconsistent, else `Undecided` when a claim
+    /// is undecided, else `Holds` (every claim consistent).
+    pub fn answer(&self) -> Answer {
+        Answer::of(self.inconsistent > 0, self.undecided > 0)
     }
 }
-
-/// `(subject kind, quantity, p, claim text, explicit tolerance)` of one claim.
-type RawClaim = (String, String, Option<String>, String, Option<String>);
 
 /// Largest claims file read (bytes).
 pub const MAX_CLAIMS_BYTES: u64 = 16 << 20;
@@ -1102,6 +1093,379 @@ fn ww_tensor(
     }
 }
 
+/// The layouts of a claims table, told apart by their header
+/// ([`ClaimsLayout::detect`], once per table); each has its own reader of
+/// a row's claims ([`ClaimsLayout::claims_of_row`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClaimsLayout {
+    /// `layer,role` and norm columns (the raw weights of `certify --measures`).
+    RawWeights,
+    /// `measure,value` rows.
+    Measures,
+    /// A column per measure.
+    MeasuresWide,
+    /// A WeightWatcher details table.
+    WeightWatcher,
+    /// sigma_i by `rank_index` (`spectra --singular-values`, the study's).
+    SingularValues,
+    /// specbound's `spectra.csv`: stated intervals.
+    Spectra,
+    /// `model_id,bound,value` (the study's observed bounds).
+    ObservedBounds,
+    /// `certify --csv`'s contributions per `p`.
+    PContributionRaw,
+    /// `certify --csv`'s minimisers.
+    SchattenOpt,
+    /// `certify --csv`'s matrix summary.
+    MatrixSummary,
+    /// `tensor` or `layer,head,matrix_type`; `quantity`; `[p]`; `value`; `[tolerance]`.
+    Generic,
+}
+
+impl ClaimsLayout {
+    /// The layout of a table with this header, tried in this order (the
+    /// first that fits wins); `None` when none fits.
+    fn detect(header: &Header) -> Option<ClaimsLayout> {
+        let has = |n: &str| header.has(n);
+        Some(
+            if has("role") && has("layer") && RAW_WEIGHT_COLUMNS.iter().any(|q| has(q)) {
+                ClaimsLayout::RawWeights
+            } else if has("measure") && has("value") {
+                ClaimsLayout::Measures
+            } else if MEASURE_NAMES.iter().any(|q| has(q)) && !has("matrix_type") {
+                ClaimsLayout::MeasuresWide
+            } else if has("layer_id")
+                && has("name")
+                && (has("log_spectral_norm") || has("lambda_max") || has("sv_max"))
+            {
+                ClaimsLayout::WeightWatcher
+            } else if has("rank_index") && has("sigma") && (has("tensor") || has("matrix_type")) {
+                ClaimsLayout::SingularValues
+            } else if has("tensor") && has("status") && has("spectral_norm_lo") {
+                ClaimsLayout::Spectra
+            } else if has("model_id") && has("bound") && has("value") {
+                ClaimsLayout::ObservedBounds
+            } else if has("matrix_type") && has("contribution") && has("p") {
+                ClaimsLayout::PContributionRaw
+            } else if has("matrix_type") && has("min_contribution") {
+                ClaimsLayout::SchattenOpt
+            } else if has("matrix_type") && has("spectral_norm") {
+                ClaimsLayout::MatrixSummary
+            } else if has("quantity") && has("value") && (has("tensor") || has("matrix_type")) {
+                ClaimsLayout::Generic
+            } else {
+                return None;
+            },
+        )
+    }
+
+    /// The layout's name ([`AuditReport::layout`]).
+    fn name(self) -> &'static str {
+        match self {
+            ClaimsLayout::RawWeights => "raw_weights",
+            ClaimsLayout::Measures => "measures",
+            ClaimsLayout::MeasuresWide => "measures_wide",
+            ClaimsLayout::WeightWatcher => "weightwatcher",
+            ClaimsLayout::SingularValues => "singular_values",
+            ClaimsLayout::Spectra => "spectra",
+            ClaimsLayout::ObservedBounds => "observed_bounds",
+            ClaimsLayout::PContributionRaw => "p_contribution_raw",
+            ClaimsLayout::SchattenOpt => "schatten_opt",
+            ClaimsLayout::MatrixSummary => "matrix_summary",
+            ClaimsLayout::Generic => "generic",
+        }
+    }
+
+    /// The column whose `_lo` and `_hi` companions state the interval of a
+    /// claim of `quantity`, when the table has them.
+    fn value_column(self, quantity: &str) -> &str {
+        match self {
+            ClaimsLayout::ObservedBounds | ClaimsLayout::Measures | ClaimsLayout::Generic => {
+                "value"
+            }
+            ClaimsLayout::SingularValues => "sigma",
+            _ => quantity,
+        }
+    }
+
+    /// The claims of one row, in the order of its columns (a `p_opt` of
+    /// the schatten_opt layout is judged apart: [`judge_p_opt`]).
+    fn claims_of_row(self, row: &Row) -> Vec<RawClaim> {
+        match self {
+            ClaimsLayout::MatrixSummary => proxy_columns(row, &SUMMARY_COLUMNS),
+            ClaimsLayout::SchattenOpt => proxy_columns(row, &SCHATTEN_OPT_COLUMNS),
+            ClaimsLayout::PContributionRaw => p_contribution_claims(row),
+            ClaimsLayout::Measures => measures_claims(row),
+            ClaimsLayout::MeasuresWide => columns(row, Subject::Measure, MEASURE_NAMES),
+            ClaimsLayout::RawWeights => columns(row, Subject::Raw, &RAW_WEIGHT_COLUMNS),
+            ClaimsLayout::Spectra => spectra_claims(row),
+            ClaimsLayout::SingularValues => singular_value_claims(row),
+            ClaimsLayout::ObservedBounds => observed_bound_claims(row),
+            ClaimsLayout::Generic => generic_claims(row),
+            ClaimsLayout::WeightWatcher => weightwatcher_claims(row),
+        }
+    }
+
+    /// The quantity of `row` that needs the initialisation (a distance
+    /// measure, an `init_distance_*` norm), if any.
+    fn init_claim_of_row(self, row: &Row) -> Option<String> {
+        let distance = &MEASURE_NAMES[8..];
+        let first_stated = |names: &[&str]| {
+            names
+                .iter()
+                .find(|n| row.cell(n).is_some())
+                .map(|n| n.to_string())
+        };
+        match self {
+            ClaimsLayout::Measures => row
+                .cell("measure")
+                .filter(|n| distance.contains(&n.as_str()) && row.cell("value").is_some()),
+            ClaimsLayout::MeasuresWide => first_stated(distance),
+            ClaimsLayout::RawWeights => first_stated(&RAW_WEIGHT_COLUMNS[3..]),
+            _ => None,
+        }
+    }
+}
+
+/// The columns of the schatten_opt layout claimed of a proxy matrix
+/// (`p_opt` apart).
+const SCHATTEN_OPT_COLUMNS: [&str; 5] = [
+    "alpha_mh",
+    "gamma",
+    "scale_gamma_alpha_L",
+    "p_grid_m",
+    "min_contribution",
+];
+
+/// A claims table's header (trimmed, a byte-order mark removed).
+struct Header(Vec<String>);
+
+impl Header {
+    /// The first column named `n`.
+    fn col(&self, n: &str) -> Option<usize> {
+        self.0.iter().position(|h| h == n)
+    }
+
+    fn has(&self, n: &str) -> bool {
+        self.col(n).is_some()
+    }
+}
+
+/// One row of a claims table, read by column name.
+#[derive(Clone, Copy)]
+struct Row<'a> {
+    header: &'a Header,
+    cells: &'a [String],
+}
+
+impl Row<'_> {
+    /// The cell of column `n`, trimmed; `None` when absent or empty.
+    fn cell(&self, n: &str) -> Option<String> {
+        self.header
+            .col(n)
+            .and_then(|c| self.cells.get(c))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `(layer, head, matrix type)` of a row about a proxy matrix.
+    fn proxy_subject(&self) -> Result<(usize, i64, MatrixType), String> {
+        let l = self
+            .cell("layer")
+            .ok_or("missing layer")?
+            .parse::<usize>()
+            .map_err(|_| "bad layer".to_string())?;
+        let h = self
+            .cell("head")
+            .ok_or("missing head")?
+            .parse::<i64>()
+            .map_err(|_| "bad head".to_string())?;
+        let k = kind_of(&self.cell("matrix_type").ok_or("missing matrix_type")?)?;
+        Ok((l, h, k))
+    }
+}
+
+/// What a claim is about, which says where its certified value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Subject {
+    /// A proxy matrix (`layer,head,matrix_type`) of the model's certificate.
+    Proxy,
+    /// A measure of the model (`docs/measures.md`).
+    Measure,
+    /// A norm of a layer's raw weights.
+    Raw,
+    /// A bound of the model's certificate.
+    Bound,
+    /// A named tensor.
+    Tensor,
+    /// A WeightWatcher row's tensor (by `longname` or `name`).
+    Ww,
+}
+
+/// One claim of a row, before it is judged.
+struct RawClaim {
+    subject: Subject,
+    quantity: String,
+    /// `p` of sigma_i, a Schatten norm or a contribution.
+    p: Option<String>,
+    /// The claimed value as written.
+    claim: String,
+    /// The row's explicit tolerance.
+    tol: Option<String>,
+}
+
+fn raw_claim(
+    subject: Subject,
+    quantity: impl Into<String>,
+    p: Option<String>,
+    claim: String,
+    tol: Option<String>,
+) -> RawClaim {
+    RawClaim {
+        subject,
+        quantity: quantity.into(),
+        p,
+        claim,
+        tol,
+    }
+}
+
+/// A claim of `subject` for each of `names` the row states.
+fn columns(row: &Row, subject: Subject, names: &[&str]) -> Vec<RawClaim> {
+    names
+        .iter()
+        .filter_map(|&q| {
+            let v = row.cell(q)?;
+            Some(raw_claim(subject, q, None, v, row.cell("tolerance")))
+        })
+        .collect()
+}
+
+fn proxy_columns(row: &Row, names: &[&str]) -> Vec<RawClaim> {
+    columns(row, Subject::Proxy, names)
+}
+
+fn p_contribution_claims(row: &Row) -> Vec<RawClaim> {
+    let Some(v) = row.cell("contribution") else {
+        return Vec::new();
+    };
+    vec![raw_claim(
+        Subject::Proxy,
+        "contribution",
+        row.cell("p"),
+        v,
+        row.cell("tolerance"),
+    )]
+}
+
+fn measures_claims(row: &Row) -> Vec<RawClaim> {
+    let Some(v) = row.cell("value") else {
+        return Vec::new();
+    };
+    let name = row.cell("measure").unwrap_or_default();
+    vec![raw_claim(
+        Subject::Measure,
+        name,
+        None,
+        v,
+        row.cell("tolerance"),
+    )]
+}
+
+/// specbound's own spectra.csv: every value a stated interval (`X_lo`,
+/// `X_hi`), judged by containment; rows of slices of higher-rank tensors
+/// and rows not certified are not claims.
+fn spectra_claims(row: &Row) -> Vec<RawClaim> {
+    if row.cell("status").as_deref() != Some("certified") || row.cell("slice").is_some() {
+        return Vec::new();
+    }
+    SPECTRA_COLUMNS
+        .iter()
+        .filter_map(|&q| {
+            let lo = row.cell(&format!("{q}_lo"))?;
+            Some(raw_claim(Subject::Tensor, q, None, lo, None))
+        })
+        .collect()
+}
+
+/// `spectra --singular-values`' table (by tensor) and the study's (by
+/// proxy matrix): sigma_i with i = rank_index, from 1; rows of slices are
+/// not claims (as in spectra.csv), nor is the study's `sigma_normalized`.
+fn singular_value_claims(row: &Row) -> Vec<RawClaim> {
+    let (None, Some(v)) = (row.cell("slice"), row.cell("sigma")) else {
+        return Vec::new();
+    };
+    let subject = if row.cell("tensor").is_some() {
+        Subject::Tensor
+    } else {
+        Subject::Proxy
+    };
+    vec![raw_claim(
+        subject,
+        "sigma_i",
+        row.cell("rank_index"),
+        v,
+        row.cell("tolerance"),
+    )]
+}
+
+fn observed_bound_claims(row: &Row) -> Vec<RawClaim> {
+    let Some(v) = row.cell("value") else {
+        return Vec::new();
+    };
+    vec![raw_claim(
+        Subject::Bound,
+        row.cell("bound").unwrap_or_default(),
+        None,
+        v,
+        row.cell("tolerance"),
+    )]
+}
+
+fn generic_claims(row: &Row) -> Vec<RawClaim> {
+    let Some(v) = row.cell("value") else {
+        return Vec::new();
+    };
+    let subject = if row.cell("tensor").is_some() {
+        Subject::Tensor
+    } else if row.cell("matrix_type").is_some() {
+        Subject::Proxy
+    } else {
+        Subject::Bound
+    };
+    vec![raw_claim(
+        subject,
+        row.cell("quantity").unwrap_or_default(),
+        row.cell("p"),
+        v,
+        row.cell("tolerance"),
+    )]
+}
+
+/// WeightWatcher's columns and the quantities they claim: its
+/// spectral_norm is sigma_max^2, its norm ||W||_F^2.
+const WEIGHTWATCHER_COLUMNS: [(&str, &str); 9] = [
+    ("sv_max", "sv_max"),
+    ("sv_min", "sv_min"),
+    ("spectral_norm", "ww_spectral_norm"),
+    ("lambda_max", "lambda_max"),
+    ("norm", "norm"),
+    ("log_norm", "log_norm"),
+    ("log_spectral_norm", "log_spectral_norm"),
+    ("stable_rank", "ww_stable_rank"),
+    ("matrix_rank", "ww_matrix_rank"),
+];
+
+fn weightwatcher_claims(row: &Row) -> Vec<RawClaim> {
+    WEIGHTWATCHER_COLUMNS
+        .iter()
+        .filter_map(|&(wq, q)| {
+            let v = row.cell(wq).filter(|v| !v.eq_ignore_ascii_case("nan"))?;
+            Some(raw_claim(Subject::Ww, q, None, v, row.cell("tolerance")))
+        })
+        .collect()
+}
+
 /// The first claim (1-based line, quantity) of the rows audited (`selected`
 /// model's, when a table holds several) that needs the initialisation: a
 /// distance measure of a `measures` or `measures_wide` table, an
@@ -1110,34 +1474,17 @@ fn ww_tensor(
 /// without it is refused at once.
 fn first_init_claim(
     rows: &[Vec<String>],
-    header: &[String],
-    layout: &str,
+    header: &Header,
+    layout: ClaimsLayout,
     selected: Option<&str>,
 ) -> Option<(usize, String)> {
-    let col = |n: &str| header.iter().position(|h| h == n);
-    let distance = &MEASURE_NAMES[8..];
-    for (i, row) in rows.iter().enumerate().skip(1) {
-        let cell = |c: usize| row.get(c).map(|s| s.trim()).filter(|s| !s.is_empty());
-        if let Some(id) = selected {
-            if col("model_id").and_then(cell) != Some(id) {
-                continue;
-            }
+    rows.iter().enumerate().skip(1).find_map(|(i, cells)| {
+        let row = Row { header, cells };
+        if selected.is_some_and(|id| row.cell("model_id").as_deref() != Some(id)) {
+            return None;
         }
-        let names: Vec<&str> = match layout {
-            "measures" => col("measure").and_then(cell).into_iter().collect(),
-            "measures_wide" => distance.to_vec(),
-            "raw_weights" => RAW_WEIGHT_COLUMNS[3..].to_vec(),
-            _ => return None,
-        };
-        let needs = |n: &str| match layout {
-            "measures" => distance.contains(&n) && col("value").and_then(cell).is_some(),
-            _ => col(n).and_then(cell).is_some(),
-        };
-        if let Some(n) = names.into_iter().find(|n| needs(n)) {
-            return Some((i + 1, n.to_string()));
-        }
-    }
-    None
+        layout.init_claim_of_row(&row).map(|n| (i + 1, n))
+    })
 }
 
 /// Runs an audit of `claims` against `model` with the default options.
@@ -1185,89 +1532,14 @@ pub fn audit_text(
         });
     }
     let rows = parse_csv(text, &cfile)?;
-    let header: Vec<String> = rows
-        .first()
-        .ok_or_else(|| EvidenceError::Malformed {
-            file: cfile.clone(),
-            at: "line 1".into(),
-            message: "empty claims file".into(),
-        })?
-        .iter()
-        .map(|h| h.trim().trim_start_matches('\u{feff}').to_string())
-        .collect();
-    let col = |n: &str| header.iter().position(|h| h == n);
-    let has = |n: &str| col(n).is_some();
-    let layout = if has("role") && has("layer") && RAW_WEIGHT_COLUMNS.iter().any(|q| has(q)) {
-        "raw_weights"
-    } else if has("measure") && has("value") {
-        "measures"
-    } else if MEASURE_NAMES.iter().any(|q| has(q)) && !has("matrix_type") {
-        "measures_wide"
-    } else if has("layer_id")
-        && has("name")
-        && (has("log_spectral_norm") || has("lambda_max") || has("sv_max"))
-    {
-        "weightwatcher"
-    } else if has("rank_index") && has("sigma") && (has("tensor") || has("matrix_type")) {
-        "singular_values"
-    } else if has("tensor") && has("status") && has("spectral_norm_lo") {
-        "spectra"
-    } else if has("model_id") && has("bound") && has("value") {
-        "observed_bounds"
-    } else if has("matrix_type") && has("contribution") && has("p") {
-        "p_contribution_raw"
-    } else if has("matrix_type") && has("min_contribution") {
-        "schatten_opt"
-    } else if has("matrix_type") && has("spectral_norm") {
-        "matrix_summary"
-    } else if has("quantity") && has("value") && (has("tensor") || has("matrix_type")) {
-        "generic"
-    } else {
-        return Err(EvidenceError::Malformed {
-            file: cfile,
-            at: "line 1".into(),
-            message: "unrecognised header: expected one of the certify --csv layouts, the generic layout \
-                      (tensor or layer,head,matrix_type; quantity; [p]; value; [tolerance]), a WeightWatcher details CSV, \
-                      a spectra or singular-values table (tensor or layer,head,matrix_type; rank_index; sigma), \
-                      a measures table (measure,value or a column per measure) or a raw-weights table (layer,role,norm columns)".into(),
-        });
-    };
+    let header = header_of(&rows, &cfile)?;
+    let layout = ClaimsLayout::detect(&header).ok_or_else(|| unrecognised_header(&cfile))?;
     let ck = Checkpoint::open(model).map_err(|e| EvidenceError::Model(e.to_string()))?;
-    // The model certificate is computed only when a claim needs it.
-    let mut cert: Option<Certified> = None;
-    let mut meas: Option<MeasuresRun> = None;
-    let mut tensor_cache: HashMap<String, Facts> = HashMap::new();
-    let mut results = Vec::new();
-    let bad = |line: usize, msg: String| EvidenceError::Malformed {
-        file: claims.display().to_string(),
-        at: format!("line {line}"),
-        message: msg,
-    };
-    // A multi-model table (several model_id values, as a study's tables and
-    // the authors' are): only this model's rows are claims about it. A
-    // table of one model_id is about the model audited, whatever its id,
-    // unless an id was asked for.
-    let ids: std::collections::BTreeSet<&str> = col("model_id")
-        .map(|c| {
-            rows.iter()
-                .skip(1)
-                .filter_map(|r| r.get(c).map(|s| s.trim()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let selected = if ids.len() > 1 || (opts.model_id.is_some() && !ids.is_empty()) {
-        Some(
-            opts.model_id
-                .clone()
-                .or_else(|| opts.default_id.clone())
-                .unwrap_or_else(|| crate::io::model_ref::default_id_of_path(model)),
-        )
-    } else {
-        None
-    };
+    let selected = selected_model(&rows, &header, model, opts);
     if opts.init.is_none() {
         if let Some((line, q)) = first_init_claim(&rows, &header, layout, selected.as_deref()) {
-            return Err(bad(
+            return Err(bad_line(
+                claims,
                 line,
                 format!(
                     "{} needs the initialisation: pass --init MODEL (nothing was computed)",
@@ -1276,447 +1548,462 @@ pub fn audit_text(
             ));
         }
     }
-    let mut other_models = 0;
-    // Undecided claims judged by their printed digits alone (for the hint).
-    let mut digits_only = 0;
-    for (i, row) in rows.iter().enumerate().skip(1) {
-        let line = i + 1;
-        let cell = |n: &str| {
-            col(n)
-                .and_then(|c| row.get(c))
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
+    let mut auditor = Auditor {
+        model,
+        claims,
+        opts,
+        progress,
+        ck,
+        cert: None,
+        meas: None,
+        tensors: HashMap::new(),
+    };
+    let mut tally = Tally::default();
+    for (i, cells) in rows.iter().enumerate().skip(1) {
+        let row = Row {
+            header: &header,
+            cells,
         };
         if let Some(id) = &selected {
-            if cell("model_id").as_deref() != Some(id.as_str()) {
-                other_models += 1;
+            if row.cell("model_id").as_deref() != Some(id.as_str()) {
+                tally.other_models += 1;
                 continue;
             }
         }
-        // (subject, quantity, p, claim text, explicit tolerance)
-        let mut claims_here: Vec<RawClaim> = Vec::new();
-        let proxy_subject =
-            |cell: &dyn Fn(&str) -> Option<String>| -> Result<(usize, i64, MatrixType), String> {
-                let l = cell("layer")
-                    .ok_or("missing layer")?
-                    .parse::<usize>()
-                    .map_err(|_| "bad layer".to_string())?;
-                let h = cell("head")
-                    .ok_or("missing head")?
-                    .parse::<i64>()
-                    .map_err(|_| "bad head".to_string())?;
-                let k = kind_of(&cell("matrix_type").ok_or("missing matrix_type")?)?;
-                Ok((l, h, k))
-            };
-        match layout {
-            "matrix_summary" | "schatten_opt" => {
-                let qs: &[&str] = if layout == "matrix_summary" {
-                    &SUMMARY_COLUMNS
-                } else {
-                    &[
-                        "alpha_mh",
-                        "gamma",
-                        "scale_gamma_alpha_L",
-                        "p_grid_m",
-                        "min_contribution",
-                    ]
-                };
-                for q in qs {
-                    if let Some(v) = cell(q) {
-                        claims_here.push((
-                            "proxy".into(),
-                            q.to_string(),
-                            None,
-                            v,
-                            cell("tolerance"),
-                        ));
-                    }
-                }
-                if let (true, Some(v)) = (layout == "schatten_opt", cell("p_opt")) {
-                    let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
-                    let c = ensure_cert(&mut cert, model, opts, progress)?;
-                    results.push(
-                        judge_p_opt(&c.cert, l, h, k, &v)
-                            .map_err(|e| bad(line, e))?
-                            .at(line),
-                    );
-                }
-            }
-            "p_contribution_raw" => {
-                if let Some(v) = cell("contribution") {
-                    claims_here.push((
-                        "proxy".into(),
-                        "contribution".into(),
-                        cell("p"),
-                        v,
-                        cell("tolerance"),
-                    ));
-                }
-            }
-            "measures" => {
-                if let Some(v) = cell("value") {
-                    let name = cell("measure").unwrap_or_default();
-                    claims_here.push(("measure".into(), name, None, v, cell("tolerance")));
-                }
-            }
-            "measures_wide" => {
-                for &q in MEASURE_NAMES {
-                    if let Some(v) = cell(q) {
-                        claims_here.push(("measure".into(), q.into(), None, v, cell("tolerance")));
-                    }
-                }
-            }
-            "raw_weights" => {
-                for q in RAW_WEIGHT_COLUMNS {
-                    if let Some(v) = cell(q) {
-                        claims_here.push(("raw".into(), q.into(), None, v, cell("tolerance")));
-                    }
-                }
-            }
-            "spectra" => {
-                // specbound's own spectra.csv: every value a stated interval
-                // (`X_lo`, `X_hi`), judged by containment; rows of slices of
-                // higher-rank tensors and rows not certified are not claims.
-                if cell("status").as_deref() == Some("certified") && cell("slice").is_none() {
-                    for q in SPECTRA_COLUMNS {
-                        if let Some(lo) = cell(&format!("{q}_lo")) {
-                            claims_here.push(("tensor".into(), q.into(), None, lo, None));
-                        }
-                    }
-                }
-            }
-            "singular_values" => {
-                // `spectra --singular-values`' table (by tensor) and the
-                // study's (by proxy matrix): sigma_i with i = rank_index,
-                // from 1; rows of slices are not claims (as in spectra.csv),
-                // nor is the study's `sigma_normalized`.
-                if let (None, Some(v)) = (cell("slice"), cell("sigma")) {
-                    let subj = if cell("tensor").is_some() {
-                        "tensor"
-                    } else {
-                        "proxy"
-                    };
-                    claims_here.push((
-                        subj.into(),
-                        "sigma_i".into(),
-                        cell("rank_index"),
-                        v,
-                        cell("tolerance"),
-                    ));
-                }
-            }
-            "observed_bounds" => {
-                if let Some(v) = cell("value") {
-                    claims_here.push((
-                        "bound".into(),
-                        cell("bound").unwrap_or_default(),
-                        None,
-                        v,
-                        cell("tolerance"),
-                    ));
-                }
-            }
-            "generic" => {
-                if let Some(v) = cell("value") {
-                    let subj = if cell("tensor").is_some() {
-                        "tensor"
-                    } else if cell("matrix_type").is_some() {
-                        "proxy"
-                    } else {
-                        "bound"
-                    };
-                    claims_here.push((
-                        subj.into(),
-                        cell("quantity").unwrap_or_default(),
-                        cell("p"),
-                        v,
-                        cell("tolerance"),
-                    ));
-                }
-            }
-            _ => {
-                // WeightWatcher: its spectral_norm is sigma_max^2, norm is ||W||_F^2.
-                for (wq, q) in [
-                    ("sv_max", "sv_max"),
-                    ("sv_min", "sv_min"),
-                    ("spectral_norm", "ww_spectral_norm"),
-                    ("lambda_max", "lambda_max"),
-                    ("norm", "norm"),
-                    ("log_norm", "log_norm"),
-                    ("log_spectral_norm", "log_spectral_norm"),
-                    ("stable_rank", "ww_stable_rank"),
-                    ("matrix_rank", "ww_matrix_rank"),
-                ] {
-                    if let Some(v) = cell(wq).filter(|v| !v.eq_ignore_ascii_case("nan")) {
-                        claims_here.push(("ww".into(), q.to_string(), None, v, cell("tolerance")));
-                    }
-                }
-            }
-        }
-        for (subj, quantity, p, claim, tol) in claims_here {
-            // A table that states the interval beside the value (`X_lo`,
-            // `X_hi`, as every table specbound writes) claims the interval:
-            // judged by containment, not by the value's printed digits.
-            let column = match layout {
-                "observed_bounds" | "measures" | "generic" => "value",
-                "singular_values" => "sigma",
-                _ => quantity.as_str(),
-            };
-            let stated = match (
-                tol.is_none(),
-                cell(&format!("{column}_lo")),
-                cell(&format!("{column}_hi")),
-            ) {
-                (true, Some(l), Some(h)) => {
-                    let parse = |t: &str| {
-                        stated_end(t).ok_or_else(|| {
-                            bad(
-                                line,
-                                format!("'{}' is not a decimal number", crate::io::escape(t)),
-                            )
-                        })
-                    };
-                    let (l, h) = (parse(&l)?, parse(&h)?);
-                    if l > h {
-                        return Err(bad(line, format!("{column}_lo exceeds {column}_hi")));
-                    }
-                    Some((l, h))
-                }
-                _ => None,
-            };
-            let (c, default_tol) = parse_claim(&claim).ok_or_else(|| {
-                bad(
-                    line,
-                    format!("'{}' is not a decimal number", crate::io::escape(&claim)),
-                )
-            })?;
-            let tol_r = match &tol {
-                Some(t) => {
-                    let (tv, _) = parse_claim(t).ok_or_else(|| {
-                        bad(
-                            line,
-                            format!(
-                                "tolerance '{}' is not a decimal number",
-                                crate::io::escape(t)
-                            ),
-                        )
-                    })?;
-                    if tv < 0 {
-                        return Err(bad(line, "tolerance must be >= 0".into()));
-                    }
-                    tv
-                }
-                None => {
-                    // --rtol/--atol widen the printed half unit, never narrow it.
-                    let r = Rational::from_f64(opts.rtol).expect("checked finite");
-                    let a = Rational::from_f64(opts.atol).expect("checked finite");
-                    let t = a + r * Rational::from(c.abs_ref());
-                    std::cmp::max(default_tol, t)
-                }
-            };
-            let (subject, iv) = match subj.as_str() {
-                "proxy" => {
-                    let (l, h, k) = proxy_subject(&cell).map_err(|e| bad(line, e))?;
-                    let expert = cell(crate::report::csv::EXPERT_COLUMN);
-                    let c = ensure_cert(&mut cert, model, opts, progress)?;
-                    // A spectral quantity is the matrix's, whether or not the
-                    // model has a bound (or experts); the rest are proxies.
-                    if !PROXY_QUANTITIES.contains(&quantity.as_str()) {
-                        let id = matrix_id(l, h, k, expert.as_deref()).map_err(|e| bad(line, e))?;
-                        (
-                            id.to_string(),
-                            spectrum_quantity(c, id, &quantity, p.as_deref())
-                                .map_err(|e| bad(line, e))?,
-                        )
-                    } else {
-                        let name = MatrixId::from_columns(l, h, k)
-                            .map(|id| id.to_string())
-                            .unwrap_or_else(|| format!("layer {l} head {h} {k}"));
-                        (
-                            name,
-                            proxy_quantity(c, l, h, k, &quantity, p.as_deref())
-                                .map_err(|e| bad(line, e))?,
-                        )
-                    }
-                }
-                "measure" => {
-                    let m = ensure_measures(&mut meas, model, opts, progress)?;
-                    (
-                        "model".to_string(),
-                        measure_quantity(m, &quantity, opts.init.is_some())
-                            .map_err(|e| bad(line, e))?,
-                    )
-                }
-                "raw" => {
-                    let layer = cell("layer")
-                        .and_then(|l| l.parse::<usize>().ok())
-                        .ok_or_else(|| bad(line, "missing or bad layer".into()))?;
-                    let role = cell("role").unwrap_or_default();
-                    let m = ensure_measures(&mut meas, model, opts, progress)?;
-                    (
-                        format!("layer {layer} {}", crate::io::escape(&role)),
-                        raw_weight_quantity(m, layer, &role, &quantity)
-                            .map_err(|e| bad(line, e))?,
-                    )
-                }
-                "bound" => {
-                    let c = ensure_cert(&mut cert, model, opts, progress)?;
-                    let Some(bounds) = &c.cert.bounds else {
-                        return Err(bad(
-                            line,
-                            format!(
-                                "a claim of a bound, but the model has none: {}",
-                                crate::io::escape_to(
-                                    c.cert.bound_absent.as_deref().unwrap_or(""),
-                                    400
-                                )
-                            ),
-                        ));
-                    };
-                    let b = match quantity.as_str() {
-                        "ours" | "B_ours" => iv(bounds.ours),
-                        "edelman" | "B_Edel" | "edel" => iv(bounds.edelman),
-                        other => {
-                            return Err(bad(
-                                line,
-                                format!(
-                                    "unknown bound '{}' (ours, edelman)",
-                                    crate::io::escape(other)
-                                ),
-                            ))
-                        }
-                    };
-                    ("model".to_string(), b)
-                }
-                _ => {
-                    let name = if subj == "ww" {
-                        ww_tensor(&ck, cell("longname").as_deref(), cell("name").as_deref())
-                            .map_err(|e| bad(line, e))?
-                    } else {
-                        cell("tensor").expect("tensor subject")
-                    };
-                    if !tensor_cache.contains_key(&name) {
-                        progress.message(&format!("tensor {}", crate::io::escape(&name)));
-                        let f = facts_of_tensor(&ck, &name, opts.precision)
-                            .map_err(|e| bad(line, e))?;
-                        tensor_cache.insert(name.clone(), f);
-                    }
-                    let iv = matrix_quantity(&tensor_cache[&name], &quantity, p.as_deref())
-                        .map_err(|e| bad(line, e))?;
-                    (name, iv)
-                }
-            };
-            let e = Enclosure::from_interval(iv)
-                .ok_or_else(|| bad(line, format!("{quantity}: no finite certified enclosure")))?;
-            let verdict: Verdict = match &stated {
-                Some((l, h)) => {
-                    let r = Rational::from_f64(opts.rtol).expect("checked finite");
-                    let a = Rational::from_f64(opts.atol).expect("checked finite");
-                    let t = a + r * Rational::from(c.abs_ref());
-                    judge_stated(
-                        &c,
-                        &(l - t.clone()),
-                        &(h + t),
-                        e.lo(),
-                        e.hi(),
-                        opts.rounding_units,
-                    )
-                }
-                None => judge(&c, &tol_r, e.lo(), e.hi(), opts.rounding_units),
-            };
-            let note = match (&verdict, subj.as_str(), cert.as_ref()) {
-                (Verdict::Inconsistent { .. }, "proxy", Some(cc)) => {
-                    proxy_subject(&cell).ok().and_then(|(l, h, k)| {
-                        proxy_note(&cc.cert, l, h, k, &quantity, p.as_deref(), &claim)
-                    })
-                }
-                (Verdict::Inconsistent { .. }, "bound", Some(cc))
-                    if matches!(quantity.as_str(), "ours" | "B_ours") =>
-                {
-                    claim
-                        .trim()
-                        .parse()
-                        .ok()
-                        .and_then(|v| fidelity::explain_bound_ours(&cc.cert, v))
-                }
-                _ => None,
-            };
-            let mut verdict = verdict;
-            if let Verdict::Inconsistent {
-                rounding: Some(r), ..
-            } = &mut verdict
-            {
-                r.float32_value = float32_value(&claim);
-            }
-            if tol.is_none() && stated.is_none() && matches!(verdict, Verdict::Undecided { .. }) {
-                digits_only += 1;
-            }
-            results.push(ClaimResult {
-                line,
-                subject,
-                quantity: quantity.clone(),
-                claim: claim.clone(),
-                tolerance: stated.as_ref().map_or_else(
-                    || tol_r.to_f64(),
-                    |(l, h)| (Rational::from(h - l) / 2u32).to_f64(),
-                ),
-                certified: [e.lo(), e.hi()],
-                verdict,
-                note,
-            });
-        }
+        auditor.audit_row(layout, i + 1, &row, &mut tally)?;
     }
     // A file with nothing to check (header only, every value empty, no
     // value column) must not pass as "consistent": a truncated claims file
     // would pass a CI gate.
-    if results.is_empty() {
-        let whose = match &selected {
-            Some(id) if other_models > 0 => format!(
-                "; {other_models} rows are of other models, none of model_id '{}' (pass --model-id)",
-                crate::io::escape(id)
-            ),
-            _ => String::new(),
-        };
-        return Err(EvidenceError::Malformed {
-            file: crate::io::escape(&cfile).into_owned(),
-            at: format!("lines 2-{}", rows.len().max(2)),
-            message: format!(
-                "no claim to check ({} data rows, none with a value in the {layout} layout{whose}): \
-                 an audit needs at least one claim",
-                rows.len().saturating_sub(1)
-            ),
-        });
+    if tally.results.is_empty() {
+        return Err(no_claim(&cfile, rows.len(), layout, &selected, &tally));
     }
-    let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
-    let within = |f32: bool| {
-        results
+    Ok(tally.into_report(layout, opts, selected))
+}
+
+/// The header of a claims table (its first row), trimmed, without a
+/// byte-order mark.
+fn header_of(rows: &[Vec<String>], cfile: &str) -> Result<Header, EvidenceError> {
+    let first = rows.first().ok_or_else(|| EvidenceError::Malformed {
+        file: cfile.to_string(),
+        at: "line 1".into(),
+        message: "empty claims file".into(),
+    })?;
+    Ok(Header(
+        first
             .iter()
-            .filter(|r| match &r.verdict {
-                Verdict::Inconsistent {
-                    rounding: Some(x), ..
-                } => {
-                    let g = if f32 { &x.float32 } else { &x.float64 };
-                    g.verdict == RoundingVerdict::Within && (!f32 || x.float32_value)
-                }
-                _ => false,
-            })
-            .count()
-    };
-    Ok(AuditReport {
-        layout: layout.to_string(),
-        rtol: opts.rtol,
-        atol: opts.atol,
-        precision: opts.precision.to_string(),
-        within_float32_rounding: within(true),
-        within_float64_rounding: within(false),
-        consistent: count(|v| matches!(v, Verdict::Consistent)),
-        inconsistent: count(|v| matches!(v, Verdict::Inconsistent { .. })),
-        undecided: count(|v| matches!(v, Verdict::Undecided { .. })),
-        hint: tolerance_hint(digits_only, opts),
-        results,
-        model_id: selected,
-        other_models,
+            .map(|h| h.trim().trim_start_matches('\u{feff}').to_string())
+            .collect(),
+    ))
+}
+
+fn unrecognised_header(cfile: &str) -> EvidenceError {
+    EvidenceError::Malformed {
+        file: cfile.to_string(),
+        at: "line 1".into(),
+        message: "unrecognised header: expected one of the certify --csv layouts, the generic layout \
+                  (tensor or layer,head,matrix_type; quantity; [p]; value; [tolerance]), a WeightWatcher details CSV, \
+                  a spectra or singular-values table (tensor or layer,head,matrix_type; rank_index; sigma), \
+                  a measures table (measure,value or a column per measure) or a raw-weights table (layer,role,norm columns)".into(),
+    }
+}
+
+/// A malformed claim at `line` of `claims`.
+fn bad_line(claims: &Path, line: usize, message: String) -> EvidenceError {
+    EvidenceError::Malformed {
+        file: claims.display().to_string(),
+        at: format!("line {line}"),
+        message,
+    }
+}
+
+/// The `model_id` whose rows are audited. A multi-model table (several
+/// model_id values, as a study's tables and the authors' are): only this
+/// model's rows are claims about it. A table of one model_id is about the
+/// model audited, whatever its id, unless an id was asked for (`None`:
+/// every row is audited).
+fn selected_model(
+    rows: &[Vec<String>],
+    header: &Header,
+    model: &Path,
+    opts: &AuditOptions,
+) -> Option<String> {
+    let ids: std::collections::BTreeSet<&str> = header
+        .col("model_id")
+        .map(|c| {
+            rows.iter()
+                .skip(1)
+                .filter_map(|r| r.get(c).map(|s| s.trim()))
+                .collect()
+        })
+        .unwrap_or_default();
+    (ids.len() > 1 || (opts.model_id.is_some() && !ids.is_empty())).then(|| {
+        opts.model_id
+            .clone()
+            .or_else(|| opts.default_id.clone())
+            .unwrap_or_else(|| crate::io::model_ref::default_id_of_path(model))
     })
+}
+
+/// The error of a table with no claim to check.
+fn no_claim(
+    cfile: &str,
+    rows: usize,
+    layout: ClaimsLayout,
+    selected: &Option<String>,
+    tally: &Tally,
+) -> EvidenceError {
+    let other_models = tally.other_models;
+    let whose = match selected {
+        Some(id) if other_models > 0 => format!(
+            "; {other_models} rows are of other models, none of model_id '{}' (pass --model-id)",
+            crate::io::escape(id)
+        ),
+        _ => String::new(),
+    };
+    EvidenceError::Malformed {
+        file: crate::io::escape(cfile).into_owned(),
+        at: format!("lines 2-{}", rows.max(2)),
+        message: format!(
+            "no claim to check ({} data rows, none with a value in the {} layout{whose}): \
+             an audit needs at least one claim",
+            rows.saturating_sub(1),
+            layout.name()
+        ),
+    }
+}
+
+/// What the rows audited so far came to.
+#[derive(Default)]
+struct Tally {
+    results: Vec<ClaimResult>,
+    /// Rows of other models (not judged).
+    other_models: usize,
+    /// Undecided claims judged by their printed digits alone (for the hint).
+    digits_only: usize,
+}
+
+impl Tally {
+    fn into_report(
+        self,
+        layout: ClaimsLayout,
+        opts: &AuditOptions,
+        selected: Option<String>,
+    ) -> AuditReport {
+        let results = self.results;
+        let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
+        let within = |f32: bool| {
+            results
+                .iter()
+                .filter(|r| match &r.verdict {
+                    Verdict::Inconsistent {
+                        rounding: Some(x), ..
+                    } => {
+                        let g = if f32 { &x.float32 } else { &x.float64 };
+                        g.verdict == RoundingVerdict::Within && (!f32 || x.float32_value)
+                    }
+                    _ => false,
+                })
+                .count()
+        };
+        AuditReport {
+            layout: layout.name().to_string(),
+            rtol: opts.rtol,
+            atol: opts.atol,
+            precision: opts.precision.to_string(),
+            within_float32_rounding: within(true),
+            within_float64_rounding: within(false),
+            consistent: count(|v| matches!(v, Verdict::Consistent)),
+            inconsistent: count(|v| matches!(v, Verdict::Inconsistent { .. })),
+            undecided: count(|v| matches!(v, Verdict::Undecided { .. })),
+            hint: tolerance_hint(self.digits_only, opts),
+            results,
+            model_id: selected,
+            other_models: self.other_models,
+        }
+    }
+}
+
+/// One audit's model, opened once, and what is certified of it on first
+/// need: the certificate, the measures, tensors by name.
+struct Auditor<'a> {
+    model: &'a Path,
+    claims: &'a Path,
+    opts: &'a AuditOptions,
+    progress: &'a dyn Progress,
+    ck: Checkpoint,
+    cert: Option<Certified>,
+    meas: Option<MeasuresRun>,
+    tensors: HashMap<String, Facts>,
+}
+
+impl Auditor<'_> {
+    /// Judges the claims of one row (at `line`), in order, into `tally`.
+    fn audit_row(
+        &mut self,
+        layout: ClaimsLayout,
+        line: usize,
+        row: &Row,
+        tally: &mut Tally,
+    ) -> Result<(), EvidenceError> {
+        let claims = layout.claims_of_row(row);
+        if let (ClaimsLayout::SchattenOpt, Some(v)) = (layout, row.cell("p_opt")) {
+            let file = self.claims;
+            let bad = |e: String| bad_line(file, line, e);
+            let (l, h, k) = row.proxy_subject().map_err(bad)?;
+            let c = ensure_cert(&mut self.cert, self.model, self.opts, self.progress)?;
+            let r = judge_p_opt(&c.cert, l, h, k, &v).map_err(bad)?;
+            tally.results.push(r.at(line));
+        }
+        for raw in claims {
+            let (result, digits_only) = self.judge_claim(layout, line, row, raw)?;
+            tally.digits_only += usize::from(digits_only);
+            tally.results.push(result);
+        }
+        Ok(())
+    }
+
+    /// Judges one claim; `true` beside it when it is undecided on its
+    /// printed digits alone (no tolerance, no stated interval).
+    fn judge_claim(
+        &mut self,
+        layout: ClaimsLayout,
+        line: usize,
+        row: &Row,
+        raw: RawClaim,
+    ) -> Result<(ClaimResult, bool), EvidenceError> {
+        let file = self.claims;
+        let bad = |e: String| bad_line(file, line, e);
+        // A table that states the interval beside the value (`X_lo`,
+        // `X_hi`, as every table specbound writes) claims the interval:
+        // judged by containment, not by the value's printed digits.
+        let column = layout.value_column(&raw.quantity);
+        let stated = match raw.tol {
+            None => stated_interval(row, column).map_err(bad)?,
+            Some(_) => None,
+        };
+        let (c, default_tol) = parse_claim(&raw.claim).ok_or_else(|| {
+            bad(format!(
+                "'{}' is not a decimal number",
+                crate::io::escape(&raw.claim)
+            ))
+        })?;
+        let tol_r = claim_tolerance(&c, default_tol, raw.tol.as_deref(), self.opts).map_err(bad)?;
+        let (subject, iv) = self.certified(line, row, &raw)?;
+        let e = Enclosure::from_interval(iv)
+            .ok_or_else(|| bad(format!("{}: no finite certified enclosure", raw.quantity)))?;
+        let k = self.opts.rounding_units;
+        let mut verdict = match &stated {
+            Some((l, h)) => {
+                let t = widening(&c, self.opts);
+                judge_stated(&c, &(l - t.clone()), &(h + t), e.lo(), e.hi(), k)
+            }
+            None => judge(&c, &tol_r, e.lo(), e.hi(), k),
+        };
+        let note = self.note(&verdict, row, &raw);
+        if let Verdict::Inconsistent {
+            rounding: Some(r), ..
+        } = &mut verdict
+        {
+            r.float32_value = float32_value(&raw.claim);
+        }
+        let digits_only =
+            raw.tol.is_none() && stated.is_none() && matches!(verdict, Verdict::Undecided { .. });
+        let result = ClaimResult {
+            line,
+            subject,
+            quantity: raw.quantity,
+            claim: raw.claim,
+            tolerance: stated.as_ref().map_or_else(
+                || tol_r.to_f64(),
+                |(l, h)| (Rational::from(h - l) / 2u32).to_f64(),
+            ),
+            certified: [e.lo(), e.hi()],
+            verdict,
+            note,
+        };
+        Ok((result, digits_only))
+    }
+
+    /// The subject's name and the certified enclosure of the claimed quantity.
+    fn certified(
+        &mut self,
+        line: usize,
+        row: &Row,
+        raw: &RawClaim,
+    ) -> Result<(String, Interval), EvidenceError> {
+        let file = self.claims;
+        let bad = |e: String| bad_line(file, line, e);
+        let (q, p) = (raw.quantity.as_str(), raw.p.as_deref());
+        match raw.subject {
+            Subject::Proxy => self.proxy(line, row, q, p),
+            Subject::Measure => {
+                let m = ensure_measures(&mut self.meas, self.model, self.opts, self.progress)?;
+                let iv = measure_quantity(m, q, self.opts.init.is_some()).map_err(bad)?;
+                Ok(("model".to_string(), iv))
+            }
+            Subject::Raw => {
+                let layer = row
+                    .cell("layer")
+                    .and_then(|l| l.parse::<usize>().ok())
+                    .ok_or_else(|| bad("missing or bad layer".into()))?;
+                let role = row.cell("role").unwrap_or_default();
+                let m = ensure_measures(&mut self.meas, self.model, self.opts, self.progress)?;
+                let iv = raw_weight_quantity(m, layer, &role, q).map_err(bad)?;
+                Ok((format!("layer {layer} {}", crate::io::escape(&role)), iv))
+            }
+            Subject::Bound => self.bound(line, q),
+            Subject::Tensor | Subject::Ww => {
+                let name = if raw.subject == Subject::Ww {
+                    ww_tensor(
+                        &self.ck,
+                        row.cell("longname").as_deref(),
+                        row.cell("name").as_deref(),
+                    )
+                    .map_err(bad)?
+                } else {
+                    row.cell("tensor").expect("tensor subject")
+                };
+                if !self.tensors.contains_key(&name) {
+                    self.progress
+                        .message(&format!("tensor {}", crate::io::escape(&name)));
+                    let f = facts_of_tensor(&self.ck, &name, self.opts.precision).map_err(bad)?;
+                    self.tensors.insert(name.clone(), f);
+                }
+                let iv = matrix_quantity(&self.tensors[&name], q, p).map_err(bad)?;
+                Ok((name, iv))
+            }
+        }
+    }
+
+    /// A claim about a proxy matrix: a spectral quantity is the matrix's,
+    /// whether or not the model has a bound (or experts); the rest are
+    /// proxies.
+    fn proxy(
+        &mut self,
+        line: usize,
+        row: &Row,
+        q: &str,
+        p: Option<&str>,
+    ) -> Result<(String, Interval), EvidenceError> {
+        let file = self.claims;
+        let bad = |e: String| bad_line(file, line, e);
+        let (l, h, k) = row.proxy_subject().map_err(bad)?;
+        let expert = row.cell(crate::report::csv::EXPERT_COLUMN);
+        let c = ensure_cert(&mut self.cert, self.model, self.opts, self.progress)?;
+        if !PROXY_QUANTITIES.contains(&q) {
+            let id = matrix_id(l, h, k, expert.as_deref()).map_err(bad)?;
+            let iv = spectrum_quantity(c, id, q, p).map_err(bad)?;
+            Ok((id.to_string(), iv))
+        } else {
+            let name = MatrixId::from_columns(l, h, k)
+                .map(|id| id.to_string())
+                .unwrap_or_else(|| format!("layer {l} head {h} {k}"));
+            Ok((name, proxy_quantity(c, l, h, k, q, p).map_err(bad)?))
+        }
+    }
+
+    /// A claim of one of the model's bounds.
+    fn bound(&mut self, line: usize, q: &str) -> Result<(String, Interval), EvidenceError> {
+        let file = self.claims;
+        let bad = |e: String| bad_line(file, line, e);
+        let c = ensure_cert(&mut self.cert, self.model, self.opts, self.progress)?;
+        let Some(bounds) = &c.cert.bounds else {
+            return Err(bad(format!(
+                "a claim of a bound, but the model has none: {}",
+                crate::io::escape_to(c.cert.bound_absent.as_deref().unwrap_or(""), 400)
+            )));
+        };
+        let b = match q {
+            "ours" | "B_ours" => iv(bounds.ours),
+            "edelman" | "B_Edel" | "edel" => iv(bounds.edelman),
+            other => {
+                return Err(bad(format!(
+                    "unknown bound '{}' (ours, edelman)",
+                    crate::io::escape(other)
+                )))
+            }
+        };
+        Ok(("model".to_string(), b))
+    }
+
+    /// Why an inconsistent claim is what the authors' float64 computation
+    /// gives ([`ClaimResult::note`]), for the claims that can say it.
+    fn note(&self, verdict: &Verdict, row: &Row, raw: &RawClaim) -> Option<String> {
+        let (Verdict::Inconsistent { .. }, Some(cc)) = (verdict, self.cert.as_ref()) else {
+            return None;
+        };
+        match raw.subject {
+            Subject::Proxy => row.proxy_subject().ok().and_then(|(l, h, k)| {
+                proxy_note(
+                    &cc.cert,
+                    l,
+                    h,
+                    k,
+                    &raw.quantity,
+                    raw.p.as_deref(),
+                    &raw.claim,
+                )
+            }),
+            Subject::Bound if matches!(raw.quantity.as_str(), "ours" | "B_ours") => raw
+                .claim
+                .trim()
+                .parse()
+                .ok()
+                .and_then(|v| fidelity::explain_bound_ours(&cc.cert, v)),
+            _ => None,
+        }
+    }
+}
+
+/// The interval a row states beside its value (`column_lo`,
+/// `column_hi`), when it has both.
+fn stated_interval(row: &Row, column: &str) -> Result<Option<(Rational, Rational)>, String> {
+    let (Some(l), Some(h)) = (
+        row.cell(&format!("{column}_lo")),
+        row.cell(&format!("{column}_hi")),
+    ) else {
+        return Ok(None);
+    };
+    let parse = |t: &str| {
+        stated_end(t).ok_or_else(|| format!("'{}' is not a decimal number", crate::io::escape(t)))
+    };
+    let (l, h) = (parse(&l)?, parse(&h)?);
+    if l > h {
+        return Err(format!("{column}_lo exceeds {column}_hi"));
+    }
+    Ok(Some((l, h)))
+}
+
+/// `atol + rtol |c|`: how far `--rtol`/`--atol` widen a claim `c`.
+fn widening(c: &Rational, opts: &AuditOptions) -> Rational {
+    let r = Rational::from_f64(opts.rtol).expect("checked finite");
+    let a = Rational::from_f64(opts.atol).expect("checked finite");
+    a + r * Rational::from(c.abs_ref())
+}
+
+/// The half-width of a claim's window: its explicit tolerance `tol`, else
+/// the larger of its printed half unit `default_tol` and the widening
+/// (`--rtol`/`--atol` widen the printed half unit, never narrow it).
+fn claim_tolerance(
+    c: &Rational,
+    default_tol: Rational,
+    tol: Option<&str>,
+    opts: &AuditOptions,
+) -> Result<Rational, String> {
+    let Some(t) = tol else {
+        return Ok(std::cmp::max(default_tol, widening(c, opts)));
+    };
+    let (tv, _) = parse_claim(t).ok_or_else(|| {
+        format!(
+            "tolerance '{}' is not a decimal number",
+            crate::io::escape(t)
+        )
+    })?;
+    if tv < 0 {
+        return Err("tolerance must be >= 0".into());
+    }
+    Ok(tv)
 }
 
 /// The hint of [`AuditReport::hint`] for `n` claims undecided only because
@@ -1732,10 +2019,10 @@ fn tolerance_hint(n: usize, opts: &AuditOptions) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::AuditReport;
+    use super::{Answer, AuditReport};
 
     #[test]
-    fn exit_codes_are_the_commands() {
+    fn answers_are_the_commands() {
         let r = |consistent, inconsistent, undecided| AuditReport {
             layout: "generic".into(),
             rtol: 0.0,
@@ -1751,11 +2038,11 @@ mod tests {
             other_models: 0,
             hint: None,
         };
-        assert_eq!(r(2, 0, 0).exit_code(), 0);
-        assert_eq!(r(2, 0, 1).exit_code(), 3);
+        assert_eq!(r(2, 0, 0).answer(), Answer::Holds);
+        assert_eq!(r(2, 0, 1).answer(), Answer::Undecided);
         assert_eq!(
-            r(2, 1, 1).exit_code(),
-            1,
+            r(2, 1, 1).answer(),
+            Answer::Refuted,
             "inconsistent outweighs undecided"
         );
     }

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::Answer;
 use crate::certificate::{CertInterval, Certificate, Quantity, QuantityFields, Subject};
 use crate::linalg::rounding as r;
 
@@ -164,10 +165,11 @@ pub struct DiffReport {
 }
 
 impl DiffReport {
-    /// The exit code of `specbound diff` for this report: 1 when the
-    /// certificates certainly differ beyond the tolerance, else 0.
-    pub fn exit_code(&self) -> u8 {
-        u8::from(self.certainly_changed)
+    /// `Refuted` ("unchanged within rtol" is refuted) when the certificates
+    /// certainly differ beyond the tolerance, else `Holds`; never
+    /// `Undecided` (overlapping enclosures count as unchanged).
+    pub fn answer(&self) -> Answer {
+        Answer::of(self.certainly_changed, false)
     }
 }
 
@@ -549,6 +551,18 @@ impl DiffReport {
                 e(&h.b)
             );
         }
+        self.write_matrices(&mut s, max_rows, st);
+        self.write_measures(&mut s, st);
+        self.write_changed(&mut s, max_rows, st);
+        self.write_unmatched(&mut s, max_rows);
+        let _ = writeln!(s, "total: {counts}");
+        s
+    }
+
+    /// The matrices with a certain change, those whose own weights changed
+    /// listed (at most `max_rows`).
+    fn write_matrices(&self, s: &mut String, max_rows: usize, st: crate::report::fmt::Style) {
+        use std::fmt::Write;
         let own: Vec<&MatrixChange> = self
             .matrices
             .iter()
@@ -584,6 +598,11 @@ impl DiffReport {
         if own.len() > max_rows {
             let _ = writeln!(s, "    ... {} more (use --json)", own.len() - max_rows);
         }
+    }
+
+    /// Every measure compared, with its change.
+    fn write_measures(&self, s: &mut String, st: crate::report::fmt::Style) {
+        use std::fmt::Write;
         if !self.measures.is_empty() {
             let _ = writeln!(
                 s,
@@ -599,8 +618,13 @@ impl DiffReport {
         for r in &self.measures {
             let _ = writeln!(s, "    {}", change_line(r, 26, st));
         }
-        // Then the quantities: the matrices' own ones first, the aggregates
-        // that moved because of them after.
+    }
+
+    /// The quantities certainly changed (at most `max_rows`): beyond rtol
+    /// first; the matrices' own ones before the aggregates that moved
+    /// because of them.
+    fn write_changed(&self, s: &mut String, max_rows: usize, st: crate::report::fmt::Style) {
+        use std::fmt::Write;
         let mut changed: Vec<&Row> = self
             .rows
             .iter()
@@ -617,6 +641,11 @@ impl DiffReport {
                 changed.len() - max_rows
             );
         }
+    }
+
+    /// The quantities in one certificate only (at most `max_rows`).
+    fn write_unmatched(&self, s: &mut String, max_rows: usize) {
+        use std::fmt::Write;
         if !self.unmatched.is_empty() {
             let _ = writeln!(
                 s,
@@ -634,7 +663,5 @@ impl DiffReport {
                 self.unmatched.len() - max_rows
             );
         }
-        let _ = writeln!(s, "total: {counts}");
-        s
     }
 }

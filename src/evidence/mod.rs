@@ -19,6 +19,69 @@ use std::path::Path;
 
 use crate::certificate::{Certificate, Part};
 
+/// The three-valued answer of a check of evidence, in the spirit of Arb's
+/// predicates: `Holds` and `Refuted` are proven (for the exact values the
+/// intervals enclose), `Undecided` says that the enclosures are too wide to
+/// tell, which is never a guess either way.
+///
+/// Every three-valued result of this layer has one:
+/// [`verify::Verdict::answer`] (the certificate holds, a check failed or a
+/// quantity is refuted, or some quantity is unconfirmed),
+/// [`audit::AuditReport::answer`] (every claim consistent, one inconsistent,
+/// or some undecided), [`spectrum::SpectrumAudit::answer`] and
+/// [`diff::DiffReport::answer`] (unchanged within rtol, or certainly
+/// changed; never undecided). The command layer maps it to exit codes.
+///
+/// ```
+/// use specbound::evidence::{verify::Verdict, Answer};
+///
+/// let mut v = Verdict::default();
+/// assert_eq!(v.answer(), Answer::Holds);
+/// v.unconfirmed.push("sigma_1: neither confirmed nor refuted".into());
+/// assert_eq!(v.answer(), Answer::Undecided);
+/// v.failure = Some("sigma_1: refuted".into());
+/// assert_eq!(v.answer(), Answer::Refuted);
+/// assert_eq!(v.answer().to_string(), "refuted");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Answer {
+    /// Proven true.
+    Holds,
+    /// Proven false.
+    Refuted,
+    /// Neither proven nor refuted at the precision used.
+    Undecided,
+}
+
+impl Answer {
+    /// The answer's name: `"holds"`, `"refuted"` or `"undecided"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Holds => "holds",
+            Answer::Refuted => "refuted",
+            Answer::Undecided => "undecided",
+        }
+    }
+
+    /// `Refuted` when `refuted`, else `Undecided` when `undecided`, else
+    /// `Holds`: the order in which every report of this layer decides.
+    pub fn of(refuted: bool, undecided: bool) -> Answer {
+        if refuted {
+            Answer::Refuted
+        } else if undecided {
+            Answer::Undecided
+        } else {
+            Answer::Holds
+        }
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Reads a certificate **as evidence**: the strict read of an untrusted
 /// file ([`Certificate::read`]: capped, strict parse, validation), then the
 /// internal re-derivation that `specbound verify` runs without `--model`

@@ -14,6 +14,7 @@ use rug::Rational;
 use serde::Serialize;
 
 use super::audit::{directed, format_gap, FormatGap, U32};
+use super::Answer;
 use crate::linalg::SingularValues;
 use crate::matrix::SourceDtype;
 
@@ -59,6 +60,18 @@ pub struct IndexResult {
     pub float32: FormatGap,
     /// Verdict against the tolerances.
     pub verdict: Check,
+}
+
+impl SpectrumAudit {
+    /// The verdict as an [`Answer`]: `Refuted` when a claimed value fails,
+    /// else `Undecided` when one is undecided, else `Holds`.
+    pub fn answer(&self) -> Answer {
+        match self.verdict {
+            Check::Pass => Answer::Holds,
+            Check::Fail => Answer::Refuted,
+            Check::Undecided => Answer::Undecided,
+        }
+    }
 }
 
 /// The whole spectrum audit.
@@ -152,76 +165,25 @@ pub fn audit_spectrum(
     if sorted {
         c.sort_by(|a, b| b.total_cmp(a));
     }
-    let rtol = Rational::from_f64(opts.rtol).ok_or("rtol must be finite")?;
-    let atol = Rational::from_f64(opts.atol).ok_or("atol must be finite")?;
-    let mut indices = Vec::with_capacity(c.len());
-    let (mut rel_lo, mut rel_hi) = (Rational::new(), Some(Rational::new()));
-    let (mut ulp_lo, mut ulp_hi) = (Rational::new(), Rational::new());
-    for (i, &ci) in c.iter().enumerate() {
-        let e = &sv.values[i].enclosure;
-        let (l, h) = (
-            Rational::from_f64(e.lo()).expect("finite"),
-            Rational::from_f64(e.hi()).expect("finite"),
-        );
-        let cr = Rational::from_f64(ci).expect("finite claims");
-        // c - sigma over sigma in [l, h].
-        let (elo, ehi) = (Rational::from(&cr - &h), Rational::from(&cr - &l));
-        // |c - sigma| bounds.
-        let abs_lo = if elo <= 0 && ehi >= 0 {
-            Rational::new()
-        } else {
-            std::cmp::min(Rational::from(elo.abs_ref()), Rational::from(ehi.abs_ref()))
-        };
-        let abs_hi = std::cmp::max(Rational::from(elo.abs_ref()), Rational::from(ehi.abs_ref()));
-        // (c - sigma) / sigma = c / sigma - 1, monotone in sigma > 0.
-        let rel = (l > 0).then(|| {
-            let a = Rational::from(&cr / &l) - 1u32;
-            let b = Rational::from(&cr / &h) - 1u32;
-            if a <= b {
-                (a, b)
-            } else {
-                (b, a)
-            }
-        });
-        match &rel {
-            Some((a, b)) => {
-                let lo = if *a <= 0 && *b >= 0 {
-                    Rational::new()
-                } else {
-                    std::cmp::min(Rational::from(a.abs_ref()), Rational::from(b.abs_ref()))
-                };
-                let hi = std::cmp::max(Rational::from(a.abs_ref()), Rational::from(b.abs_ref()));
-                rel_lo = std::cmp::max(rel_lo, lo);
-                rel_hi = rel_hi.map(|r| std::cmp::max(r, hi));
-            }
-            None => rel_hi = None,
-        }
-        let u = ulp(ci, dtype);
-        let (ulo, uhi) = (Rational::from(&elo / &u), Rational::from(&ehi / &u));
-        ulp_lo = std::cmp::max(ulp_lo, Rational::from(&abs_lo / &u));
-        ulp_hi = std::cmp::max(ulp_hi, Rational::from(&abs_hi / &u));
-        // g(s) = |c - s| - atol - rtol s is convex: its max over [l, h] is at
-        // an end, its min at an end or at s = c (where it is <= 0).
-        let g = |s: &Rational| Rational::from(&cr - s).abs() - &atol - Rational::from(&rtol * s);
-        let (gl, gh) = (g(&l), g(&h));
-        let verdict = if gl <= 0 && gh <= 0 {
-            Check::Pass
-        } else if (cr < l || cr > h) && gl > 0 && gh > 0 {
-            Check::Fail
-        } else {
-            Check::Undecided
-        };
-        indices.push(IndexResult {
-            index: i + 1,
-            claimed: ci,
-            certified: [e.lo(), e.hi()],
-            abs_error: pair(&elo, &ehi),
-            rel_error: rel.map(|(a, b)| pair(&a, &b)),
-            ulps: pair(&ulo, &uhi),
-            float32: format_gap(&cr, &l, &h, U32, opts.rounding_units),
-            verdict,
-        });
-    }
+    let tol = Tolerance {
+        rtol: Rational::from_f64(opts.rtol).ok_or("rtol must be finite")?,
+        atol: Rational::from_f64(opts.atol).ok_or("atol must be finite")?,
+        rounding_units: opts.rounding_units,
+    };
+    let mut max = Maxima {
+        rel_lo: Rational::new(),
+        rel_hi: Some(Rational::new()),
+        ulp_lo: Rational::new(),
+        ulp_hi: Rational::new(),
+    };
+    let indices: Vec<IndexResult> = c
+        .iter()
+        .enumerate()
+        .map(|(i, &ci)| {
+            let e = &sv.values[i].enclosure;
+            audit_index(i + 1, ci, (e.lo(), e.hi()), dtype, &tol, &mut max)
+        })
+        .collect();
     let count = |k: Check| indices.iter().filter(|x| x.verdict == k).count();
     let (pass, fail, undecided) = (
         count(Check::Pass),
@@ -236,10 +198,10 @@ pub fn audit_spectrum(
         atol: opts.atol,
         indices,
         max_relative_error: [
-            Some(directed(&rel_lo, false)),
-            rel_hi.map(|r| directed(&r, true)),
+            Some(directed(&max.rel_lo, false)),
+            max.rel_hi.map(|r| directed(&r, true)),
         ],
-        max_ulps: [directed(&ulp_lo, false), directed(&ulp_hi, true)],
+        max_ulps: [directed(&max.ulp_lo, false), directed(&max.ulp_hi, true)],
         pass,
         fail,
         undecided,
@@ -251,6 +213,106 @@ pub fn audit_spectrum(
             Check::Pass
         },
     })
+}
+
+/// The verdict's tolerance, exact.
+struct Tolerance {
+    rtol: Rational,
+    atol: Rational,
+    /// Unit roundoffs within which a gap counts as float32 rounding.
+    rounding_units: f64,
+}
+
+/// Running maxima over the indices: bounds on the largest relative error
+/// (`rel_hi` is `None` once some sigma may be 0) and on the largest error
+/// in ulps.
+struct Maxima {
+    rel_lo: Rational,
+    rel_hi: Option<Rational>,
+    ulp_lo: Rational,
+    ulp_hi: Rational,
+}
+
+/// `|x|` over `x` in `[a, b]`, as `(min, max)`.
+fn abs_range(a: &Rational, b: &Rational) -> (Rational, Rational) {
+    let lo = if *a <= 0 && *b >= 0 {
+        Rational::new()
+    } else {
+        std::cmp::min(Rational::from(a.abs_ref()), Rational::from(b.abs_ref()))
+    };
+    let hi = std::cmp::max(Rational::from(a.abs_ref()), Rational::from(b.abs_ref()));
+    (lo, hi)
+}
+
+/// The claimed value `ci` of sigma_`index`, certified in `[lo, hi]`:
+/// its exact error intervals and verdict; folds its errors into `max`.
+fn audit_index(
+    index: usize,
+    ci: f64,
+    (lo, hi): (f64, f64),
+    dtype: SourceDtype,
+    tol: &Tolerance,
+    max: &mut Maxima,
+) -> IndexResult {
+    let (l, h) = (
+        Rational::from_f64(lo).expect("finite"),
+        Rational::from_f64(hi).expect("finite"),
+    );
+    let cr = Rational::from_f64(ci).expect("finite claims");
+    // c - sigma over sigma in [l, h].
+    let (elo, ehi) = (Rational::from(&cr - &h), Rational::from(&cr - &l));
+    // |c - sigma| bounds.
+    let (abs_lo, abs_hi) = abs_range(&elo, &ehi);
+    // (c - sigma) / sigma = c / sigma - 1, monotone in sigma > 0.
+    let rel = (l > 0).then(|| {
+        let a = Rational::from(&cr / &l) - 1u32;
+        let b = Rational::from(&cr / &h) - 1u32;
+        if a <= b {
+            (a, b)
+        } else {
+            (b, a)
+        }
+    });
+    match &rel {
+        Some((a, b)) => {
+            let (lo, hi) = abs_range(a, b);
+            max.rel_lo = std::cmp::max(std::mem::take(&mut max.rel_lo), lo);
+            max.rel_hi = max.rel_hi.take().map(|r| std::cmp::max(r, hi));
+        }
+        None => max.rel_hi = None,
+    }
+    let u = ulp(ci, dtype);
+    let (ulo, uhi) = (Rational::from(&elo / &u), Rational::from(&ehi / &u));
+    max.ulp_lo = std::cmp::max(
+        std::mem::take(&mut max.ulp_lo),
+        Rational::from(&abs_lo / &u),
+    );
+    max.ulp_hi = std::cmp::max(
+        std::mem::take(&mut max.ulp_hi),
+        Rational::from(&abs_hi / &u),
+    );
+    // g(s) = |c - s| - atol - rtol s is convex: its max over [l, h] is at
+    // an end, its min at an end or at s = c (where it is <= 0).
+    let g =
+        |s: &Rational| Rational::from(&cr - s).abs() - &tol.atol - Rational::from(&tol.rtol * s);
+    let (gl, gh) = (g(&l), g(&h));
+    let verdict = if gl <= 0 && gh <= 0 {
+        Check::Pass
+    } else if (cr < l || cr > h) && gl > 0 && gh > 0 {
+        Check::Fail
+    } else {
+        Check::Undecided
+    };
+    IndexResult {
+        index,
+        claimed: ci,
+        certified: [lo, hi],
+        abs_error: pair(&elo, &ehi),
+        rel_error: rel.map(|(a, b)| pair(&a, &b)),
+        ulps: pair(&ulo, &uhi),
+        float32: format_gap(&cr, &l, &h, U32, tol.rounding_units),
+        verdict,
+    }
 }
 
 #[cfg(test)]

@@ -29,10 +29,11 @@ use rayon::prelude::*;
 use rug::float::Round;
 
 use super::mpfr_interval::{MI, PREC};
-use super::EvidenceError;
+use super::{Answer, EvidenceError};
 use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
 use crate::certificate::{
-    spectrum_quantities, CertInterval, Certificate, MatrixEntry, Quantity, RankBounds,
+    spectrum_quantities, CertInterval, Certificate, MatrixEntry, MeasuresEntry, Quantity,
+    QuantityId, RankBounds, RawWeightEntry,
 };
 use crate::certify::certify_matrix;
 use crate::enclosure::{Enclosure, Inconclusive};
@@ -53,17 +54,11 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The exit code of `specbound verify` for this verdict: 1 when a check
-    /// failed or a quantity is refuted, else 3 when some quantity is
-    /// unconfirmed, else 0 (the certificate holds).
-    pub fn exit_code(&self) -> u8 {
-        if self.failure.is_some() {
-            1
-        } else if !self.unconfirmed.is_empty() {
-            3
-        } else {
-            0
-        }
+    /// `Refuted` when a check failed or a quantity is refuted, else
+    /// `Undecided` when some quantity is unconfirmed, else `Holds` (the
+    /// certificate holds).
+    pub fn answer(&self) -> Answer {
+        Answer::of(self.failure.is_some(), !self.unconfirmed.is_empty())
     }
 
     /// Adds the checks, the first failure and the unconfirmed quantities of `other`.
@@ -265,20 +260,6 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
         ));
         return ck.v;
     };
-    let (layers, heads) = (c.model.layers, c.model.heads);
-    let m = c.parameters.grid_m;
-    let (n, ll) = (MI::int(c.model.hidden as u64), MI::int(layers as u64));
-    let entry = |l: usize, h: Option<usize>, kind: MatrixType| {
-        c.matrix(MatrixId {
-            layer: l,
-            head: h,
-            kind,
-            expert: None,
-        })
-        .expect("a validated certificate holds every matrix")
-    };
-    let c2 = |l: usize, h: Option<usize>, k: MatrixType| mi(entry(l, h, k).spectral_norm);
-    let n21 = |l: usize, h: Option<usize>, k: MatrixType| mi(entry(l, h, k).norm_21);
     // Per-matrix aggregates of the singular values.
     for (i, w) in c.matrices.iter().enumerate() {
         check_spectrum(
@@ -294,47 +275,140 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
             },
         );
     }
-    // alpha, xi per layer.
-    let factor: Vec<MI> = (0..layers)
-        .map(|k| {
-            let mut sum = MI::int(0);
-            for h in (0..heads).map(Some) {
-                let qk = c2(k, h, MatrixType::QK).mul(&MI::int(4)).add(&MI::int(1));
-                sum = sum.add(&c2(k, h, MatrixType::VTilde).mul(&qk));
-            }
-            l_phi
-                .mul(&c2(k, None, MatrixType::MIn))
-                .mul(&c2(k, None, MatrixType::MOut))
-                .mul(&sum)
-        })
-        .collect();
-    let alpha: Vec<MI> = (0..layers)
-        .map(|l| factor[l + 1..].iter().fold(MI::int(1), |acc, f| acc.mul(f)))
-        .collect();
-    let xi: Vec<MI> = (0..layers)
-        .map(|l| {
-            let (cin, cout) = (c2(l, None, MatrixType::MIn), c2(l, None, MatrixType::MOut));
-            let mut x = MI::int(0);
-            for h in (0..heads).map(Some) {
-                let cv = c2(l, h, MatrixType::VTilde);
-                x = x.add(
-                    &cout
-                        .mul(&cin)
-                        .mul(&cv)
-                        .mul(&n21(l, h, MatrixType::QK))
-                        .pow_q(2, 3),
+    let norms = StatedNorms(c);
+    let alpha = norms.alphas(&l_phi);
+    let xi = norms.xis();
+    check_layers(&mut ck, c, &alpha, &xi);
+    let ours = check_bound_terms(&mut ck, &norms, &alpha);
+    let Some(bounds) = &c.bounds else {
+        ck.fail("$.bounds: missing".into());
+        return ck.v;
+    };
+    ck.contains(
+        "$.bounds.ours",
+        bounds.ours,
+        &ours,
+        "the stated minimum contributions plus sqrt(L)",
+    );
+    let inner = (0..c.model.layers).fold(MI::int(1), |acc, l| {
+        acc.add(&alpha[l].pow_q(2, 3).mul(&xi[l]))
+    });
+    ck.contains(
+        "$.bounds.edelman",
+        bounds.edelman,
+        &inner.pow_q(3, 2),
+        "alpha and xi of every layer",
+    );
+    verify_measures(c, &mut ck);
+    ck.v
+}
+
+/// The stated norms of a certificate's paper matrices, as MPFR intervals,
+/// and the per-layer factors of the bounds made of them.
+struct StatedNorms<'a>(&'a Certificate);
+
+impl StatedNorms<'_> {
+    fn entry(&self, layer: usize, head: Option<usize>, kind: MatrixType) -> &MatrixEntry {
+        self.0
+            .matrix(MatrixId {
+                layer,
+                head,
+                kind,
+                expert: None,
+            })
+            .expect("a validated certificate holds every matrix")
+    }
+
+    /// The stated spectral norm.
+    fn c2(&self, l: usize, h: Option<usize>, k: MatrixType) -> MI {
+        mi(self.entry(l, h, k).spectral_norm)
+    }
+
+    /// The stated (2,1)-norm.
+    fn n21(&self, l: usize, h: Option<usize>, k: MatrixType) -> MI {
+        mi(self.entry(l, h, k).norm_21)
+    }
+
+    /// alpha of every layer: the product of the later layers' factors
+    /// `l_phi c(M_in) c(M_out) sum_h c(V~_h) (4 c(QK_h) + 1)`.
+    fn alphas(&self, l_phi: &MI) -> Vec<MI> {
+        let (layers, heads) = (self.0.model.layers, self.0.model.heads);
+        let factor: Vec<MI> = (0..layers)
+            .map(|k| {
+                let mut sum = MI::int(0);
+                for h in (0..heads).map(Some) {
+                    let qk = self
+                        .c2(k, h, MatrixType::QK)
+                        .mul(&MI::int(4))
+                        .add(&MI::int(1));
+                    sum = sum.add(&self.c2(k, h, MatrixType::VTilde).mul(&qk));
+                }
+                l_phi
+                    .mul(&self.c2(k, None, MatrixType::MIn))
+                    .mul(&self.c2(k, None, MatrixType::MOut))
+                    .mul(&sum)
+            })
+            .collect();
+        (0..layers)
+            .map(|l| factor[l + 1..].iter().fold(MI::int(1), |acc, f| acc.mul(f)))
+            .collect()
+    }
+
+    /// xi of every layer (a sum of (2,1)-norm terms to the power 2/3).
+    fn xis(&self) -> Vec<MI> {
+        let (layers, heads) = (self.0.model.layers, self.0.model.heads);
+        (0..layers)
+            .map(|l| {
+                let (cin, cout) = (
+                    self.c2(l, None, MatrixType::MIn),
+                    self.c2(l, None, MatrixType::MOut),
                 );
-                x = x.add(
-                    &cout
-                        .mul(&cin)
-                        .mul(&n21(l, h, MatrixType::VTilde))
-                        .pow_q(2, 3),
-                );
-            }
-            x = x.add(&cout.mul(&n21(l, None, MatrixType::MIn)).pow_q(2, 3));
-            x.add(&n21(l, None, MatrixType::MOut).pow_q(2, 3))
+                let mut x = MI::int(0);
+                for h in (0..heads).map(Some) {
+                    let cv = self.c2(l, h, MatrixType::VTilde);
+                    x = x.add(
+                        &cout
+                            .mul(&cin)
+                            .mul(&cv)
+                            .mul(&self.n21(l, h, MatrixType::QK))
+                            .pow_q(2, 3),
+                    );
+                    x = x.add(
+                        &cout
+                            .mul(&cin)
+                            .mul(&self.n21(l, h, MatrixType::VTilde))
+                            .pow_q(2, 3),
+                    );
+                }
+                x = x.add(&cout.mul(&self.n21(l, None, MatrixType::MIn)).pow_q(2, 3));
+                x.add(&self.n21(l, None, MatrixType::MOut).pow_q(2, 3))
+            })
+            .collect()
+    }
+
+    /// gamma of a matrix; `None` for a cross-attention matrix, of which no
+    /// bound is made.
+    fn gamma(&self, w: &MatrixEntry) -> Option<MI> {
+        let l = w.layer;
+        let (cin, cout) = (
+            self.c2(l, None, MatrixType::MIn),
+            self.c2(l, None, MatrixType::MOut),
+        );
+        Some(match w.kind {
+            MatrixType::QK => MI::int(2)
+                .mul(&self.c2(l, w.head, MatrixType::VTilde))
+                .mul(&cout)
+                .mul(&cin),
+            MatrixType::VTilde => cout.mul(&cin),
+            MatrixType::MIn => cout,
+            MatrixType::MOut => MI::int(1),
+            MatrixType::QKCross | MatrixType::VTildeCross => return None,
         })
-        .collect();
+    }
+}
+
+/// The stated alpha and xi of every layer contain the implied ones.
+fn check_layers(ck: &mut Checker, c: &Certificate, alpha: &[MI], xi: &[MI]) {
     for (l, x) in c.layers.iter().enumerate() {
         ck.contains(
             &format!("$.layers[{l}].alpha"),
@@ -349,29 +423,27 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
             "the stated spectral and (2,1)-norms",
         );
     }
-    // gamma, scale, contributions, minima, p_opt.
-    let mut ours = MI::int(layers as u64).sqrt();
+}
+
+/// Checks every matrix's gamma, scale, contributions, minimum and p_opt;
+/// returns the implied `B_ours` (sqrt(L) plus the stated minima).
+fn check_bound_terms(ck: &mut Checker, norms: &StatedNorms, alpha: &[MI]) -> MI {
+    let c = norms.0;
+    let m = c.parameters.grid_m;
+    let n = MI::int(c.model.hidden as u64);
+    let ll = MI::int(c.model.layers as u64);
+    let mut ours = ll.sqrt();
     for (i, w) in c.matrices.iter().enumerate() {
         let at = format!("$.matrices[{i}]");
         let l = w.layer;
-        let (cin, cout) = (c2(l, None, MatrixType::MIn), c2(l, None, MatrixType::MOut));
-        let gamma = match w.kind {
-            MatrixType::QK => MI::int(2)
-                .mul(&c2(l, w.head, MatrixType::VTilde))
-                .mul(&cout)
-                .mul(&cin),
-            MatrixType::VTilde => cout.mul(&cin),
-            MatrixType::MIn => cout,
-            MatrixType::MOut => MI::int(1),
-            // A certificate with bounds holds none (validation refuses
-            // `model.cross_attention` there): no bound is made of them.
-            MatrixType::QKCross | MatrixType::VTildeCross => {
-                ck.fail(format!(
-                    "{at}: a cross-attention matrix in a certificate with bounds (the bound is \
-                     made of the paper's matrices only)"
-                ));
-                break;
-            }
+        // A certificate with bounds holds none (validation refuses
+        // `model.cross_attention` there): no bound is made of them.
+        let Some(gamma) = norms.gamma(w) else {
+            ck.fail(format!(
+                "{at}: a cross-attention matrix in a certificate with bounds (the bound is \
+                 made of the paper's matrices only)"
+            ));
+            break;
         };
         ck.contains(
             &format!("{at}.alpha"),
@@ -390,85 +462,76 @@ pub fn verify_internal(c: &Certificate) -> Verdict {
         if ck.v.failure.is_some() {
             break;
         }
-        let sums = power_sums(w, m);
-        for (k, con) in w.contributions.iter().enumerate() {
-            let implied = if k == 0 {
-                MI::from_f64(w.rank.lo as f64, w.rank.hi as f64)
-                    .expect("ranks")
-                    .mul(&n)
-                    .sqrt()
-            } else {
-                let (k32, m32) = (k as u32, m as u32);
-                let d = k32 + 2 * m32;
-                sums[k]
-                    .pow_q(m32, d)
-                    .mul(&scale.pow_q(k32, d))
-                    .mul(&n.pow_q(k32 + m32, d))
-            };
-            ck.contains(
-                &format!("{at}.contributions[{k}].value"),
-                con.value,
-                &implied,
-                "the stated singular values (rank at p = 0), scale and N",
-            );
-        }
-        let min_hi = w
-            .contributions
-            .iter()
-            .map(|x| x.value.hi)
-            .fold(f64::INFINITY, f64::min);
-        let min_lo = w
-            .contributions
-            .iter()
-            .map(|x| x.value.lo)
-            .fold(f64::INFINITY, f64::min);
-        let implied_min =
-            MI::from_f64(min_lo.max(0.0), min_hi.max(min_lo.max(0.0))).expect("finite");
-        ck.contains(
-            &format!("{at}.min_contribution"),
-            w.min_contribution,
-            &implied_min,
-            "the stated contributions",
-        );
-        let implied_opt: Vec<usize> = w
-            .contributions
-            .iter()
-            .filter(|x| x.value.lo <= min_hi)
-            .map(|x| x.p_fraction.k)
-            .collect();
-        let stated_opt: Vec<usize> = w.p_opt_fraction.iter().map(|g| g.k).collect();
-        if ck.v.failure.is_none() {
-            if implied_opt == stated_opt {
-                ck.v.checks += 1;
-            } else {
-                ck.fail(format!(
-                    "{at}.p_opt: stated {stated_opt:?} but the stated contributions allow exactly {implied_opt:?} (as k/{m})"
-                ));
-            }
-        }
+        check_contributions(ck, &at, w, &scale, &n, m);
+        check_minimum(ck, &at, w, m);
         ours = ours.add(&mi(w.min_contribution));
     }
-    let Some(bounds) = &c.bounds else {
-        ck.fail("$.bounds: missing".into());
-        return ck.v;
-    };
+    ours
+}
+
+/// Every stated contribution contains the one implied by the stated
+/// singular values (the rank at p = 0), `scale` and `n`.
+fn check_contributions(ck: &mut Checker, at: &str, w: &MatrixEntry, scale: &MI, n: &MI, m: usize) {
+    let sums = power_sums(w, m);
+    for (k, con) in w.contributions.iter().enumerate() {
+        let implied = if k == 0 {
+            MI::from_f64(w.rank.lo as f64, w.rank.hi as f64)
+                .expect("ranks")
+                .mul(n)
+                .sqrt()
+        } else {
+            let (k32, m32) = (k as u32, m as u32);
+            let d = k32 + 2 * m32;
+            sums[k]
+                .pow_q(m32, d)
+                .mul(&scale.pow_q(k32, d))
+                .mul(&n.pow_q(k32 + m32, d))
+        };
+        ck.contains(
+            &format!("{at}.contributions[{k}].value"),
+            con.value,
+            &implied,
+            "the stated singular values (rank at p = 0), scale and N",
+        );
+    }
+}
+
+/// The stated minimum contribution and minimisers follow from the stated
+/// contributions.
+fn check_minimum(ck: &mut Checker, at: &str, w: &MatrixEntry, m: usize) {
+    let min_hi = w
+        .contributions
+        .iter()
+        .map(|x| x.value.hi)
+        .fold(f64::INFINITY, f64::min);
+    let min_lo = w
+        .contributions
+        .iter()
+        .map(|x| x.value.lo)
+        .fold(f64::INFINITY, f64::min);
+    let implied_min = MI::from_f64(min_lo.max(0.0), min_hi.max(min_lo.max(0.0))).expect("finite");
     ck.contains(
-        "$.bounds.ours",
-        bounds.ours,
-        &ours,
-        "the stated minimum contributions plus sqrt(L)",
+        &format!("{at}.min_contribution"),
+        w.min_contribution,
+        &implied_min,
+        "the stated contributions",
     );
-    let inner = (0..layers).fold(MI::int(1), |acc, l| {
-        acc.add(&alpha[l].pow_q(2, 3).mul(&xi[l]))
-    });
-    ck.contains(
-        "$.bounds.edelman",
-        bounds.edelman,
-        &inner.pow_q(3, 2),
-        "alpha and xi of every layer",
-    );
-    verify_measures(c, &mut ck);
-    ck.v
+    let implied_opt: Vec<usize> = w
+        .contributions
+        .iter()
+        .filter(|x| x.value.lo <= min_hi)
+        .map(|x| x.p_fraction.k)
+        .collect();
+    let stated_opt: Vec<usize> = w.p_opt_fraction.iter().map(|g| g.k).collect();
+    if ck.v.failure.is_none() {
+        if implied_opt == stated_opt {
+            ck.v.checks += 1;
+        } else {
+            ck.fail(format!(
+                "{at}.p_opt: stated {stated_opt:?} but the stated contributions allow exactly {implied_opt:?} (as k/{m})"
+            ));
+        }
+    }
 }
 
 /// Whether the certificate states a bound exactly when the paper's reasoning
@@ -598,40 +661,6 @@ fn verify_measures(c: &Certificate, ck: &mut Checker) {
     let (Some(raw), Some(ms)) = (&c.raw_weights, &c.measures) else {
         return;
     };
-    let from = "the stated raw_weights";
-    let signed = |ck: &mut Checker, name: &str, stated: Option<CertInterval>, x: &Signed| {
-        if ck.v.failure.is_some() {
-            return;
-        }
-        let at = format!("$.measures.{name}");
-        match stated {
-            Some(st) if x.inside(st) => ck.v.checks += 1,
-            Some(st) => ck.fail(format!(
-                "{at}: stated {} does not contain {} implied by {from}",
-                bounds(st.lo, st.hi),
-                x.describe()
-            )),
-            None if !(x.lo > f64::MIN && x.hi < f64::MAX) => ck.v.checks += 1,
-            None => ck.fail(format!(
-                "{at}: absent, but {from} imply the finite {}",
-                x.describe()
-            )),
-        }
-    };
-    let plain = |ck: &mut Checker, name: &str, stated: Option<CertInterval>, x: &MI| {
-        if ck.v.failure.is_some() {
-            return;
-        }
-        match stated {
-            Some(st) => ck.contains(&format!("$.measures.{name}"), st, x, from),
-            None if !(x.hi < f64::MAX) => ck.v.checks += 1,
-            None => ck.fail(format!(
-                "$.measures.{name}: absent, but {from} imply the finite {}",
-                x.describe()
-            )),
-        }
-    };
-    let d = raw.len() as u32;
     let norms: Vec<(MI, MI, MI)> = raw
         .iter()
         .map(|w| {
@@ -642,55 +671,49 @@ fn verify_measures(c: &Certificate, ck: &mut Checker) {
             )
         })
         .collect();
-    let (mut log_spec, mut log_fro) = (Signed::zero(), Signed::zero());
-    let (mut fro_sq, mut ratio, mut prod, mut sum) =
-        (MI::int(0), MI::int(0), MI::int(1), MI::int(0));
-    let mut log_s = Signed::zero();
-    for (sn, f, n21) in &norms {
-        let s2 = sn.mul(sn);
-        let f2 = f.mul(f);
-        log_spec = log_spec.add(&Signed::ln(&s2));
-        log_fro = log_fro.add(&Signed::ln(&f2));
-        log_s = log_s.add(&Signed::ln(sn));
-        fro_sq = fro_sq.add(&f2);
-        ratio = ratio.add(&div_or_unbounded(&f2, &s2));
-        prod = prod.mul(sn);
-        sum = sum.add(&div_or_unbounded(n21, sn).pow_q(2, 3));
-    }
+    let s = RawSums::of(&norms);
+    let d = raw.len() as u32;
     let ln_d = Signed::ln(&MI::int(d as u64));
-    signed(ck, "log_prod_of_spec", ms.log_prod_of_spec, &log_spec);
-    signed(
-        ck,
+    ck.signed_measure("log_prod_of_spec", ms.log_prod_of_spec, &s.log_spec);
+    ck.signed_measure(
         "log_sum_of_spec",
         ms.log_sum_of_spec,
-        &ln_d.add(&log_spec.scale(1, d)),
+        &ln_d.add(&s.log_spec.scale(1, d)),
     );
-    signed(ck, "log_prod_of_fro", ms.log_prod_of_fro, &log_fro);
-    signed(
-        ck,
+    ck.signed_measure("log_prod_of_fro", ms.log_prod_of_fro, &s.log_fro);
+    ck.signed_measure(
         "log_sum_of_fro",
         ms.log_sum_of_fro,
-        &ln_d.add(&log_fro.scale(1, d)),
+        &ln_d.add(&s.log_fro.scale(1, d)),
     );
-    plain(ck, "param_norm", ms.param_norm, &fro_sq);
-    signed(
-        ck,
+    ck.plain_measure("param_norm", ms.param_norm, &s.fro_sq);
+    ck.signed_measure(
         "log_spec_orig",
         ms.log_spec_orig,
-        &log_spec.add(&Signed::ln(&ratio)),
+        &s.log_spec.add(&Signed::ln(&s.ratio)),
     );
-    plain(ck, "bartlett", ms.bartlett, &prod.mul(&sum.pow_q(3, 2)));
-    signed(
-        ck,
+    ck.plain_measure("bartlett", ms.bartlett, &s.prod.mul(&s.sum.pow_q(3, 2)));
+    ck.signed_measure(
         "log_bartlett",
         ms.log_bartlett,
-        &log_s.add(&Signed::ln(&sum).scale(3, 2)),
+        &s.log_s.add(&Signed::ln(&s.sum).scale(3, 2)),
     );
-    if c.init_model.is_none() {
-        return;
+    if c.init_model.is_some() {
+        verify_init_measures(raw, &norms, &s, ms, ck);
     }
+}
+
+/// The measures of the distance to the initialisation
+/// ([`verify_measures`]), from the stated `init_distance` norms.
+fn verify_init_measures(
+    raw: &[RawWeightEntry],
+    norms: &[(MI, MI, MI)],
+    s: &RawSums,
+    ms: &MeasuresEntry,
+    ck: &mut Checker,
+) {
     let (mut fd, mut sd, mut ratio0, mut sum0) = (MI::int(0), MI::int(0), MI::int(0), MI::int(0));
-    for (w, (sn, _, _)) in raw.iter().zip(&norms) {
+    for (w, (sn, _, _)) in raw.iter().zip(norms) {
         let Some(e) = &w.init_distance else {
             return; // validation insists on it
         };
@@ -706,26 +729,116 @@ fn verify_measures(c: &Certificate, ck: &mut Checker) {
         ratio0 = ratio0.add(&div_or_unbounded(&f2, &s2));
         sum0 = sum0.add(&div_or_unbounded(&en, sn).pow_q(2, 3));
     }
-    plain(ck, "frobenius_distance", ms.frobenius_distance, &fd);
-    plain(ck, "dist_spec_init", ms.dist_spec_init, &sd);
-    signed(
-        ck,
+    ck.plain_measure("frobenius_distance", ms.frobenius_distance, &fd);
+    ck.plain_measure("dist_spec_init", ms.dist_spec_init, &sd);
+    ck.signed_measure(
         "log_spec_init",
         ms.log_spec_init,
-        &log_spec.add(&Signed::ln(&ratio0)),
+        &s.log_spec.add(&Signed::ln(&ratio0)),
     );
-    plain(
-        ck,
+    ck.plain_measure(
         "bartlett_init",
         ms.bartlett_init,
-        &prod.mul(&sum0.pow_q(3, 2)),
+        &s.prod.mul(&sum0.pow_q(3, 2)),
     );
-    signed(
-        ck,
+    ck.signed_measure(
         "log_bartlett_init",
         ms.log_bartlett_init,
-        &log_s.add(&Signed::ln(&sum0).scale(3, 2)),
+        &s.log_s.add(&Signed::ln(&sum0).scale(3, 2)),
     );
+}
+
+/// The sums over the layers' stated (spectral, Frobenius, (2,1)-rows)
+/// norms that the measures are made of.
+struct RawSums {
+    /// sum ln s^2.
+    log_spec: Signed,
+    /// sum ln f^2.
+    log_fro: Signed,
+    /// sum ln s.
+    log_s: Signed,
+    /// sum f^2.
+    fro_sq: MI,
+    /// sum f^2 / s^2.
+    ratio: MI,
+    /// prod s.
+    prod: MI,
+    /// sum (n21 / s)^(2/3).
+    sum: MI,
+}
+
+impl RawSums {
+    fn of(norms: &[(MI, MI, MI)]) -> RawSums {
+        let (mut log_spec, mut log_fro) = (Signed::zero(), Signed::zero());
+        let (mut fro_sq, mut ratio, mut prod, mut sum) =
+            (MI::int(0), MI::int(0), MI::int(1), MI::int(0));
+        let mut log_s = Signed::zero();
+        for (sn, f, n21) in norms {
+            let s2 = sn.mul(sn);
+            let f2 = f.mul(f);
+            log_spec = log_spec.add(&Signed::ln(&s2));
+            log_fro = log_fro.add(&Signed::ln(&f2));
+            log_s = log_s.add(&Signed::ln(sn));
+            fro_sq = fro_sq.add(&f2);
+            ratio = ratio.add(&div_or_unbounded(&f2, &s2));
+            prod = prod.mul(sn);
+            sum = sum.add(&div_or_unbounded(n21, sn).pow_q(2, 3));
+        }
+        RawSums {
+            log_spec,
+            log_fro,
+            log_s,
+            fro_sq,
+            ratio,
+            prod,
+            sum,
+        }
+    }
+}
+
+/// Where the measures are implied from, in messages.
+const MEASURES_FROM: &str = "the stated raw_weights";
+
+impl Checker {
+    /// A measure that may be negative (a log): the stated interval must
+    /// contain `x`; absent only when `x` is not finite in binary64.
+    fn signed_measure(&mut self, name: &str, stated: Option<CertInterval>, x: &Signed) {
+        if self.v.failure.is_some() {
+            return;
+        }
+        let from = MEASURES_FROM;
+        let at = format!("$.measures.{name}");
+        match stated {
+            Some(st) if x.inside(st) => self.v.checks += 1,
+            Some(st) => self.fail(format!(
+                "{at}: stated {} does not contain {} implied by {from}",
+                bounds(st.lo, st.hi),
+                x.describe()
+            )),
+            None if !(x.lo > f64::MIN && x.hi < f64::MAX) => self.v.checks += 1,
+            None => self.fail(format!(
+                "{at}: absent, but {from} imply the finite {}",
+                x.describe()
+            )),
+        }
+    }
+
+    /// A nonnegative measure: the stated interval must contain `x`; absent
+    /// only when `x` is not finite in binary64.
+    fn plain_measure(&mut self, name: &str, stated: Option<CertInterval>, x: &MI) {
+        if self.v.failure.is_some() {
+            return;
+        }
+        let from = MEASURES_FROM;
+        match stated {
+            Some(st) => self.contains(&format!("$.measures.{name}"), st, x, from),
+            None if !(x.hi < f64::MAX) => self.v.checks += 1,
+            None => self.fail(format!(
+                "$.measures.{name}: absent, but {from} imply the finite {}",
+                x.describe()
+            )),
+        }
+    }
 }
 
 /// One way to narrow a recomputed enclosure.
@@ -868,13 +981,8 @@ fn check_matrix(
         });
     }
     let mut pending: Vec<_> = spectrum_quantities(w, at);
-    let opts = |p: Precision| SvdOptions {
-        precision: p,
-        par: faer::Par::Seq,
-        ..SvdOptions::default()
-    };
     let why = |e: Inconclusive| format!("{}: {}", w.id(), e.reason);
-    let (mut sv, _) = certify_matrix(pm, &opts(precision)).map_err(|e| e.reason)?;
+    let (mut sv, _) = certify_matrix(pm, &seq_svd_options(precision)).map_err(|e| e.reason)?;
     let mut norms = entry_norms(pm, false).map_err(why)?;
     let mut summary = spectral::summarize_with(&sv, norms.0, norms.1, norms.2).map_err(why)?;
     let mut method = precision.to_string();
@@ -882,74 +990,30 @@ fn check_matrix(
     let mut confirmed = 0;
     loop {
         let fresh = recomputed(&sv, &summary);
-        let mut still = Vec::new();
-        for (qid, stated) in pending {
-            let Some((_, new)) = fresh.iter().find(|(q, _)| *q == qid.quantity) else {
-                // Stated but not certified from the weights (a stable rank
-                // whose sigma_1 > 0 was not certified): refinement may help.
-                still.push((qid, stated));
-                continue;
-            };
-            if stated.contains(new) {
-                confirmed += 1;
-            } else if stated.disjoint(new) {
+        pending = match settle(pending, &fresh, &method, &mut confirmed) {
+            Ok(still) => still,
+            Err(refuted) => {
                 return Ok(MatrixCheck {
                     confirmed,
-                    refuted: Some(format!(
-                        "{} ({qid}): stated {} is disjoint from {} recomputed from the model ({method}): the stated interval misses the exact value",
-                        qid.path, bounds(stated.lo, stated.hi), outward(new)
-                    )),
+                    refuted: Some(refuted),
                     unconfirmed: Vec::new(),
-                });
-            } else {
-                still.push((qid, stated));
+                })
             }
-        }
-        pending = still;
+        };
         if pending.is_empty() {
             break;
         }
-        let entry_norm_pending = pending.iter().any(|(q, _)| {
-            matches!(
-                q.quantity,
-                Quantity::FrobeniusNorm
-                    | Quantity::Norm21
-                    | Quantity::Norm11
-                    | Quantity::StableRank
-            )
-        });
-        let spectrum_pending = pending
-            .iter()
-            .any(|(q, _)| !matches!(q.quantity, Quantity::Norm21 | Quantity::Norm11));
-        let next = stages.by_ref().find(|s| match s {
-            Stage::EntryNormsMpfr => entry_norm_pending,
-            Stage::Svd(_) => spectrum_pending,
-        });
-        let Some(stage) = next else {
-            let unconfirmed = pending
-                .iter()
-                .map(|(qid, stated)| {
-                    let new = fresh
-                        .iter()
-                        .find(|(q, _)| *q == qid.quantity)
-                        .map(|(_, x)| outward(x))
-                        .unwrap_or_else(|| "nothing (not certified)".into());
-                    format!(
-                        "{} ({qid}): stated {} neither contains nor excludes {new} recomputed from the model (last stage: {method})",
-                        qid.path, bounds(stated.lo, stated.hi)
-                    )
-                })
-                .collect();
+        let Some(stage) = next_stage(&mut stages, &pending) else {
             return Ok(MatrixCheck {
                 confirmed,
                 refuted: None,
-                unconfirmed,
+                unconfirmed: unconfirmed_lines(&pending, &fresh, &method),
             });
         };
         match stage {
             // Both enclosures contain the exact values: keep the narrower, index by index.
             Stage::Svd(p) => {
-                if let Ok((better, _)) = certify_matrix(pm, &opts(p)) {
+                if let Ok((better, _)) = certify_matrix(pm, &seq_svd_options(p)) {
                     sv.keep_narrower(better);
                 }
             }
@@ -967,6 +1031,91 @@ fn check_matrix(
         refuted: None,
         unconfirmed: Vec::new(),
     })
+}
+
+/// A stated quantity of a matrix, not yet confirmed.
+type Pending = Vec<(QuantityId, CertInterval)>;
+
+/// The options of one recomputation at `precision`, sequential (the
+/// matrices are checked in parallel).
+fn seq_svd_options(precision: Precision) -> SvdOptions {
+    SvdOptions {
+        precision,
+        par: faer::Par::Seq,
+        ..SvdOptions::default()
+    }
+}
+
+/// Compares each pending quantity with its `fresh` recomputation (by
+/// `method`): counts the confirmed ones, returns those still open, or the
+/// message of the first refuted one.
+fn settle(
+    pending: Pending,
+    fresh: &[(Quantity, CertInterval)],
+    method: &str,
+    confirmed: &mut usize,
+) -> Result<Pending, String> {
+    let mut still = Vec::new();
+    for (qid, stated) in pending {
+        let Some((_, new)) = fresh.iter().find(|(q, _)| *q == qid.quantity) else {
+            // Stated but not certified from the weights (a stable rank
+            // whose sigma_1 > 0 was not certified): refinement may help.
+            still.push((qid, stated));
+            continue;
+        };
+        if stated.contains(new) {
+            *confirmed += 1;
+        } else if stated.disjoint(new) {
+            return Err(format!(
+                "{} ({qid}): stated {} is disjoint from {} recomputed from the model ({method}): the stated interval misses the exact value",
+                qid.path, bounds(stated.lo, stated.hi), outward(new)
+            ));
+        } else {
+            still.push((qid, stated));
+        }
+    }
+    Ok(still)
+}
+
+/// The next refinement stage that can narrow a pending quantity: MPFR
+/// entry norms for the entry-norm quantities, a finer SVD for the spectral
+/// ones; `None` when the stages are spent.
+fn next_stage(stages: &mut impl Iterator<Item = Stage>, pending: &Pending) -> Option<Stage> {
+    let entry_norm_pending = pending.iter().any(|(q, _)| {
+        matches!(
+            q.quantity,
+            Quantity::FrobeniusNorm | Quantity::Norm21 | Quantity::Norm11 | Quantity::StableRank
+        )
+    });
+    let spectrum_pending = pending
+        .iter()
+        .any(|(q, _)| !matches!(q.quantity, Quantity::Norm21 | Quantity::Norm11));
+    stages.find(|s| match s {
+        Stage::EntryNormsMpfr => entry_norm_pending,
+        Stage::Svd(_) => spectrum_pending,
+    })
+}
+
+/// One line per quantity left unconfirmed after the last stage (`method`).
+fn unconfirmed_lines(
+    pending: &Pending,
+    fresh: &[(Quantity, CertInterval)],
+    method: &str,
+) -> Vec<String> {
+    pending
+        .iter()
+        .map(|(qid, stated)| {
+            let new = fresh
+                .iter()
+                .find(|(q, _)| *q == qid.quantity)
+                .map(|(_, x)| outward(x))
+                .unwrap_or_else(|| "nothing (not certified)".into());
+            format!(
+                "{} ({qid}): stated {} neither contains nor excludes {new} recomputed from the model (last stage: {method})",
+                qid.path, bounds(stated.lo, stated.hi)
+            )
+        })
+        .collect()
 }
 
 /// Default of [`VerifyOptions::max_mpfr_bits`]: four times the 256 bits of
@@ -1104,9 +1253,72 @@ pub fn verify_with_model_options(
         .file_hashes()
         .map_err(|e| EvidenceError::Model(e.to_string()))?;
     let mut v = Verdict::default();
-    if let Some(line) = memory_mismatch(c, &hashes, ckpt.is_memory()) {
-        v.failure = Some(line);
-        return Ok(v);
+    if let Err(f) = check_files(c, &hashes, ckpt.is_memory(), &mut v) {
+        return Ok(v.failed(f));
+    }
+    let a = arch::detect(
+        &ckpt,
+        &ArchOverrides {
+            heads: Some(c.model.heads),
+            layers: Some(c.model.layers),
+            stack: c.parameters.stack.as_ref().map(|s| s.name.clone()),
+        },
+    )
+    .map_err(|e| EvidenceError::Model(e.to_string()))?;
+    if let Err(f) = check_stack_and_heads(c, &a, &mut v).and_then(|()| check_model(c, &a, &mut v)) {
+        return Ok(v.failed(f));
+    }
+    let mats: std::collections::HashMap<MatrixId, ProxyMatrix> = arch::extract(&ckpt, &a)
+        .map_err(|e| EvidenceError::Model(e.to_string()))?
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect();
+    if a.spec.no_bound.is_some() != c.bounds.is_none() {
+        return Ok(v.failed(format!(
+            "$.model.architecture: the model is read as '{}', for which the paper's reasoning \
+             gives {}, but the certificate states {}",
+            crate::io::escape(&a.family),
+            if a.spec.no_bound.is_some() {
+                "no bound"
+            } else {
+                "a bound"
+            },
+            if c.bounds.is_some() { "one" } else { "none" }
+        )));
+    }
+    v.checks += 1;
+    let precision = c.parameters.precision;
+    check_matrices(c, &mats, progress, &mut v);
+    if let Some(raw) = &c.raw_weights {
+        check_raw_weights(&ckpt, &a, raw, precision, &mut v)?;
+        if c.init_model.is_some() {
+            v.unconfirmed.push(
+                "$.raw_weights[*].init_distance: not recomputed (verify reads no initialisation)"
+                    .into(),
+            );
+        }
+    }
+    Ok(v)
+}
+
+impl Verdict {
+    /// This verdict with `failure` as its failure.
+    fn failed(mut self, failure: String) -> Verdict {
+        self.failure = Some(failure);
+        self
+    }
+}
+
+/// The model's weight files are the certificate's (by SHA-256, one check
+/// each); `Err` is the failure.
+fn check_files(
+    c: &Certificate,
+    hashes: &[FileHash],
+    in_memory: bool,
+    v: &mut Verdict,
+) -> Result<(), String> {
+    if let Some(line) = memory_mismatch(c, hashes, in_memory) {
+        return Err(line);
     }
     let memory = is_memory_cert(c);
     for (i, f) in c.model.files.iter().enumerate() {
@@ -1119,37 +1331,34 @@ pub fn verify_with_model_options(
         };
         match found {
             None => {
-                v.failure = Some(format!(
+                return Err(format!(
                     "$.model.files[{i}]: the model has no weight file '{}'",
                     crate::io::escape(&f.file)
-                ));
-                return Ok(v);
+                ))
             }
             Some(h) if h.sha256 != f.sha256 => {
-                v.failure = Some(hash_mismatch(i, &f.file, &f.sha256, &h.sha256));
-                return Ok(v);
+                return Err(hash_mismatch(i, &f.file, &f.sha256, &h.sha256))
             }
             Some(_) => v.checks += 1,
         }
     }
     if hashes.len() != c.model.files.len() {
-        v.failure = Some(format!(
+        return Err(format!(
             "$.model.files: the model has {} weight files, the certificate lists {}",
             hashes.len(),
             c.model.files.len()
         ));
-        return Ok(v);
     }
-    let a = arch::detect(
-        &ckpt,
-        &ArchOverrides {
-            heads: Some(c.model.heads),
-            layers: Some(c.model.layers),
-            stack: c.parameters.stack.as_ref().map(|s| s.name.clone()),
-        },
-    )
-    .map_err(|e| EvidenceError::Model(e.to_string()))?;
-    // The stack: the model type's stacks must be the ones the certificate lists.
+    Ok(())
+}
+
+/// The model type's stacks are the ones the certificate lists, and the
+/// number of heads its files state (under `--heads`) is the one it says.
+fn check_stack_and_heads(
+    c: &Certificate,
+    a: &arch::Architecture,
+    v: &mut Verdict,
+) -> Result<(), String> {
     let stacks = a.stack.as_ref().map(|s| &s.stacks);
     if stacks != c.parameters.stack.as_ref().map(|s| &s.stacks) {
         let said = |s: Option<&Vec<String>>| {
@@ -1157,12 +1366,11 @@ pub fn verify_with_model_options(
                 format!("the stacks {}", v.join(", "))
             })
         };
-        v.failure = Some(format!(
+        return Err(format!(
             "$.parameters.stack: the certificate says the model has {}, its files have {}",
             crate::io::escape(&said(c.parameters.stack.as_ref().map(|s| &s.stacks))),
             said(stacks)
         ));
-        return Ok(v);
     }
     // --heads: what the certificate says the file states is re-read.
     if let Some(o) = &c.parameters.heads_override {
@@ -1170,15 +1378,20 @@ pub fn verify_with_model_options(
         if found != o.replaced {
             let said =
                 |n: Option<usize>| n.map_or("no number of heads".into(), |n| format!("{n} heads"));
-            v.failure = Some(format!(
+            return Err(format!(
                 "$.parameters.heads_override.replaced: the certificate says the model's files state {}, they state {}",
                 said(o.replaced),
                 said(found)
             ));
-            return Ok(v);
         }
         v.checks += 1;
     }
+    Ok(())
+}
+
+/// Every field of `$.model` that the model's files state is re-read from
+/// them (one check each).
+fn check_model(c: &Certificate, a: &arch::Architecture, v: &mut Verdict) -> Result<(), String> {
     let md = &c.model;
     for (key, stated, actual) in [
         ("hidden", md.hidden, a.hidden),
@@ -1187,10 +1400,9 @@ pub fn verify_with_model_options(
         ("intermediate", md.intermediate, a.intermediate),
     ] {
         if stated != actual {
-            v.failure = Some(format!(
+            return Err(format!(
                 "$.model.{key}: the certificate says {stated}, the model has {actual}"
             ));
-            return Ok(v);
         }
         v.checks += 1;
     }
@@ -1204,23 +1416,22 @@ pub fn verify_with_model_options(
         ),
     ] {
         if stated != actual {
-            v.failure = Some(format!(
+            return Err(format!(
                 "$.model.{key}: the certificate says '{}', the model has '{}'",
                 crate::io::escape(stated),
                 crate::io::escape(actual)
             ));
-            return Ok(v);
         }
         v.checks += 1;
     }
     if md.experts != a.experts_entry() {
-        v.failure =
-            Some("$.model.experts: the certificate's experts per layer are not the model's".into());
-        return Ok(v);
+        return Err(
+            "$.model.experts: the certificate's experts per layer are not the model's".into(),
+        );
     }
     v.checks += 1;
     if md.cross_attention != a.cross_attention() {
-        v.failure = Some(format!(
+        return Err(format!(
             "$.model.cross_attention: the certificate says {}, the model's blocks have {}",
             md.cross_attention,
             if a.cross_attention() {
@@ -1229,29 +1440,19 @@ pub fn verify_with_model_options(
                 "none"
             }
         ));
-        return Ok(v);
     }
     v.checks += 1;
-    let mats: std::collections::HashMap<MatrixId, ProxyMatrix> = arch::extract(&ckpt, &a)
-        .map_err(|e| EvidenceError::Model(e.to_string()))?
-        .into_iter()
-        .map(|p| (p.id, p))
-        .collect();
-    if a.spec.no_bound.is_some() != c.bounds.is_none() {
-        v.failure = Some(format!(
-            "$.model.architecture: the model is read as '{}', for which the paper's reasoning \
-             gives {}, but the certificate states {}",
-            crate::io::escape(&a.family),
-            if a.spec.no_bound.is_some() {
-                "no bound"
-            } else {
-                "a bound"
-            },
-            if c.bounds.is_some() { "one" } else { "none" }
-        ));
-        return Ok(v);
-    }
-    v.checks += 1;
+    Ok(())
+}
+
+/// Recomputes every matrix's spectral keys from the model (in parallel)
+/// and adds what they confirm, refute and leave open to `v`.
+fn check_matrices(
+    c: &Certificate,
+    mats: &std::collections::HashMap<MatrixId, ProxyMatrix>,
+    progress: &dyn crate::progress::Progress,
+    v: &mut Verdict,
+) {
     let precision = c.parameters.precision;
     // The spectral keys of every matrix, with the JSON path of its entry.
     let entries: Vec<(String, crate::certificate::SpectrumEntry)> = match &c.spectra {
@@ -1295,16 +1496,6 @@ pub fn verify_with_model_options(
             }
         }
     }
-    if let Some(raw) = &c.raw_weights {
-        check_raw_weights(&ckpt, &a, raw, precision, &mut v)?;
-        if c.init_model.is_some() {
-            v.unconfirmed.push(
-                "$.raw_weights[*].init_distance: not recomputed (verify reads no initialisation)"
-                    .into(),
-            );
-        }
-    }
-    Ok(v)
 }
 
 /// Recomputes the certified norms of every raw weight matrix from the model
@@ -1412,18 +1603,18 @@ fn check_raw_weights(
 
 #[cfg(test)]
 mod tests {
-    use super::Verdict;
+    use super::{Answer, Verdict};
 
     #[test]
-    fn exit_codes_are_the_commands() {
+    fn answers_are_the_commands() {
         let mut v = Verdict::default();
-        assert_eq!(v.exit_code(), 0);
+        assert_eq!(v.answer(), Answer::Holds);
         v.unconfirmed.push("q".into());
-        assert_eq!(v.exit_code(), 3);
+        assert_eq!(v.answer(), Answer::Undecided);
         v.failure = Some("f".into());
         assert_eq!(
-            v.exit_code(),
-            1,
+            v.answer(),
+            Answer::Refuted,
             "a failure outweighs unconfirmed quantities"
         );
     }
