@@ -5,8 +5,10 @@
 
 mod common;
 
+use common::tmpdir;
+
 use common::reemit::{
-    certify, hcat, layer, one_dimensional_gains, rows, slice, t, tmpdir, vstack, write_st, BERT,
+    certify, hcat, layer, one_dimensional_gains, rows, slice, t, vstack, write_st, BERT,
 };
 use common::{ok_json, root, run};
 use serde_json::{json, Value};

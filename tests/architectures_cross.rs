@@ -12,7 +12,9 @@
 
 mod common;
 
-use common::reemit::{layer, tmpdir, write_st, BERT};
+use common::tmpdir;
+
+use common::reemit::{layer, write_st, BERT};
 use common::{assert_bad, ok_json, run, SPECTRAL_KEYS};
 use serde_json::{json, Value};
 use specbound::arch::families::CROSS_ATTENTION;

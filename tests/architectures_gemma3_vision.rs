@@ -9,7 +9,9 @@
 
 mod common;
 
-use common::reemit::{certify, layer, tmpdir, write_st, BERT};
+use common::tmpdir;
+
+use common::reemit::{certify, layer, write_st, BERT};
 use common::{ok_json, run};
 use serde_json::{json, Value};
 use specbound::matrix::DenseMatrix;

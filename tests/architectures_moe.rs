@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::tmpdir;
+
 use common::{ok_json, root, run};
 use serde_json::{json, Value};
 use specbound::io::checkpoint::Checkpoint;
@@ -22,13 +24,6 @@ const DH: usize = 32;
 const W: usize = 384;
 /// Distinct feed-forward blocks: reference layer `b` holds block `b`.
 const BLOCKS: usize = 4;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-moe-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn minilm(name: &str) -> DenseMatrix {
     let ck = Checkpoint::open(&root().join("data/all-MiniLM-L6-v2")).unwrap();

@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::reemit::{
-    certify, layer, one_dimensional_gains, rows, slice, tmpdir, vstack, write_st, BERT,
-};
+use common::tmpdir;
+
+use common::reemit::{certify, layer, one_dimensional_gains, rows, slice, vstack, write_st, BERT};
 use common::{assert_bad, ok_json, run};
 use rug::Rational;
 use serde_json::{json, Value};

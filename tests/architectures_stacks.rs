@@ -9,22 +9,17 @@
 
 mod common;
 
+use common::tmpdir;
+
 use common::{assert_bad, ok_json, root, run};
 use serde_json::{json, Value};
 use specbound::io::checkpoint::Checkpoint;
 use specbound::matrix::DenseMatrix;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const N: usize = 384;
 const I: usize = 1536;
 const DH: usize = 32;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-stacks-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// The real weights of MiniLM's layer l: q, k, v, o, ff1, ff2 ([out, in]).
 fn layer(l: usize) -> Vec<DenseMatrix> {

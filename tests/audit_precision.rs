@@ -7,17 +7,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::tmpdir;
+
+use std::path::Path;
 
 use rug::Rational;
 use serde_json::Value;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-auditp-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 const D: [f64; 8] = [4.0, 3.0, 2.0, 1.5, 1.0, 0.75, 0.5, 0.25];
 

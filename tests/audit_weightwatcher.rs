@@ -8,16 +8,14 @@
 
 mod common;
 
+use common::bundled_arg;
+
 use common::{assert_bad, root, run};
 use serde_json::Value;
 use std::path::PathBuf;
 
 fn table(name: &str) -> PathBuf {
     root().join("tests/data/weightwatcher").join(name)
-}
-
-fn bundled() -> String {
-    root().join("data/all-MiniLM-L6-v2").display().to_string()
 }
 
 fn json(args: &[&str]) -> (Option<i32>, Value) {
@@ -50,7 +48,7 @@ fn weightwatcher_short_names_are_matched_by_longname() {
     // The table is WeightWatcher's: `dense` names 18 of its 36 rows.
     let names = column(&text, "name");
     assert_eq!(names.iter().filter(|n| *n == "dense").count(), 18);
-    let (b, ts) = (bundled(), t.display().to_string());
+    let (b, ts) = (bundled_arg(), t.display().to_string());
     let (code, j) = json(&["audit", &b, &ts, "--rtol", "1e-12", "--json"]);
     assert_eq!(j["layout"], "weightwatcher", "{j}");
     assert_eq!(j["inconsistent"], 0, "{j}");
@@ -74,7 +72,10 @@ fn weightwatcher_short_names_are_matched_by_longname() {
 
 #[test]
 fn weightwatcher_17_digits_get_the_rtol_hint_and_no_float32_label() {
-    let (b, ts) = (bundled(), table("minilm_encoder.csv").display().to_string());
+    let (b, ts) = (
+        bundled_arg(),
+        table("minilm_encoder.csv").display().to_string(),
+    );
     let (code, j) = json(&["audit", &b, &ts, "--json"]);
     // Its float64 `norm` (a sum of float64 eigenvalues) is a few float64
     // units off in 4 rows: inconsistent at 17 digits, and no float32 value.
@@ -122,7 +123,7 @@ fn weightwatcher_short_name_without_longname_is_refused_as_ambiguous() {
     let p = tmp("no_longname.csv");
     std::fs::write(&p, cut).unwrap();
     assert_bad(
-        &["audit", &bundled(), p.to_str().unwrap()],
+        &["audit", &bundled_arg(), p.to_str().unwrap()],
         &["'query' names 6 tensors", "longname"],
     );
 }
@@ -139,7 +140,7 @@ fn weightwatcher_longname_with_a_wrapper_prefix_names_the_tensor() {
     .unwrap();
     let (code, j) = json(&[
         "audit",
-        &bundled(),
+        &bundled_arg(),
         p.to_str().unwrap(),
         "--rtol",
         "1e-12",

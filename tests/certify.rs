@@ -3,23 +3,14 @@
 
 mod common;
 
+use common::{bundled, tmpdir};
+
 use common::{assert_bad, ok_json, root, run};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
 use specbound::matrix::DenseMatrix;
-
-fn bundled() -> PathBuf {
-    root().join("data/all-MiniLM-L6-v2")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-certify-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn iv(v: &Value) -> (f64, f64) {
     let lo = v["lo"].as_f64().expect("lo");

@@ -2,15 +2,13 @@
 
 mod common;
 
+use common::bundled_npy;
+
 use common::{assert_bad as bad, ok_json, root, run};
 use std::path::{Path, PathBuf};
 
 use specbound::io::{read_npy, write_npy_f32, write_npy_f64};
 use specbound::matrix::DenseMatrix;
-
-fn bundled() -> PathBuf {
-    root().join("data/minilm-l0-query.npy")
-}
 
 fn shared_model() -> Option<PathBuf> {
     let p = root().join("../shared/models/all-MiniLM-L6-v2/model.safetensors");
@@ -41,7 +39,7 @@ fn interval(v: &serde_json::Value) -> (f64, f64) {
 
 #[test]
 fn svd_json_has_the_documented_keys_and_valid_intervals() {
-    let p = bundled();
+    let p = bundled_npy();
     let out = run(&[
         "svd",
         p.to_str().unwrap(),
@@ -94,7 +92,7 @@ fn svd_json_has_the_documented_keys_and_valid_intervals() {
 
 #[test]
 fn json_decimals_round_trip_to_the_same_f64() {
-    let p = bundled();
+    let p = bundled_npy();
     let out = run(&["svd", p.to_str().unwrap(), "--json", "--precision", "f64"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -115,7 +113,7 @@ fn json_decimals_round_trip_to_the_same_f64() {
 fn fortran_order_and_f64_copies_give_the_same_certificate() {
     // Re-emit the real matrix in other layouts: the stored values are equal,
     // so the certified output must be identical.
-    let m = read_npy(&bundled()).unwrap().matrix;
+    let m = read_npy(&bundled_npy()).unwrap().matrix;
     let f = tmp("fortran_f32.npy");
     let mut colmajor = vec![0f32; m.data.len()];
     for i in 0..m.rows {
@@ -128,7 +126,7 @@ fn fortran_order_and_f64_copies_give_the_same_certificate() {
     write_npy_f64(&d, &m).unwrap();
     let a = json_of(&run(&[
         "svd",
-        bundled().to_str().unwrap(),
+        bundled_npy().to_str().unwrap(),
         "--json",
         "--precision",
         "f64",
@@ -154,7 +152,7 @@ fn fortran_order_and_f64_copies_give_the_same_certificate() {
 
 #[test]
 fn transposed_input_gives_the_same_singular_values() {
-    let m = read_npy(&bundled()).unwrap().matrix;
+    let m = read_npy(&bundled_npy()).unwrap().matrix;
     let mut t = vec![0.0; m.data.len()];
     for i in 0..m.rows {
         for j in 0..m.cols {
@@ -171,7 +169,7 @@ fn transposed_input_gives_the_same_singular_values() {
         },
     )
     .unwrap();
-    let a = json_of(&run(&["svd", bundled().to_str().unwrap(), "--json"]));
+    let a = json_of(&run(&["svd", bundled_npy().to_str().unwrap(), "--json"]));
     let b = json_of(&run(&["svd", tp.to_str().unwrap(), "--json"]));
     // Both contain the same exact values, so corresponding intervals intersect.
     for (x, y) in a["singular_values"]
@@ -190,7 +188,7 @@ fn transposed_input_gives_the_same_singular_values() {
 
 #[test]
 fn mpfr_output_carries_exact_decimal_bounds() {
-    let m = read_npy(&bundled()).unwrap().matrix;
+    let m = read_npy(&bundled_npy()).unwrap().matrix;
     // The leading 24 x 24 block of the real matrix.
     let k = 24;
     let data: Vec<f64> = (0..k)
@@ -231,7 +229,7 @@ fn mpfr_output_carries_exact_decimal_bounds() {
 
 #[test]
 fn table_output_is_readable() {
-    let out = run(&["svd", bundled().to_str().unwrap()]);
+    let out = run(&["svd", bundled_npy().to_str().unwrap()]);
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("spectral norm") && s.contains("singular values (largest first)"));
@@ -259,7 +257,7 @@ fn safetensors_input_with_tensor_name() {
         "encoder.layer.0.attention.self.query.weight",
         "--json",
     ]));
-    let b = json_of(&run(&["svd", bundled().to_str().unwrap(), "--json"]));
+    let b = json_of(&run(&["svd", bundled_npy().to_str().unwrap(), "--json"]));
     assert_eq!(a["singular_values"], b["singular_values"]);
     bad(
         &["svd", m, "--tensor", "no.such.tensor"],
@@ -307,7 +305,7 @@ fn bad_inputs_give_one_line_errors_and_exit_2() {
     bad(&["svd", nan.to_str().unwrap()], &["nan.npy"]);
     // Truncated file
     let trunc = tmp("trunc.npy");
-    let full = std::fs::read(bundled()).unwrap();
+    let full = std::fs::read(bundled_npy()).unwrap();
     std::fs::write(&trunc, &full[..full.len() / 2]).unwrap();
     bad(&["svd", trunc.to_str().unwrap()], &["trunc.npy"]);
     // Unsupported dtype (int64)
@@ -330,15 +328,25 @@ fn bad_inputs_give_one_line_errors_and_exit_2() {
     bad(&["svd", junk.to_str().unwrap()], &["junk.safetensors"]);
     // Bad options
     bad(
-        &["svd", bundled().to_str().unwrap(), "--precision", "quad"],
+        &[
+            "svd",
+            bundled_npy().to_str().unwrap(),
+            "--precision",
+            "quad",
+        ],
         &["quad"],
     );
     bad(
-        &["svd", bundled().to_str().unwrap(), "--schatten-p", "-1"],
+        &["svd", bundled_npy().to_str().unwrap(), "--schatten-p", "-1"],
         &["-1"],
     );
     bad(
-        &["svd", bundled().to_str().unwrap(), "--schatten-p", "abc"],
+        &[
+            "svd",
+            bundled_npy().to_str().unwrap(),
+            "--schatten-p",
+            "abc",
+        ],
         &["abc"],
     );
 }
@@ -386,7 +394,7 @@ fn certify_says_what_a_file_that_is_no_checkpoint_is() {
     bad(&["certfy"], &["certify"]);
     bad(&["completions", "tcsh"], &["bash", "zsh"]);
     bad(&["report", "x.json"], &["--out"]);
-    let out = run(&["inspect", bundled().to_str().unwrap(), "--l-phi", "-1"]);
+    let out = run(&["inspect", bundled_npy().to_str().unwrap(), "--l-phi", "-1"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("unexpected argument"), "{err}");
     // --tensor on a .npy is an error, not ignored.

@@ -9,7 +9,9 @@
 
 mod common;
 
-use common::reemit::{layer, tmpdir, write_st};
+use common::tmpdir;
+
+use common::reemit::{layer, write_st};
 use common::{csv_rows, ok_json, run};
 use serde_json::{json, Value};
 use specbound::matrix::DenseMatrix;

@@ -7,15 +7,9 @@
 
 mod common;
 
-use common::*;
-use std::path::PathBuf;
+use common::tmpdir;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-device-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::*;
 
 fn npy() -> String {
     root()

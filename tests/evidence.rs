@@ -4,38 +4,20 @@
 
 mod common;
 
+use common::{cert_json, code};
+
+use common::{bundled, tmpdir};
+
 use common::{ok_json, root, run};
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
 use specbound::matrix::DenseMatrix;
 use std::path::{Path, PathBuf};
 
-fn bundled() -> PathBuf {
-    root().join("data/all-MiniLM-L6-v2")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-evidence-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn cert_json() -> Value {
-    use std::sync::OnceLock;
-    static C: OnceLock<Value> = OnceLock::new();
-    C.get_or_init(|| ok_json(&run(&["certify", "--json"])))
-        .clone()
-}
-
 fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
     p
-}
-
-fn code(out: &std::process::Output) -> i32 {
-    out.status.code().unwrap_or(-1)
 }
 
 #[test]

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::tmpdir;
+
 use std::path::{Path, PathBuf};
 
 use common::formats::*;
@@ -21,13 +23,6 @@ fn data(d: &str) -> PathBuf {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-formats-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// The certificate without what names the files: the path, file names and hashes.

@@ -11,7 +11,11 @@
 
 mod common;
 
-use common::Rng;
+use common::hostile::mat;
+
+use common::hostile;
+
+use common::{tmpdir, Rng};
 use serde_json::{json, Value};
 use specbound::arch::{self, ArchOverrides};
 use specbound::io::checkpoint::Checkpoint;
@@ -24,16 +28,6 @@ use std::time::Duration;
 /// Tiny dimensions: hidden 8, 2 heads of 4, feed-forward 16.
 const N: usize = 8;
 const I: usize = 16;
-
-fn mat(rows: usize, cols: usize, seed: usize) -> DenseMatrix {
-    DenseMatrix {
-        rows,
-        cols,
-        data: (0..rows * cols)
-            .map(|k| ((k * 7 + seed * 3) % 11) as f64 / 8.0 - 0.625)
-            .collect(),
-    }
-}
 
 fn write_st(path: &Path, tensors: &[(String, DenseMatrix)]) {
     let refs: Vec<(String, &DenseMatrix)> = tensors.iter().map(|(n, m)| (n.clone(), m)).collect();
@@ -669,4 +663,228 @@ fn extreme_fact_values_never_panic_detect_describe_or_extract() {
         check(&ck, &format!("gguf {meta:?}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An ALBERT whose one shared group is stored once (hidden 8, 2 heads).
+fn albert(dir: &Path, extra: Value) -> String {
+    let names = [
+        ("attention.query", 8, 8),
+        ("attention.key", 8, 8),
+        ("attention.value", 8, 8),
+        ("attention.dense", 8, 8),
+        ("ffn", 16, 8),
+        ("ffn_output", 8, 16),
+    ];
+    let ts: Vec<(String, DenseMatrix)> = names
+        .iter()
+        .enumerate()
+        .map(|(k, &(n, r, c))| {
+            (
+                format!("albert.encoder.albert_layer_groups.0.albert_layers.0.{n}.weight"),
+                hostile::mat(r, c, k),
+            )
+        })
+        .collect();
+    let mut cfg = json!({"model_type": "albert", "num_hidden_layers": 3, "hidden_size": 8,
+        "num_attention_heads": 2, "intermediate_size": 16, "hidden_act": "gelu",
+        "num_hidden_groups": 1, "inner_group_num": 1, "embedding_size": 8});
+    for (k, v) in extra.as_object().unwrap() {
+        cfg[k] = v.clone();
+    }
+    hostile::write_model(dir, &ts, &cfg)
+}
+
+/// A one-layer Mixtral with three experts (hidden 8, 2 heads).
+fn mixtral(dir: &Path, extra: Value) -> String {
+    let mut ts = Vec::new();
+    for (k, n) in ["q_proj", "k_proj", "v_proj", "o_proj"].iter().enumerate() {
+        ts.push((
+            format!("model.layers.0.self_attn.{n}.weight"),
+            hostile::mat(8, 8, k),
+        ));
+    }
+    for e in 0..3 {
+        let p = format!("model.layers.0.block_sparse_moe.experts.{e}");
+        ts.push((format!("{p}.w1.weight"), hostile::mat(16, 8, e)));
+        ts.push((format!("{p}.w3.weight"), hostile::mat(16, 8, e + 1)));
+        ts.push((format!("{p}.w2.weight"), hostile::mat(8, 16, e + 2)));
+    }
+    ts.push((
+        "model.layers.0.block_sparse_moe.gate.weight".into(),
+        hostile::mat(3, 8, 9),
+    ));
+    let mut cfg = json!({"model_type": "mixtral", "num_hidden_layers": 1, "hidden_size": 8,
+        "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 4,
+        "intermediate_size": 16, "num_local_experts": 3, "num_experts_per_tok": 2});
+    for (k, v) in extra.as_object().unwrap() {
+        cfg[k] = v.clone();
+    }
+    hostile::write_model(dir, &ts, &cfg)
+}
+
+#[test]
+fn counts_that_drive_work_are_capped_naming_the_key() {
+    let mut failures = Vec::new();
+    type Build = fn(&Path, Value) -> String;
+    /// Name, model, config keys set, needles, extra flags.
+    type CountCase = (
+        &'static str,
+        Build,
+        Value,
+        &'static [&'static str],
+        Vec<&'static str>,
+    );
+    let cases: Vec<CountCase> = vec![
+        (
+            "albert-million-layers",
+            albert,
+            json!({"num_hidden_layers": 1_000_000}),
+            &[
+                "'num_hidden_layers'",
+                "1000000 layers, more than the limit of 4096",
+            ],
+            vec![],
+        ),
+        (
+            "albert-2^62-layers",
+            albert,
+            json!({"num_hidden_layers": 1u64 << 62}),
+            &["'num_hidden_layers'", "more than the limit of 4096"],
+            vec![],
+        ),
+        (
+            "albert-inner-groups",
+            albert,
+            json!({"inner_group_num": 1u64 << 40}),
+            &["'inner_group_num'", "layers per group, more than the limit"],
+            vec![],
+        ),
+        (
+            "albert-blocks",
+            albert,
+            json!({"num_hidden_layers": 4000, "inner_group_num": 4000}),
+            &[
+                "'inner_group_num'",
+                "16000000 blocks, more than the limit of 4096",
+            ],
+            vec![],
+        ),
+        (
+            "albert-groups",
+            albert,
+            json!({"num_hidden_groups": 1_000_000}),
+            &["'num_hidden_groups'", "groups, more than the limit"],
+            vec![],
+        ),
+        (
+            "albert-heads",
+            albert,
+            json!({"num_attention_heads": 1u64 << 40}),
+            &[
+                "'num_attention_heads'",
+                "attention heads, more than the limit of 65536",
+            ],
+            vec![],
+        ),
+        (
+            "albert-layers-flag",
+            albert,
+            json!({}),
+            &["--layers 1000000000", "layers, more than the limit of 4096"],
+            vec!["--layers", "1000000000"],
+        ),
+        (
+            "mixtral-experts",
+            mixtral,
+            json!({"num_local_experts": 1u64 << 40}),
+            &[
+                "'num_local_experts'",
+                "experts, more than the limit of 65536",
+            ],
+            vec![],
+        ),
+        (
+            "mixtral-per-token-2^63",
+            mixtral,
+            json!({"num_experts_per_tok": 1u64 << 63}),
+            &[
+                "'num_experts_per_tok'",
+                "9223372036854775808 experts per token, more than the 3 experts there are",
+            ],
+            vec![],
+        ),
+        (
+            "mixtral-per-token-4-of-3",
+            mixtral,
+            json!({"num_experts_per_tok": 4}),
+            &[
+                "'num_experts_per_tok'",
+                "4 experts per token, more than the 3",
+            ],
+            vec![],
+        ),
+        (
+            "mixtral-kv-heads",
+            mixtral,
+            json!({"num_key_value_heads": 1u64 << 33}),
+            &[
+                "'num_key_value_heads'",
+                "key/value heads, more than the limit",
+            ],
+            vec![],
+        ),
+    ];
+    for (name, build, extra, needles, flags) in cases {
+        let d = tmpdir(name);
+        let model = build(&d, extra);
+        // `--layers` is a flag of certify only.
+        let cmds: &[&str] = if flags.is_empty() {
+            &["inspect", "certify"]
+        } else {
+            &["certify"]
+        };
+        for &cmd in cmds {
+            let mut args = vec![cmd.to_string(), model.clone()];
+            args.extend(flags.iter().map(|f| f.to_string()));
+            let mut all = vec!["config.json"];
+            all.extend_from_slice(needles);
+            if flags.contains(&"--layers") {
+                all.retain(|n| *n != "config.json");
+            }
+            failures.extend(hostile::refused(
+                &format!("{name} {cmd}"),
+                &args,
+                &all,
+                150,
+                20,
+            ));
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    // The same models with sane counts are read (the caps refuse no real model).
+    let d = tmpdir("counts-ok");
+    let a = albert(&d.join("a").tap_mkdir(), json!({"num_hidden_layers": 12}));
+    let m = mixtral(&d.join("m").tap_mkdir(), json!({}));
+    for model in [a, m] {
+        let o = common::run(&["inspect", &model, "--json"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    hostile::assert_none(failures);
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
 }

@@ -8,7 +8,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::tmpdir;
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -453,15 +455,6 @@ fn cases() -> Vec<Case> {
             limit_s: 60,
         },
     ]
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-engine-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 #[test]

@@ -5,39 +5,21 @@
 
 mod common;
 
-use common::{ok_json, root, run, run_with_data_limit};
+use common::{cert_json, code};
+
+use common::hostile;
+
+use common::{bundled, tmpdir};
+
+use common::{ok_json, run, run_with_data_limit};
 use serde_json::{json, Value};
+use specbound::matrix::DenseMatrix;
 use std::path::{Path, PathBuf};
-
-fn bundled() -> PathBuf {
-    root().join("data/all-MiniLM-L6-v2")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-evidence-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn cert_json() -> Value {
-    use std::sync::OnceLock;
-    static C: OnceLock<Value> = OnceLock::new();
-    C.get_or_init(|| ok_json(&run(&["certify", "--json"])))
-        .clone()
-}
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
     p.to_str().unwrap().to_string()
-}
-
-fn code(out: &std::process::Output) -> i32 {
-    out.status.code().unwrap_or(-1)
 }
 
 /// A hostile input: how to make the file, the command, the exit code and a
@@ -575,4 +557,85 @@ fn tiny_positive_l_phi_is_accepted_by_certify_and_verify_alike() {
         assert!(err.contains("L_phi"), "{bad}: {err}");
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn evidence_labels_are_rechecked_by_verify_model() {
+    let d = tmpdir("labels");
+    let ts: Vec<(String, DenseMatrix)> = [
+        ("attention.self.query", 8, 8),
+        ("attention.self.key", 8, 8),
+        ("attention.self.value", 8, 8),
+        ("attention.output.dense", 8, 8),
+        ("intermediate.dense", 16, 8),
+        ("output.dense", 8, 16),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(k, &(n, r, c))| {
+        (
+            format!("encoder.layer.0.{n}.weight"),
+            hostile::mat(r, c, k + 1),
+        )
+    })
+    .collect();
+    let cfg = json!({"model_type": "bert", "num_hidden_layers": 1, "hidden_size": 8,
+           "num_attention_heads": 2, "intermediate_size": 16, "hidden_act": "gelu"});
+    let model = hostile::write_model(&d, &ts, &cfg);
+    let cert = d.join("c.json");
+    let o = common::run(&["certify", &model, "--measures", "--out", &hostile::s(&cert)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = common::run(&["verify", &hostile::s(&cert), "--model", &model]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let original: Value = serde_json::from_slice(&std::fs::read(&cert).unwrap()).unwrap();
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        (
+            "$.raw_weights[0].tensor",
+            Box::new(|c: &mut Value| {
+                c["raw_weights"][0]["tensor"] =
+                    json!("encoder.layer.0.attention.self.key.weight[8, 8]^T")
+            }),
+        ),
+        (
+            "$.raw_weights[5].tensor",
+            Box::new(|c: &mut Value| c["raw_weights"][5]["tensor"] = json!("w")),
+        ),
+        (
+            "$.model.tensor_prefix",
+            Box::new(|c: &mut Value| c["model"]["tensor_prefix"] = json!("bert.")),
+        ),
+        (
+            "$.model.architecture",
+            Box::new(|c: &mut Value| c["model"]["architecture"] = json!("roberta")),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (at, edit) in edits {
+        let mut c = original.clone();
+        edit(&mut c);
+        let p = d.join("tampered.json");
+        std::fs::write(&p, serde_json::to_vec_pretty(&c).unwrap()).unwrap();
+        let o = common::run(&["verify", &hostile::s(&p), "--model", &model]);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if o.status.code() != Some(1) || !all.contains(at) || all.contains("certificate holds") {
+            failures.push(format!("{at}: exit {:?}: {all}", o.status.code()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    hostile::assert_none(failures);
 }

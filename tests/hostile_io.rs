@@ -7,7 +7,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::hostile::s;
+
+use common::formats::{model, tensor_external};
+use common::hostile;
+use serde_json::json;
+
+use common::tmpdir;
+
+use std::path::Path;
 use std::time::Duration;
 
 use specbound::matrix::DenseMatrix;
@@ -27,10 +35,6 @@ struct Case {
     once: Option<&'static str>,
     /// Bound on the peak resident memory of the process (MiB).
     max_rss_mib: Option<u64>,
-}
-
-fn s(p: &Path) -> String {
-    p.to_str().unwrap().to_string()
 }
 
 fn args(v: &[&str]) -> Option<Vec<String>> {
@@ -518,22 +522,12 @@ fn run_measured(args: &[String], limit: Duration) -> Outcome {
     common::run_measured(cmd, limit)
 }
 
-fn case_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-io-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn hostile_io_cases_give_their_exit_code_and_message() {
     let mut failures = Vec::new();
     let mut ran = 0;
     for c in cases() {
-        let dir = case_dir(c.name);
+        let dir = tmpdir(c.name);
         let Some(args) = (c.build)(&dir) else {
             eprintln!("{}: skipped (cannot be built here)", c.name);
             let _ = std::fs::remove_dir_all(&dir);
@@ -600,4 +594,74 @@ fn case_names_are_unique() {
     names.sort();
     names.dedup();
     assert_eq!(names.len(), n);
+}
+
+/// A sparse file of `len` bytes whose first bytes are `head`.
+fn sparse(path: &Path, head: &[u8], len: u64) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(head).unwrap();
+    f.set_len(len).unwrap();
+}
+
+#[test]
+fn allocation_failure_is_an_error_not_an_abort() {
+    let d = tmpdir("alloc");
+    let n: u64 = 25_000;
+    let bytes = n * n * 4;
+    let want = format!(
+        "cannot allocate the {} bytes of its float64 copy",
+        n * n * 8
+    );
+    // safetensors: a 2.5 GB sparse file of zeros.
+    let st = d.join("w.safetensors");
+    let mut h = serde_json::to_vec(
+        &json!({"w": {"dtype": "F32", "shape": [n, n], "data_offsets": [0, bytes]}}),
+    )
+    .unwrap();
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut head = (h.len() as u64).to_le_bytes().to_vec();
+    head.extend_from_slice(&h);
+    sparse(&st, &head, head.len() as u64 + bytes);
+    // ONNX: the same zeros in a sparse external data file.
+    let ox = d.join("m.onnx");
+    let ext = tensor_external(
+        "w",
+        &[n as i64, n as i64],
+        &[("location", "w.bin"), ("length", &bytes.to_string())],
+    );
+    std::fs::write(&ox, model(&[], &[ext])).unwrap();
+    sparse(&d.join("w.bin"), &[], bytes);
+    // .npy: a sparse float32 array.
+    let np = d.join("w.npy");
+    let mut hdr = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({n}, {n}), }}");
+    while (10 + hdr.len() + 1) % 64 != 0 {
+        hdr.push(' ');
+    }
+    hdr.push('\n');
+    let mut head = b"\x93NUMPY\x01\x00".to_vec();
+    head.extend_from_slice(&(hdr.len() as u16).to_le_bytes());
+    head.extend_from_slice(hdr.as_bytes());
+    sparse(&np, &head, head.len() as u64 + bytes);
+    let mut failures = Vec::new();
+    for p in [&st, &ox, &np] {
+        let mut args = vec!["svd", p.to_str().unwrap()];
+        if p != &np {
+            args.extend(["--tensor", "w"]);
+        }
+        let o = common::run_with_data_limit(&args, 1 << 30);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let err = err.trim_end();
+        if o.status.code() != Some(2)
+            || err.lines().count() != 1
+            || !err.contains(&want)
+            || !err.contains(p.to_str().unwrap())
+        {
+            failures.push(format!("{}: {:?}: {err}", p.display(), o.status.code()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    hostile::assert_none(failures);
 }

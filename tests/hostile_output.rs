@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::tmpdir;
+
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -346,16 +348,6 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn case_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-output-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Makes every directory under `d` writable again so it can be removed.
 fn unlock(d: &Path) {
     let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755));
@@ -382,7 +374,7 @@ fn hostile_output_targets() {
             eprintln!("skipped {}: {why}", c.name);
             continue;
         }
-        let d = case_dir(c.name);
+        let d = tmpdir(c.name);
         (c.setup)(&d);
         let before = listing(&d);
         let mut cmd = Command::new("sh");
@@ -453,7 +445,7 @@ fn installed_binary_finds_the_bundle_or_says_where_it_looked() {
     let bundle = common::root()
         .join("data")
         .join(specbound::io::bundle::NAME);
-    let d = case_dir("installed");
+    let d = tmpdir("installed");
     // PREFIX/bin/specbound with the bundle in PREFIX/share/specbound.
     std::fs::create_dir_all(d.join("prefix/bin")).unwrap();
     std::fs::create_dir_all(d.join("prefix/share/specbound")).unwrap();

@@ -4,15 +4,10 @@
 
 mod common;
 
+use common::tmpdir;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-hub-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 const COMMIT_A: &str = "1111111111111111111111111111111111111111";
 const COMMIT_B: &str = "2222222222222222222222222222222222222222";

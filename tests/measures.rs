@@ -7,7 +7,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::bundled;
+
+use std::path::Path;
 
 use rug::float::Round;
 use rug::{Float, Rational};
@@ -23,10 +25,6 @@ use specbound::matrix::DenseMatrix;
 use specbound::progress::NoProgress;
 
 const P: u32 = 256;
-
-fn bundled() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/all-MiniLM-L6-v2")
-}
 
 /// `W^T` of the row-major `rows x cols` matrix `w` (what the certified
 /// norms take: the raw weight transposed).

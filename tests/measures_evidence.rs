@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::tmpdir;
+
 use std::path::{Path, PathBuf};
 
 use rug::float::Round;
@@ -19,13 +21,6 @@ use specbound::matrix::DenseMatrix;
 /// Layers of the tiny model; each has 6 raw weight matrices.
 const LAYERS: usize = 2;
 const D: u32 = 6 * LAYERS as u32;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-mev-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// The weights of the tiny BERT (hidden 8, 2 heads, feed-forward 16),
 /// scaled by `c` (a power of two: exact), as `(name, matrix)`; entries are

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::tmpdir;
+
 use std::path::{Path, PathBuf};
 
 use common::torch::{
@@ -14,13 +16,6 @@ use common::torch::{
 };
 use specbound::io::read_matrix;
 use specbound::matrix::{DenseMatrix, SourceDtype};
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-pytorch-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn data(name: &str) -> PathBuf {
     common::root().join("tests/data/torch").join(name)

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{bundled, tmpdir};
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
@@ -13,19 +15,8 @@ use serde_json::Value;
 use specbound::certificate::Part;
 use specbound::matrix::DenseMatrix;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-shard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn minilm() -> PathBuf {
-    root().join("data/all-MiniLM-L6-v2")
 }
 
 fn ok(out: Output, what: &str) -> Output {
@@ -86,14 +77,14 @@ fn minilm_reference() -> &'static Vec<u8> {
     static REF: OnceLock<Vec<u8>> = OnceLock::new();
     REF.get_or_init(|| {
         let d = tmpdir("minilm-ref");
-        certify(&minilm(), &d.join("ref.json"), &[])
+        certify(&bundled(), &d.join("ref.json"), &[])
     })
 }
 
 /// MiniLM in 3 shards (computed once; the parts are read-only for the tests).
 fn minilm_parts3() -> &'static Vec<PathBuf> {
     static PARTS: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    PARTS.get_or_init(|| shards(&minilm(), 3, &tmpdir("minilm-3"), &[]))
+    PARTS.get_or_init(|| shards(&bundled(), 3, &tmpdir("minilm-3"), &[]))
 }
 
 fn assert_merges_to(parts: &[PathBuf], reference: &[u8], what: &str) {
@@ -112,7 +103,7 @@ fn assert_merges_to(parts: &[PathBuf], reference: &[u8], what: &str) {
 fn sharded_and_unsharded_certificates_are_identical_on_minilm() {
     let reference = minilm_reference();
     for n in [1usize, 2, 7] {
-        let parts = shards(&minilm(), n, &tmpdir(&format!("minilm-{n}")), &[]);
+        let parts = shards(&bundled(), n, &tmpdir(&format!("minilm-{n}")), &[]);
         assert_merges_to(&parts, reference, &format!("MiniLM in {n} shards"));
     }
     let parts = minilm_parts3();
@@ -123,7 +114,7 @@ fn sharded_and_unsharded_certificates_are_identical_on_minilm() {
         "verify the merged certificate",
     );
     ok(
-        run(&["verify", s(&merged), "--model", s(&minilm())]),
+        run(&["verify", s(&merged), "--model", s(&bundled())]),
         "verify --model the merged certificate",
     );
     // Each of the 3 parts holds about a third of the matrices, balanced by
@@ -155,7 +146,7 @@ fn sharded_and_unsharded_certificates_are_identical_on_minilm() {
 #[test]
 fn more_shards_than_matrices_leave_empty_parts_that_merge() {
     let d = tmpdir("minilm-157");
-    let parts = shards(&minilm(), 157, &d, &[]);
+    let parts = shards(&bundled(), 157, &d, &[]);
     let empty: Vec<&PathBuf> = parts
         .iter()
         .filter(|p| Part::read(p).unwrap().matrices.is_empty())
@@ -392,7 +383,7 @@ fn merge_refuses_overlaps_gaps_foreign_and_mixed_parts_naming_the_part() {
     // An overlap: a shard of another split of the same model.
     let two = d.join("two");
     std::fs::create_dir_all(&two).unwrap();
-    let parts2 = shards(&minilm(), 2, &two, &[]);
+    let parts2 = shards(&bundled(), 2, &two, &[]);
     bad(
         &[a, b, c, &parts2[0]],
         &[s(&parts2[0]), "overlaps", "is in both"],
@@ -404,7 +395,7 @@ fn merge_refuses_overlaps_gaps_foreign_and_mixed_parts_naming_the_part() {
     ok(
         run(&[
             "certify",
-            s(&minilm()),
+            s(&bundled()),
             "--shard",
             "2/3",
             "--l-phi",
@@ -422,7 +413,7 @@ fn merge_refuses_overlaps_gaps_foreign_and_mixed_parts_naming_the_part() {
     ok(
         run(&[
             "certify",
-            s(&minilm()),
+            s(&bundled()),
             "--shard",
             "3/3",
             "--grid-m",
@@ -439,8 +430,8 @@ fn merge_refuses_overlaps_gaps_foreign_and_mixed_parts_naming_the_part() {
     // A foreign part: the same architecture, one weight changed.
     let other = d.join("other-model");
     std::fs::create_dir_all(&other).unwrap();
-    std::fs::copy(minilm().join("config.json"), other.join("config.json")).unwrap();
-    let mut bytes = std::fs::read(minilm().join("model.safetensors")).unwrap();
+    std::fs::copy(bundled().join("config.json"), other.join("config.json")).unwrap();
+    let mut bytes = std::fs::read(bundled().join("model.safetensors")).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0x01; // the last byte of the last tensor's data
     std::fs::write(other.join("model.safetensors"), &bytes).unwrap();
@@ -462,7 +453,7 @@ fn merge_refuses_overlaps_gaps_foreign_and_mixed_parts_naming_the_part() {
     ok(
         run(&[
             "certify",
-            s(&minilm()),
+            s(&bundled()),
             "--shard",
             "2/3",
             "--layers",
@@ -597,7 +588,7 @@ fn a_killed_run_resumes_from_its_finished_layers() {
     let d = tmpdir("resume");
     let resume = d.join("resume");
     let out = d.join("cert.json");
-    let m = minilm();
+    let m = bundled();
     let args = [
         "certify",
         s(&m),
@@ -657,7 +648,7 @@ fn resume_refuses_parts_of_other_arguments_models_and_versions() {
     let d = tmpdir("resume-refuse");
     let resume = d.join("resume");
     let out = d.join("cert.json");
-    let m = minilm();
+    let m = bundled();
     // A finished run for shard 2/3, resumable.
     let base = [
         "certify",
@@ -743,7 +734,7 @@ fn resume_refuses_parts_of_other_arguments_models_and_versions() {
 
 #[test]
 fn shard_arguments_are_checked() {
-    let m = minilm();
+    let m = bundled();
     for bad in [
         "0/3",
         "4/3",
@@ -813,7 +804,7 @@ fn merge_prints_the_bounds_as_certify_does() {
             style.into(),
         ]);
         let merged = bounds(bin().args(&args).output().unwrap());
-        let certified = bounds(run(&["certify", s(&minilm()), "--intervals", style]));
+        let certified = bounds(run(&["certify", s(&bundled()), "--intervals", style]));
         assert_eq!(merged.len(), 2, "{merged:?}");
         assert_eq!(merged, certified, "--intervals {style}");
     }

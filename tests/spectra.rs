@@ -4,6 +4,8 @@
 //! squares and of absolute values of the stored entries in rationals.
 
 mod common;
+
+use common::{bundled_arg, tmpdir};
 #[path = "common/inertia.rs"]
 mod inertia;
 
@@ -13,13 +15,6 @@ use rug::{Float, Rational};
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
 use std::path::{Path, PathBuf};
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-spectra-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// A tensor for [`write_st`]: name, dtype (`F64`, `F32`, `I64`), shape, values.
 type Tensor = (String, &'static str, Vec<usize>, Vec<f64>);
@@ -94,18 +89,11 @@ fn spectra(args: &[&str]) -> Value {
     ok_json(&run(&a))
 }
 
-fn bundled() -> String {
-    root()
-        .join("data/all-MiniLM-L6-v2")
-        .to_string_lossy()
-        .into_owned()
-}
-
 #[test]
 fn spectra_certifies_every_2d_tensor_of_the_bundled_model() {
     let ck = Checkpoint::open(&root().join("data/all-MiniLM-L6-v2")).unwrap();
     let want = ck.two_d_float_tensors();
-    let j = spectra(&[&bundled()]);
+    let j = spectra(&[&bundled_arg()]);
     let rows = j["matrices"].as_array().unwrap();
     let got: Vec<&str> = rows.iter().map(|r| r["tensor"].as_str().unwrap()).collect();
     assert_eq!(got, want);
@@ -286,7 +274,7 @@ fn spectra_of_a_non_transformer_checkpoint_contains_the_exact_values() {
 #[test]
 fn spectra_filters_by_name_and_size_and_writes_csv() {
     let j = spectra(&[
-        &bundled(),
+        &bundled_arg(),
         "--include",
         r"layer\.[01]\.",
         "--exclude",
@@ -307,7 +295,7 @@ fn spectra_filters_by_name_and_size_and_writes_csv() {
     assert_eq!(j["filtered_out"], 28);
     // Size: the feed-forward matrices (1536 x 384) are skipped, with the reason.
     let j = spectra(&[
-        &bundled(),
+        &bundled_arg(),
         "--include",
         r"layer\.0\.",
         "--max-elements",
@@ -322,19 +310,19 @@ fn spectra_filters_by_name_and_size_and_writes_csv() {
         .contains("--max-elements 147456"));
     // A bad pattern: one line, exit 2.
     assert_bad(
-        &["spectra", &bundled(), "--include", "(unclosed"],
+        &["spectra", &bundled_arg(), "--include", "(unclosed"],
         &["--include"],
     );
     // Nothing left: an error, not an empty success.
     assert_bad(
-        &["spectra", &bundled(), "--include", "no-such-tensor"],
+        &["spectra", &bundled_arg(), "--include", "no-such-tensor"],
         &["no matrix to certify"],
     );
     // CSV: one row per matrix; the ends read back as the JSON's binary64 ends.
     let d = tmpdir("csv");
     let out_dir = d.join("tables");
     let j = spectra(&[
-        &bundled(),
+        &bundled_arg(),
         "--include",
         r"layer\.5\.",
         "--csv",

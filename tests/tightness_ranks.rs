@@ -4,15 +4,10 @@
 
 mod common;
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use common::tmpdir;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-tr-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use serde_json::Value;
+use std::path::Path;
 
 fn certify(model: &Path, out: &Path) -> Value {
     let o = common::run(&[

@@ -210,6 +210,218 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// One directory entry as listed: name, dimensions, ggml type, offset.
+type DirEntry = (String, Vec<u64>, u32, u64);
+
+impl Cursor<'_> {
+    /// The magic, version and the two counts, each checked before use.
+    fn header(&mut self) -> Result<(u32, u64, u64), ReadError> {
+        let path = self.path;
+        if self.take(4, "magic")? != MAGIC {
+            return Err(ReadError::format(
+                path,
+                None,
+                "not a GGUF file (bad magic; expected \"GGUF\")",
+            ));
+        }
+        let version = self.u32("version")?;
+        if !(version == 2 || version == 3) {
+            return Err(ReadError::format(
+                path,
+                None,
+                format!("unsupported GGUF version {version} (supported: 2, 3)"),
+            ));
+        }
+        let n_tensors = self.u64("tensor count")?;
+        let n_kv = self.u64("metadata count")?;
+        if n_tensors > MAX_TENSORS || n_kv > MAX_KV {
+            return Err(ReadError::format(
+                path,
+                None,
+                format!("implausible counts: {n_tensors} tensors, {n_kv} metadata entries"),
+            ));
+        }
+        Ok((version, n_tensors, n_kv))
+    }
+
+    /// The `n_kv` metadata pairs; the kept keys and strings are bounded
+    /// together by `MAX_GGUF_META_BYTES`.
+    fn metadata(&mut self, n_kv: u64) -> Result<BTreeMap<String, MetaValue>, ReadError> {
+        let mut meta = BTreeMap::new();
+        let mut kept: u64 = 0;
+        for _ in 0..n_kv {
+            let key = self.string("metadata key", MAX_GGUF_NAME)?;
+            let t = self.u32("metadata type")?;
+            let v = self.value(t, 0)?;
+            kept += key.len() as u64;
+            if let MetaValue::Str(s) = &v {
+                kept += s.len() as u64;
+            }
+            if kept > MAX_GGUF_META_BYTES {
+                return Err(self.err(format!(
+                    "metadata keys and strings exceed the limit of {MAX_GGUF_META_BYTES} bytes"
+                )));
+            }
+            meta.insert(key, v);
+        }
+        Ok(meta)
+    }
+
+    /// The `n_tensors` directory entries, each with 1 to 4 dimensions.
+    fn directory(&mut self, n_tensors: u64) -> Result<Vec<DirEntry>, ReadError> {
+        let mut infos = Vec::with_capacity(n_tensors.min(1 << 16) as usize);
+        for _ in 0..n_tensors {
+            let name = self.string("tensor name", MAX_GGUF_NAME)?;
+            let nd = self.u32("dimension count")?;
+            if nd == 0 || nd > 4 {
+                return Err(ReadError::format(
+                    self.path,
+                    Some(&name),
+                    format!("{nd} dimensions (1 to 4 supported)"),
+                ));
+            }
+            let mut dims = Vec::with_capacity(nd as usize);
+            for _ in 0..nd {
+                dims.push(self.u64("dimension")?);
+            }
+            let t = self.u32("tensor type")?;
+            let off = self.u64("tensor offset")?;
+            infos.push((name, dims, t, off));
+        }
+        Ok(infos)
+    }
+}
+
+/// `general.alignment` (default 32): a power of two of at most 2^16.
+fn alignment(meta: &BTreeMap<String, MetaValue>, path: &Path) -> Result<u64, ReadError> {
+    match meta.get("general.alignment") {
+        None => Ok(32u64),
+        Some(MetaValue::Int(a)) if *a > 0 && (*a as u64).is_power_of_two() && *a <= 1 << 16 => {
+            Ok(*a as u64)
+        }
+        Some(v) => Err(ReadError::format(
+            path,
+            Some("general.alignment"),
+            format!("alignment must be a power of two, found {v:?}"),
+        )),
+    }
+}
+
+/// Where the tensors' data lies: after the directory, aligned, up to the end.
+struct DataSection<'a> {
+    path: &'a Path,
+    alignment: u64,
+    data_start: u64,
+    file_len: u64,
+}
+
+impl DataSection<'_> {
+    /// Checks one directory entry against the data section and records its
+    /// span; unsupported types are listed with an empty span.
+    fn place(
+        &self,
+        (name, dims, t, off): DirEntry,
+        spans: &mut Vec<(u64, u64, String)>,
+    ) -> Result<GgufTensor, ReadError> {
+        let (path, alignment, data_start, file_len) =
+            (self.path, self.alignment, self.data_start, self.file_len);
+        let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let n = n.ok_or_else(|| {
+            ReadError::format(path, Some(&name), format!("shape {dims:?} overflows"))
+        })?;
+        if n == 0 {
+            return Err(ReadError::Empty {
+                path: path.to_path_buf(),
+                tensor: Some(name),
+                shape: dims.iter().map(|&d| d as usize).collect(),
+            });
+        }
+        if off % alignment != 0 {
+            return Err(ReadError::format(
+                path,
+                Some(&name),
+                format!("offset {off} is not a multiple of the alignment {alignment}"),
+            ));
+        }
+        let (start, len) = match byte_len(path, &name, &dims, t, n)? {
+            Some(len) => {
+                let start = data_start
+                    .checked_add(off)
+                    .filter(|s| s.checked_add(len).is_some_and(|e| e <= file_len));
+                let start = start.ok_or_else(|| ReadError::format(path, Some(&name), format!(
+                    "data [{off}, +{len}) lies outside the file's data section ({} bytes from {data_start})", file_len.saturating_sub(data_start))))?;
+                spans.push((start, start + len, name.clone()));
+                (start as usize, len as usize)
+            }
+            None => (0, 0),
+        };
+        Ok(GgufTensor {
+            name,
+            dims,
+            ggml_type: t,
+            start,
+            len,
+        })
+    }
+}
+
+/// The byte length of `n` elements of type `t`, `None` for a type this
+/// reader does not decode (listed but unreadable).
+fn byte_len(
+    path: &Path,
+    name: &str,
+    dims: &[u64],
+    t: u32,
+    n: u64,
+) -> Result<Option<u64>, ReadError> {
+    let Some((per, bytes)) = block_layout(t) else {
+        return Ok(None);
+    };
+    if dims[0] % per != 0 {
+        return Err(ReadError::format(
+            path,
+            Some(name),
+            format!(
+                "first dimension {} is not a multiple of the block size {per} of {}",
+                dims[0],
+                type_name(t)
+            ),
+        ));
+    }
+    // An overflow is an error naming the tensor, never
+    // taken for an unsupported type.
+    let len = (n / per)
+        .checked_mul(bytes)
+        .filter(|_| usize::try_from(n).is_ok())
+        .ok_or_else(|| {
+            ReadError::format(
+                path,
+                Some(name),
+                format!(
+                    "shape {} of {} overflows the byte length computation",
+                    super::fmt_shape(dims),
+                    type_name(t)
+                ),
+            )
+        })?;
+    Ok(Some(len))
+}
+
+/// No two tensors' data may overlap.
+fn check_overlaps(path: &Path, mut spans: Vec<(u64, u64, String)>) -> Result<(), ReadError> {
+    spans.sort();
+    for w in spans.windows(2) {
+        if w[1].0 < w[0].1 {
+            return Err(ReadError::format(
+                path,
+                Some(&w[1].2),
+                format!("data overlaps tensor '{}'", w[0].2),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl GgufFile {
     /// Maps and validates a GGUF file.
     pub fn open(path: &Path) -> Result<Self, ReadError> {
@@ -225,152 +437,23 @@ impl GgufFile {
         let (mmap, guard) = super::mapped::map(&file, path)?;
         let buf: &[u8] = &mmap;
         let mut c = Cursor { buf, pos: 0, path };
-        if c.take(4, "magic")? != MAGIC {
-            return Err(ReadError::format(
-                path,
-                None,
-                "not a GGUF file (bad magic; expected \"GGUF\")",
-            ));
-        }
-        let version = c.u32("version")?;
-        if !(version == 2 || version == 3) {
-            return Err(ReadError::format(
-                path,
-                None,
-                format!("unsupported GGUF version {version} (supported: 2, 3)"),
-            ));
-        }
-        let n_tensors = c.u64("tensor count")?;
-        let n_kv = c.u64("metadata count")?;
-        if n_tensors > MAX_TENSORS || n_kv > MAX_KV {
-            return Err(ReadError::format(
-                path,
-                None,
-                format!("implausible counts: {n_tensors} tensors, {n_kv} metadata entries"),
-            ));
-        }
-        let mut meta = BTreeMap::new();
-        let mut kept: u64 = 0;
-        for _ in 0..n_kv {
-            let key = c.string("metadata key", MAX_GGUF_NAME)?;
-            let t = c.u32("metadata type")?;
-            let v = c.value(t, 0)?;
-            kept += key.len() as u64;
-            if let MetaValue::Str(s) = &v {
-                kept += s.len() as u64;
-            }
-            if kept > MAX_GGUF_META_BYTES {
-                return Err(c.err(format!(
-                    "metadata keys and strings exceed the limit of {MAX_GGUF_META_BYTES} bytes"
-                )));
-            }
-            meta.insert(key, v);
-        }
-        let alignment = match meta.get("general.alignment") {
-            None => 32u64,
-            Some(MetaValue::Int(a)) if *a > 0 && (*a as u64).is_power_of_two() && *a <= 1 << 16 => {
-                *a as u64
-            }
-            Some(v) => {
-                return Err(ReadError::format(
-                    path,
-                    Some("general.alignment"),
-                    format!("alignment must be a power of two, found {v:?}"),
-                ))
-            }
-        };
-        let mut infos = Vec::with_capacity(n_tensors.min(1 << 16) as usize);
-        for _ in 0..n_tensors {
-            let name = c.string("tensor name", MAX_GGUF_NAME)?;
-            let nd = c.u32("dimension count")?;
-            if nd == 0 || nd > 4 {
-                return Err(ReadError::format(
-                    path,
-                    Some(&name),
-                    format!("{nd} dimensions (1 to 4 supported)"),
-                ));
-            }
-            let mut dims = Vec::with_capacity(nd as usize);
-            for _ in 0..nd {
-                dims.push(c.u64("dimension")?);
-            }
-            let t = c.u32("tensor type")?;
-            let off = c.u64("tensor offset")?;
-            infos.push((name, dims, t, off));
-        }
+        let (version, n_tensors, n_kv) = c.header()?;
+        let meta = c.metadata(n_kv)?;
+        let alignment = alignment(&meta, path)?;
+        let infos = c.directory(n_tensors)?;
         let data_start = (c.pos as u64).div_ceil(alignment) * alignment;
-        let file_len = buf.len() as u64;
+        let section = DataSection {
+            path,
+            alignment,
+            data_start,
+            file_len: buf.len() as u64,
+        };
         let mut tensors = BTreeMap::new();
         let mut spans: Vec<(u64, u64, String)> = Vec::new();
-        for (name, dims, t, off) in infos {
-            let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-            let n = n.ok_or_else(|| {
-                ReadError::format(path, Some(&name), format!("shape {dims:?} overflows"))
-            })?;
-            if n == 0 {
-                return Err(ReadError::Empty {
-                    path: path.to_path_buf(),
-                    tensor: Some(name),
-                    shape: dims.iter().map(|&d| d as usize).collect(),
-                });
-            }
-            if off % alignment != 0 {
-                return Err(ReadError::format(
-                    path,
-                    Some(&name),
-                    format!("offset {off} is not a multiple of the alignment {alignment}"),
-                ));
-            }
-            let len = match block_layout(t) {
-                Some((per, bytes)) => {
-                    if dims[0] % per != 0 {
-                        return Err(ReadError::format(path, Some(&name), format!("first dimension {} is not a multiple of the block size {per} of {}", dims[0], type_name(t))));
-                    }
-                    // An overflow is an error naming the tensor, never
-                    // taken for an unsupported type.
-                    let len = (n / per)
-                        .checked_mul(bytes)
-                        .filter(|_| usize::try_from(n).is_ok())
-                        .ok_or_else(|| {
-                            ReadError::format(
-                                path,
-                                Some(&name),
-                                format!(
-                                    "shape {} of {} overflows the byte length computation",
-                                    super::fmt_shape(&dims),
-                                    type_name(t)
-                                ),
-                            )
-                        })?;
-                    Some(len)
-                }
-                None => None, // unsupported types are listed but unreadable
-            };
-            let (start, len) = match len {
-                Some(len) => {
-                    let start = data_start
-                        .checked_add(off)
-                        .filter(|s| s.checked_add(len).is_some_and(|e| e <= file_len));
-                    let start = start.ok_or_else(|| ReadError::format(path, Some(&name), format!(
-                        "data [{off}, +{len}) lies outside the file's data section ({} bytes from {data_start})", file_len.saturating_sub(data_start))))?;
-                    spans.push((start, start + len, name.clone()));
-                    (start as usize, len as usize)
-                }
-                None => (0, 0),
-            };
-            if tensors
-                .insert(
-                    name.clone(),
-                    GgufTensor {
-                        name: name.clone(),
-                        dims,
-                        ggml_type: t,
-                        start,
-                        len,
-                    },
-                )
-                .is_some()
-            {
+        for info in infos {
+            let t = section.place(info, &mut spans)?;
+            let name = t.name.clone();
+            if tensors.insert(name.clone(), t).is_some() {
                 return Err(ReadError::format(
                     path,
                     Some(&name),
@@ -378,16 +461,7 @@ impl GgufFile {
                 ));
             }
         }
-        spans.sort();
-        for w in spans.windows(2) {
-            if w[1].0 < w[0].1 {
-                return Err(ReadError::format(
-                    path,
-                    Some(&w[1].2),
-                    format!("data overlaps tensor '{}'", w[0].2),
-                ));
-            }
-        }
+        check_overlaps(path, spans)?;
         Ok(Self {
             path: path.to_path_buf(),
             mmap,

@@ -189,52 +189,7 @@ pub fn resolve_in(
         )));
     }
     let rev = revision.unwrap_or("main");
-    let commit = if is_commit(rev) && repo.join("snapshots").join(rev).is_dir() {
-        rev.to_string()
-    } else {
-        let refp = repo.join("refs").join(rev);
-        // The one open of every file read (limits::open_regular): a FIFO,
-        // a device or a directory at refs/<rev> is refused without reading
-        // or blocking, and the read stops at MAX_REF_BYTES.
-        match super::limits::read_capped_string(&refp, super::limits::MAX_REF_BYTES, "revision ref")
-        {
-            Ok(s) if is_commit(s.trim()) => s.trim().to_string(),
-            Ok(_) => {
-                return Err(HubError::Bad(format!(
-                    "{}: does not hold a commit hash (40 hex digits)",
-                    refp.display()
-                )))
-            }
-            Err(e) if super::limits::entry_exists(&refp) => {
-                // There is something at refs/<rev>, but not a readable ref:
-                // say what (a directory, a FIFO, too large, not UTF-8).
-                return Err(HubError::Bad(e.to_string()));
-            }
-            Err(_) => {
-                let mut have: Vec<String> = std::fs::read_dir(repo.join("snapshots"))
-                    .map(|it| {
-                        it.filter_map(Result::ok)
-                            .take(100)
-                            .map(|e| e.file_name().to_string_lossy().into_owned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                have.sort();
-                return Err(HubError::NotCached(format!(
-                    "{id}: the Hugging Face cache ({}) has no revision '{rev}' (no {}); cached \
-                     snapshots: {}; pass --revision COMMIT, or fetch it with {}",
-                    repo.display(),
-                    refp.display(),
-                    if have.is_empty() {
-                        "none".to_string()
-                    } else {
-                        have.join(", ")
-                    },
-                    download_hint(id, revision)
-                )));
-            }
-        }
-    };
+    let commit = commit_of(id, &repo, rev, revision)?;
     let snap = repo.join("snapshots").join(&commit);
     if !snap.is_dir() {
         return Err(HubError::NotCached(format!(
@@ -252,6 +207,61 @@ pub fn resolve_in(
             commit,
         }),
     })
+}
+
+/// The commit `rev` names in the cache entry `repo` of `id`: `rev` itself
+/// when it is a commit with a snapshot, else what `refs/<rev>` holds
+/// (`revision` as asked, for the download hint).
+fn commit_of(id: &str, repo: &Path, rev: &str, revision: Option<&str>) -> Result<String, HubError> {
+    if is_commit(rev) && repo.join("snapshots").join(rev).is_dir() {
+        return Ok(rev.to_string());
+    }
+    let refp = repo.join("refs").join(rev);
+    // The one open of every file read (limits::open_regular): a FIFO,
+    // a device or a directory at refs/<rev> is refused without reading
+    // or blocking, and the read stops at MAX_REF_BYTES.
+    match super::limits::read_capped_string(&refp, super::limits::MAX_REF_BYTES, "revision ref") {
+        Ok(s) if is_commit(s.trim()) => Ok(s.trim().to_string()),
+        Ok(_) => Err(HubError::Bad(format!(
+            "{}: does not hold a commit hash (40 hex digits)",
+            refp.display()
+        ))),
+        Err(e) if super::limits::entry_exists(&refp) => {
+            // There is something at refs/<rev>, but not a readable ref:
+            // say what (a directory, a FIFO, too large, not UTF-8).
+            Err(HubError::Bad(e.to_string()))
+        }
+        Err(_) => {
+            let have = cached_snapshots(repo);
+            Err(HubError::NotCached(format!(
+                "{id}: the Hugging Face cache ({}) has no revision '{rev}' (no {}); cached \
+                 snapshots: {}; pass --revision COMMIT, or fetch it with {}",
+                repo.display(),
+                refp.display(),
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                },
+                download_hint(id, revision)
+            )))
+        }
+    }
+}
+
+/// The names of the first 100 snapshots of a cache entry, sorted (for the
+/// message naming what is cached).
+fn cached_snapshots(repo: &Path) -> Vec<String> {
+    let mut have: Vec<String> = std::fs::read_dir(repo.join("snapshots"))
+        .map(|it| {
+            it.filter_map(Result::ok)
+                .take(100)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    have.sort();
+    have
 }
 
 #[cfg(test)]

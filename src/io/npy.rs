@@ -55,10 +55,54 @@ pub fn is_npy_file(path: &Path) -> bool {
 }
 
 fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError> {
-    let fmt_err = |msg: String| ReadError::format(path, None, msg);
     let (mut file, meta) = super::limits::open_regular(path, "NumPy .npy file")?;
     let file_len = meta.len();
+    let (header, data_start) = read_header(&mut file, path, file_len)?;
 
+    // dtype
+    let (dtype, big) =
+        npy_dtype(&header.descr).map_err(|(dtype, note)| ReadError::UnsupportedDtype {
+            path: path.to_path_buf(),
+            tensor: None,
+            dtype,
+            supported: SUPPORTED,
+            note,
+        })?;
+    let (rows, cols) = matrix_shape(path, &header, vector)?;
+    check_data_len(
+        path,
+        &header,
+        rows,
+        cols,
+        dtype.itemsize(),
+        file_len - data_start,
+    )?;
+
+    // Allocation: rows*cols*8 bytes = nbytes * 8 / itemsize <= file_len * 8 / itemsize.
+    let mut data = super::f64_buffer(path, None, rows, cols)?;
+    let mut reader = io::BufReader::with_capacity(1 << 16, &mut file);
+    if !big && !header.fortran_order {
+        read_row_major_le(&mut reader, path, dtype, rows * cols, &mut data)?;
+    } else {
+        let fortran = header.fortran_order.then_some((rows, cols));
+        read_by_element(
+            &mut reader,
+            path,
+            dtype,
+            big,
+            fortran,
+            rows * cols,
+            &mut data,
+        )?;
+    }
+    finish_npy(path, reader, rows, cols, data, dtype)
+}
+
+/// The magic, the version, the header length and the header itself, each
+/// checked against the file's length and the limits before it is read;
+/// returns the parsed header and where the data starts.
+fn read_header(file: &mut File, path: &Path, file_len: u64) -> Result<(Header, u64), ReadError> {
+    let fmt_err = |msg: String| ReadError::format(path, None, msg);
     // Magic and version.
     let mut pre = [0u8; 8];
     if file_len < pre.len() as u64 {
@@ -66,9 +110,9 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
             "file is {file_len} bytes, too short for an npy header (\\x93NUMPY magic + version)"
         )));
     }
-    read_exact_or_format(&mut file, &mut pre, path, "npy magic")?;
+    read_exact_or_format(file, &mut pre, path, "npy magic")?;
     if &pre[..6] != MAGIC {
-        if let Some(what) = foreign_head(&mut file, &pre) {
+        if let Some(what) = foreign_head(file, &pre) {
             return Err(fmt_err(what));
         }
         return Err(fmt_err(
@@ -86,7 +130,7 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
         }
     };
     let mut lb = [0u8; 4];
-    read_exact_or_format(&mut file, &mut lb[..len_bytes], path, "npy header length")?;
+    read_exact_or_format(file, &mut lb[..len_bytes], path, "npy header length")?;
     let header_len = u32::from_le_bytes(lb) as u64;
     let data_start = 8 + len_bytes as u64 + header_len;
     if data_start > file_len {
@@ -103,7 +147,7 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
     }
     // header_len <= MAX_NPY_HEADER, so this allocation is small.
     let mut hbytes = vec![0u8; header_len as usize];
-    read_exact_or_format(&mut file, &mut hbytes, path, "npy header")?;
+    read_exact_or_format(file, &mut hbytes, path, "npy header")?;
     let header_text: String = if major == 3 {
         String::from_utf8(hbytes)
             .map_err(|e| fmt_err(format!("npy 3.0 header is not UTF-8: {e}")))?
@@ -112,31 +156,28 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
         hbytes.iter().map(|&b| b as char).collect()
     };
     let header = parse_header(&header_text).map_err(|m| fmt_err(format!("bad npy header: {m}")))?;
+    Ok((header, data_start))
+}
 
-    // dtype
-    let (dtype, big) =
-        npy_dtype(&header.descr).map_err(|(dtype, note)| ReadError::UnsupportedDtype {
-            path: path.to_path_buf(),
-            tensor: None,
-            dtype,
-            supported: SUPPORTED,
-            note,
-        })?;
-    let itemsize = dtype.itemsize();
-
-    // shape
+/// `(rows, cols)` of the array: 2-D, or 1-D read as one row when `vector`;
+/// neither may be zero.
+fn matrix_shape(path: &Path, header: &Header, vector: bool) -> Result<(usize, usize), ReadError> {
     if vector {
         if header.shape.len() != 1 {
-            return Err(fmt_err(format!(
-                "expected a 1-D array (the claimed singular values), found shape {}",
-                super::fmt_shape(&header.shape)
-            )));
+            return Err(ReadError::format(
+                path,
+                None,
+                format!(
+                    "expected a 1-D array (the claimed singular values), found shape {}",
+                    super::fmt_shape(&header.shape)
+                ),
+            ));
         }
     } else if header.shape.len() != 2 {
         return Err(ReadError::NotTwoD {
             path: path.to_path_buf(),
             tensor: None,
-            shape: header.shape,
+            shape: header.shape.clone(),
         });
     }
     let (rows, cols) = if vector {
@@ -148,9 +189,23 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
             tensor: None,
-            shape: header.shape,
+            shape: header.shape.clone(),
         });
     }
+    Ok((rows, cols))
+}
+
+/// The data's `found` bytes must be exactly what the shape needs (checked
+/// before anything is allocated from the shape).
+fn check_data_len(
+    path: &Path,
+    header: &Header,
+    rows: usize,
+    cols: usize,
+    itemsize: usize,
+    found: u64,
+) -> Result<(), ReadError> {
+    let fmt_err = |msg: String| ReadError::format(path, None, msg);
     let nbytes = rows
         .checked_mul(cols)
         .and_then(|n| n.checked_mul(itemsize))
@@ -160,7 +215,6 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
                 "shape ({rows}, {cols}) with {itemsize}-byte elements overflows the address space"
             ))
         })?;
-    let found = file_len - data_start;
     if found != nbytes {
         let what = if found < nbytes {
             "file is truncated"
@@ -172,25 +226,43 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
             header.descr_text
         )));
     }
+    Ok(())
+}
 
-    // Allocation: rows*cols*8 bytes = nbytes * 8 / itemsize <= file_len * 8 / itemsize.
-    let n = rows * cols;
-    let mut data = super::f64_buffer(path, None, rows, cols)?;
-    let mut reader = io::BufReader::with_capacity(1 << 16, &mut file);
-    if !big && !header.fortran_order {
-        // Row-major little-endian: whole blocks through the one decoder
-        // (in parallel for large blocks), each entry written once.
-        let mut block = vec![0u8; NPY_BLOCK_BYTES.min(n * itemsize)];
-        let mut k = 0usize;
-        while k < n {
-            let take = (n - k).min(block.len() / itemsize);
-            let buf = &mut block[..take * itemsize];
-            read_exact_or_format(&mut reader, buf, path, "npy data")?;
-            super::decode_le(dtype, buf, &mut data);
-            k += take;
-        }
-        return finish_npy(path, reader, rows, cols, data, dtype);
+/// Row-major little-endian: whole blocks through the one decoder (in
+/// parallel for large blocks), each entry written once.
+fn read_row_major_le<R: Read>(
+    reader: &mut R,
+    path: &Path,
+    dtype: SourceDtype,
+    n: usize,
+    data: &mut Vec<f64>,
+) -> Result<(), ReadError> {
+    let itemsize = dtype.itemsize();
+    let mut block = vec![0u8; NPY_BLOCK_BYTES.min(n * itemsize)];
+    let mut k = 0usize;
+    while k < n {
+        let take = (n - k).min(block.len() / itemsize);
+        let buf = &mut block[..take * itemsize];
+        read_exact_or_format(reader, buf, path, "npy data")?;
+        super::decode_le(dtype, buf, data);
+        k += take;
     }
+    Ok(())
+}
+
+/// Big-endian or Fortran-ordered data, one element at a time; `fortran`
+/// holds `(rows, cols)` when the storage order is column-major.
+fn read_by_element<R: Read>(
+    reader: &mut R,
+    path: &Path,
+    dtype: SourceDtype,
+    big: bool,
+    fortran: Option<(usize, usize)>,
+    n: usize,
+    data: &mut Vec<f64>,
+) -> Result<(), ReadError> {
+    let itemsize = dtype.itemsize();
     data.resize(n, 0.0);
     let mut chunk = vec![0u8; (1 << 16) / itemsize * itemsize];
     let (mut i, mut j) = (0usize, 0usize); // storage-order cursor (Fortran only)
@@ -198,7 +270,7 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
     while k < n {
         let take = (n - k).min(chunk.len() / itemsize);
         let buf = &mut chunk[..take * itemsize];
-        read_exact_or_format(&mut reader, buf, path, "npy data")?;
+        read_exact_or_format(reader, buf, path, "npy data")?;
         for bytes in buf.chunks_exact(itemsize) {
             let v = if big {
                 // Big-endian: the same value from the bytes reversed.
@@ -209,7 +281,7 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
             } else {
                 super::decode_le_one(dtype, bytes)
             };
-            if header.fortran_order {
+            if let Some((rows, cols)) = fortran {
                 data[i * cols + j] = v;
                 i += 1;
                 if i == rows {
@@ -222,11 +294,11 @@ fn read_npy_shaped(path: &Path, vector: bool) -> Result<LoadedMatrix, ReadError>
             k += 1;
         }
     }
-    finish_npy(path, reader, rows, cols, data, dtype)
+    Ok(())
 }
 
-/// Bytes of the data read per block on the row-major little-endian path of
-/// [`read_npy_shaped`] (a multiple of every element size).
+/// Bytes of the data read per block on the row-major little-endian path
+/// ([`read_row_major_le`]; a multiple of every element size).
 const NPY_BLOCK_BYTES: usize = 16 << 20;
 
 /// The end of [`read_npy_shaped`]: no bytes past the data (the file may
@@ -637,149 +709,164 @@ impl Parser<'_> {
         }
         self.skip_ws();
         match self.peek() {
-            Some(b'{') => {
-                self.pos += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.skip_ws();
-                    if self.peek() == Some(b'}') {
-                        self.pos += 1;
-                        return Ok(PyValue::Dict(items));
-                    }
-                    let k = self.value(depth + 1)?;
-                    self.skip_ws();
-                    if self.peek() != Some(b':') {
-                        return Err(self.expected("':'"));
-                    }
-                    self.pos += 1;
-                    let v = self.value(depth + 1)?;
-                    items.push((k, v));
-                    self.skip_ws();
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b'}') => {}
-                        _ => return Err(self.expected("',' or '}'")),
-                    }
-                }
-            }
-            Some(open @ (b'(' | b'[')) => {
-                let close = if open == b'(' { b')' } else { b']' };
-                self.pos += 1;
-                let mut items = Vec::new();
-                let mut trailing_comma = false;
-                loop {
-                    self.skip_ws();
-                    if self.peek() == Some(close) {
-                        self.pos += 1;
-                        break;
-                    }
-                    items.push(self.value(depth + 1)?);
-                    self.skip_ws();
-                    trailing_comma = false;
-                    match self.peek() {
-                        Some(b',') => {
-                            self.pos += 1;
-                            trailing_comma = true;
-                        }
-                        Some(c) if c == close => {}
-                        _ => return Err(self.expected(&format!("',' or '{}'", close as char))),
-                    }
-                }
-                if open == b'[' {
-                    Ok(PyValue::List(items))
-                } else if items.len() == 1 && !trailing_comma {
-                    // `(x)` is just a parenthesised x in Python.
-                    Ok(items.pop().expect("one item"))
-                } else {
-                    Ok(PyValue::Tuple(items))
-                }
-            }
-            Some(q @ (b'\'' | b'"')) => {
-                self.pos += 1;
-                let start = self.pos;
-                let mut out = String::new();
-                let mut seg = start;
-                loop {
-                    match self.peek() {
-                        None => {
-                            return Err(format!(
-                                "unterminated string starting at byte {}",
-                                start - 1
-                            ))
-                        }
-                        Some(c) if c == q => {
-                            out.push_str(&self.text[seg..self.pos]);
-                            self.pos += 1;
-                            return Ok(PyValue::Str(out));
-                        }
-                        Some(b'\\') => {
-                            out.push_str(&self.text[seg..self.pos]);
-                            self.pos += 1;
-                            let c = self.text[self.pos..].chars().next().ok_or_else(|| {
-                                format!("unterminated string starting at byte {}", start - 1)
-                            })?;
-                            out.push(match c {
-                                'n' => '\n',
-                                't' => '\t',
-                                'r' => '\r',
-                                '0' => '\0',
-                                other => other,
-                            });
-                            self.pos += c.len_utf8();
-                            seg = self.pos;
-                        }
-                        Some(_) => {
-                            // advance one whole char (the text is valid UTF-8)
-                            let c = self.text[self.pos..].chars().next().expect("not at end");
-                            self.pos += c.len_utf8();
-                        }
-                    }
-                }
-            }
-            Some(c) if c.is_ascii_digit() || c == b'-' || c == b'+' => {
-                let start = self.pos;
-                let neg = c == b'-';
-                if c == b'-' || c == b'+' {
-                    self.pos += 1;
-                }
-                let digits_start = self.pos;
-                let mut acc: i128 = 0;
-                while let Some(d) = self.peek().filter(u8::is_ascii_digit) {
-                    acc = acc
-                        .checked_mul(10)
-                        .and_then(|a| a.checked_add(i128::from(d - b'0')))
-                        .ok_or_else(|| format!("integer too large at byte {start}"))?;
-                    self.pos += 1;
-                    // Python 3 allows '_' separators; tolerate them.
-                    while self.peek() == Some(b'_') {
-                        self.pos += 1;
-                    }
-                }
-                if self.pos == digits_start {
-                    return Err(self.expected("a digit"));
-                }
-                // Python 2 long suffix, as in old numpy headers: (3L, 4L)
-                if matches!(self.peek(), Some(b'L' | b'l')) {
-                    self.pos += 1;
-                }
-                if matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'.') {
-                    return Err(self.expected("an integer"));
-                }
-                Ok(PyValue::Int(if neg { -acc } else { acc }))
-            }
-            Some(c) if c.is_ascii_alphabetic() => {
-                let start = self.pos;
-                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'_') {
-                    self.pos += 1;
-                }
-                match &self.text[start..self.pos] {
-                    "True" => Ok(PyValue::Bool(true)),
-                    "False" => Ok(PyValue::Bool(false)),
-                    "None" => Ok(PyValue::None),
-                    word => Err(format!("unexpected name '{word}' at byte {start}")),
-                }
-            }
+            Some(b'{') => self.dict(depth),
+            Some(open @ (b'(' | b'[')) => self.sequence(open, depth),
+            Some(q @ (b'\'' | b'"')) => self.string(q),
+            Some(c) if c.is_ascii_digit() || c == b'-' || c == b'+' => self.int(c),
+            Some(c) if c.is_ascii_alphabetic() => self.name(),
             _ => Err(self.expected("a value")),
+        }
+    }
+
+    /// `{k: v, ...}`, at the opening brace.
+    fn dict(&mut self, depth: usize) -> Result<PyValue, String> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        loop {
+            self.skip_ws();
+            if self.peek() == Some(b'}') {
+                self.pos += 1;
+                return Ok(PyValue::Dict(items));
+            }
+            let k = self.value(depth + 1)?;
+            self.skip_ws();
+            if self.peek() != Some(b':') {
+                return Err(self.expected("':'"));
+            }
+            self.pos += 1;
+            let v = self.value(depth + 1)?;
+            items.push((k, v));
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {}
+                _ => return Err(self.expected("',' or '}'")),
+            }
+        }
+    }
+
+    /// A tuple or a list, at its opening `open` bracket.
+    fn sequence(&mut self, open: u8, depth: usize) -> Result<PyValue, String> {
+        let close = if open == b'(' { b')' } else { b']' };
+        self.pos += 1;
+        let mut items = Vec::new();
+        let mut trailing_comma = false;
+        loop {
+            self.skip_ws();
+            if self.peek() == Some(close) {
+                self.pos += 1;
+                break;
+            }
+            items.push(self.value(depth + 1)?);
+            self.skip_ws();
+            trailing_comma = false;
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    trailing_comma = true;
+                }
+                Some(c) if c == close => {}
+                _ => return Err(self.expected(&format!("',' or '{}'", close as char))),
+            }
+        }
+        if open == b'[' {
+            Ok(PyValue::List(items))
+        } else if items.len() == 1 && !trailing_comma {
+            // `(x)` is just a parenthesised x in Python.
+            Ok(items.pop().expect("one item"))
+        } else {
+            Ok(PyValue::Tuple(items))
+        }
+    }
+
+    /// A string literal quoted by `q`, at the opening quote.
+    fn string(&mut self, q: u8) -> Result<PyValue, String> {
+        self.pos += 1;
+        let start = self.pos;
+        let mut out = String::new();
+        let mut seg = start;
+        loop {
+            match self.peek() {
+                None => {
+                    return Err(format!(
+                        "unterminated string starting at byte {}",
+                        start - 1
+                    ))
+                }
+                Some(c) if c == q => {
+                    out.push_str(&self.text[seg..self.pos]);
+                    self.pos += 1;
+                    return Ok(PyValue::Str(out));
+                }
+                Some(b'\\') => {
+                    out.push_str(&self.text[seg..self.pos]);
+                    self.pos += 1;
+                    let c = self.text[self.pos..].chars().next().ok_or_else(|| {
+                        format!("unterminated string starting at byte {}", start - 1)
+                    })?;
+                    out.push(match c {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        '0' => '\0',
+                        other => other,
+                    });
+                    self.pos += c.len_utf8();
+                    seg = self.pos;
+                }
+                Some(_) => {
+                    // advance one whole char (the text is valid UTF-8)
+                    let c = self.text[self.pos..].chars().next().expect("not at end");
+                    self.pos += c.len_utf8();
+                }
+            }
+        }
+    }
+
+    /// An integer whose first byte is `c` (a digit or a sign).
+    fn int(&mut self, c: u8) -> Result<PyValue, String> {
+        let start = self.pos;
+        let neg = c == b'-';
+        if c == b'-' || c == b'+' {
+            self.pos += 1;
+        }
+        let digits_start = self.pos;
+        let mut acc: i128 = 0;
+        while let Some(d) = self.peek().filter(u8::is_ascii_digit) {
+            acc = acc
+                .checked_mul(10)
+                .and_then(|a| a.checked_add(i128::from(d - b'0')))
+                .ok_or_else(|| format!("integer too large at byte {start}"))?;
+            self.pos += 1;
+            // Python 3 allows '_' separators; tolerate them.
+            while self.peek() == Some(b'_') {
+                self.pos += 1;
+            }
+        }
+        if self.pos == digits_start {
+            return Err(self.expected("a digit"));
+        }
+        // Python 2 long suffix, as in old numpy headers: (3L, 4L)
+        if matches!(self.peek(), Some(b'L' | b'l')) {
+            self.pos += 1;
+        }
+        if matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'.') {
+            return Err(self.expected("an integer"));
+        }
+        Ok(PyValue::Int(if neg { -acc } else { acc }))
+    }
+
+    /// `True`, `False` or `None` (any other name is an error).
+    fn name(&mut self) -> Result<PyValue, String> {
+        let start = self.pos;
+        while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'_') {
+            self.pos += 1;
+        }
+        match &self.text[start..self.pos] {
+            "True" => Ok(PyValue::Bool(true)),
+            "False" => Ok(PyValue::Bool(false)),
+            "None" => Ok(PyValue::None),
+            word => Err(format!("unexpected name '{word}' at byte {start}")),
         }
     }
 }

@@ -483,9 +483,11 @@ impl OnnxFile {
             .and_then(|g| check_values(&g).map(|()| g))
             .map_err(|m| bad(format!("not a readable ONNX model: {m}")))?;
         let Graph { inits, nodes, .. } = graph;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut files = vec![main];
-        let mut by_location: BTreeMap<String, usize> = BTreeMap::new();
+        let mut data = DataFiles {
+            dir: path.parent().unwrap_or(Path::new(".")),
+            files: vec![main],
+            by_location: BTreeMap::new(),
+        };
         let mut tensors: HashMap<String, Stored> = HashMap::new();
         // Integer initializers: their ONNX type, and whether their values
         // are packed varints (int32_data) rather than raw bytes.
@@ -496,93 +498,19 @@ impl OnnxFile {
             if t.name.is_empty() {
                 return Err(bad("an initializer has no name".into()));
             }
-            let mut shape = Vec::with_capacity(t.dims.len());
-            for &d in &t.dims {
-                if d < 0 {
-                    return Err(err(format!("negative dimension {d}")));
-                }
-                shape.push(
-                    usize::try_from(d).map_err(|_| err(format!("dimension {d} is too large")))?,
-                );
-            }
+            let shape = init_shape(&t, &err)?;
             let dtype = onnx_type(t.data_type);
             if dtype.is_err() {
                 let packed = matches!(t.data, Some((_, _, "int32_data")));
                 ints.insert(t.name.clone(), (t.data_type, packed));
             }
             let segment = if t.location == 1 {
-                let get = |k: &str| {
-                    t.external
-                        .iter()
-                        .find(|(a, _)| a == k)
-                        .map(|(_, v)| v.as_str())
-                };
-                let loc = get("location").ok_or_else(|| {
-                    err("data_location is EXTERNAL but no location is given".into())
-                })?;
-                if !confined(loc) {
-                    return Err(err(format!(
-                        "external data location '{}' is not a relative path inside the model's \
-                         directory (no '..', no absolute path)",
-                        fmt_name(loc)
-                    )));
-                }
-                let num = |k: &str| -> Result<Option<usize>, ReadError> {
-                    get(k)
-                        .map(|v| {
-                            v.parse::<usize>().map_err(|_| {
-                                err(format!(
-                                    "external data {k} '{}' is not a byte count",
-                                    fmt_name(v)
-                                ))
-                            })
-                        })
-                        .transpose()
-                };
-                let offset = num("offset")?.unwrap_or(0);
                 let need = dtype.as_ref().ok().and_then(|d| {
                     shape
                         .iter()
                         .try_fold(d.itemsize(), |a, &x| a.checked_mul(x))
                 });
-                let file = match by_location.get(loc) {
-                    Some(&i) => i,
-                    None => {
-                        if by_location.len() >= MAX_EXTERNAL_FILES {
-                            return Err(err(format!(
-                                "more than {MAX_EXTERNAL_FILES} external data files"
-                            )));
-                        }
-                        let p = dir.join(loc);
-                        let f = MappedFile::open(&p, "ONNX external data file").map_err(|e| {
-                            err(format!(
-                                "external data file '{}' cannot be read ({e})",
-                                fmt_name(loc)
-                            ))
-                        })?;
-                        // Symbolic links must not lead out of the directory either.
-                        let (cd, cp) = (dir.canonicalize(), p.canonicalize());
-                        if !matches!((&cd, &cp), (Ok(d), Ok(q)) if q.starts_with(d)) {
-                            return Err(err(format!(
-                                "external data location '{}' leads out of the model's directory",
-                                fmt_name(loc)
-                            )));
-                        }
-                        files.push(f);
-                        by_location.insert(loc.to_string(), files.len() - 1);
-                        files.len() - 1
-                    }
-                };
-                let flen = files[file].map.len();
-                let len = match num("length")? {
-                    Some(l) => l,
-                    None => need.unwrap_or(flen.saturating_sub(offset)),
-                };
-                Segment {
-                    file,
-                    start: offset,
-                    len,
-                }
+                data.external_segment(&t, need, &err)?
             } else {
                 let Some((start, len, _)) = t.data else {
                     return Err(err(
@@ -611,7 +539,7 @@ impl OnnxFile {
         refuse_quantized(path, &tensors, &nodes)?;
         rename_weights(&mut tensors, &nodes, &dequantized);
         Ok(Self {
-            table: Table::new(files, tensors)?,
+            table: Table::new(data.files, tensors)?,
         })
     }
 
@@ -619,6 +547,116 @@ impl OnnxFile {
     /// checkpoint reads through it).
     pub(crate) fn table(&self) -> &Table {
         &self.table
+    }
+}
+
+/// An initializer's dimensions as sizes: none negative, each a `usize`.
+fn init_shape(t: &Init, err: &impl Fn(String) -> ReadError) -> Result<Vec<usize>, ReadError> {
+    let mut shape = Vec::with_capacity(t.dims.len());
+    for &d in &t.dims {
+        if d < 0 {
+            return Err(err(format!("negative dimension {d}")));
+        }
+        shape.push(usize::try_from(d).map_err(|_| err(format!("dimension {d} is too large")))?);
+    }
+    Ok(shape)
+}
+
+/// The model file (index 0) and the external data files it refers to,
+/// each mapped once, at most [`MAX_EXTERNAL_FILES`] of them.
+struct DataFiles<'a> {
+    /// The model's directory, the only place external data may lie.
+    dir: &'a Path,
+    files: Vec<MappedFile>,
+    by_location: BTreeMap<String, usize>,
+}
+
+impl DataFiles<'_> {
+    /// The segment of an initializer stored outside the model: its
+    /// location confined to the model's directory, its offset and length
+    /// byte counts (`need`, the bytes its shape and type take, when the
+    /// length is not given).
+    fn external_segment(
+        &mut self,
+        t: &Init,
+        need: Option<usize>,
+        err: &impl Fn(String) -> ReadError,
+    ) -> Result<Segment, ReadError> {
+        let get = |k: &str| {
+            t.external
+                .iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, v)| v.as_str())
+        };
+        let loc = get("location")
+            .ok_or_else(|| err("data_location is EXTERNAL but no location is given".into()))?;
+        if !confined(loc) {
+            return Err(err(format!(
+                "external data location '{}' is not a relative path inside the model's \
+                 directory (no '..', no absolute path)",
+                fmt_name(loc)
+            )));
+        }
+        let num = |k: &str| -> Result<Option<usize>, ReadError> {
+            get(k)
+                .map(|v| {
+                    v.parse::<usize>().map_err(|_| {
+                        err(format!(
+                            "external data {k} '{}' is not a byte count",
+                            fmt_name(v)
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let offset = num("offset")?.unwrap_or(0);
+        let file = self.file_at(loc, err)?;
+        let flen = self.files[file].map.len();
+        let len = match num("length")? {
+            Some(l) => l,
+            None => need.unwrap_or(flen.saturating_sub(offset)),
+        };
+        Ok(Segment {
+            file,
+            start: offset,
+            len,
+        })
+    }
+
+    /// The index of the external data file at `loc` (already confined),
+    /// mapped on first use; a symbolic link out of the directory is refused.
+    fn file_at(
+        &mut self,
+        loc: &str,
+        err: &impl Fn(String) -> ReadError,
+    ) -> Result<usize, ReadError> {
+        if let Some(&i) = self.by_location.get(loc) {
+            return Ok(i);
+        }
+        if self.by_location.len() >= MAX_EXTERNAL_FILES {
+            return Err(err(format!(
+                "more than {MAX_EXTERNAL_FILES} external data files"
+            )));
+        }
+        let p = self.dir.join(loc);
+        let f = MappedFile::open(&p, "ONNX external data file").map_err(|e| {
+            err(format!(
+                "external data file '{}' cannot be read ({e})",
+                fmt_name(loc)
+            ))
+        })?;
+        // Symbolic links must not lead out of the directory either.
+        let (cd, cp) = (self.dir.canonicalize(), p.canonicalize());
+        if !matches!((&cd, &cp), (Ok(d), Ok(q)) if q.starts_with(d)) {
+            return Err(err(format!(
+                "external data location '{}' leads out of the model's directory",
+                fmt_name(loc)
+            )));
+        }
+        self.files.push(f);
+        self.by_location
+            .insert(loc.to_string(), self.files.len() - 1);
+        Ok(self.files.len() - 1)
     }
 }
 

@@ -584,6 +584,10 @@ fn mode_of(_: &std::fs::Metadata) -> Option<u32> {
     None
 }
 
+/// One [`Plan`] per file to write, every check made before anything is
+/// written: a file path (not a directory's), in a directory that exists
+/// or is to be created, a regular file or nothing (or a link to a regular
+/// file), and no two paths naming the same target.
 fn check_files(
     files: &[(PathBuf, Vec<u8>)],
     dirs: &[PathBuf],
@@ -600,99 +604,101 @@ fn check_files(
         }
         let dir = parent_dir(path);
         let planned = to_create.iter().chain(dirs).any(|d| d == dir);
-        let dir_abs = match std::fs::metadata(dir) {
-            Ok(m) if m.is_dir() => {
-                std::fs::canonicalize(dir).map_err(|source| OutputError::Io {
-                    path: dir.to_path_buf(),
-                    action: "cannot resolve the directory",
-                    source,
-                })?
-            }
-            Ok(_) => {
-                return Err(OutputError::NotADirectory {
-                    path: dir.to_path_buf(),
-                })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound && planned => absolute(dir),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(OutputError::MissingDirectory {
-                    path: path.clone(),
-                    dir: dir.to_path_buf(),
-                })
-            }
-            Err(source) => {
-                return Err(OutputError::Io {
-                    path: path.clone(),
-                    action: "cannot inspect its directory",
-                    source,
-                })
-            }
-        };
-        let plan = match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Plan {
-                shown: path.clone(),
-                target: dir_abs.join(name),
-                dir: dir_abs,
-                mode: None,
-            },
-            Err(source) => {
-                return Err(OutputError::Io {
-                    path: path.clone(),
-                    action: "cannot inspect the file",
-                    source,
-                })
-            }
-            Ok(m) if m.file_type().is_file() => Plan {
-                shown: path.clone(),
-                target: dir_abs.join(name),
-                dir: dir_abs,
-                mode: mode_of(&m),
-            },
-            // A derived name in a directory of the run (`DIR/report.html`,
-            // `CSV_DIR/tables.csv`): a link planted there is replaced
-            // itself, never written through.
-            Ok(m) if m.file_type().is_symlink() && dirs.iter().any(|d| d.as_path() == dir) => {
-                Plan {
-                    shown: path.clone(),
-                    target: dir_abs.join(name),
-                    dir: dir_abs,
-                    mode: None,
-                }
-            }
-            Ok(m) if m.file_type().is_symlink() => {
-                let resolved = std::fs::metadata(path).ok().filter(|r| r.is_file());
-                match (resolved, std::fs::canonicalize(path)) {
-                    (Some(r), Ok(target)) => Plan {
-                        shown: path.clone(),
-                        dir: parent_dir(&target).to_path_buf(),
-                        target,
-                        mode: mode_of(&r),
-                    },
-                    _ => {
-                        let what = match std::fs::metadata(path) {
-                            Ok(r) => format!("a symbolic link to {}", describe(&r.file_type())),
-                            Err(_) => "a symbolic link that does not resolve".to_string(),
-                        };
-                        return Err(OutputError::NotRegular {
-                            path: path.clone(),
-                            what,
-                        });
-                    }
-                }
-            }
-            Ok(m) => {
-                return Err(OutputError::NotRegular {
-                    path: path.clone(),
-                    what: describe(&m.file_type()).to_string(),
-                })
-            }
-        };
+        let dir_abs = directory_of(path, dir, planned)?;
+        let in_run_dir = dirs.iter().any(|d| d.as_path() == dir);
+        let plan = plan_for(path, dir_abs.join(name), dir_abs, in_run_dir)?;
         if plans.iter().any(|p| p.target == plan.target) {
             return Err(OutputError::Duplicate { path: path.clone() });
         }
         plans.push(plan);
     }
     Ok(plans)
+}
+
+/// The absolute directory `dir` of `path`: an existing directory, or one
+/// not yet there that the run creates (`planned`).
+fn directory_of(path: &Path, dir: &Path, planned: bool) -> Result<PathBuf, OutputError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => std::fs::canonicalize(dir).map_err(|source| OutputError::Io {
+            path: dir.to_path_buf(),
+            action: "cannot resolve the directory",
+            source,
+        }),
+        Ok(_) => Err(OutputError::NotADirectory {
+            path: dir.to_path_buf(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && planned => Ok(absolute(dir)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(OutputError::MissingDirectory {
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+        }),
+        Err(source) => Err(OutputError::Io {
+            path: path.to_path_buf(),
+            action: "cannot inspect its directory",
+            source,
+        }),
+    }
+}
+
+/// The plan for `path` (at `target` in `dir_abs`) by what is there now:
+/// nothing, a regular file, or a symbolic link (replaced itself in a
+/// directory of the run, else written through to the regular file it
+/// resolves to); anything else is refused.
+fn plan_for(
+    path: &Path,
+    target: PathBuf,
+    dir_abs: PathBuf,
+    in_run_dir: bool,
+) -> Result<Plan, OutputError> {
+    let here = |mode| Plan {
+        shown: path.to_path_buf(),
+        target,
+        dir: dir_abs,
+        mode,
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(here(None)),
+        Err(source) => Err(OutputError::Io {
+            path: path.to_path_buf(),
+            action: "cannot inspect the file",
+            source,
+        }),
+        Ok(m) if m.file_type().is_file() => Ok(here(mode_of(&m))),
+        // A derived name in a directory of the run (`DIR/report.html`,
+        // `CSV_DIR/tables.csv`): a link planted there is replaced
+        // itself, never written through.
+        Ok(m) if m.file_type().is_symlink() && in_run_dir => Ok(here(None)),
+        Ok(m) if m.file_type().is_symlink() => through_link(path),
+        Ok(m) => Err(OutputError::NotRegular {
+            path: path.to_path_buf(),
+            what: describe(&m.file_type()).to_string(),
+        }),
+    }
+}
+
+/// The plan for a symbolic link given as an output: written through to
+/// the regular file it resolves to, refused if it resolves to nothing or
+/// to something else.
+fn through_link(path: &Path) -> Result<Plan, OutputError> {
+    let resolved = std::fs::metadata(path).ok().filter(|r| r.is_file());
+    match (resolved, std::fs::canonicalize(path)) {
+        (Some(r), Ok(target)) => Ok(Plan {
+            shown: path.to_path_buf(),
+            dir: parent_dir(&target).to_path_buf(),
+            target,
+            mode: mode_of(&r),
+        }),
+        _ => {
+            let what = match std::fs::metadata(path) {
+                Ok(r) => format!("a symbolic link to {}", describe(&r.file_type())),
+                Err(_) => "a symbolic link that does not resolve".to_string(),
+            };
+            Err(OutputError::NotRegular {
+                path: path.to_path_buf(),
+                what,
+            })
+        }
+    }
 }
 
 /// 64 bits from the operating system's random source.

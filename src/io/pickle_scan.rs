@@ -220,7 +220,7 @@ impl Scanner {
     /// first byte is at `base` in the stream (for messages); returns the
     /// number of bytes it consumed.
     pub fn scan(&mut self, r: &mut impl Read, base: u64) -> Result<u64, ScanError> {
-        let mut memo: HashMap<u32, Option<String>> = HashMap::new();
+        let mut memo = Memo::new();
         let mut top = Top2::default();
         let start = self.bytes;
         loop {
@@ -233,158 +233,16 @@ impl Scanner {
                 )));
             }
             let op = self.byte(r)?;
-            let refuse = |what: &str| {
-                Err(ScanError::Opcode {
-                    what: what.to_string(),
-                    offset,
-                })
-            };
             match op {
                 b'.' => return Ok(self.bytes - start),
-                // PROTO, EXT1..4, FRAME and the fixed-size scalars.
-                0x80 => {
-                    let v = self.byte(r)?;
-                    if v > 5 {
-                        return Err(ScanError::Malformed(format!(
-                            "pickle protocol {v} (0 to 5 exist)"
-                        )));
-                    }
+                0x80 | 0x95 | 0x82..=0x84 | 0x97 | 0x98 => self.framing(op, r, offset)?,
+                b'i' | b'o' | b'c' | 0x93 => self.global(op, r, offset, &mut top)?,
+                b'p' | b'q' | b'r' | 0x94 | b'g' | b'h' | b'j' => {
+                    self.memo(op, r, offset, &mut memo, &mut top)?
                 }
-                0x95 => {
-                    self.uint(r, 8)?;
-                }
-                0x82..=0x84 => return refuse("the extension registry (EXT1/EXT2/EXT4)"),
-                0x97 | 0x98 => return refuse("out-of-band buffers (NEXT_BUFFER/READONLY_BUFFER)"),
-                b'i' => {
-                    let m = self.line(r)?;
-                    let n = self.line(r)?;
-                    return Err(ScanError::Global {
-                        name: format!("{m}.{n}"),
-                        offset,
-                    });
-                }
-                b'o' => return refuse("OBJ (protocol 0 instance creation)"),
-                b'c' => {
-                    let m = self.line(r)?;
-                    let n = self.line(r)?;
-                    if !allowed(&m, &n) {
-                        return Err(ScanError::Global {
-                            name: format!("{m}.{n}"),
-                            offset,
-                        });
-                    }
-                    top.push(None);
-                }
-                0x93 => {
-                    match (top.below.take(), top.top.take()) {
-                        (Some(m), Some(n)) => {
-                            if !allowed(&m, &n) {
-                                return Err(ScanError::Global {
-                                    name: format!("{m}.{n}"),
-                                    offset,
-                                });
-                            }
-                            top.forget();
-                        }
-                        _ => return refuse(
-                            "STACK_GLOBAL whose module and name are not string literals pushed \
-                             just before it",
-                        ),
-                    }
-                }
-                // Memo: PUT keeps the stack; GET pushes what was stored.
-                b'p' => {
-                    let i = self.line(r)?.parse::<u32>().map_err(|_| {
-                        ScanError::Malformed(format!("bad PUT index at byte {offset}"))
-                    })?;
-                    memo.insert(i, top.top.clone());
-                }
-                b'q' => {
-                    let i = self.uint(r, 1)? as u32;
-                    memo.insert(i, top.top.clone());
-                }
-                b'r' => {
-                    let i = self.uint(r, 4)? as u32;
-                    memo.insert(i, top.top.clone());
-                }
-                0x94 => {
-                    let i = memo.len() as u32;
-                    memo.insert(i, top.top.clone());
-                }
-                b'g' => {
-                    let i = self.line(r)?.parse::<u32>().map_err(|_| {
-                        ScanError::Malformed(format!("bad GET index at byte {offset}"))
-                    })?;
-                    let v = memo.get(&i).cloned().flatten();
-                    self.seen(&v);
-                    top.push(v);
-                }
-                b'h' => {
-                    let i = self.uint(r, 1)? as u32;
-                    let v = memo.get(&i).cloned().flatten();
-                    self.seen(&v);
-                    top.push(v);
-                }
-                b'j' => {
-                    let i = self.uint(r, 4)? as u32;
-                    let v = memo.get(&i).cloned().flatten();
-                    self.seen(&v);
-                    top.push(v);
-                }
-                // String literals (UTF-8): known values for STACK_GLOBAL.
-                0x8c => {
-                    let n = self.uint(r, 1)?;
-                    let s = self.utf8(r, n)?;
-                    self.seen(&s);
-                    top.push(s);
-                }
-                b'X' => {
-                    let n = self.uint(r, 4)?;
-                    let s = self.utf8(r, n)?;
-                    self.seen(&s);
-                    top.push(s);
-                }
-                0x8d => {
-                    let n = self.uint(r, 8)?;
-                    let s = self.utf8(r, n)?;
-                    self.seen(&s);
-                    top.push(s);
-                }
-                // Other values with arguments: pushed, value not tracked.
-                b'V' => {
-                    let s = Some(self.line(r)?);
-                    self.seen(&s);
-                    top.forget();
-                }
-                b'I' | b'L' | b'F' | b'P' => {
-                    self.line(r)?;
-                    top.forget();
-                }
-                b'J' | b'M' | b'K' | b'G' => {
-                    let n = match op {
-                        b'J' => 4,
-                        b'M' => 2,
-                        b'K' => 1,
-                        _ => 8,
-                    };
-                    self.take(r, n)?;
-                    top.forget();
-                }
-                b'U' | b'C' | 0x8a => {
-                    let n = self.uint(r, 1)?;
-                    self.take(r, n)?;
-                    top.forget();
-                }
-                b'T' | b'B' | 0x8b => {
-                    let n = self.uint(r, 4)?;
-                    self.take(r, n)?;
-                    top.forget();
-                }
-                0x8e | 0x96 => {
-                    let n = self.uint(r, 8)?;
-                    self.take(r, n)?;
-                    top.forget();
-                }
+                0x8c | b'X' | 0x8d => self.string_literal(op, r, &mut top)?,
+                b'V' | b'I' | b'L' | b'F' | b'P' | b'J' | b'M' | b'K' | b'G' | b'U' | b'C'
+                | 0x8a | b'T' | b'B' | 0x8b | 0x8e | 0x96 => self.other_value(op, r, &mut top)?,
                 // No arguments: stack changes whose results are not strings.
                 b'(' | b'0' | b'1' | b'2' | b'N' | b'R' | b'b' | b'd' | b'l' | b't' | b's'
                 | b'a' | b')' | b']' | b'}' | b'e' | b'u' | b'Q' | 0x81 | 0x85 | 0x86 | 0x87
@@ -397,6 +255,185 @@ impl Scanner {
             }
         }
     }
+
+    /// PROTO and FRAME (checked, skipped); EXT1..4 and the out-of-band
+    /// buffers (refused).
+    fn framing(&mut self, op: u8, r: &mut impl Read, offset: u64) -> Result<(), ScanError> {
+        match op {
+            0x80 => {
+                let v = self.byte(r)?;
+                if v > 5 {
+                    return Err(ScanError::Malformed(format!(
+                        "pickle protocol {v} (0 to 5 exist)"
+                    )));
+                }
+            }
+            0x95 => {
+                self.uint(r, 8)?;
+            }
+            0x82..=0x84 => return refuse("the extension registry (EXT1/EXT2/EXT4)", offset),
+            0x97 | 0x98 => {
+                return refuse("out-of-band buffers (NEXT_BUFFER/READONLY_BUFFER)", offset)
+            }
+            _ => unreachable!("scan dispatches only framing opcodes here"),
+        }
+        Ok(())
+    }
+
+    /// INST and OBJ (refused), GLOBAL and STACK_GLOBAL (only the allowed
+    /// globals, and STACK_GLOBAL only of string literals just pushed).
+    fn global(
+        &mut self,
+        op: u8,
+        r: &mut impl Read,
+        offset: u64,
+        top: &mut Top2,
+    ) -> Result<(), ScanError> {
+        match op {
+            b'i' => {
+                let m = self.line(r)?;
+                let n = self.line(r)?;
+                return Err(ScanError::Global {
+                    name: format!("{m}.{n}"),
+                    offset,
+                });
+            }
+            b'o' => return refuse("OBJ (protocol 0 instance creation)", offset),
+            b'c' => {
+                let m = self.line(r)?;
+                let n = self.line(r)?;
+                if !allowed(&m, &n) {
+                    return Err(ScanError::Global {
+                        name: format!("{m}.{n}"),
+                        offset,
+                    });
+                }
+                top.push(None);
+            }
+            0x93 => match (top.below.take(), top.top.take()) {
+                (Some(m), Some(n)) => {
+                    if !allowed(&m, &n) {
+                        return Err(ScanError::Global {
+                            name: format!("{m}.{n}"),
+                            offset,
+                        });
+                    }
+                    top.forget();
+                }
+                _ => {
+                    return refuse(
+                        "STACK_GLOBAL whose module and name are not string literals pushed \
+                         just before it",
+                        offset,
+                    )
+                }
+            },
+            _ => unreachable!("scan dispatches only global opcodes here"),
+        }
+        Ok(())
+    }
+
+    /// The memo: PUT keeps the stack; GET pushes what was stored.
+    fn memo(
+        &mut self,
+        op: u8,
+        r: &mut impl Read,
+        offset: u64,
+        memo: &mut Memo,
+        top: &mut Top2,
+    ) -> Result<(), ScanError> {
+        let put = match op {
+            b'p' => self
+                .line(r)?
+                .parse::<u32>()
+                .map_err(|_| ScanError::Malformed(format!("bad PUT index at byte {offset}")))?,
+            b'q' => self.uint(r, 1)? as u32,
+            b'r' => self.uint(r, 4)? as u32,
+            0x94 => memo.len() as u32,
+            _ => {
+                let get = match op {
+                    b'g' => self.line(r)?.parse::<u32>().map_err(|_| {
+                        ScanError::Malformed(format!("bad GET index at byte {offset}"))
+                    })?,
+                    b'h' => self.uint(r, 1)? as u32,
+                    b'j' => self.uint(r, 4)? as u32,
+                    _ => unreachable!("scan dispatches only memo opcodes here"),
+                };
+                let v = memo.get(&get).cloned().flatten();
+                self.seen(&v);
+                top.push(v);
+                return Ok(());
+            }
+        };
+        memo.insert(put, top.top.clone());
+        Ok(())
+    }
+
+    /// String literals (UTF-8): known values for STACK_GLOBAL.
+    fn string_literal(
+        &mut self,
+        op: u8,
+        r: &mut impl Read,
+        top: &mut Top2,
+    ) -> Result<(), ScanError> {
+        let width = match op {
+            0x8c => 1,
+            b'X' => 4,
+            0x8d => 8,
+            _ => unreachable!("scan dispatches only string literals here"),
+        };
+        let n = self.uint(r, width)?;
+        let s = self.utf8(r, n)?;
+        self.seen(&s);
+        top.push(s);
+        Ok(())
+    }
+
+    /// Other values with arguments: pushed, value not tracked.
+    fn other_value(&mut self, op: u8, r: &mut impl Read, top: &mut Top2) -> Result<(), ScanError> {
+        match op {
+            b'V' => {
+                let s = Some(self.line(r)?);
+                self.seen(&s);
+            }
+            b'I' | b'L' | b'F' | b'P' => {
+                self.line(r)?;
+            }
+            b'J' | b'M' | b'K' | b'G' => {
+                let n = match op {
+                    b'J' => 4,
+                    b'M' => 2,
+                    b'K' => 1,
+                    _ => 8,
+                };
+                self.take(r, n)?;
+            }
+            // Length-prefixed bytes: the prefix's width by opcode.
+            _ => {
+                let width = match op {
+                    b'U' | b'C' | 0x8a => 1,
+                    b'T' | b'B' | 0x8b => 4,
+                    0x8e | 0x96 => 8,
+                    _ => unreachable!("scan dispatches only valued opcodes here"),
+                };
+                let n = self.uint(r, width)?;
+                self.take(r, n)?;
+            }
+        }
+        top.forget();
+        Ok(())
+    }
+}
+
+/// The memo of one pickle: index to the string literal stored, if known.
+type Memo = HashMap<u32, Option<String>>;
+
+/// An opcode a state dict never needs, refused at `offset`.
+fn refuse(what: &str, offset: u64) -> Result<(), ScanError> {
+    Err(ScanError::Opcode {
+        what: what.to_string(),
+        offset,
+    })
 }
 
 /// Scans one whole pickle held in memory.

@@ -10,6 +10,7 @@
 pub mod authors_float;
 pub mod family;
 pub mod formats;
+pub mod hostile;
 pub mod llama;
 pub mod reemit;
 pub mod schema;
@@ -303,6 +304,32 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A fresh, empty scratch directory `specbound-<test file>-<pid>-<name>`
+/// in the system's temporary directory (removed first if a run left it).
+pub fn tmpdir(name: &str) -> PathBuf {
+    // `module_path!()` here is `<test crate>::common`: the test file's name.
+    let file = module_path!().split("::").next().unwrap_or("tests");
+    let d = std::env::temp_dir().join(format!("specbound-{file}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The bundled model, `data/all-MiniLM-L6-v2`.
+pub fn bundled() -> PathBuf {
+    root().join("data/all-MiniLM-L6-v2")
+}
+
+/// [`bundled`] as a command-line argument.
+pub fn bundled_arg() -> String {
+    bundled().to_string_lossy().into_owned()
+}
+
+/// The bundled matrix, `data/minilm-l0-query.npy`.
+pub fn bundled_npy() -> PathBuf {
+    root().join("data/minilm-l0-query.npy")
+}
+
 /// Parses stdout as JSON after asserting success.
 pub fn ok_json(out: &Output) -> serde_json::Value {
     assert!(
@@ -312,6 +339,29 @@ pub fn ok_json(out: &Output) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// The bundled model's certificate (`certify --json`), certified once per
+/// test process.
+pub fn cert_json() -> serde_json::Value {
+    use std::sync::OnceLock;
+    static C: OnceLock<serde_json::Value> = OnceLock::new();
+    C.get_or_init(|| ok_json(&run(&["certify", "--json"])))
+        .clone()
+}
+
+/// A run's exit code (-1 when killed by a signal).
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+/// A run's stdout then stderr, as text.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// A bad-input run: exit code 2, one line on stderr containing every

@@ -6,14 +6,7 @@ use super::{ok_json, root, run};
 use serde_json::Value;
 use specbound::io::checkpoint::Checkpoint;
 use specbound::matrix::DenseMatrix;
-use std::path::{Path, PathBuf};
-
-pub fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-arch-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::path::Path;
 
 /// BERT names of the six weights of a layer, in [`layer`]'s order.
 pub const BERT: [&str; 6] = [

@@ -14,6 +14,10 @@
 
 mod common;
 
+use common::hostile::s;
+
+use common::tmpdir;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -30,10 +34,6 @@ struct Case {
     needles: &'static [&'static str],
     /// Bound on the child's peak resident memory (MiB).
     max_rss_mib: Option<u64>,
-}
-
-fn s(p: &Path) -> String {
-    p.to_str().unwrap().to_string()
 }
 
 fn args(v: &[&str]) -> Option<Vec<String>> {
@@ -546,22 +546,12 @@ fn run_measured(args: &[String], dir: &Path, limit: Duration) -> Outcome {
     common::run_measured(cmd, limit)
 }
 
-fn case_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-io-3-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn hostile_io_3_cases_exit_2_with_one_line_naming_the_file() {
     let mut failures = Vec::new();
     let mut ran = 0;
     for c in cases() {
-        let dir = case_dir(c.name);
+        let dir = tmpdir(c.name);
         let Some(args) = (c.build)(&dir) else {
             eprintln!("{}: skipped (cannot be built here)", c.name);
             let _ = std::fs::remove_dir_all(&dir);
@@ -705,7 +695,7 @@ fn big_files(d: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn safetensors_or_gguf_truncated_while_mapped_dies_of_sigbus() {
-    let d = case_dir("sigbus");
+    let d = tmpdir("sigbus");
     for f in big_files(&d) {
         let o = truncated_child(&f, "touch");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -722,7 +712,7 @@ fn safetensors_or_gguf_truncated_while_mapped_dies_of_sigbus() {
 
 #[test]
 fn safetensors_or_gguf_truncated_before_a_tensor_read_is_an_error_naming_it() {
-    let d = case_dir("shrank");
+    let d = tmpdir("shrank");
     for f in big_files(&d) {
         let o = truncated_child(&f, "read");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -735,4 +725,47 @@ fn safetensors_or_gguf_truncated_before_a_tensor_read_is_an_error_naming_it() {
         );
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn views_that_alias_in_memory_are_refused_by_one_rule() {
+    use specbound::io::limits::{strided_span_bytes, view_materialised_bytes};
+    // The DLPack input of the round: 8 bytes as a (40000, 40000) stride-0
+    // view of float64: 12.8 GB from a span of 8 bytes.
+    let cases: [(&[usize], &[i64], u64); 5] = [
+        (&[40_000, 40_000], &[0, 0], 8),
+        (&[40_000, 40_000], &[1, 0], 8),
+        (&[46_000, 46_000], &[0, 1], 4),
+        // Overlapping strides: each row starts one element after the last.
+        (&[100_000, 1000], &[1, 1], 4),
+        // Negative strides that overlap.
+        (&[1000, 1000], &[-1, 1], 2),
+    ];
+    for (shape, strides, item) in cases {
+        let span = strided_span_bytes(shape, strides, item).unwrap();
+        let e = view_materialised_bytes(shape, item, span, "the memory", "copy it").unwrap_err();
+        assert!(
+            e.contains("would materialise") && e.contains("stride 0"),
+            "{e}"
+        );
+    }
+    // Honest views: contiguous, transposed, sliced, reversed, empty.
+    let honest: [(&[usize], &[i64], u64); 5] = [
+        (&[300, 400], &[400, 1], 4),
+        (&[400, 300], &[1, 400], 4),
+        (&[100, 50], &[400, 2], 8),
+        (&[300, 400], &[-400, -1], 2),
+        (&[0, 400], &[0, 0], 4),
+    ];
+    for (shape, strides, item) in honest {
+        let span = strided_span_bytes(shape, strides, item).unwrap();
+        view_materialised_bytes(shape, item, span, "the memory", "copy it").unwrap();
+    }
+    // Sizes that overflow are refused, not wrapped.
+    assert!(strided_span_bytes(&[usize::MAX, 2], &[i64::MAX, 1], 8).is_none());
+    assert!(
+        view_materialised_bytes(&[usize::MAX, 4], 8, u64::MAX, "m", "c")
+            .unwrap_err()
+            .contains("overflows")
+    );
 }

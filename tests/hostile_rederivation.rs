@@ -7,42 +7,13 @@
 
 mod common;
 
-use common::{assert_bad, ok_json, root, run};
+use common::{cert_json, code, text};
+
+use common::{bundled, tmpdir};
+
+use common::{assert_bad, run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-fn bundled() -> PathBuf {
-    root().join("data/all-MiniLM-L6-v2")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-evidence-3-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn cert_json() -> Value {
-    use std::sync::OnceLock;
-    static C: OnceLock<Value> = OnceLock::new();
-    C.get_or_init(|| ok_json(&run(&["certify", "--json"])))
-        .clone()
-}
-
-fn code(out: &std::process::Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()

@@ -7,36 +7,14 @@
 
 mod common;
 
-use common::{root, run};
+use common::{code, text};
+
+use common::{bundled, tmpdir};
+
+use common::run;
 use specbound::io::output::{OutputError, Outputs};
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
-
-fn bundled() -> PathBuf {
-    root().join("data/all-MiniLM-L6-v2")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "specbound-hostile-output-3-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn code(out: &std::process::Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use std::path::Path;
 
 /// Every entry under `d`, recursively, links shown as `name -> target`.
 fn tree(d: &Path) -> Vec<String> {
