@@ -7,6 +7,7 @@ use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
 use specbound::cmd::audit::{AuditCmdReport, AuditRequest};
+use specbound::cmd::defaults;
 use specbound::cmd::diff::DiffRequest;
 use specbound::cmd::verify::VerifyRequest;
 use specbound::cmd::{CertInput, Report};
@@ -491,7 +492,7 @@ fn claims_arg(claims: &Bound<'_, PyAny>) -> PyResult<(PathBuf, Option<String>)> 
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (model, claims, *, rtol = 0.0, atol = 0.0, precision = "f64", rounding_units = 1.0, tensor = None, revision = None, model_id = None, init = None, config = None, stack = None))]
+#[pyo3(signature = (model, claims, *, rtol = defaults::CLAIM_RTOL, atol = defaults::CLAIM_ATOL, precision = defaults::PRECISION, rounding_units = defaults::ROUNDING_UNITS, tensor = None, revision = None, model_id = None, init = None, config = None, stack = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
@@ -743,7 +744,7 @@ impl DiffResult {
 /// >>> specbound.diff(c, c, rtol=0.01).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (a, b, rtol = 0.0))]
+#[pyo3(signature = (a, b, rtol = defaults::CLAIM_RTOL))]
 pub fn diff(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,

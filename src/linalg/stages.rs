@@ -137,11 +137,7 @@ impl Stages<'_> {
     /// vectors fall short: a settled answer, or the eigendecomposition left
     /// for the residual route (none where there is none), what it
     /// certified kept in `best`.
-    fn exact_gram(
-        &self,
-        best: &mut Option<SingularValues>,
-        notes: &mut Vec<String>,
-    ) -> GramRoute {
+    fn exact_gram(&self, best: &mut Option<SingularValues>, notes: &mut Vec<String>) -> GramRoute {
         let mut eig = gram::gram_eigen(self.prep.a(), self.opts.par);
         let Some(mut e) = eig.take_if(|e| e.exact) else {
             return GramRoute::Left(eig);
