@@ -5,7 +5,7 @@
 //! The parts must have been written by this version of the program, for
 //! the same model (weight-file hashes), architecture, parameters and
 //! extensions; then the proxies and bounds are computed by
-//! [`certify::assemble`], the code `certify` itself uses, from the parts'
+//! [`fn@certify::assemble`], the code `certify` itself uses, from the parts'
 //! certified spectral quantities, so the merged certificate is the one an
 //! unsharded run writes, number for number (only `model.path`, which is
 //! informative, comes from the part of the lowest shard index). Parts of a
@@ -209,7 +209,7 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError
 /// that every part comes from this version of the program, that all share
 /// the model (weight-file hashes), architecture, parameters and extensions,
 /// and that they cover every matrix of the model exactly once; then
-/// computes the certificate ([`certify::assemble`]).
+/// computes the certificate ([`fn@certify::assemble`]).
 ///
 /// *Guarantee: certified enclosure* of every proxy and bound, given that
 /// the parts' intervals are enclosures (as `certify` wrote them; the parts'

@@ -109,7 +109,7 @@ pub struct MoeLayout {
     /// Experts each token is routed to (`num_experts_per_tok`), when stated.
     pub experts_per_token: Option<usize>,
     /// The routed experts are stored as transformers v5's fused 3-D tensors
-    /// ([`super::families::FusedExperts`]), not as tensors per expert.
+    /// ([`families::FusedExperts`]), not as tensors per expert.
     pub fused: bool,
 }
 

@@ -102,7 +102,7 @@ pub fn check_init_architecture(
 /// The norm-based measures of a model (`docs/measures.md`): every raw
 /// weight matrix of its blocks is read through the layer recipes
 /// (`arch::extract_raw_layer`), its spectral norm, Frobenius norm and
-/// row-(2,1) norm certified ([`certify_raw_norms`]), a layer at a time
+/// row-(2,1) norm certified ([`super::certify_raw_norms`]), a layer at a time
 /// (its matrices in parallel), and the measures evaluated from the
 /// certified norms as the certificate states them. With `init`, a
 /// checkpoint of the same architecture (refused otherwise), the distances
@@ -110,7 +110,7 @@ pub fn check_init_architecture(
 /// measures that need them added.
 ///
 /// *Guarantee: certified enclosure* of every norm and measure
-/// ([`certify_raw_norms`], [`certify_distance_norms`],
+/// ([`super::certify_raw_norms`], [`certify_distance_norms`],
 /// `bounds::measures::evaluate`, `proofs/measures.md`, L26); `Err` for bad
 /// input, [`Outcome::Inconclusive`] when a norm or a required measure could
 /// not be certified.

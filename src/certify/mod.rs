@@ -15,7 +15,7 @@
 //! - [`resume`]: finished layers kept in a resume directory and read back;
 //! - [`norms`] and [`measures`]: the raw weights' norms and the
 //!   norm-based measures (`docs/measures.md`);
-//! - [`assemble`]: the proxies and bounds from the certified spectra, for
+//! - [`mod@assemble`]: the proxies and bounds from the certified spectra, for
 //!   a run and for `merge` alike;
 //! - [`shard`]: which matrices shard `K/N` certifies.
 //!
@@ -288,7 +288,7 @@ pub struct Certification {
 }
 
 /// The one entry point of certifying a model: runs `job` ([`certify_run`]
-/// over its matrices, then for the whole model [`assemble`] and, with the
+/// over its matrices, then for the whole model [`fn@assemble`] and, with the
 /// measures, [`certify_measures_reusing`]; for a shard its part, with its
 /// share of the raw weights with the measures,
 /// [`certify_shard_raw_weights`]), reporting progress through `ui`.

@@ -26,12 +26,12 @@ use std::path::{Path, PathBuf};
 /// Which matrices a run certifies, and where it keeps finished layers.
 #[derive(Clone, Debug)]
 pub struct RunScope {
-    /// The shard of the model's matrices to certify ([`crate::shard`]);
+    /// The shard of the model's matrices to certify ([`super::shard`]);
     /// [`ShardSpec::WHOLE`] for all of them.
     pub shard: ShardSpec,
     /// Where each finished layer's part is written (atomically) and found
     /// again by a rerun with the same arguments, which then skips that
-    /// layer ([`layer_part_name`]).
+    /// layer ([`super::layer_part_name`]).
     pub resume_dir: Option<PathBuf>,
     /// Whether [`Run::results`] keeps every certified matrix's singular
     /// values with their methods (all `min(m, n)` of them, structural

@@ -35,7 +35,7 @@ fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
 /// back `None`.
 ///
 /// The schedule follows the critical path, by the one cost model
-/// ([`crate::linalg::cost`]), largest first ([`split_dominant`]): a matrix
+/// ([`crate::linalg::cost`]), largest first (`split_dominant`): a matrix
 /// that costs at least `1/T` of what is left of the batch would finish
 /// last on one thread whatever the others do, so it is certified alone
 /// with the whole pool (`Par::rayon(T)`: the Gram product, the
@@ -43,7 +43,7 @@ fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
 /// iteration over clusters, the back-transformation and the residual
 /// products all split over the threads), one such matrix after another.
 /// The rest are certified one per thread (`opts.par`, `Par::Seq` in
-/// [`certify_run`]), each thread taking the next largest when it finishes
+/// [`super::certify_run`]), each thread taking the next largest when it finishes
 /// one (greedy list scheduling). Every routine gives the same bits on any
 /// number of threads (fixed blocking and reduction orders), so the
 /// certificate does not depend on `T` (`tests/threads.rs`).
@@ -58,7 +58,7 @@ fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
 /// are gone.
 ///
 /// *Guarantee: certified enclosure* of every value it returns, as
-/// [`certify_matrix`] (the lemmas it names).
+/// [`super::certify_matrix`] (the lemmas it names).
 pub fn certify_batch(
     mats: Vec<ProxyMatrix>,
     opts: &SvdOptions,

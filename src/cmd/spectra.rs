@@ -355,7 +355,7 @@ fn skippable(e: &ReadError) -> Option<String> {
 /// Runs `spectra`.
 ///
 /// *Guarantee: certified enclosure* of every value reported (see
-/// [`certify_one`], which names its lemmas); a matrix that cannot be
+/// `certify_one`, which names its lemmas); a matrix that cannot be
 /// certified is reported inconclusive, with the reason.
 ///
 /// ```

@@ -474,7 +474,7 @@ impl Checkpoint {
     /// (in the directory, or beside a single file). Every file read must be
     /// a regular file (a FIFO or device is refused, never read), and
     /// `config.json` and the index are read under the caps of
-    /// [`limits`](super::limits).
+    /// [`super::limits`].
     ///
     /// The [key](MemoryModel::key) of a model in memory that lives opens
     /// that model ([`Checkpoint::from_memory`]).

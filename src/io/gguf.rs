@@ -501,7 +501,7 @@ impl GgufFile {
     }
 
     /// Releases the file pages of a tensor from resident memory
-    /// ([`super::release_pages`]); a no-op for an unknown name.
+    /// (`release_pages`); a no-op for an unknown name.
     pub fn release(&self, name: &str) {
         if let Some(t) = self.tensors.get(name) {
             super::release_pages(&self.mmap, t.start, t.len);

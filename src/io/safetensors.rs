@@ -207,7 +207,7 @@ impl SafetensorsFile {
     }
 
     /// Releases the file pages of a tensor from resident memory
-    /// ([`super::release_pages`]); a no-op for an unknown name and for a
+    /// (`release_pages`); a no-op for an unknown name and for a
     /// serialisation in memory (releasing anonymous pages would lose them).
     pub fn release(&self, name: &str) {
         if self.guard.is_none() {

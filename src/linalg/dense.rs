@@ -419,7 +419,7 @@ pub fn product_with_bound(
 
 /// Exponent `q` of the finest power-of-two grid holding every entry of `a`:
 /// every entry is an integer multiple of `2^q` (`q` = the smallest
-/// [`lowest_bit`] over the nonzero entries); `None` for a zero matrix.
+/// `lowest_bit` over the nonzero entries); `None` for a zero matrix.
 pub fn grid_exponent(a: MatRef<'_, f64>) -> Option<i32> {
     let mut q: Option<i32> = None;
     for j in 0..a.ncols() {

@@ -93,7 +93,7 @@ fn structural_zero(count: usize) -> CertifiedValue {
 /// Where the rank is still undecided, the factors' ranks are bounded
 /// exactly (`rank(B C) <= rank B, rank C`, each by exact null vectors, L30
 /// within its limits; `proofs/exact-rank.md`, L37 e), and the values past
-/// the smaller bound are exact zeros ([`apply_factor_ranks`]).
+/// the smaller bound are exact zeros (`apply_factor_ranks`).
 pub fn certify_factored(
     b: &DenseMatrix,
     c: &DenseMatrix,

@@ -38,7 +38,7 @@ pub const EXACT_KERNEL_MAX_WORK: usize = 1 << 20;
 /// [`EXACT_WIDE_MAX_BIT_WORK`] (a small graded matrix `D B D`).
 pub const EXACT_KERNEL_MAX_BITS: i32 = 160;
 
-/// Largest `m n^2 * n * bits` for which [`echelon`] runs on columns wider
+/// Largest `m n^2 * n * bits` for which `echelon` runs on columns wider
 /// than [`EXACT_KERNEL_MAX_BITS`]: the elimination's integers grow to about
 /// `n * bits` bits, so this bounds its bit operations (a 6 x 6 matrix whose
 /// entries span 2^+-800: about 2^20; well under a second at the limit).

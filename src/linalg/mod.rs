@@ -61,13 +61,13 @@ pub enum Precision {
     Auto,
 }
 
-/// Smallest MPFR precision accepted by [`Precision::from_str`] (bits).
+/// Smallest MPFR precision accepted by [`Precision::from_str`](std::str::FromStr::from_str) (bits).
 pub const MPFR_MIN_BITS: u32 = 64;
-/// Largest MPFR precision accepted by [`Precision::from_str`] (bits).
+/// Largest MPFR precision accepted by [`Precision::from_str`](std::str::FromStr::from_str) (bits).
 pub const MPFR_MAX_BITS: u32 = 1_000_000;
 
 impl std::fmt::Display for Precision {
-    /// The name accepted by [`Precision::from_str`]: `f64`, `extended`,
+    /// The name accepted by [`Precision::from_str`](std::str::FromStr::from_str): `f64`, `extended`,
     /// `mpfr:BITS` or `auto`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -733,7 +733,7 @@ pub fn certify_singular_values(
 /// Prepares a matrix for [`certify_prepared`]: rejects non-finite entries
 /// and empty dimensions (inconclusive, as [`certify_singular_values`]), and
 /// returns `None` for a zero matrix, whose values are exact zeros
-/// ([`zero_singular_values`]).
+/// (`zero_singular_values`).
 pub fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
     check_preparable(a)?;
     Ok(dense::prepare(a.rows, a.cols, &a.data))

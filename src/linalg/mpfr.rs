@@ -354,7 +354,7 @@ impl Step<'_> {
 }
 
 /// Largest `m * n * n` for which [`certify`] tries the one-sided Jacobi
-/// start ([`jacobi_svd`]) after faer's double-precision start left a value
+/// start (`jacobi_svd`) after faer's double-precision start left a value
 /// loose: each Jacobi sweep costs about `3 m n^2 / 2` MPFR operations, and
 /// graded matrices take some ten sweeps (under a second at this limit at
 /// 128 bits, a few seconds at 2048).

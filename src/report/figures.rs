@@ -7,8 +7,8 @@
 //! layer instead, and draws the matrix types with distinct line styles. A
 //! figure whose data are missing is not drawn: its [`Figure::svg`] is `Err`
 //! with the reason. Figure 6 (the trajectory, `super::trajectory`) is drawn
-//! by the same [`render`] from its own panels: log-y panels of ratios and
-//! linear-y panels of signed differences ([`Panel::linear_y`]).
+//! by the same `render` from its own panels: log-y panels of ratios and
+//! linear-y panels of signed differences (`Panel::linear_y`).
 //!
 //! What every drawn figure promises (and `tests/figures.rs` checks on the
 //! SVG): the legend sits in its own column right of the plot area, so it
@@ -403,7 +403,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<Tick> {
 /// `MAX_LOG_DECADES` decades below it. Values further down (a genuine
 /// certificate can hold singular values hundreds of decades apart) are
 /// drawn at the axis' lower edge and the caption says so
-/// ([`clamp_note`]), so that drawing a figure takes time bounded by its
+/// (`clamp_note`), so that drawing a figure takes time bounded by its
 /// data, whatever the numbers.
 pub const MAX_LOG_DECADES: f64 = 24.0;
 

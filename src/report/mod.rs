@@ -1,6 +1,6 @@
 //! Output of certified results: JSON (machine-readable, exact round-trip
 //! decimals), readable tables, the authors' CSV layout ([`csv`]),
-//! all-or-nothing file output ([`output`]), and the study's products read
+//! all-or-nothing file output (`crate::io::output`), and the study's products read
 //! from several certificates ([`set`]): multi-model tables ([`tables`]),
 //! the paper's figures as SVG ([`figures`]), the self-contained HTML page
 //! ([`html`]) and the notes on where the authors' float computation departs
