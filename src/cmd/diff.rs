@@ -22,6 +22,25 @@ pub struct DiffCmdReport {
 }
 
 /// Runs `diff`.
+///
+/// ```
+/// use specbound::certify::CertifyOptions;
+/// use specbound::cmd::certify::{self, CertifyRequest};
+/// use specbound::cmd::diff::{run, DiffRequest};
+/// use specbound::cmd::{defaults, CertInput, ModelRef, Silent};
+/// use specbound::evidence::Answer;
+///
+/// let made = certify::run(
+///     &CertifyRequest::new(ModelRef::Bundled, CertifyOptions::default()),
+///     &Silent,
+/// )
+/// .unwrap();
+/// let cert = Box::new(made.certificate().unwrap().clone());
+/// let input = |name: &str| CertInput::Loaded { name: name.into(), cert: cert.clone() };
+/// let req = DiffRequest { a: input("a"), b: input("b"), rtol: defaults::CLAIM_RTOL };
+/// // A certificate against itself: nothing certainly changed.
+/// assert_eq!(run(&req).unwrap().diff.answer(), Answer::Holds);
+/// ```
 pub fn run(req: &DiffRequest) -> Result<DiffCmdReport, CmdError> {
     check_nonnegative("--rtol", req.rtol)?;
     // Both are evidence: re-derived before they are compared.

@@ -28,6 +28,29 @@ pub struct VerifyReport {
 }
 
 /// Runs `verify`: internal consistency first; the weights only when it holds.
+///
+/// ```
+/// use specbound::certify::CertifyOptions;
+/// use specbound::cmd::certify::{self, CertifyRequest};
+/// use specbound::cmd::verify::{run, VerifyRequest};
+/// use specbound::cmd::{CertInput, ModelRef, Silent};
+/// use specbound::evidence::Answer;
+///
+/// let made = certify::run(
+///     &CertifyRequest::new(ModelRef::Bundled, CertifyOptions::default()),
+///     &Silent,
+/// )
+/// .unwrap();
+/// let cert = made.certificate().unwrap().clone();
+/// // Its internal consistency (every aggregate re-derived); with
+/// // `model: Some(..)` the weights too.
+/// let req = VerifyRequest {
+///     cert: CertInput::Loaded { name: "minilm".into(), cert: Box::new(cert) },
+///     model: None,
+///     options: Default::default(),
+/// };
+/// assert_eq!(run(&req, &Silent).unwrap().verdict.answer(), Answer::Holds);
+/// ```
 pub fn run(req: &VerifyRequest, ui: &dyn Ui) -> Result<VerifyReport, CmdError> {
     let c = req.cert.read()?;
     let mut v = verify_internal(&c);

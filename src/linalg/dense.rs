@@ -371,6 +371,32 @@ pub fn chunked_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) -> (Mat
     (c, product_depth(a.ncols()))
 }
 
+/// [`chunked_product`] of a tall `A` a block of rows at a time
+/// (`block_rows`, about a sixteenth of them), into one `m x p` result:
+/// one product over all rows would have the GEMM pack a copy of the whole
+/// of `A`, which its thread keeps for the rest of the run
+/// (`tests/memory_tall.rs`). Rows are independent and the inner dimension
+/// is chunked as before, so the rounding depth is [`chunked_product`]'s
+/// (L4, blocked form, any order inside a chunk).
+pub fn chunked_product_by_rows(
+    a: MatRef<'_, f64>,
+    b: MatRef<'_, f64>,
+    par: Par,
+) -> (Mat<f64>, usize) {
+    let m = a.nrows();
+    let rows = block_rows(m);
+    if rows >= m {
+        return chunked_product(a, b, par);
+    }
+    let mut c = Mat::<f64>::zeros(m, b.ncols());
+    for r0 in (0..m).step_by(rows) {
+        let len = rows.min(m - r0);
+        let (block, _) = chunked_product(a.subrows(r0, len), b, par);
+        c.as_mut().subrows_mut(r0, len).copy_from(block.as_ref());
+    }
+    (c, product_depth(a.ncols()))
+}
+
 /// The rounding depth of a [`chunked_product`] with inner dimension `k`:
 /// `k` for one chunk, `CHUNK + chunks - 1` otherwise (L4, blocked form).
 pub fn product_depth(k: usize) -> usize {

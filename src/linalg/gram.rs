@@ -88,6 +88,11 @@ pub struct GramEigen {
     pub solver: EigenSolver,
 }
 
+/// Rows of `A` per product when the Gram matrix is only approximated
+/// ([`gram_eigen`]): a fixed number, so that the sum's order, and so its
+/// bits, do not depend on the machine.
+pub const APPROX_GRAM_CHUNK: usize = 4096;
+
 /// `G = A^T A` (exact when [`gram_is_exact`] holds) and an approximate
 /// eigendecomposition of it (no guarantee); `None` if the eigensolvers
 /// fail or return non-finite values.
@@ -96,8 +101,9 @@ pub struct GramEigen {
 /// by [`super::symeig`] with the parallelism `par` (faer's eigensolver if
 /// that fails; [`GramEigen::with_faer`] redoes it with faer when its
 /// certification falls short). Otherwise (the Gram matrix is then only an
-/// approximation for [`approx_thin_svd_from_gram`]) the full product and
-/// faer's eigensolver are used, as before the exact route existed. Every
+/// approximation for [`approx_thin_svd_from_gram`]) the product summed
+/// over [`APPROX_GRAM_CHUNK`] rows at a time and faer's eigensolver are
+/// used, as before the exact route existed. Every
 /// step gives the same bits on any number of threads (faer's eigensolver
 /// runs with the fixed [`dense::solver_par`]).
 pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
@@ -110,8 +116,11 @@ pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
             None => faer_eigen(g, true),
         };
     }
-    // Only an approximation is needed: the full product, in one chunk.
-    let g = backend.chunked_product(a.transpose(), a, usize::MAX, par);
+    // Only an approximation is needed, summed over chunks of rows: one
+    // product over all of a tall matrix's rows would have the GEMM pack a
+    // second copy of it, kept by its thread for the rest of the run
+    // (docs/spectra.md, "Memory"; tests/memory_tall.rs).
+    let g = backend.chunked_product(a.transpose(), a, APPROX_GRAM_CHUNK, par);
     match backend.sym_eigen(g.as_ref(), EigenSolver::Faer, par) {
         Some((raw, vecs, solver)) => sorted(g, false, raw, vecs, solver),
         None => None,
@@ -261,7 +270,7 @@ pub fn approx_thin_svd_from_gram(
         return None;
     }
     let v = e.v.clone();
-    let (p, depth) = dense::chunked_product(a, v.as_ref(), par);
+    let (p, depth) = dense::chunked_product_by_rows(a, v.as_ref(), par);
     // U = fl(A V) diag(fl(1 / s_j)), formed where it is read: the m x n
     // product is held once.
     let inv = s.iter().map(|&sj| 1.0 / sj).collect();
