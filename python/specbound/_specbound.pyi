@@ -30,6 +30,7 @@ __all__ = [
     "AuditResult",
     "Bounds",
     "Certificate",
+    "DEFAULTS",
     "DiffResult",
     "Interval",
     "RankInterval",

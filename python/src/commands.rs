@@ -332,7 +332,8 @@ pub fn merge(
 /// >>> os.path.getsize(page) > 0
 /// True
 #[pyfunction]
-#[pyo3(signature = (certs, *, out, model_ids = None, primary = None, spectrum_layers = defaults::SPECTRUM_LAYERS))]
+#[pyo3(signature = (certs, *, out, model_ids = None, primary = None, spectrum_layers = defaults::SPECTRUM_LAYERS),
+       text_signature = "(certs, *, out, model_ids=None, primary=None, spectrum_layers='0-3')")]
 pub fn report(
     py: Python<'_>,
     certs: &Bound<'_, PyAny>,

@@ -492,7 +492,8 @@ fn claims_arg(claims: &Bound<'_, PyAny>) -> PyResult<(PathBuf, Option<String>)> 
 /// >>> specbound.audit("data/all-MiniLM-L6-v2", claims).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (model, claims, *, rtol = defaults::CLAIM_RTOL, atol = defaults::CLAIM_ATOL, precision = defaults::PRECISION, rounding_units = defaults::ROUNDING_UNITS, tensor = None, revision = None, model_id = None, init = None, config = None, stack = None))]
+#[pyo3(signature = (model, claims, *, rtol = defaults::CLAIM_RTOL, atol = defaults::CLAIM_ATOL, precision = defaults::PRECISION, rounding_units = defaults::ROUNDING_UNITS, tensor = None, revision = None, model_id = None, init = None, config = None, stack = None),
+       text_signature = "(model, claims, *, rtol=0.0, atol=0.0, precision='f64', rounding_units=1.0, tensor=None, revision=None, model_id=None, init=None, config=None, stack=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,
@@ -744,7 +745,7 @@ impl DiffResult {
 /// >>> specbound.diff(c, c, rtol=0.01).exit_code
 /// 0
 #[pyfunction]
-#[pyo3(signature = (a, b, rtol = defaults::CLAIM_RTOL))]
+#[pyo3(signature = (a, b, rtol = defaults::CLAIM_RTOL), text_signature = "(a, b, rtol=0.0)")]
 pub fn diff(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,
