@@ -73,6 +73,34 @@ pub enum AuditCmdReport {
 }
 
 /// Runs `audit`.
+///
+/// ```
+/// use specbound::cmd::audit::{run, AuditCmdReport, AuditRequest};
+/// use specbound::cmd::{defaults, ModelRef, Silent};
+/// use specbound::evidence::Answer;
+///
+/// // A claim (as a CSV in memory) that the query weight of layer 0 of the
+/// // bundled MiniLM has spectral norm 10^9: certainly refuted.
+/// let claims = "tensor,quantity,value\n\
+///               encoder.layer.0.attention.self.query.weight,sigma_max,1e9\n";
+/// let req = AuditRequest {
+///     model: ModelRef::Bundled,
+///     claims: "claims.csv".into(),
+///     claims_text: Some(claims.into()),
+///     tensor: None,
+///     rtol: defaults::CLAIM_RTOL,
+///     atol: defaults::CLAIM_ATOL,
+///     precision: defaults::PRECISION.parse().unwrap(),
+///     rounding_units: defaults::ROUNDING_UNITS,
+///     model_id: None,
+///     init: None,
+///     stack: None,
+/// };
+/// match run(&req, &Silent).unwrap() {
+///     AuditCmdReport::Claims { report, .. } => assert_eq!(report.answer(), Answer::Refuted),
+///     _ => unreachable!("a claims table, not claimed singular values"),
+/// }
+/// ```
 pub fn run(req: &AuditRequest, ui: &dyn Ui) -> Result<AuditCmdReport, CmdError> {
     for (name, v) in [
         ("--rtol", req.rtol),
