@@ -312,18 +312,19 @@ pub fn certify(job: &Job<'_>, ui: &dyn Ui) -> Result<Outcome<Certification>, Cer
             Outcome::Inconclusive(why) => return Ok(Outcome::Inconclusive(why)),
         }
     };
-    let mut done = Certification {
-        header: run.header.clone(),
-        reused_layers: run.reused_layers.clone(),
-        read_back: run.spectra.len() - run.certified,
-        certified_now: run.certified,
-        made: Err(Inconclusive::new("")),
-    };
-    done.made = match job.shard {
+    let (header, reused_layers) = (run.header.clone(), run.reused_layers.clone());
+    let (read_back, certified_now) = (run.spectra.len() - run.certified, run.certified);
+    let made = match job.shard {
         None => whole(job, run, ui)?,
         Some(shard) => part(job, shard, run, ui)?,
     };
-    Ok(Outcome::Certified(done))
+    Ok(Outcome::Certified(Certification {
+        header,
+        reused_layers,
+        read_back,
+        certified_now,
+        made,
+    }))
 }
 
 /// The whole model's certificate from its run, with the measures when the
