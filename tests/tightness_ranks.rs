@@ -197,6 +197,37 @@ fn mpfr_n_left_graded_ranks_undecided_that_auto_decided() {
     }
 }
 
+/// Issue 33: on the same graded matrices `mpfr:128`, `mpfr:256` and
+/// `mpfr:1000` left the small values at a relative radius of 1 (ends
+/// `[tiny, h]`) where `auto` gave about 2e-16 for every value: an explicit
+/// precision whose bits do not cover the span now also runs `auto`'s graded
+/// stage, so it is never looser than `auto` (within a factor 2 for the
+/// stages `auto` combined that `mpfr:N` does not run).
+#[test]
+fn mpfr_n_was_looser_than_auto_on_graded_matrices() {
+    use specbound::linalg::Precision;
+    for (m, n, e, seed) in [(6, 6, 400, 1u64), (6, 6, 500, 2), (7, 5, 500, 3)] {
+        let a = common::graded(m, n, e, seed);
+        let auto = certify_at(&a, Precision::Auto);
+        for p in [
+            Precision::Mpfr(128),
+            Precision::Mpfr(256),
+            Precision::Mpfr(1000),
+        ] {
+            let sv = certify_at(&a, p);
+            for (i, (x, y)) in sv.values.iter().zip(&auto.values).enumerate() {
+                assert!(
+                    x.rel_rad() <= 2.0 * y.rel_rad() + 1e-300,
+                    "{m}x{n} 2^+-{e} {p:?}: sigma_{} radius {:e} against auto's {:e}",
+                    i + 1,
+                    x.rel_rad(),
+                    y.rel_rad()
+                );
+            }
+        }
+    }
+}
+
 /// Issue 33: `2^-1074 [[1, 0], [2, 1]]` (rank 2, sigma_2 = (sqrt 2 - 1)
 /// 2^-1074, below the least positive double) had rank `[1, 2]` at every
 /// precision: its binary64 lower end can only be 0. The two-column closed

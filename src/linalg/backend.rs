@@ -194,12 +194,31 @@ pub(crate) fn add_chunk_product<B: Backend + ?Sized>(
         return;
     }
     b.gemm(part.as_mut(), Accum::Replace, ac, bc, par);
-    add_in_place(c.as_mut(), part.as_ref());
+    add_in_place(c.as_mut(), part.as_ref(), par);
 }
 
 /// `c += part`, one rounded addition per entry (column slices: the
-/// matrices this crate allocates are column-major and contiguous).
-pub fn add_in_place(mut c: MatMut<'_, f64>, part: MatRef<'_, f64>) {
+/// matrices this crate allocates are column-major and contiguous), split
+/// by columns over the pool when `par` allows: each entry's one addition is
+/// the same whichever thread makes it, so the bits are too.
+pub fn add_in_place(c: MatMut<'_, f64>, part: MatRef<'_, f64>, par: Par) {
+    match par {
+        Par::Rayon(t) if t.get() > 1 && c.ncols() > 1 => {
+            use rayon::prelude::*;
+            let width = c.ncols().div_ceil(4 * t.get());
+            c.par_col_chunks_mut(width)
+                .enumerate()
+                .for_each(|(b, block)| {
+                    let n = block.ncols();
+                    add_columns(block, part.subcols(b * width, n));
+                });
+        }
+        _ => add_columns(c, part),
+    }
+}
+
+/// `c += part` on the calling thread, column by column.
+fn add_columns(mut c: MatMut<'_, f64>, part: MatRef<'_, f64>) {
     for j in 0..c.ncols() {
         let src = part.col(j);
         for (i, d) in c.as_mut().col_mut(j).iter_mut().enumerate() {

@@ -130,8 +130,30 @@ pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
 /// The exponent `k` of [`prepare`]'s exact scaling `2^k` of `data`
 /// ([`exact_scale_exponent`], L2); `None` for an all-zero matrix.
 fn prepare_scale(data: &[f64]) -> Option<i32> {
-    let maxabs = data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let maxabs = max_abs(data);
     (maxabs != 0.0).then(|| exact_scale_exponent(maxabs, data))
+}
+
+/// Entries from which a pass over a matrix is split over the pool's
+/// threads (about 8 MiB): below it, one thread is as fast.
+pub(crate) const PAR_PASS_MIN: usize = 1 << 20;
+
+/// Whether a pass over `len` entries is worth splitting over the pool.
+pub(crate) fn split_pass(len: usize) -> bool {
+    len >= PAR_PASS_MIN && rayon::current_num_threads() > 1
+}
+
+/// `max |x|` (exact: a maximum rounds nothing, in any order or split).
+pub(crate) fn max_abs(data: &[f64]) -> f64 {
+    use rayon::prelude::*;
+    let fold = |c: &[f64]| c.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if split_pass(data.len()) {
+        data.par_chunks(PAR_PASS_MIN / 4)
+            .map(fold)
+            .reduce(|| 0.0, f64::max)
+    } else {
+        fold(data)
+    }
 }
 
 /// [`prepare`] of a matrix the caller gives up, with the same entries and
@@ -146,7 +168,14 @@ pub fn prepare_owned(rows: usize, cols: usize, mut data: Vec<f64>) -> Option<Pre
     }
     let k = prepare_scale(&data)?;
     if k != 0 {
-        data.iter_mut().for_each(|x| *x = r::scale_pow2_rn(*x, k));
+        // Each entry scaled exactly on its own (L2): the same bits on any split.
+        use rayon::prelude::*;
+        let scale = |c: &mut [f64]| c.iter_mut().for_each(|x| *x = r::scale_pow2_rn(*x, k));
+        if split_pass(data.len()) {
+            data.par_chunks_mut(PAR_PASS_MIN / 4).for_each(scale);
+        } else {
+            scale(&mut data);
+        }
     }
     Some(Prepared {
         storage: Storage::InPlace {
@@ -165,22 +194,44 @@ pub fn abs_norm2_ru(a: MatRef<'_, f64>) -> f64 {
     let mut x = vec![1.0f64; n];
     let mut z = vec![0.0f64; m];
     let mut y = vec![0.0f64; n];
+    // Both products split over the pool for large matrices, each entry's
+    // sum in the same order whichever thread makes it (the same bits): `z`
+    // by blocks of rows (every column's terms added in column order), `y`
+    // one column's dot product per entry.
+    use rayon::prelude::*;
+    let split = split_pass(m * n);
     let abs_mv = |x: &[f64], z: &mut [f64]| {
-        z.iter_mut().for_each(|v| *v = 0.0);
-        for (j, &xj) in x.iter().enumerate() {
-            let col = a.col(j);
-            for (zi, &aij) in z.iter_mut().zip(col.iter()) {
-                *zi = aij.abs().mul_add(xj, *zi);
+        let rows = |i0: usize, zb: &mut [f64]| {
+            zb.iter_mut().for_each(|v| *v = 0.0);
+            for (j, &xj) in x.iter().enumerate() {
+                let col = a.col(j).subrows(i0, zb.len());
+                for (zi, &aij) in zb.iter_mut().zip(col.iter()) {
+                    *zi = aij.abs().mul_add(xj, *zi);
+                }
             }
+        };
+        const ROWS: usize = 512;
+        if split {
+            z.par_chunks_mut(ROWS)
+                .enumerate()
+                .for_each(|(b, zb)| rows(b * ROWS, zb));
+        } else {
+            rows(0, z);
         }
     };
     let abs_tmv = |z: &[f64], y: &mut [f64]| {
-        for (j, yj) in y.iter_mut().enumerate() {
-            let col = a.col(j);
-            *yj = col
+        let dot = |j: usize| -> f64 {
+            a.col(j)
                 .iter()
                 .zip(z.iter())
-                .fold(0.0, |acc, (&aij, &zi)| aij.abs().mul_add(zi, acc));
+                .fold(0.0, |acc, (&aij, &zi)| aij.abs().mul_add(zi, acc))
+        };
+        if split {
+            y.par_iter_mut()
+                .enumerate()
+                .for_each(|(j, yj)| *yj = dot(j));
+        } else {
+            y.iter_mut().enumerate().for_each(|(j, yj)| *yj = dot(j));
         }
     };
     for _ in 0..4 {
@@ -720,7 +771,7 @@ pub fn split_product(
         backend::current().gemm(c.as_mut(), Accum::Replace, a, hi.as_ref(), par);
         drop(hi);
         let (t, depth) = chunked_product(a, lo.as_ref(), par);
-        backend::add_in_place(c.as_mut(), t.as_ref());
+        backend::add_in_place(c.as_mut(), t.as_ref(), par);
         return ComputedProduct {
             computed: c,
             depth,
@@ -915,7 +966,7 @@ fn left_product(
     let depth = product_depth(m);
     let split = exps.is_some();
     if split {
-        backend::add_in_place(c_hi.as_mut(), c.as_ref());
+        backend::add_in_place(c_hi.as_mut(), c.as_ref(), par);
         c = c_hi;
     }
     ComputedProduct {

@@ -33,24 +33,32 @@ use crate::enclosure::{Enclosure, Inconclusive};
 /// holds when `2q >= -1074` and an upper bound of the largest squared
 /// column norm is `< 2^(53 + 2q)`. A `false` means only "not proved exact".
 pub fn gram_is_exact(a: MatRef<'_, f64>) -> bool {
-    let (m, n) = (a.nrows(), a.ncols());
-    let mut q = i32::MAX;
-    let mut s_max = 0.0f64;
-    let mut col = Vec::with_capacity(m);
-    for j in 0..n {
-        col.clear();
-        col.extend(a.col(j).iter().copied());
-        for &x in &col {
-            if x != 0.0 {
-                q = q.min(dense::lowest_bit(x));
-            }
-        }
+    let m = a.nrows();
+    // Per column: the lowest set bit of its nonzero entries and an upper
+    // bound of its squared norm (each column's own sequential sum, so the
+    // same bits whichever thread computes it); `None` if not finite.
+    let column = |j: usize| -> Option<(i32, f64)> {
+        let col: Vec<f64> = a.col(j).iter().copied().collect();
+        let q = col
+            .iter()
+            .filter(|&&x| x != 0.0)
+            .map(|&x| dense::lowest_bit(x))
+            .min()
+            .unwrap_or(i32::MAX);
         let s = r::nonneg_sum_ru(r::sum_sq(&col), m);
-        if !s.is_finite() {
-            return false;
-        }
-        s_max = s_max.max(s);
-    }
+        s.is_finite().then_some((q, s))
+    };
+    let cols: Option<Vec<(i32, f64)>> = if dense::split_pass(m * a.ncols()) {
+        use rayon::prelude::*;
+        (0..a.ncols()).into_par_iter().map(column).collect()
+    } else {
+        (0..a.ncols()).map(column).collect()
+    };
+    let Some(cols) = cols else {
+        return false;
+    };
+    let q = cols.iter().map(|c| c.0).min().unwrap_or(i32::MAX);
+    let s_max = cols.iter().fold(0.0f64, |acc, c| acc.max(c.1));
     if q == i32::MAX {
         return true; // a zero matrix: every product and sum is an exact 0
     }

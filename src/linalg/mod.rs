@@ -742,7 +742,14 @@ pub fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Incon
 /// The checks of [`prepare_checked`] alone: inconclusive for non-finite
 /// entries or an empty dimension.
 pub fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
-    if a.data.iter().any(|x| !x.is_finite()) {
+    let non_finite = |c: &[f64]| c.iter().any(|x| !x.is_finite());
+    let any_non_finite = if dense::split_pass(a.data.len()) {
+        use rayon::prelude::*;
+        a.data.par_chunks(dense::PAR_PASS_MIN / 4).any(non_finite)
+    } else {
+        non_finite(&a.data)
+    };
+    if any_non_finite {
         return Err(Inconclusive::new("matrix has non-finite entries"));
     }
     if a.rows == 0 || a.cols == 0 {

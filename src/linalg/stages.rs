@@ -218,9 +218,47 @@ pub(super) fn run_precision(s: &Stages<'_>) -> Certified {
     match s.opts.precision {
         Precision::F64 => s.f64(),
         Precision::Extended => extended_over_f64(s),
-        Precision::Mpfr(bits) => s.mpfr(bits),
+        Precision::Mpfr(bits) => mpfr_never_looser_than_auto(s, bits),
         Precision::Auto => auto(s),
     }
+}
+
+/// `mpfr:N`: the MPFR stage at `N` bits. On a graded matrix whose entries
+/// span more binary orders than `N` bits cover, that stage leaves the small
+/// values loose where `auto` climbs to a stage at a precision covering the
+/// span; that stage is then run too (within `auto`'s size limit for it) and
+/// the narrower enclosure kept index by index (L10), so that an explicit
+/// precision is never looser than `auto` (issue 33). Said in a note.
+fn mpfr_never_looser_than_auto(s: &Stages<'_>, bits: u32) -> Certified {
+    let first = s.mpfr(bits);
+    let (m, n) = (s.prep.a().nrows(), s.prep.a().ncols());
+    let work = m.saturating_mul(n).saturating_mul(n);
+    let graded =
+        super::graded_precision(s.prep.a()).filter(|&g| g > bits && work <= AUTO_GRADED_MAX_WORK);
+    let Some(g) = graded else {
+        return first;
+    };
+    let rtol = s.opts.rtol;
+    if first
+        .as_ref()
+        .is_ok_and(|v| v.values.iter().all(|x| x.rel_rad() <= rtol))
+    {
+        return first;
+    }
+    let note = format!(
+        "mpfr-graded stage at {g} bits also run: the entries span more binary orders than \
+         {bits} bits cover (as auto does; the narrower enclosure kept per index)"
+    );
+    let mut out = match (first, s.mpfr(g)) {
+        (Ok(mut a), Ok(b)) => {
+            a.keep_narrower(b);
+            a
+        }
+        (Err(_), Ok(b)) => b,
+        (first, Err(_)) => return first,
+    };
+    out.notes.push(note);
+    Ok(out)
 }
 
 /// `extended`: the binary64 stage narrowed by the extended one; either

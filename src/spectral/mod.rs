@@ -7,6 +7,7 @@
 //! `proofs/compensated-sum.md` (L12), and power-of-two scaling by
 //! `proofs/power-of-two-scaling.md` (L2).
 
+mod exact_sums;
 mod mpfr_norms;
 pub mod wide;
 
@@ -343,10 +344,18 @@ fn unscale(lo: f64, hi: f64, k: i32, what: &str) -> Result<Enclosure, Inconclusi
 /// two-sided graded `D B D`), the sum is formed in MPFR at 128 bits
 /// instead ([`enclose_entry_norms_mpfr`]; issue 33).
 ///
-/// *Guarantee: certified enclosure* of `||A||_F` (`proofs/compensated-sum.md`
-/// L12 f, `proofs/power-of-two-scaling.md` L2, `proofs/derived-quantities.md`
-/// L15 d, g; `proofs/mpfr-directed.md` L13 for the MPFR sum).
+/// First of all, entries on a grid `2^q Z` spanning at most 63 bits above
+/// it (every float16 matrix, most float32 ones) are summed exactly as
+/// integers (`exact_sums`), and the norm is enclosed from that exact sum.
+///
+/// *Guarantee: certified enclosure* of `||A||_F` (`proofs/exact-integer-sums.md`
+/// L39; `proofs/compensated-sum.md` L12 f, `proofs/power-of-two-scaling.md`
+/// L2, `proofs/derived-quantities.md` L15 d, g; `proofs/mpfr-directed.md`
+/// L13 for the MPFR sum).
 pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
+    if let Some(f) = exact_sums::exact_entry_sums(a, faer::Par::Seq).and_then(|s| s.frobenius()) {
+        return Ok(f);
+    }
     frobenius_binary64(a).or_else(|e| enclose_entry_norms_mpfr(a, 128).map(|x| x.0).map_err(|_| e))
 }
 
@@ -378,12 +387,15 @@ fn frobenius_binary64(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
     unscale(s.inf().max(maxabs), s.sup().min(cap), k, "Frobenius norm")
 }
 
-/// [`enclose_frobenius_from_entries`] and [`enclose_entry_norms`] of `a`,
-/// side by side on two threads of the pool when `par` allows: each is the
-/// same sequential computation either way, so the results are the same
-/// bits on any number of threads.
+/// [`enclose_frobenius_from_entries`] and [`enclose_entry_norms`] of `a`:
+/// from one pass of exact integer sums where the entries allow (split over
+/// the pool's threads, the same sums on any number of them), else the two
+/// binary64 passes side by side on two threads of the pool when `par`
+/// allows: each is the same sequential computation either way, so the
+/// results are the same bits on any number of threads.
 ///
-/// *Guarantee: certified enclosures*, as the two functions (their lemmas).
+/// *Guarantee: certified enclosures*, as the two functions (their lemmas;
+/// `proofs/exact-integer-sums.md`, L39, for the exact sums).
 pub fn enclose_entry_summaries(
     a: &DenseMatrix,
     par: faer::Par,
@@ -391,6 +403,11 @@ pub fn enclose_entry_summaries(
     Result<Enclosure, Inconclusive>,
     Result<(Enclosure, Enclosure), Inconclusive>,
 ) {
+    if let Some(s) = exact_sums::exact_entry_sums(a, par) {
+        if let (Some(f), Some(n)) = (s.frobenius(), exact_norms(&s)) {
+            return (Ok(f), Ok(n));
+        }
+    }
     match par {
         faer::Par::Rayon(t) if t.get() > 1 => rayon::join(
             || enclose_frobenius_from_entries(a),
@@ -405,17 +422,28 @@ pub fn enclose_entry_summaries(
 /// (L2, L12, L3, L15 e).
 ///
 /// Entries beyond what one exact power of two brings into range are summed
-/// in MPFR at 128 bits instead, as for [`enclose_frobenius_from_entries`].
+/// in MPFR at 128 bits instead, as for [`enclose_frobenius_from_entries`];
+/// entries on a narrow enough grid, exactly as integers first (as there).
 ///
-/// *Guarantee: certified enclosures* of both norms (`proofs/compensated-sum.md`,
+/// *Guarantee: certified enclosures* of both norms (`proofs/exact-integer-sums.md`,
+/// L39; `proofs/compensated-sum.md`,
 /// `proofs/rn-directed-scalar.md`, `proofs/derived-quantities.md` L15 e, g;
 /// `proofs/mpfr-directed.md` L13 for the MPFR sums).
 pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
+    if let Some(n) = exact_sums::exact_entry_sums(a, faer::Par::Seq).and_then(|s| exact_norms(&s)) {
+        return Ok(n);
+    }
     entry_norms_binary64(a).or_else(|e| {
         enclose_entry_norms_mpfr(a, 128)
             .map(|x| (x.1, x.2))
             .map_err(|_| e)
     })
+}
+
+/// The (2,1)- and (1,1)-norms from exact integer sums, when both are in
+/// binary64's range (`proofs/exact-integer-sums.md`, L39).
+fn exact_norms(s: &exact_sums::ExactEntrySums) -> Option<(Enclosure, Enclosure)> {
+    Some((s.norm_21()?, s.norm_11()?))
 }
 
 /// The binary64 route of [`enclose_entry_norms`] (its lemmas).
