@@ -282,10 +282,23 @@ fn read_column_major_le<R: Read>(
         read_exact_or_format(reader, buf, path, "npy data")?;
         block.clear();
         super::decode_le(dtype, buf, &mut block);
-        for (i, row) in data.chunks_exact_mut(cols).enumerate() {
-            for (q, d) in row[j0..j0 + w].iter_mut().enumerate() {
-                *d = block[q * rows + i];
+        // Rows are independent: split over the pool for large blocks (each
+        // entry is a copy of one decoded value, the same on any split).
+        let scatter = |(r0, rows_out): (usize, &mut [f64])| {
+            for (k, row) in rows_out.chunks_exact_mut(cols).enumerate() {
+                for (q, d) in row[j0..j0 + w].iter_mut().enumerate() {
+                    *d = block[q * rows + r0 + k];
+                }
             }
+        };
+        const ROWS: usize = 256;
+        if crate::linalg::dense::split_pass(rows * w) {
+            use rayon::prelude::*;
+            data.par_chunks_mut(ROWS * cols)
+                .enumerate()
+                .for_each(|(b, c)| scatter((b * ROWS, c)));
+        } else {
+            scatter((0, &mut data[..]));
         }
     }
     Ok(())

@@ -696,16 +696,19 @@ fn apply_wy(b: &WyBlock, z: &mut Mat<f64>, par: Par) {
     );
 }
 
-/// `Z <- Q Z` for the `Q = H_0 H_1 ... H_{n-2}` of the tridiagonalization,
-/// [`BT_PANELS`] panels at a time in compact WY form `I - V T V^T`. The
-/// blocks' `T` factors are formed first, in parallel when `par` allows
-/// (each depends on its own panels alone: the same bits on any pool; one
-/// after the other they were a serial tenth of the back-transformation),
-/// and the panels are dropped once their blocks are formed.
-fn back_transform(panels: Vec<Panel>, z: &mut Mat<f64>, par: Par) {
+/// The compact WY blocks of the tridiagonalization's reflectors,
+/// [`BT_PANELS`] panels each, formed in parallel when `par` allows (each
+/// depends on its own panels alone: the same bits on any pool; one after
+/// the other they were a serial tenth of the back-transformation). The
+/// panels are dropped once their blocks are formed.
+fn wy_blocks(panels: Vec<Panel>, par: Par) -> Vec<WyBlock> {
     let groups: Vec<&[Panel]> = panels.chunks(BT_PANELS).collect();
-    let blocks: Vec<WyBlock> = map_in_order(groups, par, wy_block);
-    drop(panels);
+    map_in_order(groups, par, wy_block)
+}
+
+/// `Z <- Q Z` for the `Q = H_0 H_1 ... H_{n-2}` of the tridiagonalization,
+/// given as its compact WY blocks `I - V T V^T` ([`wy_blocks`]).
+fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
     for b in blocks.iter().rev() {
         apply_wy(b, z, par);
     }
@@ -724,8 +727,17 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
     if n == 1 {
         return Some((vec![g[(0, 0)]], Mat::identity(1, 1)));
     }
-    let t = tridiagonalize(g.to_owned(), par)?;
-    let lam = tridiagonal_eigenvalues(&t.d, &t.e)?;
+    let Tridiagonal { d, e, panels } = tridiagonalize(g.to_owned(), par)?;
+    // The eigenvalues (a serial sweep) and the reflectors' WY blocks are
+    // independent: side by side when the pool has two threads or more.
+    let (lam, blocks) = match par {
+        Par::Rayon(t) if t.get() > 1 => rayon::join(
+            || tridiagonal_eigenvalues(&d, &e),
+            || wy_blocks(panels, par),
+        ),
+        _ => (tridiagonal_eigenvalues(&d, &e), wy_blocks(panels, par)),
+    };
+    let lam = lam?;
     let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     // Clusters (runs of eigenvalues closer than CLUSTER_GAP) are
     // orthogonalised within themselves only, so they are computed
@@ -754,7 +766,7 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
         let mut vecs: Vec<Vec<f64>> = Vec::with_capacity(cols.ncols());
         for q in 0..cols.ncols() {
             let j = j0 + q;
-            let x = inverse_iteration(&t.d, &t.e, lam[j], tnorm, j as u64 + 1, &vecs)?;
+            let x = inverse_iteration(&d, &e, lam[j], tnorm, j as u64 + 1, &vecs)?;
             cols.as_mut()
                 .col_mut(q)
                 .iter_mut()
@@ -766,7 +778,7 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
     };
     let filled: Option<Vec<()>> = map_in_order(pieces, par, fill).into_iter().collect();
     filled?;
-    back_transform(t.panels, &mut z, par);
+    back_transform(&blocks, &mut z, par);
     if z.as_ref().norm_max().is_finite() {
         Some((lam, z))
     } else {
