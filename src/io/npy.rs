@@ -292,7 +292,7 @@ fn read_column_major_le<R: Read>(
             }
         };
         const ROWS: usize = 256;
-        if crate::linalg::dense::split_pass(rows * w) {
+        if rows * w >= 1 << 20 && rayon::current_num_threads() > 1 {
             use rayon::prelude::*;
             data.par_chunks_mut(ROWS * cols)
                 .enumerate()
