@@ -57,18 +57,24 @@ pub fn exponent_of(x: f64) -> i32 {
     e
 }
 
-/// Exponent of the lowest set bit of a finite nonzero `x`: `x` is an odd
-/// integer times `2^lowest_bit(x)`, and `-1074 <= lowest_bit(x) <= 971`.
-pub(crate) fn lowest_bit(x: f64) -> i32 {
+/// `(M, E)` with `|x| = M 2^E` exactly, `M < 2^53` an integer, read from
+/// the encoding of the finite `x` (normal: the hidden bit and `E = biased
+/// exponent - 1075`; subnormal: `E = -1074`).
+pub(crate) fn significand(x: f64) -> (u64, i32) {
     let bits = x.to_bits() & 0x7fff_ffff_ffff_ffff;
     let biased = (bits >> 52) as i32;
     let frac = bits & ((1u64 << 52) - 1);
-    // Normal: (2^52 + frac) 2^(biased - 1075); subnormal: frac 2^-1074.
-    let (int, e) = if biased == 0 {
+    if biased == 0 {
         (frac, -1074)
     } else {
         (frac | (1u64 << 52), biased - 1075)
-    };
+    }
+}
+
+/// Exponent of the lowest set bit of a finite nonzero `x`: `x` is an odd
+/// integer times `2^lowest_bit(x)`, and `-1074 <= lowest_bit(x) <= 971`.
+pub(crate) fn lowest_bit(x: f64) -> i32 {
+    let (int, e) = significand(x);
     e + int.trailing_zeros() as i32
 }
 
@@ -141,6 +147,12 @@ pub(crate) const PAR_PASS_MIN: usize = 1 << 20;
 /// Whether a pass over `len` entries is worth splitting over the pool.
 pub(crate) fn split_pass(len: usize) -> bool {
     len >= PAR_PASS_MIN && rayon::current_num_threads() > 1
+}
+
+/// [`exact_scale_exponent`] of the entries `data` (their largest magnitude
+/// into `[1, 2)` where that is exact, L2); 0 for a zero matrix.
+pub(crate) fn exact_scale_of(data: &[f64]) -> i32 {
+    exact_scale_exponent(max_abs(data), data)
 }
 
 /// `max |x|` (exact: a maximum rounds nothing, in any order or split).

@@ -30,8 +30,7 @@ fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
 /// Exact power-of-two prescaling exponent for one factor: the largest
 /// magnitude moved into `[1, 2)`, or as close to it as exactness allows (L2).
 fn scale_for(x: &DenseMatrix) -> i32 {
-    let maxabs = x.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    dense::exact_scale_exponent(maxabs, &x.data)
+    dense::exact_scale_of(&x.data)
 }
 
 /// `fl(L fl(R Y))` with column error bounds (L4 applied twice, L14):

@@ -14,6 +14,7 @@
 //! L12).
 
 use crate::enclosure::Enclosure;
+use crate::linalg::dense::significand;
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::matrix::DenseMatrix;
@@ -35,20 +36,6 @@ pub(crate) struct ExactEntrySums {
     abs: u128,
     /// `sum_i (a_ij 2^-q)^2` of each column `j`.
     col_sq: Vec<u128>,
-}
-
-/// `(M, E)` with `|x| = M 2^E` exactly, `M < 2^53` an integer, read from
-/// the encoding of the finite `x` (normal: the hidden bit and `E = biased
-/// exponent - 1075`; subnormal: `E = -1074`).
-fn significand(x: f64) -> (u64, i32) {
-    let bits = x.to_bits() & 0x7fff_ffff_ffff_ffff;
-    let biased = (bits >> 52) as i32;
-    let frac = bits & ((1u64 << 52) - 1);
-    if biased == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), biased - 1075)
-    }
 }
 
 /// `|x| 2^-q` as an integer, given that `2^q` divides `x` and

@@ -321,8 +321,7 @@ pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure
 /// Exact power-of-two exponent `k` that brings the largest magnitude into
 /// `[1, 2)`, or the nearest one to it that is exact for every entry (L2).
 fn entry_scale(a: &DenseMatrix) -> i32 {
-    let maxabs = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    crate::linalg::dense::exact_scale_exponent(maxabs, &a.data)
+    crate::linalg::dense::exact_scale_of(&a.data)
 }
 
 /// `2^-k x` rounded outward: both ends of an enclosure of a quantity held
