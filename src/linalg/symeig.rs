@@ -509,111 +509,169 @@ fn tridiagonal_eigenvalues(d: &[f64], e: &[f64]) -> Option<Vec<f64>> {
     Some(d)
 }
 
-/// An eigenvector of the tridiagonal matrix for the eigenvalue `lam` by
-/// inverse iteration (Gaussian elimination with partial pivoting of
-/// `T - lam I`, three solves from a fixed pseudo-random start), normalised,
-/// and orthogonalised against `others` (vectors of nearby eigenvalues).
-fn inverse_iteration(
-    d: &[f64],
-    e: &[f64],
-    lam: f64,
-    tnorm: f64,
-    seed: u64,
-    others: &[Vec<f64>],
-) -> Option<Vec<f64>> {
-    let n = d.len();
-    let tiny = f64::EPSILON * tnorm.max(f64::MIN_POSITIVE);
-    // LU with partial pivoting: U has diagonal u0, super-diagonals u1, u2.
-    let mut u0: Vec<f64> = d.iter().map(|&x| x - lam).collect();
-    let mut u1: Vec<f64> = e.to_vec();
-    let mut u2 = vec![0.0; n.saturating_sub(2)];
-    let mut mult = vec![0.0; n.saturating_sub(1)];
-    let mut swap = vec![false; n.saturating_sub(1)];
-    for i in 0..n.saturating_sub(1) {
-        let sub = e[i];
-        if u0[i].abs() >= sub.abs() {
-            if u0[i] == 0.0 {
-                u0[i] = tiny;
+/// The LU factors with partial pivoting of `T - lam_l I` for `L` shifts at
+/// once, stored row by row with the `L` lanes side by side: the factorization
+/// and the solves are serial chains along the rows, and `L` independent
+/// chains interleaved keep the processor busy where one chain waits on the
+/// latency of each step. Every lane does exactly the operations of its
+/// shift alone, so a lane's bits do not depend on `L` or on its neighbours.
+struct ShiftedLu<const L: usize> {
+    /// Reciprocals of `U`'s diagonal (zeros replaced by `tiny`).
+    inv0: Vec<[f64; L]>,
+    /// `U`'s first and second super-diagonals.
+    u1: Vec<[f64; L]>,
+    u2: Vec<[f64; L]>,
+    /// The multipliers and the row interchanges of `L`.
+    mult: Vec<[f64; L]>,
+    swap: Vec<[bool; L]>,
+}
+
+impl<const L: usize> ShiftedLu<L> {
+    /// Factors `T - lam_l I` (`d` diagonal, `e` sub-diagonal) for each lane.
+    fn new(d: &[f64], e: &[f64], lam: [f64; L], tiny: f64) -> Self {
+        let n = d.len();
+        let mut u0: Vec<[f64; L]> = d.iter().map(|&x| lam.map(|l| x - l)).collect();
+        let mut u1: Vec<[f64; L]> = e.iter().map(|&x| [x; L]).collect();
+        let mut u2 = vec![[0.0; L]; n.saturating_sub(2)];
+        let mut mult = vec![[0.0; L]; n.saturating_sub(1)];
+        let mut swap = vec![[false; L]; n.saturating_sub(1)];
+        for i in 0..n.saturating_sub(1) {
+            let sub = e[i];
+            for l in 0..L {
+                if u0[i][l].abs() >= sub.abs() {
+                    if u0[i][l] == 0.0 {
+                        u0[i][l] = tiny;
+                    }
+                    let m = sub / u0[i][l];
+                    mult[i][l] = m;
+                    u0[i + 1][l] -= m * u1[i][l];
+                } else {
+                    let m = u0[i][l] / sub;
+                    mult[i][l] = m;
+                    swap[i][l] = true;
+                    let old_u1 = u1[i][l];
+                    u0[i][l] = sub;
+                    let t = u0[i + 1][l];
+                    u1[i][l] = t;
+                    if i + 2 < n {
+                        u2[i][l] = u1[i + 1][l];
+                        u1[i + 1][l] = -m * u2[i][l];
+                    }
+                    u0[i + 1][l] = old_u1 - m * t;
+                }
             }
-            let m = sub / u0[i];
-            mult[i] = m;
-            u0[i + 1] -= m * u1[i];
-        } else {
-            let m = u0[i] / sub;
-            mult[i] = m;
-            swap[i] = true;
-            let old_u1 = u1[i];
-            u0[i] = sub;
-            let t = u0[i + 1];
-            u1[i] = t;
-            if i + 2 < n {
-                u2[i] = u1[i + 1];
-                u1[i + 1] = -m * u2[i];
-            }
-            u0[i + 1] = old_u1 - m * t;
+        }
+        // Reciprocal pivots: the back-substitutions are serial chains, and a
+        // multiplication is several times shorter than a division.
+        let inv0 = u0
+            .iter()
+            .map(|row| row.map(|x| 1.0 / if x == 0.0 { tiny } else { x }))
+            .collect();
+        ShiftedLu {
+            inv0,
+            u1,
+            u2,
+            mult,
+            swap,
         }
     }
-    if u0[n - 1] == 0.0 {
-        u0[n - 1] = tiny;
-    }
-    for x in u0.iter_mut() {
-        if *x == 0.0 {
-            *x = tiny;
+
+    /// `x <- (T - lam_l I)^-1 x` in each lane; `forward` applies `L^-1`
+    /// first (not on the first step, whose start vector is random anyway).
+    fn solve(&self, x: &mut [[f64; L]], forward: bool) {
+        let n = x.len();
+        if forward {
+            for i in 0..n - 1 {
+                for l in 0..L {
+                    if self.swap[i][l] {
+                        let t = x[i][l];
+                        x[i][l] = x[i + 1][l];
+                        x[i + 1][l] = t;
+                    }
+                    x[i + 1][l] -= self.mult[i][l] * x[i][l];
+                }
+            }
         }
-    }
-    // Reciprocal pivots: the three back-substitutions are serial chains,
-    // and a multiplication is several times shorter than a division.
-    let inv0: Vec<f64> = u0.iter().map(|&x| 1.0 / x).collect();
-    let back = |b: &mut [f64]| {
         for i in (0..n).rev() {
-            let mut s = b[i];
-            if i + 1 < n {
-                s -= u1[i] * b[i + 1];
+            for l in 0..L {
+                let mut s = x[i][l];
+                if i + 1 < n {
+                    s -= self.u1[i][l] * x[i + 1][l];
+                }
+                if i + 2 < n {
+                    s -= self.u2[i][l] * x[i + 2][l];
+                }
+                x[i][l] = s * self.inv0[i][l];
             }
-            if i + 2 < n {
-                s -= u2[i] * b[i + 2];
-            }
-            b[i] = s * inv0[i];
         }
-    };
-    let normalise = |x: &mut [f64]| -> bool {
-        let m = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        if !(m > 0.0) || !m.is_finite() {
-            return false;
-        }
-        x.iter_mut().for_each(|v| *v /= m);
-        let nrm = dot(x, x).sqrt();
-        x.iter_mut().for_each(|v| *v /= nrm);
-        true
-    };
+    }
+}
+
+/// The fixed pseudo-random start vector of seed `seed` (xorshift), the same
+/// on every thread count.
+fn start_vector(seed: u64, n: usize) -> Vec<f64> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut x: Vec<f64> = (0..n)
+    (0..n)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
         })
+        .collect()
+}
+
+/// `x / ||x||`, scaled by its largest magnitude first; `false` for a zero
+/// or non-finite `x`.
+fn normalise(x: &mut [f64]) -> bool {
+    let m = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if !(m > 0.0) || !m.is_finite() {
+        return false;
+    }
+    x.iter_mut().for_each(|v| *v /= m);
+    let nrm = dot(x, x).sqrt();
+    x.iter_mut().for_each(|v| *v /= nrm);
+    true
+}
+
+/// Eigenvectors of the tridiagonal matrix for the `L` eigenvalues `lam`
+/// (seeds `seeds`) by inverse iteration, side by side ([`ShiftedLu`]):
+/// Gaussian elimination with partial pivoting of `T - lam_l I`, three
+/// solves from a fixed pseudo-random start, each lane normalised and
+/// orthogonalised against `others` (vectors of nearby eigenvalues, for
+/// `L = 1` within a cluster; empty otherwise).
+fn inverse_iteration<const L: usize>(
+    (d, e): (&[f64], &[f64]),
+    lam: [f64; L],
+    tnorm: f64,
+    seeds: [u64; L],
+    others: &[Vec<f64>],
+) -> Option<[Vec<f64>; L]> {
+    let n = d.len();
+    let tiny = f64::EPSILON * tnorm.max(f64::MIN_POSITIVE);
+    let lu = ShiftedLu::new(d, e, lam, tiny);
+    let starts = seeds.map(|s| start_vector(s, n));
+    let mut x: Vec<[f64; L]> = (0..n)
+        .map(|i| std::array::from_fn(|l| starts[l][i]))
         .collect();
+    let mut lane = vec![0.0; n];
     for it in 0..3 {
-        if it > 0 {
-            for i in 0..n - 1 {
-                if swap[i] {
-                    x.swap(i, i + 1);
-                }
-                x[i + 1] -= mult[i] * x[i];
+        lu.solve(&mut x, it > 0);
+        for l in 0..L {
+            lane.iter_mut().zip(&x).for_each(|(v, row)| *v = row[l]);
+            for o in others {
+                let c = dot(o, &lane);
+                axpy(-c, o, &mut lane);
             }
-        }
-        back(&mut x);
-        for o in others {
-            let c = dot(o, &x);
-            axpy(-c, o, &mut x);
-        }
-        if !normalise(&mut x) {
-            return None;
+            if !normalise(&mut lane) {
+                return None;
+            }
+            x.iter_mut().zip(&lane).for_each(|(row, &v)| row[l] = v);
         }
     }
-    Some(x)
+    Some(std::array::from_fn(|l| {
+        x.iter().map(|row| row[l]).collect()
+    }))
 }
 
 /// Reflectors per block of the back-transformation: wider blocks than the
@@ -714,6 +772,89 @@ fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
     }
 }
 
+/// Shifts whose eigenvectors inverse iteration computes side by side
+/// ([`ShiftedLu`]) when they are isolated eigenvalues.
+const LANES: usize = 4;
+
+/// Eigenvectors of the tridiagonal matrix (`d`, `e`) for its eigenvalues
+/// `lam` (increasing), as the columns of `Z`, by inverse iteration.
+///
+/// Clusters (runs of eigenvalues closer than [`CLUSTER_GAP`]) are
+/// orthogonalised within themselves only, so they are computed
+/// independently of each other: in parallel when `par` allows, each vector
+/// from its own fixed seed (`j + 1`), so the same bits on any thread count.
+/// Isolated eigenvalues go [`LANES`] at a time (each lane's bits are those
+/// it has alone); `None` for a cluster over [`MAX_CLUSTER`] or a vector
+/// that vanished.
+fn tridiagonal_eigenvectors((d, e): (&[f64], &[f64]), lam: &[f64], par: Par) -> Option<Mat<f64>> {
+    let n = lam.len();
+    let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut z = Mat::<f64>::zeros(n, n);
+    let mut pieces = Vec::new();
+    let mut rest = z.as_mut();
+    for (j0, len, cluster) in vector_units(lam, tnorm) {
+        let (head, tail) = rest.split_at_col_mut(len);
+        pieces.push((j0, cluster, head));
+        rest = tail;
+    }
+    let fill = |(j0, cluster, mut cols): (usize, bool, faer::MatMut<'_, f64>)| -> Option<()> {
+        let width = cols.ncols();
+        let mut put = |q: usize, x: &[f64]| {
+            cols.as_mut()
+                .col_mut(q)
+                .iter_mut()
+                .zip(x)
+                .for_each(|(d, &s)| *d = s)
+        };
+        if !cluster && width == LANES {
+            let shifts = std::array::from_fn(|q| lam[j0 + q]);
+            let seeds = std::array::from_fn(|q| (j0 + q) as u64 + 1);
+            let xs = inverse_iteration::<LANES>((d, e), shifts, tnorm, seeds, &[])?;
+            xs.iter().enumerate().for_each(|(q, x)| put(q, x));
+            return Some(());
+        }
+        if width > MAX_CLUSTER {
+            return None;
+        }
+        let mut vecs: Vec<Vec<f64>> = Vec::with_capacity(width);
+        for q in 0..width {
+            let j = j0 + q;
+            let [x] = inverse_iteration::<1>((d, e), [lam[j]], tnorm, [j as u64 + 1], &vecs)?;
+            put(q, &x);
+            vecs.push(x);
+        }
+        Some(())
+    };
+    let filled: Option<Vec<()>> = map_in_order(pieces, par, fill).into_iter().collect();
+    filled?;
+    Some(z)
+}
+
+/// The columns of `Z` in units of work `(first column, columns, cluster)`:
+/// each cluster of two or more eigenvalues alone, and the isolated ones
+/// [`LANES`] at a time where that many are consecutive, else one by one.
+fn vector_units(lam: &[f64], tnorm: f64) -> Vec<(usize, usize, bool)> {
+    let n = lam.len();
+    let mut starts = vec![0];
+    starts.extend((1..n).filter(|&j| (lam[j] - lam[j - 1]).abs() > CLUSTER_GAP * tnorm));
+    starts.push(n);
+    let mut units = Vec::with_capacity(starts.len());
+    let mut c = 0;
+    while c + 1 < starts.len() {
+        let (j0, len) = (starts[c], starts[c + 1] - starts[c]);
+        let isolated_run =
+            starts.len() > c + LANES && (0..LANES).all(|q| starts[c + q + 1] - starts[c + q] == 1);
+        if len == 1 && isolated_run {
+            units.push((j0, LANES, false));
+            c += LANES;
+        } else {
+            units.push((j0, len, len > 1));
+            c += 1;
+        }
+    }
+    units
+}
+
 /// An approximate eigendecomposition `G ~ V diag(lam) V^T` of the symmetric
 /// `g` (lower triangle read), eigenvalues in increasing order with their
 /// eigenvectors as columns. **No guarantee**; `None` where a step did not
@@ -738,46 +879,7 @@ pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>,
         _ => (tridiagonal_eigenvalues(&d, &e), wy_blocks(panels, par)),
     };
     let lam = lam?;
-    let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    // Clusters (runs of eigenvalues closer than CLUSTER_GAP) are
-    // orthogonalised within themselves only, so they are computed
-    // independently of each other: in parallel when `par` allows, each
-    // vector from its own fixed seed (the same bits on any thread count).
-    let mut starts = vec![0];
-    for j in 1..n {
-        if (lam[j] - lam[j - 1]).abs() > CLUSTER_GAP * tnorm {
-            starts.push(j);
-        }
-    }
-    starts.push(n);
-    // Each cluster fills its own columns of Z.
-    let mut z = Mat::<f64>::zeros(n, n);
-    let mut pieces = Vec::with_capacity(starts.len() - 1);
-    let mut rest = z.as_mut();
-    for c in 0..starts.len() - 1 {
-        let (head, tail) = rest.split_at_col_mut(starts[c + 1] - starts[c]);
-        pieces.push((starts[c], head));
-        rest = tail;
-    }
-    let fill = |(j0, mut cols): (usize, faer::MatMut<'_, f64>)| -> Option<()> {
-        if cols.ncols() > MAX_CLUSTER {
-            return None;
-        }
-        let mut vecs: Vec<Vec<f64>> = Vec::with_capacity(cols.ncols());
-        for q in 0..cols.ncols() {
-            let j = j0 + q;
-            let x = inverse_iteration(&d, &e, lam[j], tnorm, j as u64 + 1, &vecs)?;
-            cols.as_mut()
-                .col_mut(q)
-                .iter_mut()
-                .zip(&x)
-                .for_each(|(d, &s)| *d = s);
-            vecs.push(x);
-        }
-        Some(())
-    };
-    let filled: Option<Vec<()>> = map_in_order(pieces, par, fill).into_iter().collect();
-    filled?;
+    let mut z = tridiagonal_eigenvectors((&d, &e), &lam, par)?;
     back_transform(&blocks, &mut z, par);
     if z.as_ref().norm_max().is_finite() {
         Some((lam, z))
@@ -877,6 +979,29 @@ mod tests {
         let (res, orth) = quality(&g, &lam, &v);
         assert!(res <= 1e-13, "residual {res:e}");
         assert!(orth <= 1e-12, "orthogonality defect {orth:e}");
+    }
+
+    /// Inverse iteration side by side ([`ShiftedLu`] with four lanes)
+    /// computes in each lane the bits the shift gets alone, whatever the
+    /// pivoting of its neighbours (shifts that pivot and shifts that do
+    /// not, an exact eigenvalue that meets a zero pivot).
+    #[test]
+    fn lanes_give_the_bits_of_one_shift_alone() {
+        let n = 37;
+        let d: Vec<f64> = (0..n).map(|i| ((i * 7 % 11) as f64) - 5.0).collect();
+        let e: Vec<f64> = (0..n - 1).map(|i| 0.5 + (i % 3) as f64).collect();
+        let lam = tridiagonal_eigenvalues(&d, &e).unwrap();
+        let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for shifts in [[lam[0], lam[5], lam[17], lam[36]], [d[3], 0.0, -7.25, lam[20]]] {
+            let seeds = [3, 1, 4, 1];
+            let four = inverse_iteration::<4>((&d, &e), shifts, tnorm, seeds, &[]).unwrap();
+            for q in 0..4 {
+                let [one] =
+                    inverse_iteration::<1>((&d, &e), [shifts[q]], tnorm, [seeds[q]], &[]).unwrap();
+                let same = one.iter().zip(&four[q]).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "lane {q} differs from its shift alone");
+            }
+        }
     }
 
     #[test]
