@@ -812,19 +812,40 @@ fn transpose_block(
     stride: usize,
     off: usize,
 ) {
-    const TILE: usize = 64;
-    for i0 in rows.clone().step_by(TILE) {
-        let i1 = (i0 + TILE).min(rows.end);
-        for j0 in cols.clone().step_by(TILE) {
-            let j1 = (j0 + TILE).min(cols.end);
-            for i in i0..i1 {
-                let ii = i - rows.start;
-                let src = &m.data[i * m.cols + j0..i * m.cols + j1];
-                for (j, &x) in (j0..j1).zip(src) {
-                    dst[(j - cols.start) * stride + off + ii] = x;
+    use rayon::prelude::*;
+    // Square tiles, small enough that the tile's lines and pages stay
+    // cached on both sides; bands of TILE destination rows (source
+    // columns) over the pool for large blocks: a copy, the same bits on
+    // any split.
+    const TILE: usize = 32;
+    const PAR_MIN: usize = 1 << 20;
+    let band_rows = cols.len().min(TILE);
+    let band = |(b, chunk): (usize, &mut [f64])| {
+        let j0 = cols.start + b * TILE;
+        let j1 = (j0 + TILE).min(cols.end);
+        for i0 in rows.clone().step_by(TILE) {
+            let i1 = (i0 + TILE).min(rows.end);
+            let (ii0, ii1) = (i0 - rows.start, i1 - rows.start);
+            for q in 0..j1 - j0 {
+                let out = &mut chunk[q * stride + off + ii0..q * stride + off + ii1];
+                for (o, i) in out.iter_mut().zip(i0..i1) {
+                    *o = m.data[i * m.cols + j0 + q];
                 }
             }
         }
+    };
+    if band_rows == 0 {
+        return;
+    }
+    let dst = &mut dst[..cols.len() * stride];
+    if rows.len() * cols.len() >= PAR_MIN && rayon::current_num_threads() > 1 {
+        dst.par_chunks_mut(stride * band_rows)
+            .enumerate()
+            .for_each(band);
+    } else {
+        dst.chunks_mut(stride * band_rows)
+            .enumerate()
+            .for_each(band);
     }
 }
 

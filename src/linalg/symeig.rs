@@ -992,13 +992,19 @@ mod tests {
         let e: Vec<f64> = (0..n - 1).map(|i| 0.5 + (i % 3) as f64).collect();
         let lam = tridiagonal_eigenvalues(&d, &e).unwrap();
         let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for shifts in [[lam[0], lam[5], lam[17], lam[36]], [d[3], 0.0, -7.25, lam[20]]] {
+        for shifts in [
+            [lam[0], lam[5], lam[17], lam[36]],
+            [d[3], 0.0, -7.25, lam[20]],
+        ] {
             let seeds = [3, 1, 4, 1];
             let four = inverse_iteration::<4>((&d, &e), shifts, tnorm, seeds, &[]).unwrap();
             for q in 0..4 {
                 let [one] =
                     inverse_iteration::<1>((&d, &e), [shifts[q]], tnorm, [seeds[q]], &[]).unwrap();
-                let same = one.iter().zip(&four[q]).all(|(a, b)| a.to_bits() == b.to_bits());
+                let same = one
+                    .iter()
+                    .zip(&four[q])
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
                 assert!(same, "lane {q} differs from its shift alone");
             }
         }
