@@ -559,11 +559,11 @@ fn reusable(
     let want_m = opts
         .grid_m
         .unwrap_or_else(|| default_grid_m(arch.layers, arch.hidden));
-    if p.l_phi != opts.l_phi.trim() {
+    if p.l_phi != opts.l_phi.as_str() {
         return Err(format!(
             "L_phi differs ({} there, {} now)",
             crate::io::escape(&p.l_phi),
-            crate::io::escape(opts.l_phi.trim())
+            crate::io::escape(opts.l_phi.as_str())
         ));
     }
     if p.grid_m != want_m {
@@ -694,7 +694,6 @@ fn check_before_computing(
         }
     }
     planned_outputs(models, out).check()?;
-    crate::certify::parse_decimal(&opts.certify.l_phi, "L_phi")?;
     if let Some(m) = opts.certify.grid_m {
         crate::certify::check_grid_m(m)?;
     }

@@ -755,7 +755,7 @@ fn every_family_in_the_table_extracts_the_paper_proxies_exactly() {
             .iter()
             .map(|e| e.as_str().unwrap().to_string())
             .collect();
-        assert_eq!(ext, a.extensions("1.13"), "{}", spec.layout);
+        assert_eq!(ext, a.extensions(true), "{}", spec.layout);
         if let Some(reason) = spec.no_bound {
             // No bound, so nothing to extend: the reason says why.
             assert!(ext.is_empty(), "{}: {ext:?}", spec.layout);

@@ -19,7 +19,7 @@ use specbound::report::csv::{tables, TABLE_NAMES};
 
 use crate::interval::Interval;
 use crate::{
-    cmd_error, decimal_arg, error, json_to_py, pandas, path_arg, positive, run_interruptibly,
+    cmd_error, error, json_to_py, l_phi_arg, pandas, path_arg, positive, run_interruptibly,
     OnInterrupt, PyUi, Watch,
 };
 
@@ -211,10 +211,7 @@ pub(crate) fn certify_options(
     layers: Option<i64>,
     stack: Option<String>,
 ) -> PyResult<CertifyOptions> {
-    let l_phi = match l_phi {
-        Some(x) => decimal_arg(x, "l_phi")?,
-        None => specbound::arch::PAPER_L_PHI.to_string(),
-    };
+    let l_phi = l_phi_arg(l_phi)?;
     let precision: Precision = precision.parse().map_err(PyValueError::new_err)?;
     let grid_m = match grid_m {
         Some(m) if m < 1 => {

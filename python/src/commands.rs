@@ -19,7 +19,7 @@ use specbound::study::ModelFields;
 
 use crate::certify::{cancelled, certify_options, Certificate};
 use crate::{
-    cmd_error, decimal_arg, json_to_py, layers_arg, model_input, model_ref_of, path_arg, paths_arg,
+    cmd_error, json_to_py, l_phi_arg, layers_arg, model_input, model_ref_of, path_arg, paths_arg,
     positive, run_command, strings_arg,
 };
 
@@ -72,10 +72,7 @@ pub fn inspect<'py>(
     let req = InspectRequest {
         model: model_input(Some(model), config, revision)?,
         heads: positive(heads, "heads")?,
-        l_phi: match l_phi {
-            Some(x) => decimal_arg(x, "l_phi")?,
-            None => specbound::arch::PAPER_L_PHI.to_string(),
-        },
+        l_phi: l_phi_arg(l_phi)?,
         stack,
     };
     let report = run_command(py, false, move |_| specbound::cmd::inspect::run(&req))?

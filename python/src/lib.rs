@@ -284,6 +284,17 @@ pub(crate) fn layers_arg(text: &str) -> PyResult<Vec<usize>> {
     specbound::study::parse_layers(text).map_err(PyValueError::new_err)
 }
 
+/// `l_phi` as the library takes it, read once here ([`decimal_arg`], then
+/// `certify::parse_l_phi`: the command line's message for a value that is
+/// not a positive decimal); the paper's 1.13 when not given.
+pub(crate) fn l_phi_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<specbound::bounds::LPhi> {
+    match obj {
+        None => Ok(specbound::bounds::LPhi::paper()),
+        Some(x) => specbound::certify::parse_l_phi(&decimal_arg(x, "l_phi")?)
+            .map_err(|e| PyValueError::new_err(e.to_string())),
+    }
+}
+
 /// A number the library reads as an exact decimal (`l_phi`, a Schatten
 /// `p`): a `str` as written, an integer in full, a `decimal.Decimal` as its
 /// exact `str`, a float (also a NumPy float) as its shortest round-trip

@@ -263,8 +263,8 @@ impl Architecture {
     ///   `config.json` flags choose ([`FamilySpec::flag_notes`]);
     /// * shared layers ([`families::SharedLayers`]): each shared matrix
     ///   counted at every depth where it is applied;
-    /// * `L_phi`: when `l_phi_text` is the paper's GELU bound `1.13` (the
-    ///   default) and the activation is not GELU or a GELU approximation
+    /// * `L_phi`: when `paper_l_phi` (the run's `L_phi` is the paper's GELU
+    ///   bound `1.13`, the default) and the activation is not GELU or a GELU approximation
     ///   ([`families::GELU_VARIANTS`]), or is unknown (no config.json or
     ///   GGUF metadata said it). A user who passes another `--l-phi` has
     ///   chosen the constant, and no note is made.
@@ -272,7 +272,7 @@ impl Architecture {
     /// A family for which the paper's reasoning gives no bound
     /// ([`FamilySpec::no_bound`]) has none: there is no bound to extend,
     /// and its reason says why.
-    pub fn extensions(&self, l_phi_text: &str) -> Vec<String> {
+    pub fn extensions(&self, paper_l_phi: bool) -> Vec<String> {
         let mut out = Vec::new();
         if self.spec.no_bound.is_some() {
             return out;
@@ -292,7 +292,7 @@ impl Architecture {
         if let (Some(_), Some(shared)) = (self.sharing, self.spec.shared) {
             out.push(shared.note.to_string());
         }
-        if l_phi_text.trim() == PAPER_L_PHI {
+        if paper_l_phi {
             match &self.activation {
                 Some(a) if a.is_gelu() => {}
                 Some(a) => out.push(format!(
@@ -317,14 +317,14 @@ impl Architecture {
 impl Architecture {
     /// How the paper's bound applies to this model, one line for `inspect`
     /// (`docs/architectures.md`): exactly, when [`Architecture::extensions`]
-    /// is empty at `l_phi_text`; otherwise as an extension, for the reasons
+    /// is empty at `paper_l_phi`; otherwise as an extension, for the reasons
     /// listed there; not at all for a family whose [`FamilySpec::no_bound`]
     /// says why.
-    pub fn bound_applies(&self, l_phi_text: &str) -> String {
+    pub fn bound_applies(&self, paper_l_phi: bool) -> String {
         if let Some(reason) = self.spec.no_bound {
             return format!("the paper's bound does not apply, and none is computed: {reason}");
         }
-        match self.extensions(l_phi_text).len() {
+        match self.extensions(paper_l_phi).len() {
             0 => "the paper's bound applies exactly (the paper's block and proxies)".to_string(),
             n => format!(
                 "the paper's bound applies as an extension ({n} departure{} from the paper's model, \

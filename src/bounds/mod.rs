@@ -10,7 +10,10 @@
 //! `2/3` and `L_phi = 1.13` are held as intervals containing the exact
 //! rational or decimal, never as their binary64 neighbours.
 
+mod l_phi;
 pub mod measures;
+
+pub use l_phi::LPhi;
 
 use inari::Interval;
 
@@ -33,10 +36,8 @@ pub const BOUND_KINDS: [MatrixType; 4] = [
 /// Parameters that change a number of the certificate.
 #[derive(Clone, Debug)]
 pub struct ProxyParams {
-    /// `L_phi` as written (decimal).
-    pub l_phi_text: String,
-    /// Encloses the exact decimal `L_phi`.
-    pub l_phi: Interval,
+    /// `L_phi`, the exact decimal as written and its enclosure.
+    pub l_phi: LPhi,
     /// Grid resolution m: `P_m = {0, 1/m, ..., 2}`.
     pub grid_m: usize,
 }
@@ -249,7 +250,7 @@ pub fn evaluate(
     let norms = Stated {
         index: inputs.iter().map(|x| (x.id, x)).collect(),
     };
-    let alpha = alphas(&norms, layers, heads, params.l_phi);
+    let alpha = alphas(&norms, layers, heads, params.l_phi.interval());
     let xi = xis(&norms, layers, heads);
     let ll = pt(layers as f64);
     let matrices: Vec<MatrixProxies> = inputs

@@ -80,10 +80,11 @@ pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificat
         )));
     }
     let p = &header.parameters;
-    let l_phi = crate::spectral::positive_decimal_interval(&p.l_phi)
+    let l_phi: bounds::LPhi = p
+        .l_phi
+        .parse()
         .map_err(|e| Inconclusive::new(format!("invalid L_phi: {e}")))?;
     let params = ProxyParams {
-        l_phi_text: p.l_phi.clone(),
         l_phi,
         grid_m: p.grid_m,
     };

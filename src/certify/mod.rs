@@ -48,7 +48,6 @@ use crate::enclosure::Inconclusive;
 use crate::io::output::OutputError;
 use crate::linalg::Precision;
 use crate::progress::Ui;
-use inari::Interval;
 use std::path::Path;
 
 /// Options of [`certify_run`].
@@ -56,8 +55,8 @@ use std::path::Path;
 pub struct CertifyOptions {
     /// Method for the singular values (default f64: enough for the targets).
     pub precision: Precision,
-    /// `L_phi` as a decimal string (default "1.13", the GELU bound of the paper's code).
-    pub l_phi: String,
+    /// `L_phi` (default 1.13, the GELU bound of the paper's code).
+    pub l_phi: crate::bounds::LPhi,
     /// Grid resolution override (default `ceil(L + ln N)`).
     pub grid_m: Option<usize>,
     /// Architecture facts for a file without config.json.
@@ -68,7 +67,7 @@ impl Default for CertifyOptions {
     fn default() -> Self {
         Self {
             precision: Precision::F64,
-            l_phi: crate::arch::PAPER_L_PHI.into(),
+            l_phi: crate::bounds::LPhi::paper(),
             grid_m: None,
             overrides: ArchOverrides::default(),
         }
@@ -152,11 +151,11 @@ impl<T> Outcome<T> {
     }
 }
 
-/// Parses a positive decimal parameter into an interval containing it
-/// exactly (`spectral::positive_decimal_interval`, the bounded parser).
-pub fn parse_decimal(text: &str, what: &str) -> Result<Interval, CertifyError> {
-    crate::spectral::positive_decimal_interval(text)
-        .map_err(|e| CertifyError::Param(format!("invalid {what}: {e}")))
+/// Reads `L_phi` at a front (the command line, Python): the one message
+/// for a value that is not a positive decimal within the parser's limits.
+pub fn parse_l_phi(text: &str) -> Result<crate::bounds::LPhi, CertifyError> {
+    text.parse()
+        .map_err(|e| CertifyError::Param(format!("invalid L_phi: {e}")))
 }
 
 /// Checks a grid resolution against the one limit that `certify`, `verify`

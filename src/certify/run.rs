@@ -8,7 +8,7 @@ use super::matrix::{spectrum_entry, MatrixResult};
 use super::resume::{read_back, write_layer_part};
 use super::schedule::certify_batch;
 use super::shard;
-use super::{check_grid_m, parse_decimal, CertifyError, CertifyOptions, Outcome};
+use super::{check_grid_m, CertifyError, CertifyOptions, Outcome};
 use crate::arch::{self, Architecture, MatrixId, ModelError, ProxyMatrix};
 use crate::bounds::{self};
 use crate::certificate::{
@@ -168,8 +168,6 @@ fn open_run(
     path: &Path,
     opts: &CertifyOptions,
 ) -> Result<(Checkpoint, Architecture, Header), CertifyError> {
-    let l_phi_text = opts.l_phi.trim().to_string();
-    parse_decimal(&l_phi_text, "L_phi")?;
     if let Some(m) = opts.grid_m {
         check_grid_m(m)?;
     }
@@ -191,7 +189,7 @@ fn open_run(
         path,
         &ck.file_hashes().map_err(ModelError::from)?,
         &arch,
-        &l_phi_text,
+        &opts.l_phi,
         grid_m,
         opts.precision,
     );
@@ -336,7 +334,7 @@ pub fn run_header(
     path: &Path,
     hashes: &[FileHash],
     arch: &Architecture,
-    l_phi_text: &str,
+    l_phi: &crate::bounds::LPhi,
     grid_m: usize,
     precision: Precision,
 ) -> Header {
@@ -361,7 +359,7 @@ pub fn run_header(
             cross_attention: arch.cross_attention(),
         },
         parameters: Parameters {
-            l_phi: l_phi_text.to_string(),
+            l_phi: l_phi.as_str().to_string(),
             grid_m,
             grid: (0..=2 * grid_m)
                 .map(|k| GridPoint { k, m: grid_m })
@@ -383,7 +381,7 @@ pub fn run_header(
                 by_flag: s.by_flag,
             }),
         },
-        extensions: arch.extensions(l_phi_text),
+        extensions: arch.extensions(l_phi.is_paper()),
     }
 }
 

@@ -64,7 +64,7 @@ mod tests {
     fn library_defaults_are_the_fronts() {
         let c = crate::certify::CertifyOptions::default();
         assert_eq!(c.precision, PRECISION.parse().unwrap());
-        assert_eq!(c.l_phi, L_PHI);
+        assert_eq!(c.l_phi.as_str(), L_PHI);
         assert_eq!(crate::linalg::SvdOptions::default().rtol, RTOL);
         assert_eq!(
             crate::linalg::SvdOptions::default().precision,

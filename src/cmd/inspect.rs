@@ -12,7 +12,7 @@ pub struct InspectRequest {
     /// Heads, for a file without config.json or metadata.
     pub heads: Option<usize>,
     /// The L_phi that certify would use (decides the L_phi extension note).
-    pub l_phi: String,
+    pub l_phi: crate::bounds::LPhi,
     /// The stack of a model of several (`--stack`; default the first).
     pub stack: Option<String>,
 }
@@ -43,7 +43,7 @@ pub struct InspectReport {
 /// let req = InspectRequest {
 ///     model: ModelRef::Bundled,
 ///     heads: None,
-///     l_phi: defaults::L_PHI.into(),
+///     l_phi: defaults::L_PHI.parse().unwrap(),
 ///     stack: None,
 /// };
 /// let report = run(&req).unwrap();
@@ -61,8 +61,8 @@ pub fn run(req: &InspectRequest) -> Result<InspectReport, CmdError> {
         },
     )?;
     let (matrices, unmapped) = arch::describe(&ck, &arch)?;
-    let extensions = arch.extensions(&req.l_phi);
-    let bound = arch.bound_applies(&req.l_phi);
+    let extensions = arch.extensions(req.l_phi.is_paper());
+    let bound = arch.bound_applies(req.l_phi.is_paper());
     Ok(InspectReport {
         bound,
         shown: resolved.shown,

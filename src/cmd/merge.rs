@@ -37,6 +37,32 @@ pub struct MergeReport {
 ///
 /// *Guarantee: certified enclosure* of every interval, as the parts'
 /// (re-derived by [`crate::merge::merge`]).
+///
+/// ```
+/// use specbound::certificate::ShardSpec;
+/// use specbound::certify::CertifyOptions;
+/// use specbound::cmd::certify::{self, CertifyRequest};
+/// use specbound::cmd::merge::{run, MergeRequest};
+/// use specbound::cmd::{CertOutputs, ModelRef, Silent};
+///
+/// let dir = std::env::temp_dir().join(format!("specbound-doc-merge-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// // Two shards of the bundled model, each written as a part ...
+/// let mut parts = Vec::new();
+/// for index in 1..=2 {
+///     let part = dir.join(format!("part-{index}.json"));
+///     let mut req = CertifyRequest::new(ModelRef::Bundled, CertifyOptions::default());
+///     req.shard = Some(ShardSpec { index, count: 2 });
+///     req.outputs.out = Some(part.clone());
+///     certify::run(&req, &Silent).unwrap();
+///     parts.push(part);
+/// }
+/// // ... merged into the certificate of the whole model.
+/// let req = MergeRequest { parts, outputs: CertOutputs::default(), model_id: None };
+/// let merged = run(&req).unwrap();
+/// assert_eq!(merged.outcome.unwrap().model.layers, 6);
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 pub fn run(req: &MergeRequest) -> Result<MergeReport, CmdError> {
     req.outputs.check()?;
     let t = Instant::now();

@@ -31,7 +31,33 @@ pub struct ReportReport {
     pub skipped: Vec<(usize, String)>,
 }
 
-/// Runs `report`.
+/// Runs `report`: the study's HTML page (tables and figures) from
+/// certificates already made.
+///
+/// ```
+/// use specbound::certify::CertifyOptions;
+/// use specbound::cmd::certify::{self, CertifyRequest};
+/// use specbound::cmd::report::{run, ReportRequest};
+/// use specbound::cmd::{ModelRef, Silent};
+///
+/// let dir = std::env::temp_dir().join(format!("specbound-doc-report-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let cert = dir.join("minilm.json");
+/// let mut req = CertifyRequest::new(ModelRef::Bundled, CertifyOptions::default());
+/// req.outputs.out = Some(cert.clone());
+/// certify::run(&req, &Silent).unwrap();
+/// let req = ReportRequest {
+///     certs: vec![cert],
+///     out: dir.join("report.html"),
+///     model_ids: vec!["minilm".into()],
+///     primary: None,
+///     spectrum_layers: vec![0, 1],
+/// };
+/// let report = run(&req).unwrap();
+/// let page = std::fs::read_to_string(&report.out).unwrap();
+/// assert!(page.contains("minilm"));
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 pub fn run(req: &ReportRequest) -> Result<ReportReport, CmdError> {
     let mut planned = Outputs::new();
     planned.stage(&req.out, Vec::new());

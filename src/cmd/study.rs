@@ -87,6 +87,30 @@ pub fn model_refs(
 /// *Guarantee: certified enclosure* of every interval written, as
 /// [`crate::certify::certify_run`] and the tables' ratio enclosures
 /// (`proofs/ratio-enclosure.md`, L20).
+///
+/// ```
+/// use specbound::certify::CertifyOptions;
+/// use specbound::cmd::study::{run, StudyRequest};
+/// use specbound::cmd::{ModelRef, Silent};
+///
+/// let out = std::env::temp_dir().join(format!("specbound-doc-study-{}", std::process::id()));
+/// let req = StudyRequest {
+///     models: vec![ModelRef::Bundled],
+///     model_fields: Vec::new(),
+///     models_file: None,
+///     model_ids: vec!["minilm".into()],
+///     init: None,
+///     out: out.clone(),
+///     certify: CertifyOptions::default(),
+///     primary: None,
+///     spectrum_layers: vec![0],
+///     style: Default::default(),
+/// };
+/// let report = run(&req, &Silent).unwrap();
+/// assert_eq!(report.outcome.certified, 1);
+/// assert!(out.join("report.html").exists());
+/// std::fs::remove_dir_all(&out).unwrap();
+/// ```
 pub fn run(req: &StudyRequest, ui: &dyn Ui) -> Result<StudyReport, CmdError> {
     let refs = model_refs(&req.models, &req.model_fields, req.models_file.as_deref())?;
     let resolved = refs

@@ -118,6 +118,19 @@ fn open_checked() -> Result<Cuda, DeviceError> {
     })
 }
 
+/// A column-major matrix on the device: its first entry's address and
+/// leading dimension.
+#[derive(Clone, Copy)]
+struct DevMat {
+    ptr: u64,
+    ld: usize,
+}
+
+/// The [`DevMat`] at `ptr` with leading dimension `ld`.
+fn dev(ptr: u64, ld: usize) -> DevMat {
+    DevMat { ptr, ld }
+}
+
 fn cublas(status: bsys::cublasStatus_t, what: &str) -> Result<(), Fail> {
     if status == bsys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
         Ok(())
@@ -220,19 +233,14 @@ impl Inner {
         Ok(g)
     }
 
-    /// `dst = A_c B_c (+ beta dst)` by DGEMM on device pointers
-    /// (column-major, leading dimensions as given).
-    #[allow(clippy::too_many_arguments)]
+    /// `C = A B (+ beta C)` by DGEMM on device pointers (column-major,
+    /// `A` is `m x k`, `B` is `k x p`, leading dimensions as given).
     fn dgemm(
         &self,
         (m, p, k): (usize, usize, usize),
-        a: u64,
-        lda: usize,
-        b: u64,
-        ldb: usize,
+        (a, b): (DevMat, DevMat),
         beta: f64,
-        c: u64,
-        ldc: usize,
+        c: DevMat,
     ) -> Result<(), Fail> {
         let one = 1.0f64;
         // SAFETY: the caller passes device pointers to buffers of these sizes.
@@ -246,13 +254,13 @@ impl Inner {
                     int(p)?,
                     int(k)?,
                     &one,
-                    a as *const f64,
-                    int(lda.max(1))?,
-                    b as *const f64,
-                    int(ldb.max(1))?,
+                    a.ptr as *const f64,
+                    int(a.ld.max(1))?,
+                    b.ptr as *const f64,
+                    int(b.ld.max(1))?,
                     &beta,
-                    c as *mut f64,
-                    int(ldc.max(1))?,
+                    c.ptr as *mut f64,
+                    int(c.ld.max(1))?,
                 )
             },
             "cublasDgemm",
@@ -305,11 +313,11 @@ impl Inner {
             let (pc, _rc) = dc.device_ptr_mut(&self.stream);
             let (pp, _rp) = dpart.device_ptr_mut(&self.stream);
             let first = chunk.min(k);
-            self.dgemm((m, p, first), pa, m, pb, k, 0.0, pc, m)?;
+            self.dgemm((m, p, first), (dev(pa, m), dev(pb, k)), 0.0, dev(pc, m))?;
             for lo in (chunk..k).step_by(chunk) {
                 let len = chunk.min(k - lo);
                 let (ac, bc) = (pa + (lo * m * 8) as u64, pb + (lo * 8) as u64);
-                self.dgemm((m, p, len), ac, m, bc, k, 0.0, pp, m)?;
+                self.dgemm((m, p, len), (dev(ac, m), dev(bc, k)), 0.0, dev(pp, m))?;
                 self.add(pc, pp, (m, p))?;
             }
         }
@@ -336,7 +344,7 @@ impl Inner {
             let (pa, _ra) = da.device_ptr(&self.stream);
             let (pb, _rb) = db.device_ptr(&self.stream);
             let (pc, _rc) = dc.device_ptr_mut(&self.stream);
-            self.dgemm((m, p, k), pa, m, pb, k, beta, pc, m)?;
+            self.dgemm((m, p, k), (dev(pa, m), dev(pb, k)), beta, dev(pc, m))?;
         }
         self.download(&dc, m, p)
     }

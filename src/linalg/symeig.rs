@@ -582,26 +582,31 @@ impl<const L: usize> ShiftedLu<L> {
         let n = x.len();
         if forward {
             for i in 0..n - 1 {
-                for l in 0..L {
-                    if self.swap[i][l] {
-                        let t = x[i][l];
-                        x[i][l] = x[i + 1][l];
-                        x[i + 1][l] = t;
+                let (head, tail) = x.split_at_mut(i + 1);
+                let (xi, xn) = (&mut head[i], &mut tail[0]);
+                let steps = self.swap[i].iter().zip(&self.mult[i]);
+                for ((a, b), (&swap, &m)) in xi.iter_mut().zip(xn.iter_mut()).zip(steps) {
+                    if swap {
+                        std::mem::swap(a, b);
                     }
-                    x[i + 1][l] -= self.mult[i][l] * x[i][l];
+                    *b -= m * *a;
                 }
             }
         }
+        let zero = [0.0; L];
         for i in (0..n).rev() {
-            for l in 0..L {
-                let mut s = x[i][l];
+            let (head, tail) = x.split_at_mut(i + 1);
+            let next = tail.first().unwrap_or(&zero);
+            let next2 = tail.get(1).unwrap_or(&zero);
+            for (l, xi) in head[i].iter_mut().enumerate() {
+                let mut s = *xi;
                 if i + 1 < n {
-                    s -= self.u1[i][l] * x[i + 1][l];
+                    s -= self.u1[i][l] * next[l];
                 }
                 if i + 2 < n {
-                    s -= self.u2[i][l] * x[i + 2][l];
+                    s -= self.u2[i][l] * next2[l];
                 }
-                x[i][l] = s * self.inv0[i][l];
+                *xi = s * self.inv0[i][l];
             }
         }
     }

@@ -97,17 +97,18 @@ pub struct CertifyParams {
 }
 
 impl CertifyParams {
-    fn options(&self) -> CertifyOptions {
-        CertifyOptions {
+    /// The library's options; `L_phi` is read here, once (`certify::parse_l_phi`).
+    fn options(&self) -> Result<CertifyOptions, CmdError> {
+        Ok(CertifyOptions {
             precision: self.precision,
-            l_phi: self.l_phi.clone(),
+            l_phi: specbound::certify::parse_l_phi(&self.l_phi)?,
             grid_m: self.grid_m,
             overrides: ArchOverrides {
                 heads: self.heads,
                 layers: self.layers,
                 stack: self.stack.clone(),
             },
-        }
+        })
     }
 }
 
@@ -627,9 +628,10 @@ impl CertifyArgs {
             init,
             ..
         } = self;
+        let options = params.options()?;
         Ok(Request::Certify(cmd::certify::CertifyRequest {
             model: ModelRef::parse(m.as_deref(), revision.revision.as_deref())?,
-            options: params.options(),
+            options,
             outputs: outputs.outputs(),
             model_id,
             shard,
@@ -725,7 +727,7 @@ impl StudyArgs {
                 .map(|p| ModelRef::parse(Some(p), None))
                 .transpose()?,
             out,
-            certify: params.options(),
+            certify: params.options()?,
             primary: figures.primary,
             spectrum_layers: figures.spectrum_layers.0,
             style,
@@ -763,6 +765,7 @@ impl InspectArgs {
             stack,
             ..
         } = self;
+        let l_phi = specbound::certify::parse_l_phi(&l_phi)?;
         Ok(Request::Inspect(cmd::inspect::InspectRequest {
             model: model(&m, &revision)?,
             heads,
