@@ -18,125 +18,16 @@ use super::limits::{self, MAX_CONFIG_BYTES, MAX_INDEX_BYTES};
 use super::memory::MemoryModel;
 use super::onnx::OnnxFile;
 use super::pytorch::PytorchFile;
+use super::weight_file::WeightFile;
 use super::{LoadedMatrix, ReadError, SafetensorsFile};
-
-/// One weight file.
-enum Source {
-    St(SafetensorsFile),
-    Gguf(GgufFile),
-    Torch(PytorchFile),
-    Onnx(OnnxFile),
-    Flax(FlaxFile),
-    /// A model in memory: its safetensors serialisation
-    /// ([`super::memory`]).
-    Mem(MemoryModel),
-}
-
-impl Source {
-    /// The tensor table of a format whose layout specbound parses itself.
-    fn table(&self) -> Option<&super::stored::Table> {
-        match self {
-            Source::Onnx(f) => Some(f.table()),
-            Source::Flax(f) => Some(f.table()),
-            _ => None,
-        }
-    }
-    fn path(&self) -> &Path {
-        match self {
-            Source::St(f) => f.path(),
-            Source::Gguf(f) => f.path(),
-            Source::Torch(f) => f.path(),
-            Source::Onnx(f) => f.table().path(),
-            Source::Flax(f) => f.table().path(),
-            Source::Mem(m) => m.file().path(),
-        }
-    }
-    /// Lower-case hex SHA-256 of each file the source reads (one, or an
-    /// ONNX model and its external data files). A mapped file is hashed in
-    /// chunks whose pages are released after use
-    /// ([`super::release_pages`]), so that hashing a model does not leave
-    /// all of it resident in this process.
-    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
-        let one = |h: String| vec![(self.path().to_path_buf(), h)];
-        Ok(match self {
-            Source::St(f) => one(super::stored::sha256_of_map(f.bytes_map())),
-            Source::Gguf(f) => one(super::stored::sha256_of_map(f.bytes_map())),
-            Source::Torch(f) => one(f.sha256()?),
-            Source::Onnx(f) => f.table().hashes(),
-            Source::Flax(f) => f.table().hashes(),
-            Source::Mem(m) => one(m.sha256().to_string()),
-        })
-    }
-    /// Releases the mapped pages of a tensor (a no-op for a PyTorch file,
-    /// which is read, not mapped).
-    fn release(&self, name: &str) {
-        match self {
-            Source::St(f) => f.release(name),
-            Source::Gguf(f) => f.release(name),
-            Source::Mem(m) => m.file().release(name),
-            Source::Onnx(_) | Source::Flax(_) | Source::Torch(_) => {
-                if let Some(t) = self.table() {
-                    t.release(name)
-                }
-            }
-        }
-    }
-    fn names(&self) -> Vec<String> {
-        match self {
-            Source::St(f) => f.names().to_vec(),
-            Source::Mem(m) => m.file().names().to_vec(),
-            Source::Gguf(f) => f.tensors.keys().cloned().collect(),
-            Source::Torch(f) => f.names().to_vec(),
-            Source::Onnx(_) | Source::Flax(_) => {
-                self.table().map(|t| t.names.clone()).unwrap_or_default()
-            }
-        }
-    }
-    /// Shape as a matrix would be read (`[rows, cols]` for 2-D) and dtype name.
-    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
-        match self {
-            Source::St(f) => f.info(name),
-            Source::Mem(m) => m.file().info(name),
-            Source::Gguf(f) => f.tensors.get(name).map(|t| {
-                let mut d: Vec<usize> = t.dims.iter().map(|&x| x as usize).collect();
-                d.reverse();
-                (d, super::gguf::type_name(t.ggml_type))
-            }),
-            Source::Torch(f) => f.info(name),
-            Source::Onnx(_) | Source::Flax(_) => self.table().and_then(|t| t.info(name)),
-        }
-    }
-    /// The 2-D tensors this file's reader can read.
-    fn two_d_candidates(&self) -> Vec<String> {
-        match self {
-            Source::St(f) => f.two_d_candidates(),
-            Source::Mem(m) => m.file().two_d_candidates(),
-            Source::Gguf(f) => f.two_d_candidates(),
-            Source::Torch(f) => f.two_d_candidates(),
-            Source::Onnx(_) | Source::Flax(_) => self
-                .table()
-                .map(|t| t.two_d_candidates())
-                .unwrap_or_default(),
-        }
-    }
-    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        match self {
-            Source::St(f) => f.read(name),
-            Source::Mem(m) => m.file().read(name),
-            Source::Gguf(f) => f.read(name),
-            Source::Torch(f) => f.read(name),
-            Source::Onnx(f) => f.table().read(name),
-            Source::Flax(f) => f.table().read(name),
-        }
-    }
-}
 
 /// An opened checkpoint.
 pub struct Checkpoint {
     /// The path given to [`Checkpoint::open`].
     given: PathBuf,
     root: PathBuf,
-    files: Vec<Source>,
+    /// Each weight file, read through its format's [`WeightFile`].
+    files: Vec<Box<dyn WeightFile>>,
     gguf_meta: Option<std::collections::BTreeMap<String, super::gguf::MetaValue>>,
     /// tensor name -> index into `files`
     index: BTreeMap<String, usize>,
@@ -543,16 +434,16 @@ impl Checkpoint {
         let mut index = BTreeMap::new();
         let mut gguf_meta = None;
         for p in &file_paths {
-            let f = match weight_kind(p)? {
+            let f: Box<dyn WeightFile> = match weight_kind(p)? {
                 Kind::Gguf => {
                     let g = GgufFile::open(p)?;
                     gguf_meta = Some(g.meta.clone());
-                    Source::Gguf(g)
+                    Box::new(g)
                 }
-                Kind::Torch => Source::Torch(PytorchFile::open(p)?),
-                Kind::Onnx => Source::Onnx(OnnxFile::open(p)?),
-                Kind::Flax => Source::Flax(FlaxFile::open(p)?),
-                Kind::Safetensors => Source::St(SafetensorsFile::open(p)?),
+                Kind::Torch => Box::new(PytorchFile::open(p)?),
+                Kind::Onnx => Box::new(OnnxFile::open(p)?),
+                Kind::Flax => Box::new(FlaxFile::open(p)?),
+                Kind::Safetensors => Box::new(SafetensorsFile::open(p)?),
             };
             for n in f.names() {
                 if index.insert(n.clone(), files.len()).is_some() {
@@ -593,7 +484,7 @@ impl Checkpoint {
         Self {
             given: label,
             root: PathBuf::new(),
-            files: vec![Source::Mem(model.clone())],
+            files: vec![Box::new(model.clone())],
             gguf_meta: None,
             index,
             config: model.config().cloned(),
@@ -605,7 +496,7 @@ impl Checkpoint {
 
     /// Whether the checkpoint is a model in memory.
     pub fn is_memory(&self) -> bool {
-        matches!(self.files.as_slice(), [Source::Mem(_)])
+        matches!(self.files.as_slice(), [f] if f.is_memory())
     }
 
     /// The path the checkpoint was opened from (a directory or a file).
@@ -667,7 +558,7 @@ impl Checkpoint {
         }
         self.files
             .iter()
-            .find(|f| matches!(f, Source::Gguf(_)))
+            .find(|f| f.holds_model_facts())
             .map(|f| f.path().to_path_buf())
             .unwrap_or_else(|| self.given.clone())
     }
@@ -679,10 +570,23 @@ impl Checkpoint {
     /// page cache), so that resident memory follows the tensors in use, not
     /// the size of the files (docs/certify.md, "Memory").
     pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.read_released(name, |f| f.read(name))
+    }
+
+    /// Reads `name` from the file that holds it by `how`, then releases
+    /// the tensor's mapped pages (whatever the outcome); a tensor that is
+    /// not there is [`ReadError::MissingTensor`], listing
+    /// [`two_d_readable`](Self::two_d_readable).
+    fn read_released(
+        &self,
+        name: &str,
+        how: impl FnOnce(&dyn WeightFile) -> Result<LoadedMatrix, ReadError>,
+    ) -> Result<LoadedMatrix, ReadError> {
         match self.index.get(name) {
             Some(&i) => {
-                let r = self.files[i].read(name);
-                self.files[i].release(name);
+                let f = &*self.files[i];
+                let r = how(f);
+                f.release(name);
                 r
             }
             None => Err(ReadError::MissingTensor {
@@ -700,7 +604,7 @@ impl Checkpoint {
         let mut v: Vec<String> = self
             .files
             .iter()
-            .flat_map(Source::two_d_candidates)
+            .flat_map(|f| f.two_d_candidates())
             .collect();
         v.sort_by(|a, b| super::safetensors::natural_cmp(a, b));
         v.dedup();
@@ -711,21 +615,7 @@ impl Checkpoint {
     /// f64, finiteness checked); safetensors files only, the format of the
     /// checkpoints whose vectors are read (DINOv2's LayerScale).
     pub fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        match self.index.get(name) {
-            Some(&i) => {
-                let r = match &self.files[i] {
-                    Source::St(f) => f.read_vector(name),
-                    other => Err(ReadError::format(
-                        other.path(),
-                        Some(name),
-                        "a 1-D tensor is read from safetensors files only",
-                    )),
-                };
-                self.files[i].release(name);
-                r
-            }
-            None => self.read(name),
-        }
+        self.read_released(name, |f| f.read_vector(name))
     }
 
     /// Reads a float tensor of rank >= 2 flattened to
@@ -733,20 +623,7 @@ impl Checkpoint {
     /// order); 2-D tensors as [`Self::read`]. A higher-rank tensor of a
     /// GGUF or Flax file is refused as not 2-D.
     pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
-        match self.index.get(name) {
-            Some(&i) => {
-                let r = match &self.files[i] {
-                    Source::St(f) => f.read_flattened(name),
-                    Source::Mem(m) => m.file().read_flattened(name),
-                    Source::Onnx(f) => f.table().read_flattened(name),
-                    Source::Torch(f) => f.read_flattened(name),
-                    other => other.read(name),
-                };
-                self.files[i].release(name);
-                r
-            }
-            None => self.read(name),
-        }
+        self.read_released(name, |f| f.read_flattened(name))
     }
 
     /// Reads slice `index` of a 3-D float tensor (`tensor[index]`, the
@@ -755,23 +632,7 @@ impl Checkpoint {
     /// files hold such tensors for this reader: a tensor of another format
     /// is refused, naming it.
     pub fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
-        match self.index.get(name) {
-            Some(&i) => {
-                let r = match &self.files[i] {
-                    Source::St(f) => f.read_slice(name, index),
-                    Source::Mem(m) => m.file().read_slice(name, index),
-                    Source::Torch(f) => f.read_slice(name, index),
-                    other => Err(ReadError::format(
-                        other.path(),
-                        Some(name),
-                        "a slice of a 3-D tensor is read from safetensors and PyTorch files only",
-                    )),
-                };
-                self.files[i].release(name);
-                r
-            }
-            None => self.read(name),
-        }
+        self.read_released(name, |f| f.read_slice(name, index))
     }
 
     /// SHA-256 of every weight file, in a stable order (an error only when

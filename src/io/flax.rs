@@ -35,7 +35,7 @@ use rmp::Marker;
 use super::limits::{
     check_joined_name, NameBudget, MAX_FLAX_DEPTH, MAX_FLAX_KEY, MAX_FLAX_VALUES, MAX_RANK,
 };
-use super::stored::{MappedFile, Segment, Stored, Table};
+use super::stored::{MappedFile, Segment, Stored, Table, TableFile};
 use super::{fmt_name, LoadedMatrix, ReadError};
 use crate::matrix::SourceDtype;
 
@@ -465,10 +465,12 @@ impl FlaxFile {
             table: Table::new(vec![main], tensors)?,
         })
     }
+}
 
+impl TableFile for FlaxFile {
     /// The tensors (names as presented, read one at a time; the
-    /// checkpoint reads through it).
-    pub(crate) fn table(&self) -> &Table {
+    /// checkpoint reads through them).
+    fn table(&self) -> &Table {
         &self.table
     }
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 use super::limits::{MAX_GGUF_META_BYTES, MAX_GGUF_NAME};
+use super::weight_file::WeightFile;
 use super::{check_finite, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
@@ -576,8 +577,46 @@ impl GgufFile {
     }
 }
 
+/// A GGUF file in a checkpoint: matrices as [`GgufFile::read`] reads
+/// them (shapes `[rows, cols]`, GGUF's dimensions reversed); its metadata
+/// holds the model's facts. A flattened read is a plain read; a slice or
+/// a vector is refused.
+impl WeightFile for GgufFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
+        let sha = super::sha256_of_map(self.bytes_map());
+        Ok(vec![(self.path.clone(), sha)])
+    }
+    fn release(&self, name: &str) {
+        GgufFile::release(self, name)
+    }
+    fn names(&self) -> Vec<String> {
+        self.tensors.keys().cloned().collect()
+    }
+    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        self.tensors.get(name).map(|t| {
+            let mut d: Vec<usize> = t.dims.iter().map(|&x| x as usize).collect();
+            d.reverse();
+            (d, type_name(t.ggml_type))
+        })
+    }
+    fn two_d_candidates(&self) -> Vec<String> {
+        GgufFile::two_d_candidates(self)
+    }
+    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        GgufFile::read(self, name)
+    }
+    fn holds_model_facts(&self) -> bool {
+        true
+    }
+}
+
+/// A block format's float16 scale (its two little-endian bytes), by the
+/// one exact decoder ([`super::le`], L1).
 fn f16(b: &[u8]) -> f64 {
-    half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()
+    super::le::f16([b[0], b[1]])
 }
 
 /// Decodes `n` values of a supported type. Exact (L19): f16/bf16/f32 widen
@@ -591,17 +630,10 @@ pub fn decode(t: u32, bytes: &[u8], n: usize) -> Vec<f64> {
 /// [`super::f64_buffer`]).
 fn decode_into(t: u32, bytes: &[u8], n: usize, mut out: Vec<f64>) -> Vec<f64> {
     match t {
-        F32 => out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
-        ),
-        F16 => out.extend(bytes.chunks_exact(2).map(f16)),
-        BF16 => out.extend(
-            bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64()),
-        ),
+        // The dense types by the one exact decoder (L1).
+        F32 => super::decode_le(SourceDtype::F32, bytes, &mut out),
+        F16 => super::decode_le(SourceDtype::F16, bytes, &mut out),
+        BF16 => super::decode_le(SourceDtype::BF16, bytes, &mut out),
         Q8_0 => {
             for blk in bytes.chunks_exact(34) {
                 let d = f16(&blk[0..2]);

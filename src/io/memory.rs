@@ -31,7 +31,8 @@ use std::sync::{Arc, Mutex, Weak};
 use ::safetensors::tensor::{Dtype, SafeTensors, View};
 use sha2::{Digest, Sha256};
 
-use super::{ReadError, SafetensorsFile};
+use super::weight_file::WeightFile;
+use super::{LoadedMatrix, ReadError, SafetensorsFile};
 use crate::matrix::SourceDtype;
 
 /// What stands for the weight file of a model in memory in messages and in
@@ -288,6 +289,45 @@ impl MemoryModel {
 
     pub(crate) fn file(&self) -> &SafetensorsFile {
         &self.0.file
+    }
+}
+
+/// A model in memory in a checkpoint: read as its serialisation (a
+/// safetensors file) is, hashed as that serialisation; a 1-D tensor is
+/// refused as for any file but one on disk in safetensors.
+impl WeightFile for MemoryModel {
+    fn path(&self) -> &Path {
+        self.file().path()
+    }
+    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
+        Ok(vec![(
+            self.file().path().to_path_buf(),
+            self.sha256().to_string(),
+        )])
+    }
+    fn release(&self, name: &str) {
+        self.file().release(name)
+    }
+    fn names(&self) -> Vec<String> {
+        self.file().names().to_vec()
+    }
+    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        self.file().info(name)
+    }
+    fn two_d_candidates(&self) -> Vec<String> {
+        self.file().two_d_candidates()
+    }
+    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.file().read(name)
+    }
+    fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.file().read_flattened(name)
+    }
+    fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+        self.file().read_slice(name, index)
+    }
+    fn is_memory(&self) -> bool {
+        true
     }
 }
 

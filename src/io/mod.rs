@@ -28,6 +28,7 @@ pub mod pickle_scan;
 pub mod pytorch;
 pub mod safetensors;
 pub(crate) mod stored;
+pub(crate) mod weight_file;
 
 pub use self::npy::{read_npy, write_npy_f32, write_npy_f64};
 pub use self::safetensors::{read_safetensors, SafetensorsFile};
@@ -661,6 +662,19 @@ pub(crate) fn release_pages(map: &memmap2::Mmap, start: usize, len: usize) {
     }
 }
 
+/// Lower-case hex SHA-256 of a mapped file, hashed in 64 MiB chunks whose
+/// pages are released from resident memory after use ([`release_pages`]).
+pub(crate) fn sha256_of_map(map: &memmap2::Mmap) -> String {
+    use sha2::{Digest, Sha256};
+    const CHUNK: usize = 64 << 20;
+    let mut h = Sha256::new();
+    for (k, chunk) in map.chunks(CHUNK).enumerate() {
+        h.update(chunk);
+        release_pages(map, k * CHUNK, chunk.len());
+    }
+    format!("{:x}", h.finalize())
+}
+
 /// An empty vector with room for the `rows * cols` float64 values of a
 /// matrix read from `path`: where that memory cannot be had (an address
 /// space or data limit, a machine without it), one error naming the tensor
@@ -760,18 +774,22 @@ pub(crate) fn decode_le_one(dtype: SourceDtype, b: &[u8]) -> f64 {
 
 /// The exact conversions of one little-endian element of each dense type
 /// to f64 (L1: every float16, bfloat16, float32 and float64 value is a
-/// float64 value).
-mod le {
-    pub(super) fn f64(b: [u8; 8]) -> f64 {
+/// float64 value): the one decoder of these types in `io`.
+pub(crate) mod le {
+    /// A float64 from its little-endian bytes (the identity on values).
+    pub(crate) fn f64(b: [u8; 8]) -> f64 {
         f64::from_le_bytes(b)
     }
-    pub(super) fn f32(b: [u8; 4]) -> f64 {
+    /// A float32 from its little-endian bytes, widened exactly.
+    pub(crate) fn f32(b: [u8; 4]) -> f64 {
         f32::from_le_bytes(b) as f64
     }
-    pub(super) fn f16(b: [u8; 2]) -> f64 {
+    /// A float16 from its little-endian bytes, widened exactly.
+    pub(crate) fn f16(b: [u8; 2]) -> f64 {
         half::f16::from_bits(u16::from_le_bytes(b)).to_f64()
     }
-    pub(super) fn bf16(b: [u8; 2]) -> f64 {
+    /// A bfloat16 from its little-endian bytes, widened exactly.
+    pub(crate) fn bf16(b: [u8; 2]) -> f64 {
         half::bf16::from_bits(u16::from_le_bytes(b)).to_f64()
     }
 }

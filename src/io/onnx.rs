@@ -42,7 +42,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path};
 
 use super::limits::{MAX_EXTERNAL_FILES, MAX_ONNX_KEPT_BYTES, MAX_ONNX_NAME, MAX_RANK};
-use super::stored::{Dequant, MappedFile, Segment, Stored, Table};
+use super::stored::{Dequant, MappedFile, Segment, Stored, Table, TableFile};
 use super::{fmt_name, LoadedMatrix, ReadError};
 use crate::matrix::SourceDtype;
 
@@ -542,10 +542,12 @@ impl OnnxFile {
             table: Table::new(data.files, tensors)?,
         })
     }
+}
 
+impl TableFile for OnnxFile {
     /// The tensors (names as presented, read one at a time; the
-    /// checkpoint reads through it).
-    pub(crate) fn table(&self) -> &Table {
+    /// checkpoint reads through them).
+    fn table(&self) -> &Table {
         &self.table
     }
 }

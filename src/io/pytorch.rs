@@ -23,6 +23,7 @@ use pytorch_reader::{DType, PytorchReader, Tensor};
 
 use super::limits::{MAX_PICKLE_BYTES, MAX_PICKLE_OPS};
 use super::pickle_scan::Scanner;
+use super::weight_file::WeightFile;
 use super::{check_finite, fmt_shape, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
@@ -314,34 +315,30 @@ impl PytorchFile {
         Ok(LoadedMatrix { matrix, dtype })
     }
 
-    /// Native-endian elements of a dense float dtype, each converted to
-    /// f64 exactly (L1), appended to `data`.
+    /// Native-endian elements of a dense float dtype (the reader's
+    /// order), each converted to f64 exactly (L1) by the one decoder of
+    /// little-endian elements, appended to `data`. Native order is little
+    /// on a little-endian target, so the bytes go to the decoder as they
+    /// are; on a big-endian one each element's bytes are reversed first.
     fn decode_ne(dtype: SourceDtype, bytes: &[u8], data: &mut Vec<f64>) {
-        match dtype {
-            SourceDtype::F64 => data.extend(
-                bytes
-                    .chunks_exact(8)
-                    .map(|b| f64::from_ne_bytes(b.try_into().expect("8 bytes"))),
-            ),
-            SourceDtype::F32 => data.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_ne_bytes(b.try_into().expect("4 bytes")) as f64),
-            ),
-            SourceDtype::F16 => data.extend(
-                bytes
-                    .chunks_exact(2)
-                    .map(|b| half::f16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64()),
-            ),
-            SourceDtype::BF16 => data.extend(
-                bytes
-                    .chunks_exact(2)
-                    .map(|b| half::bf16::from_bits(u16::from_ne_bytes([b[0], b[1]])).to_f64()),
-            ),
-            SourceDtype::Quantized(_) | SourceDtype::Int(_) => {
-                unreachable!("torch dtypes are dense")
-            }
+        if cfg!(target_endian = "little") {
+            super::decode_le(dtype, bytes, data)
+        } else {
+            Self::decode_swapped(dtype, bytes, data)
         }
+    }
+
+    /// Elements of a dense float dtype whose bytes are in big-endian order,
+    /// each reversed into little-endian order and converted by
+    /// [`super::decode_le_one`] (exact, L1), appended to `data`.
+    fn decode_swapped(dtype: SourceDtype, bytes: &[u8], data: &mut Vec<f64>) {
+        let size = dtype.itemsize();
+        data.extend(bytes.chunks_exact(size).map(|b| {
+            let mut le = [0u8; 8];
+            le[..size].copy_from_slice(b);
+            le[..size].reverse();
+            super::decode_le_one(dtype, &le)
+        }));
     }
 
     /// All 2-D tensors of a supported dtype, in natural name order.
@@ -359,6 +356,36 @@ impl PytorchFile {
             })
             .cloned()
             .collect()
+    }
+}
+
+/// A PyTorch checkpoint in a checkpoint directory: the inherent readers
+/// (flattened reads and 3-D slices included); nothing to release, the
+/// file being read, not mapped; hashed through its open descriptor.
+impl WeightFile for PytorchFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
+        Ok(vec![(self.path.clone(), self.sha256()?)])
+    }
+    fn names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        PytorchFile::info(self, name)
+    }
+    fn two_d_candidates(&self) -> Vec<String> {
+        PytorchFile::two_d_candidates(self)
+    }
+    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        PytorchFile::read(self, name)
+    }
+    fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        PytorchFile::read_flattened(self, name)
+    }
+    fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+        PytorchFile::read_slice(self, name, index)
     }
 }
 
@@ -546,6 +573,46 @@ fn scan_legacy(path: &Path, file: &mut File) -> Result<(), ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swapped_elements_decode_as_their_little_endian_bytes() {
+        // The big-endian path of decode_ne, run here: each element's bytes
+        // reversed give the values of the one little-endian decoder.
+        let values = [1.0, -0.5, 65504.0, 2f64.powi(-24), 0.0, -3.75];
+        for (dtype, size) in [
+            (SourceDtype::F64, 8),
+            (SourceDtype::F32, 4),
+            (SourceDtype::F16, 2),
+            (SourceDtype::BF16, 2),
+        ] {
+            let le: Vec<u8> = values
+                .iter()
+                .flat_map(|&v| match dtype {
+                    SourceDtype::F64 => v.to_le_bytes().to_vec(),
+                    SourceDtype::F32 => (v as f32).to_le_bytes().to_vec(),
+                    SourceDtype::F16 => half::f16::from_f64(v).to_le_bytes().to_vec(),
+                    _ => half::bf16::from_f64(v).to_le_bytes().to_vec(),
+                })
+                .collect();
+            let be: Vec<u8> = le
+                .chunks_exact(size)
+                .flat_map(|c| c.iter().rev().copied())
+                .collect();
+            let (mut want, mut got, mut ne) = (Vec::new(), Vec::new(), Vec::new());
+            crate::io::decode_le(dtype, &le, &mut want);
+            PytorchFile::decode_swapped(dtype, &be, &mut got);
+            let native = if cfg!(target_endian = "little") {
+                &le
+            } else {
+                &be
+            };
+            PytorchFile::decode_ne(dtype, native, &mut ne);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{dtype}");
+            assert_eq!(bits(&ne), bits(&want), "{dtype}");
+            assert_eq!(want.len(), values.len());
+        }
+    }
 
     #[test]
     fn materialised_bytes_are_checked_against_the_file_and_for_overflow() {

@@ -6,12 +6,13 @@
 //! `from_le_bytes`, so no alignment of the data is assumed.
 
 use std::cmp::Ordering;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ::safetensors::tensor::{Dtype, Metadata, SafeTensorError, SafeTensors, TensorInfo};
 use memmap2::Mmap;
 
 use super::limits::{MAX_SAFETENSORS_HEADER, MAX_SAFETENSORS_VALUES};
+use super::weight_file::WeightFile;
 use super::{check_finite, fmt_shape, foreign_format, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
@@ -230,6 +231,42 @@ impl SafetensorsFile {
             })
             .cloned()
             .collect()
+    }
+}
+
+/// A safetensors file in a checkpoint: the inherent readers, the
+/// file's pages released after each read.
+impl WeightFile for SafetensorsFile {
+    fn path(&self) -> &Path {
+        SafetensorsFile::path(self)
+    }
+    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
+        let sha = super::sha256_of_map(self.bytes_map());
+        Ok(vec![(self.path.clone(), sha)])
+    }
+    fn release(&self, name: &str) {
+        SafetensorsFile::release(self, name)
+    }
+    fn names(&self) -> Vec<String> {
+        SafetensorsFile::names(self).to_vec()
+    }
+    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        SafetensorsFile::info(self, name)
+    }
+    fn two_d_candidates(&self) -> Vec<String> {
+        SafetensorsFile::two_d_candidates(self)
+    }
+    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        SafetensorsFile::read(self, name)
+    }
+    fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        SafetensorsFile::read_vector(self, name)
+    }
+    fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        SafetensorsFile::read_flattened(self, name)
+    }
+    fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+        SafetensorsFile::read_slice(self, name, index)
     }
 }
 

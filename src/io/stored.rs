@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
-use sha2::{Digest, Sha256};
 
 use super::mapped::MapGuard;
+use super::weight_file::WeightFile;
 use super::{check_finite, fmt_name, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
@@ -46,20 +46,8 @@ impl MappedFile {
     /// Lower-case hex SHA-256 of the whole file, hashed in chunks whose
     /// pages are released after use ([`super::release_pages`]).
     pub fn sha256(&self) -> String {
-        sha256_of_map(&self.map)
+        super::sha256_of_map(&self.map)
     }
-}
-
-/// Lower-case hex SHA-256 of a mapped file, hashed in 64 MiB chunks whose
-/// pages are released from resident memory after use.
-pub(crate) fn sha256_of_map(map: &Mmap) -> String {
-    const CHUNK: usize = 64 << 20;
-    let mut h = Sha256::new();
-    for (k, chunk) in map.chunks(CHUNK).enumerate() {
-        h.update(chunk);
-        super::release_pages(map, k * CHUNK, chunk.len());
-    }
-    format!("{:x}", h.finalize())
 }
 
 /// A byte range of one of the table's files.
@@ -401,6 +389,42 @@ impl Table {
             .iter()
             .map(|f| (f.path.clone(), f.sha256()))
             .collect()
+    }
+}
+
+/// A format read through a [`Table`] (ONNX, Flax): every [`WeightFile`]
+/// method is the table's. A flattened read follows each tensor's
+/// `flatten_ok` (Flax sets it on none, so its higher-rank tensors are
+/// refused as not 2-D); a slice or a vector is refused.
+pub(crate) trait TableFile: Send + Sync {
+    /// The file's tensor table.
+    fn table(&self) -> &Table;
+}
+
+impl<T: TableFile> WeightFile for T {
+    fn path(&self) -> &Path {
+        self.table().path()
+    }
+    fn hashes(&self) -> Result<Vec<(PathBuf, String)>, ReadError> {
+        Ok(self.table().hashes())
+    }
+    fn release(&self, name: &str) {
+        self.table().release(name)
+    }
+    fn names(&self) -> Vec<String> {
+        self.table().names.clone()
+    }
+    fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+        self.table().info(name)
+    }
+    fn two_d_candidates(&self) -> Vec<String> {
+        self.table().two_d_candidates()
+    }
+    fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.table().read(name)
+    }
+    fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+        self.table().read_flattened(name)
     }
 }
 
