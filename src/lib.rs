@@ -15,9 +15,9 @@
 //!   Python module come here).
 //! - A command as the binary runs it: [`cmd`] (one module per command;
 //!   defaults in [`cmd::defaults`]).
-//! - What is guaranteed, and by which lemma: [`guarantees`] and `proofs/`
-//!   (one file per lemma; every function that returns an enclosure names
-//!   its lemma).
+//! - What is guaranteed, and by which lemma: [`guarantees`] and [`proofs`]
+//!   (one page per lemma; every function that returns an enclosure names
+//!   its lemma, linked there).
 //!
 //! ```
 //! use specbound::linalg::{certify_singular_values, SvdOptions};
@@ -69,6 +69,7 @@ pub mod linalg;
 pub mod matrix;
 pub mod merge;
 pub mod progress;
+pub mod proofs;
 pub mod report;
 pub mod spectral;
 pub mod study;

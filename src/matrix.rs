@@ -1,5 +1,5 @@
 //! The value every stage passes on: a dense real matrix exactly as stored
-//! (after exact conversion to f64, `proofs/exact-conversion.md`, L1), and the
+//! (after exact conversion to f64, [`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1), and the
 //! storage type it came from. `io` produces these; `arch`, `linalg` and
 //! `spectral` consume them without depending on the file readers.
 

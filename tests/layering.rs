@@ -20,6 +20,8 @@ const LEVELS: &[(&str, usize)] = &[
     ("enclosure", 0),
     // Documentation only (docs/guarantees.md in rustdoc).
     ("guarantees", 0),
+    // The lemmas' pages (proofs/*.md in rustdoc), documentation only.
+    ("proofs", 0),
     ("io", 1),
     ("arch", 2),
     ("progress", 2),

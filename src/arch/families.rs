@@ -107,7 +107,7 @@ pub struct TensorSpec {
     /// `o` of this weight in the block as applied (DINOv2's LayerScale
     /// `lambda1` after the attention output and the feed-forward output):
     /// the proxies are formed from `diag(scale) W`, each product of two
-    /// stored numbers exact (`proofs/exact-layerscale.md`).
+    /// stored numbers exact ([`proofs/exact-layerscale.md`](crate::proofs::exact_layerscale)).
     pub scale: Option<&'static str>,
 }
 

@@ -203,7 +203,7 @@ struct Stored {
 /// Whether every number of this storage format times every number of
 /// another such format is exact in binary64: formats of at most 26
 /// significant bits whose exponents stay far inside binary64's range
-/// (`proofs/exact-layerscale.md`).
+/// ([`proofs/exact-layerscale.md`](crate::proofs::exact_layerscale)).
 fn exact_factor(d: SourceDtype) -> bool {
     matches!(d, SourceDtype::F32 | SourceDtype::F16 | SourceDtype::BF16)
 }
@@ -213,7 +213,7 @@ fn exact_factor(d: SourceDtype) -> bool {
 /// `lambda[o]`, i.e. `diag(lambda) W`. Guarantee: every entry is the exact
 /// product of two stored numbers (exact conversion, then a binary64 product
 /// that is exact for float32, float16 and bfloat16 factors by
-/// `proofs/exact-layerscale.md`); any other storage format (float64,
+/// [`proofs/exact-layerscale.md`](crate::proofs::exact_layerscale)); any other storage format (float64,
 /// integers, block formats) is refused, naming the tensor, rather than
 /// rounded.
 fn read_stored(ck: &Checkpoint, s: &Stored) -> Result<DenseMatrix, ModelError> {

@@ -16,7 +16,7 @@ use crate::spectral::{positive_decimal_interval, DecimalError};
 /// *Guarantee: certified enclosure.* [`LPhi::interval`] contains the exact
 /// value of the decimal [`LPhi::as_str`] (`"1.13"` is 113/100, not its
 /// binary64 neighbour), by the bounded parser of `spectral::decimal` and a
-/// directed conversion of the exact rational (`proofs/mpfr-directed.md`,
+/// directed conversion of the exact rational ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed),
 /// L13).
 ///
 /// ```

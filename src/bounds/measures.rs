@@ -10,7 +10,7 @@
 //! norms: the formulas are compositions of inari's outward-rounded `+`,
 //! `*`, `/`, `sqr`, `ln` and `pow`, each with the inclusion property, and
 //! the exponents `2/3`, `3/2` and the count `d` are held as intervals
-//! containing the exact rationals (`proofs/measures.md`, L26).
+//! containing the exact rationals ([`proofs/measures.md`](crate::proofs::measures), L26).
 
 use inari::Interval;
 
@@ -99,7 +99,7 @@ fn spectral_complexity(w: &[NormIntervals], n21: &[Interval]) -> (Interval, Inte
 /// that a norm anywhere in binary64's range gives finite log measures.
 ///
 /// *Guarantee: certified enclosure* of every measure, given enclosures of
-/// the norms (`proofs/measures.md`, L26). A measure whose exact value is
+/// the norms ([`proofs/measures.md`](crate::proofs::measures), L26). A measure whose exact value is
 /// infinite or undefined (a weight whose spectral norm is not certified
 /// positive), or outside binary64's range, comes back unbounded, never as
 /// a finite wrong interval.
@@ -135,7 +135,7 @@ pub fn evaluate(w: &[NormIntervals]) -> Measures {
 /// (of `W_i - W0_i`, index-matched), in log space as [`evaluate`].
 ///
 /// *Guarantee: certified enclosure* of every measure, given enclosures of
-/// the norms (`proofs/measures.md`, L26); unbounded where the exact value
+/// the norms ([`proofs/measures.md`](crate::proofs::measures), L26); unbounded where the exact value
 /// is infinite (a zero distance under a log) or outside binary64's range.
 pub fn evaluate_init(w: &[NormIntervals], dist: &[NormIntervals]) -> InitMeasures {
     assert_eq!(w.len(), dist.len(), "one distance per weight");

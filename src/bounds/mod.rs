@@ -1,12 +1,12 @@
 //! The bound proxies of Sakai & Imaizumi (arXiv 2605.07297) and the
 //! Edelman-style baseline, evaluated in interval arithmetic from certified
-//! spectral quantities (the paper's §3.4–§4.1; `proofs/proxy-formulas.md` restates the formulas).
+//! spectral quantities (the paper's §3.4–§4.1; [`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas) restates the formulas).
 //!
 //! Every quantity is an inari interval that contains the exact value of the
 //! paper's formula for the stored weights: the formulas are compositions of
 //! monotone or interval-extended operations (inari's outward-rounded `+`,
-//! `*`, `/`, `sqrt`, `pow`), applied to enclosures (`proofs/derived-quantities.md`,
-//! L15, and `proofs/proxy-formulas.md`, L18). Exponents such as `p = k/m`,
+//! `*`, `/`, `sqrt`, `pow`), applied to enclosures ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities),
+//! L15, and [`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas), L18). Exponents such as `p = k/m`,
 //! `2/3` and `L_phi = 1.13` are held as intervals containing the exact
 //! rational or decimal, never as their binary64 neighbours.
 
@@ -49,7 +49,7 @@ pub struct ProxyParams {
 /// `e^k > N` (`e^k` is irrational for `k >= 1`, never equal to `N`). Each
 /// comparison `e^k > N` is decided by [`exp_exceeds`] with MPFR enclosures
 /// of `e^k`, so the answer never depends on a rounding
-/// (`proofs/proxy-formulas.md`, L18 item 4). Saturates at `usize::MAX` for
+/// ([`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas), L18 item 4). Saturates at `usize::MAX` for
 /// an absurd `L` (which any grid limit then refuses).
 pub fn default_grid_m(layers: usize, hidden: usize) -> usize {
     let n = hidden.max(2) as u64;
@@ -61,7 +61,7 @@ pub fn default_grid_m(layers: usize, hidden: usize) -> usize {
 }
 
 /// Whether `e^k > n` for `k >= 1`, decided exactly: `e^k` is enclosed by
-/// MPFR's exponential rounded down and up (`proofs/mpfr-directed.md`, L13)
+/// MPFR's exponential rounded down and up ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13)
 /// at increasing precision until the enclosure excludes the integer `n`,
 /// which always happens because `e^k` is irrational (Lindemann).
 pub fn exp_exceeds(k: u32, n: u64) -> bool {
@@ -208,7 +208,7 @@ pub fn grid_power_sums(values: &[Enclosure], m: usize) -> Vec<Interval> {
 /// and the term is `sqrt(rank N)`.
 ///
 /// *Guarantee: certified enclosure* of `c(W, k/m)` whenever `sp`, `rank`
-/// and `s` enclose their exact values (`proofs/proxy-formulas.md`, L18).
+/// and `s` enclose their exact values ([`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas), L18).
 pub fn contribution(
     sp: Interval,
     rank: IntEnclosure,
@@ -234,7 +234,7 @@ pub fn contribution(
 ///
 /// *Guarantee: certified enclosure* of every alpha, xi, gamma, scale,
 /// contribution, minimum and both bounds, given enclosures as inputs; the
-/// `p_opt` sets contain every minimiser (`proofs/proxy-formulas.md`, L18).
+/// `p_opt` sets contain every minimiser ([`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas), L18).
 /// `inputs` must hold, for each of the `layers` layers, the `heads` QK and
 /// V_tilde matrices and one M_in and M_out. Only the families of
 /// [`BOUND_KINDS`] are read: an input of another family has no proxies and

@@ -22,7 +22,7 @@ pub(super) fn iv(x: Interval, what: &dyn std::fmt::Display) -> Result<CertInterv
 /// certificate is the unsharded run's, number for number.
 ///
 /// *Guarantee: certified enclosure* of every proxy and bound, given
-/// enclosures as inputs (`bounds::evaluate`, `proofs/proxy-formulas.md`,
+/// enclosures as inputs (`bounds::evaluate`, [`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas),
 /// L18); inconclusive when a proxy overflows f64, or when `spectra` is not
 /// one entry per matrix of the model (in any order).
 ///

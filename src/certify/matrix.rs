@@ -28,9 +28,9 @@ pub struct MatrixResult {
 /// Certifies one proxy matrix: singular values, then norms and rank.
 ///
 /// *Guarantee: certified enclosure* of every singular value and summary
-/// quantity of the exact matrix (`proofs/residual-single-pair.md`, L6, and
-/// the lemmas `certify_singular_values` names; `proofs/factored-product.md`
-/// for factored products; `proofs/derived-quantities.md`, L15).
+/// quantity of the exact matrix ([`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair), L6, and
+/// the lemmas `certify_singular_values` names; [`proofs/factored-product.md`](crate::proofs::factored_product)
+/// for factored products; [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15).
 pub fn certify_matrix(
     pm: &ProxyMatrix,
     opts: &SvdOptions,
@@ -58,7 +58,7 @@ pub fn certify_matrix(
 ///
 /// *Guarantee: certified enclosure*, as [`certify_matrix`], by the same
 /// lemmas (`linalg::certify_prepared` names those of the singular values;
-/// `proofs/derived-quantities.md`, L15, and `proofs/compensated-sum.md`,
+/// [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15, and [`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
 /// L12, for the summary).
 pub fn certify_matrix_owned(
     pm: ProxyMatrix,

@@ -111,7 +111,7 @@ pub fn check_init_architecture(
 ///
 /// *Guarantee: certified enclosure* of every norm and measure
 /// ([`super::certify_raw_norms`], [`certify_distance_norms`],
-/// `bounds::measures::evaluate`, `proofs/measures.md`, L26); `Err` for bad
+/// `bounds::measures::evaluate`, [`proofs/measures.md`](crate::proofs::measures), L26); `Err` for bad
 /// input, [`Outcome::Inconclusive`] when a norm or a required measure could
 /// not be certified.
 pub fn certify_measures(
@@ -432,7 +432,7 @@ fn raw_weight_entry(
 /// stated norms. `certify`, `merge` and `verify` evaluate them so.
 ///
 /// *Guarantee: certified enclosure* of every measure given enclosures
-/// (`proofs/measures.md`, L26); inconclusive as [`measures_entry`], or
+/// ([`proofs/measures.md`](crate::proofs::measures), L26); inconclusive as [`measures_entry`], or
 /// when `init` and an entry states no distance.
 pub fn measures_of_raw_weights(
     raw: &[RawWeightEntry],
@@ -466,7 +466,7 @@ pub fn measures_of_raw_weights(
 /// `absent`; every other measure is still stated.
 ///
 /// *Guarantee: certified enclosure* of every measure stated, given
-/// enclosures (`proofs/measures.md`, L26); inconclusive only when a stated
+/// enclosures ([`proofs/measures.md`](crate::proofs::measures), L26); inconclusive only when a stated
 /// norm is not an interval.
 pub fn measures_entry(
     norms: &[NormsEntry],

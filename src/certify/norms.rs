@@ -14,8 +14,8 @@ use inari::Interval;
 /// (`sigma_1 <= ||A||_F`); `||A||_F` and the (2,1)-norm from the entries.
 ///
 /// *Guarantee: certified enclosure* of the three norms
-/// (`proofs/derived-quantities.md`, L15 a, d, e; `proofs/compensated-sum.md`,
-/// L12; `proofs/residual-single-pair.md`, L6, and the other lemmas of
+/// ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 a, d, e; [`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
+/// L12; [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair), L6, and the other lemmas of
 /// `linalg::certify_singular_values`).
 pub fn certify_raw_norms(
     at: &crate::matrix::DenseMatrix,
@@ -30,8 +30,8 @@ pub fn certify_raw_norms(
 /// transposed raw feed-forward weight of an ungated block).
 ///
 /// *Guarantee: certified enclosure* of the three norms, as
-/// [`certify_raw_norms`] (`proofs/derived-quantities.md`, L15 a, d, e;
-/// `proofs/compensated-sum.md`, L12), given that `known` encloses sigma_1.
+/// [`certify_raw_norms`] ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 a, d, e;
+/// [`proofs/compensated-sum.md`](crate::proofs::compensated_sum), L12), given that `known` encloses sigma_1.
 pub fn certify_raw_norms_with(
     at: &crate::matrix::DenseMatrix,
     opts: &SvdOptions,
@@ -61,9 +61,9 @@ pub fn certify_raw_norms_with(
 /// `extended` and `mpfr:N`, intersected).
 ///
 /// *Guarantee: certified enclosures* of both norms, as
-/// [`crate::spectral::enclose_entry_norms_at`] (`proofs/compensated-sum.md`,
-/// L12; `proofs/mpfr-directed.md`, L13; `proofs/derived-quantities.md`,
-/// L15 d, e; `proofs/sorting-lemma.md`, L10 b).
+/// [`crate::spectral::enclose_entry_norms_at`] ([`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
+/// L12; [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13; [`proofs/derived-quantities.md`](crate::proofs::derived_quantities),
+/// L15 d, e; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10 b).
 fn raw_entry_norms(
     at: &crate::matrix::DenseMatrix,
     precision: Precision,
@@ -81,8 +81,8 @@ fn raw_entry_norms(
 /// most 29.
 ///
 /// *Guarantee: certified enclosure* of the three norms of the exact
-/// difference (`proofs/exact-difference.md`, L25; `proofs/compensated-sum.md`,
-/// L12 a; `proofs/weyl.md`, L9; and the lemmas of [`certify_raw_norms`]).
+/// difference ([`proofs/exact-difference.md`](crate::proofs::exact_difference), L25; [`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
+/// L12 a; [`proofs/weyl.md`](crate::proofs::weyl), L9; and the lemmas of [`certify_raw_norms`]).
 pub fn certify_distance_norms(
     at: &crate::matrix::DenseMatrix,
     a0t: &crate::matrix::DenseMatrix,

@@ -260,9 +260,9 @@ fn slices(shape: &[usize], flat: DenseMatrix) -> Vec<(Option<String>, DenseMatri
 /// `certify_singular_values`, norms, stable rank, rank and Schatten
 /// quantities by `summarize` (both through [`certify_and_summarize`]) and
 /// [`enclose_schatten`]
-/// (`proofs/derived-quantities.md` L15); the squares and base-10
+/// ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15); the squares and base-10
 /// logarithms of WeightWatcher's quantities are inari interval operations
-/// on those enclosures (`proofs/assumptions.md` A0.9 (c): containment of
+/// on those enclosures ([`proofs/assumptions.md`](crate::proofs::assumptions) A0.9 (c): containment of
 /// monotone functions evaluated with outward rounding).
 /// With `keep_sv`, every singular value's enclosure is kept too (those of
 /// `certify_singular_values`, through [`certify_and_summarize`]).

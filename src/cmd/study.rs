@@ -86,7 +86,7 @@ pub fn model_refs(
 ///
 /// *Guarantee: certified enclosure* of every interval written, as
 /// [`crate::certify::certify_run`] and the tables' ratio enclosures
-/// (`proofs/ratio-enclosure.md`, L20).
+/// ([`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure), L20).
 ///
 /// ```
 /// use specbound::certify::CertifyOptions;

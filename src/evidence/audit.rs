@@ -68,7 +68,7 @@ pub enum Verdict {
         /// `distance / |claim|`.
         relative_error: f64,
         /// Whether the gap is within the rounding of a float32 / float64
-        /// value of that quantity (certified, `proofs/rounding-gap.md`);
+        /// value of that quantity (certified, [`proofs/rounding-gap.md`](crate::proofs::rounding_gap));
         /// absent for `p_opt` claims.
         #[serde(skip_serializing_if = "Option::is_none")]
         rounding: Option<Rounding>,
@@ -140,7 +140,7 @@ pub fn float32_value(claim: &str) -> bool {
 }
 
 /// `r` rounded down (`up = false`) or up to an f64, directed
-/// (`proofs/mpfr-directed.md`, L13).
+/// ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
 pub(crate) fn directed(r: &Rational, up: bool) -> f64 {
     use rug::float::Round;
     let rd = if up { Round::Up } else { Round::Down };
@@ -149,7 +149,7 @@ pub(crate) fn directed(r: &Rational, up: bool) -> f64 {
 
 /// The gap between a claim `c` and an exact value `x` known to lie in
 /// `[l, h]`, against `k u |x|` for the unit roundoff `u`:
-/// *certified* (`proofs/rounding-gap.md`, L22): `Within` only when
+/// *certified* ([`proofs/rounding-gap.md`](crate::proofs::rounding_gap), L22): `Within` only when
 /// `|c - x| <= k u |x|` for every `x` in `[l, h]`, `Beyond` only when it
 /// fails for every such `x`; `units` encloses `|c - x| / (u |x|)`.
 pub fn format_gap(c: &Rational, l: &Rational, h: &Rational, u: f64, k: f64) -> FormatGap {

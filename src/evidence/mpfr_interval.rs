@@ -1,6 +1,6 @@
 //! A small interval type over MPFR with explicit directed rounding, used to
 //! re-derive certificate quantities independently of inari
-//! (`proofs/mpfr-directed.md`, L13). Values in certificates are nonnegative,
+//! ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13). Values in certificates are nonnegative,
 //! and every operation here requires (and checks) nonnegative operands, so
 //! each endpoint is a monotone function of the operand endpoints.
 

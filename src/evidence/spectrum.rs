@@ -8,7 +8,7 @@
 //!
 //! All error intervals are computed exactly (rationals) from the claimed
 //! value and the certified enclosure, then rounded outward to f64
-//! (`proofs/rounding-gap.md`, L22, for the endpoint argument).
+//! ([`proofs/rounding-gap.md`](crate::proofs::rounding_gap), L22, for the endpoint argument).
 
 use rug::Rational;
 use serde::Serialize;
@@ -143,7 +143,7 @@ fn pair(lo: &Rational, hi: &Rational) -> [f64; 2] {
 /// against the certified singular values `sv` of the same matrix.
 /// *Guarantee*: every error interval encloses the exact error of the
 /// claimed value against the exact singular value, and every verdict is
-/// certified (`proofs/rounding-gap.md`, L22).
+/// certified ([`proofs/rounding-gap.md`](crate::proofs::rounding_gap), L22).
 pub fn audit_spectrum(
     claimed: &[f64],
     dtype: SourceDtype,

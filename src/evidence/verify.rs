@@ -910,7 +910,7 @@ fn recomputed(sv: &SingularValues, s: &SpectralSummary) -> Vec<(Quantity, CertIn
 
 /// A stated or recomputed interval in a message, as the one formatter
 /// prints intervals in full (`[lo, hi]`, outward-rounded decimals that
-/// contain the binary64 ends; `proofs/outward-decimal.md`, L21).
+/// contain the binary64 ends; [`proofs/outward-decimal.md`](crate::proofs::outward_decimal), L21).
 fn bounds(lo: f64, hi: f64) -> String {
     crate::report::fmt::interval(lo, hi, crate::report::fmt::Style::Bounds)
 }

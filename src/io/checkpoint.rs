@@ -6,7 +6,7 @@
 //!
 //! safetensors and GGUF files are memory-mapped and validated when opened,
 //! PyTorch pickles scanned against the allow-list and parsed; tensors are
-//! converted to f64 exactly when read (`proofs/exact-conversion.md`, L1).
+//! converted to f64 exactly when read ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1).
 //! Every error names the file and, where it applies, the tensor or key.
 
 use std::collections::BTreeMap;

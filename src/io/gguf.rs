@@ -2,7 +2,7 @@
 //! exact decoding of F32, F16, BF16, Q8_0, Q4_0 and Q4_1 tensors into f64.
 //!
 //! Every value of these formats is exactly representable in binary64 and
-//! is computed exactly (`proofs/gguf-exact-decode.md`, L19). The parser
+//! is computed exactly ([`proofs/gguf-exact-decode.md`](crate::proofs::gguf_exact_decode), L19). The parser
 //! treats the file as hostile: every count, length, dimension and offset is
 //! checked against the file size before anything is allocated from it.
 

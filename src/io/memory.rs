@@ -5,7 +5,7 @@
 //! The tensors are copied once, into the safetensors serialisation of
 //! them (an anonymous memory map that the model owns); nothing else is
 //! copied, and each matrix is then converted to f64 exactly when read, as
-//! from a file (`proofs/exact-conversion.md`, L1).
+//! from a file ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1).
 //!
 //! The serialisation is the canonical one of the `safetensors` crate that
 //! the Python package `safetensors` also uses: tensors ordered by

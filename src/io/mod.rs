@@ -7,7 +7,7 @@
 //! Errors are a [`ReadError`] whose `Display` is one line naming the file
 //! and, for safetensors, the tensor.
 //!
-//! Exactness of the conversion: `proofs/exact-conversion.md` (L1).
+//! Exactness of the conversion: [`proofs/exact-conversion.md`](crate::proofs::exact_conversion) (L1).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

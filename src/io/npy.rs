@@ -384,7 +384,7 @@ fn finish_npy<R: Read>(
 /// The in-memory counterpart of [`read_npy`]: a `rows` x `cols` float
 /// array given as little-endian bytes in row-major (C) order (what NumPy's
 /// `ndarray.tobytes()` gives for a `<f2`, `<f4` or `<f8` array), converted
-/// to f64 exactly by the same decoder (`proofs/exact-conversion.md`, L1) and
+/// to f64 exactly by the same decoder ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1) and
 /// held to the same checks: no zero dimension, the byte count of the shape,
 /// every value finite. `name` stands for the file in error messages.
 pub fn matrix_from_le_bytes(
@@ -441,7 +441,7 @@ pub fn matrix_from_le_bytes(
 /// 32 bits every integer is a binary64 number; a 64-bit value is one
 /// exactly when its significant bits (from the highest set bit down to the
 /// lowest) number at most 53, and any other value is refused with its
-/// index and the reason, never rounded (`proofs/exact-conversion.md`, L1:
+/// index and the reason, never rounded ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1:
 /// the conversion is exact or refused). `name` stands for the file.
 pub fn matrix_from_int_le_bytes(
     name: &Path,

@@ -33,7 +33,7 @@
 //!
 //! **Quantized weights.** A 2-D int8/uint8 initializer that a
 //! `DequantizeLinear` node dequantizes with a binary32 scale is read as the
-//! graph's binary32 weight, exactly (L38, `proofs/exact-dequantize.md`),
+//! graph's binary32 weight, exactly (L38, [`proofs/exact-dequantize.md`](crate::proofs::exact_dequantize)),
 //! and followed to the MatMul or Gemm it feeds; integer weights the graph
 //! multiplies as integers (`MatMulInteger`, `QLinearMatMul`) or of other
 //! types are refused in one line naming them, never skipped.
@@ -666,7 +666,7 @@ impl DataFiles<'_> {
 /// by `DequantizeLinear` with binary32 scales (per tensor, or per axis;
 /// zero points of the weights' type, or none): each such initializer is
 /// read as the graph's binary32 weight, exactly ([`Dequant`], L38,
-/// `proofs/exact-dequantize.md`). Returns `DequantizeLinear` output ->
+/// [`proofs/exact-dequantize.md`](crate::proofs::exact_dequantize)). Returns `DequantizeLinear` output ->
 /// the initializer, to orient and name it as the float weight it feeds.
 /// Other integer types (int4, int16, ...) are left to
 /// [`refuse_quantized`]; a `DequantizeLinear` of such a weight that this

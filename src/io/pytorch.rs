@@ -7,7 +7,7 @@
 //! reader sees a pickle, [`super::pickle_scan`] refuses every global a
 //! state dict does not need, naming it. Tensor bytes are read lazily, one
 //! tensor at a time, and converted to f64 exactly
-//! (`proofs/exact-conversion.md`, L1), as for safetensors.
+//! ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1), as for safetensors.
 //!
 //! The file is opened once; the scan reads the pickle through that
 //! descriptor and the reader opens the same file again through

@@ -7,7 +7,7 @@
 //! Every byte range is checked against its file and against
 //! dtype × shape when the table is built, and again (the file's length)
 //! before each read; elements are little-endian and converted to f64
-//! exactly (`proofs/exact-conversion.md`, L1). A transposed read moves the
+//! exactly ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1). A transposed read moves the
 //! converted values, never computes with them, so the matrix is the stored
 //! one with rows and columns exchanged, exactly.
 
@@ -122,7 +122,7 @@ impl Dequant {
     /// magnitude, its product with a binary32 scale is a binary64 number
     /// (so the binary64 multiplication is exact), and one conversion to
     /// binary32 rounds it as the graph's binary32 multiplication does (L38,
-    /// `proofs/exact-dequantize.md`; the result converts back exactly, L1).
+    /// [`proofs/exact-dequantize.md`](crate::proofs::exact_dequantize); the result converts back exactly, L1).
     fn decode(
         &self,
         files: &[MappedFile],

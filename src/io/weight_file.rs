@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{LoadedMatrix, ReadError};
 
 /// One weight file. Every read converts exactly to f64 and checks
-/// finiteness (`proofs/exact-conversion.md`, L1); every error names this
+/// finiteness ([`proofs/exact-conversion.md`](crate::proofs::exact_conversion), L1); every error names this
 /// file's [`path`](Self::path) and, where it applies, the tensor.
 pub(crate) trait WeightFile: Send + Sync {
     /// The file, as opened (for messages and hashes).

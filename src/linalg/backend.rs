@@ -4,21 +4,21 @@
 //! What a backend computes is either bounded by a lemma **whatever the order
 //! of evaluation**, or needs no guarantee at all:
 //! - [`Backend::gram`]: `fl(A^T A)`, exact in any order when
-//!   `gram::gram_is_exact` holds (`proofs/exact-gram.md`, L23);
+//!   `gram::gram_is_exact` holds ([`proofs/exact-gram.md`](crate::proofs::exact_gram), L23);
 //! - [`Backend::chunked_product`]: `fl(A B)` by inner-dimension chunks, each
 //!   chunk product by any evaluation tree of A0.10 and the chunks added in
 //!   order with one rounding each, so that the a priori bound of
-//!   `proofs/dot-product-error.md` (L4, blocked form) holds;
+//!   [`proofs/dot-product-error.md`](crate::proofs::dot_product_error) (L4, blocked form) holds;
 //! - [`Backend::sym_eigen`]: an approximate symmetric eigendecomposition, of
 //!   which the residual certification assumes nothing
-//!   (`proofs/gram-eigen.md`, L24).
+//!   ([`proofs/gram-eigen.md`](crate::proofs::gram_eigen), L24).
 //!
 //! Everything else (the residual theorems, clusters, rank decisions, the
 //! directed-rounding norms and the decimal output) stays on the CPU and is
 //! shared by every backend. What a device backend must provide for the
 //! lemmas to apply (IEEE binary64, round to nearest, gradual underflow, no
 //! reduced-precision or emulated modes) is stated, and how the code checks
-//! it, in `proofs/device-arithmetic.md` (L35).
+//! it, in [`proofs/device-arithmetic.md`](crate::proofs::device_arithmetic) (L35).
 //!
 //! The backend is chosen once per process (or per call, through
 //! [`with_device`]) and read by the linear algebra through [`current`]: the

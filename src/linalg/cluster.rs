@@ -5,8 +5,8 @@
 //! counterexamples). This module merges overlapping intervals into groups,
 //! re-bounds each group with the cluster theorem, repeats until the group
 //! hulls are pairwise disjoint, and then hands out index-matched enclosures.
-//! Justification: `proofs/residual-single-pair.md` (L6),
-//! `proofs/residual-cluster.md` (L7) and `proofs/near-orthogonal.md` (L8).
+//! Justification: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
+//! [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7) and [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8).
 //!
 //! The algorithm is generic over [`DirectedScalar`], so the same code runs
 //! in f64 (bounds from round-to-nearest, L3) and in MPFR (directed rounding, L13).
@@ -123,7 +123,7 @@ fn hull<T: DirectedScalar>(pb: &PairBounds<T>, members: &[usize], delta: &T) -> 
 /// hulls are pairwise disjoint and each contains exactly `members.len()`
 /// singular values **provided** the pairs are all `n` columns of a thin SVD
 /// of an `m x n` matrix with `m >= n` (the caller's responsibility; L7
-/// corollary), or the positivity condition of `proofs/factored-product.md`
+/// corollary), or the positivity condition of [`proofs/factored-product.md`](crate::proofs::factored_product)
 /// (L14) holds.
 pub fn merge_groups<T: DirectedScalar>(
     pb: &PairBounds<T>,

@@ -5,7 +5,7 @@
 //! driver and libraries on the loader's path).
 //!
 //! What the certificates need of the device is the hypothesis of
-//! `proofs/device-arithmetic.md` (L35): IEEE binary64 operations rounded to
+//! [`proofs/device-arithmetic.md`](crate::proofs::device_arithmetic) (L35): IEEE binary64 operations rounded to
 //! nearest, gradual underflow, and every GEMM entry an evaluation tree of
 //! A0.10 (no TF32, no reduced-precision or emulated FP64 modes). The code
 //! establishes what it can before the first product: it sets cuBLAS's

@@ -5,7 +5,7 @@
 //! (no guarantee), residual products `A V~` and `A^T U~` by faer GEMM with the
 //! order-independent bound of L4 (using `beta >= || |A| ||_2` from L5) or,
 //! for matrices on a coarse grid such as float16 weights, split into an
-//! exact slice product and a short tail (`proofs/split-product.md`, L27),
+//! exact slice product and a short tail ([`proofs/split-product.md`](crate::proofs::split_product), L27),
 //! per-pair bounds (L6), cluster merging (L7, L8), index matching.
 
 use faer::{Accum, Mat, MatRef, Par};
@@ -596,7 +596,7 @@ pub const MIN_SPLIT_BITS: i32 = 8;
 
 /// A product `fl(A B)` with what its error bound needs: either computed
 /// plainly (chunked, L4), or split as `fl(fl(A B_hi) + fl(A B_lo))` with
-/// `fl(A B_hi)` exact (`proofs/split-product.md`, L27).
+/// `fl(A B_hi)` exact ([`proofs/split-product.md`](crate::proofs::split_product), L27).
 pub struct ComputedProduct {
     /// The computed product.
     pub computed: Mat<f64>,
@@ -1080,7 +1080,7 @@ pub fn certify_pairs(
 }
 
 /// [`certify_pairs`], with the products `A V~` and `A^T U~` split
-/// (`proofs/split-product.md`, L27) only where their a priori error term
+/// ([`proofs/split-product.md`](crate::proofs::split_product), L27) only where their a priori error term
 /// `gamma_d || |A| || / s_min` (relative to the smallest positive
 /// approximate value) exceeds `rel_target`, and `A` lies on a grid coarse
 /// enough for the exact slice (float16 weights): the term is then replaced

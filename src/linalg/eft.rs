@@ -1,5 +1,5 @@
 //! Error-free transformations: TwoSum, TwoProduct (by FMA) and the cascaded
-//! summation Sum2 with its a priori bound (`proofs/compensated-sum.md`, L12).
+//! summation Sum2 with its a priori bound ([`proofs/compensated-sum.md`](crate::proofs::compensated_sum), L12).
 
 use super::rounding::{self as r, ETA, U};
 

@@ -1,12 +1,12 @@
 //! Stage 2: the residual theorem of Stage 1 with the residuals `A V~ - U~ S`
 //! and `A^T U~ - V~ S` computed (almost) error-free.
 //!
-//! Ozaki splitting (`proofs/ozaki-exact-product.md`, L11) cuts the rows of the
+//! Ozaki splitting ([`proofs/ozaki-exact-product.md`](crate::proofs::ozaki_exact_product), L11) cuts the rows of the
 //! left factor and the columns of the right factor into slices of `t` bits
 //! on a per-line grid, so that every slice product is computed *exactly* by
 //! an ordinary f64 GEMM (any order, FMA or not). The kept slice products and
 //! the error-free `s_j u_ij` (TwoProduct by FMA) are summed per entry by a
-//! cascaded TwoSum (Sum2, `proofs/compensated-sum.md`, L12); the dropped
+//! cascaded TwoSum (Sum2, [`proofs/compensated-sum.md`](crate::proofs::compensated_sum), L12); the dropped
 //! low-order slice products and remainders are bounded by Frobenius norms.
 //! The residual is then known to about one unit roundoff *of the residual*,
 //! so the enclosure width is set by how good the approximate SVD really is.
@@ -242,10 +242,10 @@ fn norm2_sq_enclosure(x: MatRef<'_, f64>, j: usize) -> Interval {
 /// error-free residuals, then Kato–Temple refinement of isolated values.
 /// Same guarantee as [`super::dense::certify_pairs`]: each returned hull
 /// contains exactly `members.len()` singular values.
-/// Justification: `proofs/residual-single-pair.md` (L6),
-/// `proofs/residual-cluster.md` (L7), `proofs/near-orthogonal.md` (L8),
-/// `proofs/ozaki-exact-product.md` (L11), `proofs/compensated-sum.md` (L12),
-/// `proofs/kato-temple.md` (L17).
+/// Justification: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
+/// [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7), [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8),
+/// [`proofs/ozaki-exact-product.md`](crate::proofs::ozaki_exact_product) (L11), [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) (L12),
+/// [`proofs/kato-temple.md`](crate::proofs::kato_temple) (L17).
 pub fn certify_pairs(
     a: MatRef<'_, f64>,
     svd: &ApproxSvd,

@@ -6,10 +6,10 @@
 //! singular values are exactly zero (rank(A) <= r) and are reported as
 //! structural zeros. The `r` leading ones are certified with the residual
 //! theorem from `r` approximate pairs whose residuals are formed through the
-//! thin factors only (`proofs/factored-product.md`, L14). When some hull
+//! thin factors only ([`proofs/factored-product.md`](crate::proofs::factored_product), L14). When some hull
 //! touches 0 the counting argument of L14 does not apply, and the product is
 //! formed densely, certified, and widened by the product's rounding error
-//! (Weyl, `proofs/weyl.md`, L9).
+//! (Weyl, [`proofs/weyl.md`](crate::proofs::weyl), L9).
 
 use faer::{Accum, Mat, MatRef, Par};
 
@@ -80,10 +80,10 @@ fn structural_zero(count: usize) -> CertifiedValue {
 /// rank(BC) <= r, and at most the number of nonzero rows of `B`, of nonzero
 /// columns of `C` and of inner indices where neither `B`'s column nor
 /// `C`'s row is zero (a pruned head: the product is certified with those
-/// left out, L14 e). Justification: `proofs/factored-product.md` (L14),
-/// `proofs/residual-single-pair.md` (L6), `proofs/residual-cluster.md` (L7),
-/// `proofs/near-orthogonal.md` (L8), `proofs/dot-product-error.md` (L4),
-/// `proofs/collatz-bound.md` (L5), `proofs/weyl.md` (L9) for the dense fallback.
+/// left out, L14 e). Justification: [`proofs/factored-product.md`](crate::proofs::factored_product) (L14),
+/// [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6), [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7),
+/// [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8), [`proofs/dot-product-error.md`](crate::proofs::dot_product_error) (L4),
+/// [`proofs/collatz-bound.md`](crate::proofs::collatz_bound) (L5), [`proofs/weyl.md`](crate::proofs::weyl) (L9) for the dense fallback.
 ///
 /// The factored route runs in binary64; with `opts.precision` other than
 /// `F64`, or when the counting condition of L14 fails, the dense fallback
@@ -91,7 +91,7 @@ fn structural_zero(count: usize) -> CertifiedValue {
 ///
 /// Where the rank is still undecided, the factors' ranks are bounded
 /// exactly (`rank(B C) <= rank B, rank C`, each by exact null vectors, L30
-/// within its limits; `proofs/exact-rank.md`, L37 e), and the values past
+/// within its limits; [`proofs/exact-rank.md`](crate::proofs::exact_rank), L37 e), and the values past
 /// the smaller bound are exact zeros (`apply_factor_ranks`).
 pub fn certify_factored(
     b: &DenseMatrix,
@@ -121,7 +121,7 @@ fn rank_at_most(x: &DenseMatrix) -> Result<usize, super::kernel::KernelSkipped> 
 /// exact certificate's limits bounds nothing. An `Err` only if a value
 /// there is certified positive (two proofs disagree: inconclusive).
 ///
-/// *Guarantee: certified* (`proofs/exact-rank.md`, L37 e:
+/// *Guarantee: certified* ([`proofs/exact-rank.md`](crate::proofs::exact_rank), L37 e:
 /// `rank(B C) <= min(rank B, rank C)`, with L30 for each factor's rank).
 fn apply_factor_ranks(
     sv: &mut SingularValues,
@@ -338,7 +338,7 @@ fn reduce(b: &DenseMatrix, c: &DenseMatrix) -> Option<(DenseMatrix, DenseMatrix)
 ///
 /// *Guarantee: certified enclosure* of every singular value of `B C`,
 /// index-matched, given by the reduced product's certification
-/// ([`certify_factored_stages`]) and the exact zeros of `proofs/factored-product.md`,
+/// ([`certify_factored_stages`]) and the exact zeros of [`proofs/factored-product.md`](crate::proofs::factored_product),
 /// L14 e.
 fn certify_reduced(
     (b, c): &(DenseMatrix, DenseMatrix),

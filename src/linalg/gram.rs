@@ -7,9 +7,9 @@
 //! every entry is an integer multiple of `2^q`, so every product and every
 //! partial sum of `A^T A` is an integer multiple of `2^(2q)`, and when no
 //! column's squared norm reaches `2^(53 + 2q)` all of them are representable
-//! and every rounding is exact, in any order (`proofs/exact-gram.md`, L23).
+//! and every rounding is exact, in any order ([`proofs/exact-gram.md`](crate::proofs::exact_gram), L23).
 //! Then `G` is known exactly after one (symmetric) GEMM, and the symmetric
-//! residual theorem with cluster counting (`proofs/gram-eigen.md`, L24)
+//! residual theorem with cluster counting ([`proofs/gram-eigen.md`](crate::proofs::gram_eigen), L24)
 //! certifies all its eigenvalues from one `n x n x n` product `G V`, instead
 //! of the two `m x n x n` products `A V` and `A^T U` of the direct route.
 //! The relative radius of `sigma_i` grows like `(sigma_1 / sigma_i)^2`
@@ -26,7 +26,7 @@ use super::rounding as r;
 use super::{CertifiedValue, Method};
 use crate::enclosure::{Enclosure, Inconclusive};
 
-/// The test of L23 (`proofs/exact-gram.md`): every evaluation of `A^T A`
+/// The test of L23 ([`proofs/exact-gram.md`](crate::proofs::exact_gram)): every evaluation of `A^T A`
 /// in the GEMM model (any order, FMA allowed) returns the exact product.
 ///
 /// With `2^q` the largest power of two dividing every nonzero entry, it
@@ -186,15 +186,15 @@ fn sorted(
 ///
 /// *Guarantee: certified enclosure.* `values[i]` contains `2^-scale_exp`
 /// times the exact i-th largest singular value of `A`:
-/// `G = A^T A` exactly (`proofs/exact-gram.md`, L23); the residual
+/// `G = A^T A` exactly ([`proofs/exact-gram.md`](crate::proofs::exact_gram), L23); the residual
 /// `G V - V diag(lam)` is bounded with the product error of
-/// `proofs/dot-product-error.md` (L4, blocked form) and
-/// `beta >= || |G| ||_2` (`proofs/collatz-bound.md`, L5); per-pair
+/// [`proofs/dot-product-error.md`](crate::proofs::dot_product_error) (L4, blocked form) and
+/// `beta >= || |G| ||_2` ([`proofs/collatz-bound.md`](crate::proofs::collatz_bound), L5); per-pair
 /// intervals are merged into disjoint clusters with exact counts
-/// (`proofs/gram-eigen.md`, L24, with `proofs/near-orthogonal.md`, L8);
+/// ([`proofs/gram-eigen.md`](crate::proofs::gram_eigen), L24, with [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal), L8);
 /// `sigma_i = sqrt(lambda_i(G))` index by index (L24), and the square roots
-/// and the unscaling are rounded outward (`proofs/rn-directed-scalar.md`,
-/// L3; `proofs/power-of-two-scaling.md`, L2).
+/// and the unscaling are rounded outward ([`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar),
+/// L3; [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling), L2).
 pub fn certify_from_gram(
     e: &GramEigen,
     scale_exp: i32,

@@ -6,7 +6,7 @@
 //! rank-deficient matrix keeps rank intervals `[r, n]`. This module finds
 //! `k` rational vectors `N` (n x k) with `A N = 0` *exactly* and `rank N = k`
 //! (an identity k x k submatrix), which proves `rank A <= n - k` and hence
-//! `sigma_{n-k+1} = ... = sigma_n = 0` (`proofs/exact-kernel.md`, L30). How
+//! `sigma_{n-k+1} = ... = sigma_n = 0` ([`proofs/exact-kernel.md`](crate::proofs::exact_kernel), L30). How
 //! `N` was found carries no guarantee; the two checks do.
 //!
 //! `N` is found by exact fraction-free elimination on the integer matrix
@@ -161,7 +161,7 @@ fn scaled_integer(x: f64, low: i32) -> Integer {
 /// exactly for every j and the vectors have rank `c.nullity` (both checked
 /// here in exact arithmetic, independently of how they were found), so the
 /// rank of `a` is at most `n - c.nullity` and its `c.nullity` smallest
-/// singular values are exactly 0 (`proofs/exact-kernel.md`, L30). `Ok(None)`
+/// singular values are exactly 0 ([`proofs/exact-kernel.md`](crate::proofs::exact_kernel), L30). `Ok(None)`
 /// when no null vector was found (the kernel is then trivial, though that is
 /// not claimed). `Err` when the size limits excluded the attempt.
 pub fn exact_kernel(a: MatRef<'_, f64>) -> Result<Option<KernelCertificate>, KernelSkipped> {
@@ -225,7 +225,7 @@ fn kernel_of(a: MatRef<'_, f64>, e: &Echelon) -> Option<KernelCertificate> {
     (cert.nullity > 0 && check(a, &cert)).then_some(cert)
 }
 
-/// What one exact elimination of `A` gives (`proofs/exact-rank.md`, L37):
+/// What one exact elimination of `A` gives ([`proofs/exact-rank.md`](crate::proofs::exact_rank), L37):
 /// a candidate nonsingular `r x r` submatrix on `rows` and `cols` (claimed
 /// only once [`det_of`] finds its determinant nonzero: `rank A >= r`), and
 /// the checked kernel certificate of the other `n - r` directions (L30:
@@ -253,7 +253,7 @@ impl Elimination {
 /// a zero matrix, `Err` outside the size limits.
 ///
 /// *Guarantee:* the kernel certificate is checked as [`exact_kernel`]'s
-/// (`proofs/exact-kernel.md`, L30); the submatrix is only a candidate, on
+/// ([`proofs/exact-kernel.md`](crate::proofs::exact_kernel), L30); the submatrix is only a candidate, on
 /// which nothing is claimed until [`det_of`] computes its determinant.
 pub fn eliminate(a: MatRef<'_, f64>) -> Result<Option<Elimination>, KernelSkipped> {
     let e = echelon(a)?;
@@ -276,7 +276,7 @@ pub fn eliminate(a: MatRef<'_, f64>) -> Result<Option<Elimination>, KernelSkippe
 /// then `det = det(integers) * 2^(sum low_j)`. Exact integer arithmetic
 /// throughout (GMP); every division in Bareiss's recurrence is exact.
 ///
-/// *Guarantee: exact* (no rounding occurs; `proofs/exact-rank.md`, L37);
+/// *Guarantee: exact* (no rounding occurs; [`proofs/exact-rank.md`](crate::proofs::exact_rank), L37);
 /// `None` only if a division in the recurrence left a remainder (which
 /// exact arithmetic excludes: then nothing is claimed).
 pub fn det_of(a: MatRef<'_, f64>, rows: &[usize], cols: &[usize]) -> Option<Rational> {

@@ -228,7 +228,7 @@ pub enum Method {
     /// Stage 1 binary64 residual bound.
     F64Residual,
     /// Eigenvalues of the exactly computed Gram matrix, certified in
-    /// binary64 (`proofs/exact-gram.md`, `proofs/gram-eigen.md`), from the
+    /// binary64 ([`proofs/exact-gram.md`](crate::proofs::exact_gram), [`proofs/gram-eigen.md`](crate::proofs::gram_eigen)), from the
     /// approximate pairs of the named eigensolver (the certification
     /// assumes nothing of them; the solver only sets the width).
     GramEigen(gram::EigenSolver),
@@ -239,10 +239,10 @@ pub enum Method {
     /// Exactly zero by structure (rank of a factored product, or a zero matrix).
     Structural,
     /// Exactly zero by an exact kernel certificate: null vectors checked in
-    /// exact rational arithmetic ([`kernel`], `proofs/exact-kernel.md`, L30).
+    /// exact rational arithmetic ([`kernel`], [`proofs/exact-kernel.md`](crate::proofs::exact_kernel), L30).
     ExactKernel,
     /// Both values of a two-column (or two-row) matrix from its exact
-    /// Frobenius norm and Gram determinant (`proofs/two-column.md`, L32).
+    /// Frobenius norm and Gram determinant ([`proofs/two-column.md`](crate::proofs::two_column), L32).
     ExactTwoColumn,
 }
 
@@ -390,7 +390,7 @@ impl SingularValues {
     /// `k` such that `sigma_1..sigma_k` are certainly positive: one more
     /// than the last index whose value is [`CertifiedValue::positive`]
     /// (the values are non-increasing, so every earlier one is positive as
-    /// well; `proofs/sorting-lemma.md`, L10 c). A lower bound of the rank
+    /// well; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10 c). A lower bound of the rank
     /// (L15 c).
     pub fn certainly_positive(&self) -> usize {
         self.values
@@ -410,7 +410,7 @@ impl SingularValues {
     /// The first value wider than `rtol` (relative) whose absolute radius
     /// exceeds [`LOOSE_SMALL_VALUE_FACTOR`] times that of sigma_1: the
     /// signature of a route whose radius grows as the value shrinks (the
-    /// exact-Gram route squares the range, `proofs/gram-eigen.md`), which a
+    /// exact-Gram route squares the range, [`proofs/gram-eigen.md`](crate::proofs::gram_eigen)), which a
     /// residual route on `A` itself (radii of the order of sigma_1's for
     /// every index) narrows. Values of 0 or `[0, h]` are left to
     /// [`Self::rank_undecided_at`].
@@ -445,7 +445,7 @@ impl SingularValues {
 
     /// Sets the `k` smallest values to exact zeros when `k` exact null
     /// vectors of the (prepared) matrix are certified ([`kernel::exact_kernel`]:
-    /// `rank <= n - k`, so `sigma_{n-k+1..n} = 0`, `proofs/exact-kernel.md`,
+    /// `rank <= n - k`, so `sigma_{n-k+1..n} = 0`, [`proofs/exact-kernel.md`](crate::proofs::exact_kernel),
     /// L30), and says so in [`Self::notes`]; only when the rank is undecided.
     /// `kernel` is the memoised certificate (its nullity) or why it was not
     /// attempted. An `Err` only if a certified value excludes 0 where the
@@ -496,7 +496,7 @@ impl SingularValues {
     /// (or its transpose), whose `r x r` submatrix has the exact nonzero
     /// determinant `det` ([`kernel::det_of`]), `sigma_r(A) >=
     /// |det| 2^(-r scale_exp) / prod_{i<r} hi_i` with `hi_i` the certified
-    /// upper ends (`proofs/exact-rank.md`, L37; L2 for the scaling),
+    /// upper ends ([`proofs/exact-rank.md`](crate::proofs::exact_rank), L37; L2 for the scaling),
     /// evaluated in MPFR with directed rounding (L13). The lower end of
     /// `sigma_r` is raised to it (in binary64 where it is representable,
     /// else in the decimal ends); with the kernel certificate's
@@ -577,7 +577,7 @@ impl SingularValues {
     }
 
     /// Keeps, index by index, the narrower of two index-matched enclosures of
-    /// the same matrix (both contain the exact value; `proofs/sorting-lemma.md`, L10).
+    /// the same matrix (both contain the exact value; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10).
     /// Then restores the order of the ends with [`Self::tighten_by_order`]
     /// (the two stages may group values differently).
     pub fn keep_narrower(&mut self, other: SingularValues) {
@@ -605,7 +605,7 @@ impl SingularValues {
     /// Makes the lower ends and the upper ends non-increasing, as the exact
     /// values are: `lo_i := max_{j >= i} lo_j` and `hi_i := min_{j <= i} hi_j`
     /// (`sigma_i >= sigma_j >= lo_j` for `j >= i`, `sigma_i <= sigma_j <= hi_j`
-    /// for `j <= i`; `proofs/sorting-lemma.md`, L10 c). A no-op on the
+    /// for `j <= i`; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10 c). A no-op on the
     /// output of one stage, whose disjoint groups are already ordered.
     pub fn tighten_by_order(&mut self) {
         let n = self.values.len();
@@ -640,7 +640,7 @@ pub(crate) fn values_from_groups(
 }
 
 /// An upper bound of every singular value of `a`: `sigma_i <= sigma_1 <=
-/// ||A||_F <= sqrt(nnz) max |a_ij|` (`proofs/derived-quantities.md`, L15 d),
+/// ||A||_F <= sqrt(nnz) max |a_ij|` ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 d),
 /// rounded up (L3).
 pub(crate) fn sigma_cap(a: faer::MatRef<'_, f64>) -> f64 {
     let (mut maxabs, mut nnz) = (0.0f64, 0usize);
@@ -710,12 +710,12 @@ fn zero_matrix(rows: usize, cols: usize) -> SingularValues {
 ///
 /// *Guarantee: certified enclosure.* For every i, the exact i-th largest
 /// singular value of the matrix whose entries are exactly `a.data` lies in
-/// `values[i].enclosure`. Justification: `proofs/residual-single-pair.md` (L6),
-/// `proofs/residual-cluster.md` (L7), `proofs/near-orthogonal.md` (L8),
-/// `proofs/dot-product-error.md` (L4), `proofs/collatz-bound.md` (L5),
-/// `proofs/power-of-two-scaling.md` (L2), and for the higher stages
-/// `proofs/ozaki-exact-product.md` (L11), `proofs/compensated-sum.md` (L12),
-/// `proofs/mpfr-directed.md` (L13); `proofs/sorting-lemma.md` (L10) for
+/// `values[i].enclosure`. Justification: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
+/// [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7), [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8),
+/// [`proofs/dot-product-error.md`](crate::proofs::dot_product_error) (L4), [`proofs/collatz-bound.md`](crate::proofs::collatz_bound) (L5),
+/// [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling) (L2), and for the higher stages
+/// [`proofs/ozaki-exact-product.md`](crate::proofs::ozaki_exact_product) (L11), [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) (L12),
+/// [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) (L13); [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma) (L10) for
 /// combining stages.
 ///
 /// Non-finite entries must have been rejected by the reader; an `Err` means
@@ -778,16 +778,16 @@ pub(crate) fn zero_singular_values(rows: usize, cols: usize) -> SingularValues {
 /// its working set.
 ///
 /// *Guarantee: certified enclosure*, as [`certify_singular_values`], by the
-/// same lemmas: `proofs/residual-single-pair.md` (L6),
-/// `proofs/residual-cluster.md` (L7), `proofs/near-orthogonal.md` (L8),
-/// `proofs/dot-product-error.md` (L4), `proofs/collatz-bound.md` (L5),
-/// `proofs/power-of-two-scaling.md` (L2), `proofs/exact-gram.md` (L23),
-/// `proofs/gram-eigen.md` (L24), `proofs/ozaki-exact-product.md` (L11),
-/// `proofs/compensated-sum.md` (L12), `proofs/mpfr-directed.md` (L13) and
-/// `proofs/sorting-lemma.md` (L10).
+/// same lemmas: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
+/// [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7), [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8),
+/// [`proofs/dot-product-error.md`](crate::proofs::dot_product_error) (L4), [`proofs/collatz-bound.md`](crate::proofs::collatz_bound) (L5),
+/// [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling) (L2), [`proofs/exact-gram.md`](crate::proofs::exact_gram) (L23),
+/// [`proofs/gram-eigen.md`](crate::proofs::gram_eigen) (L24), [`proofs/ozaki-exact-product.md`](crate::proofs::ozaki_exact_product) (L11),
+/// [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) (L12), [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) (L13) and
+/// [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma) (L10).
 ///
 /// A matrix with two columns (or rows) is also certified in closed form
-/// from exact rationals (`proofs/two-column.md`, L32, [`two_column`]): the
+/// from exact rationals ([`proofs/two-column.md`](crate::proofs::two_column), L32, [`two_column`]): the
 /// narrower enclosure is kept index by index (L10), and it stands alone
 /// where the stages are inconclusive.
 pub fn certify_prepared(

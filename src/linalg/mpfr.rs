@@ -1,10 +1,10 @@
 //! The MPFR path: Ogita–Aishima refinement of a full SVD in high precision,
 //! then certification with directed-rounding MPFR residuals.
 //!
-//! Refinement has no guarantee (`proofs/ogita-aishima.md`, L16); it only
+//! Refinement has no guarantee ([`proofs/ogita-aishima.md`](crate::proofs::ogita_aishima), L16); it only
 //! produces better inputs for the residual theorem, which holds for any
 //! approximation (L6, L7). The residuals, norms and Gram defects are bounded
-//! with MPFR's directed rounding (`proofs/mpfr-directed.md`, L13), so the
+//! with MPFR's directed rounding ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13), so the
 //! result carries decimal bounds far tighter than f64 can show.
 //!
 //! The factors are thin (U is m x n): a refinement step and the
@@ -473,9 +473,9 @@ fn jacobi_svd(a: &FMat, prec: u32) -> (FMat, FMat, Vec<Float>) {
 ///
 /// *Guarantee: certified enclosure.* The i-th returned interval (and its
 /// decimal `exact` bounds) contains the exact i-th largest singular value of
-/// `2^-scale_exp a`. Justification: `proofs/residual-single-pair.md` (L6),
-/// `proofs/residual-cluster.md` (L7), `proofs/near-orthogonal.md` (L8),
-/// `proofs/mpfr-directed.md` (L13); `proofs/power-of-two-scaling.md` (L2).
+/// `2^-scale_exp a`. Justification: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
+/// [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7), [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8),
+/// [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) (L13); [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling) (L2).
 pub fn certify(
     a: MatRef<'_, f64>,
     scale_exp: i32,

@@ -4,7 +4,7 @@
 //! exact result of ONE correctly rounded operation is `next_up` (`next_down`)
 //! of its round-to-nearest result; chains of such steps stay valid as long as
 //! each step is monotone in its (already directed) inputs. Justification:
-//! `proofs/rn-directed-scalar.md` (L3) under `proofs/assumptions.md` (A0).
+//! [`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar) (L3) under [`proofs/assumptions.md`](crate::proofs::assumptions) (A0).
 //!
 //! Every helper returns a non-finite value when the bound overflows; callers
 //! treat any non-finite bound as "inconclusive", never as a result.

@@ -4,11 +4,11 @@
 //! It exists so that the GPU route can be trusted without a GPU: what makes
 //! a device certificate right is that the lemmas hold for **every**
 //! evaluation they allow, so this backend evaluates each entry of each
-//! product by a different tree of A0.10 (`proofs/assumptions.md`): a
+//! product by a different tree of A0.10 ([`proofs/assumptions.md`](crate::proofs::assumptions)): a
 //! shuffled order of the terms, with or without FMA, sequential, split into
 //! 2 to 4 interleaved partial sums (split-K, SIMD lanes) or pairwise; and it
 //! returns a deliberately poor eigendecomposition (noisy, unnormalised,
-//! mislabelled pairs), of which `proofs/gram-eigen.md` (L24) assumes
+//! mislabelled pairs), of which [`proofs/gram-eigen.md`](crate::proofs::gram_eigen) (L24) assumes
 //! nothing. The exact-oracle soundness suite runs through it
 //! (`tests/soundness_device.rs`). It is slow (a scalar loop per entry) and
 //! meant for tests only.

@@ -4,7 +4,7 @@
 //! (double-double residuals), MPFR at a chosen precision, and `auto`, which
 //! climbs the ladder until the target is met. Each stage's values are
 //! certified enclosures on their own; combining two keeps the narrower
-//! enclosure index by index (`proofs/sorting-lemma.md`, L10), so a stage
+//! enclosure index by index ([`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10), so a stage
 //! can only narrow what another left.
 
 use std::cell::OnceCell;

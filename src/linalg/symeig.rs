@@ -15,7 +15,7 @@
 //!
 //! Nothing here needs to be right for a certificate to be right: the result
 //! is only the approximation that `gram::certify_eigen_groups` checks with
-//! its residual bound (`proofs/gram-eigen.md`, L24, which assumes nothing of
+//! its residual bound ([`proofs/gram-eigen.md`](crate::proofs::gram_eigen), L24, which assumes nothing of
 //! the approximate pairs). A poor approximation gives wide hulls, and the
 //! caller then falls back to faer's eigensolver. The vectors are normalised
 //! but only nearly orthogonal: L24 needs no orthogonality for hulls that are

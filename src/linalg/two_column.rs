@@ -1,5 +1,5 @@
 //! Both singular values of a matrix with two columns (or two rows) from two
-//! exact rationals (`proofs/two-column.md`, L32): `sigma_1^2 + sigma_2^2` is
+//! exact rationals ([`proofs/two-column.md`](crate::proofs::two_column), L32): `sigma_1^2 + sigma_2^2` is
 //! the squared Frobenius norm and `sigma_1^2 sigma_2^2 = det(A^T A)`, both
 //! sums of products of binary64 entries, so exact rationals; the two roots
 //! of `t^2 - F t + D` are then evaluated in MPFR with directed rounding.
@@ -34,7 +34,7 @@ fn fl(x: &Rational, r: Round) -> Float {
 /// range or the matrix is too large.
 ///
 /// *Guarantee: certified enclosure* of both singular values
-/// (`proofs/two-column.md`, L32; `proofs/mpfr-directed.md`, L13).
+/// ([`proofs/two-column.md`](crate::proofs::two_column), L32; [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
 pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
     enclose_with_ends(x, y, k).map(|v| v.map(|(e, _)| e))
 }
@@ -44,8 +44,8 @@ pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
 /// least positive double).
 ///
 /// *Guarantee: certified enclosure* of both singular values, by both the
-/// binary64 and the decimal ends (`proofs/two-column.md`, L32;
-/// `proofs/mpfr-directed.md`, L13).
+/// binary64 and the decimal ends ([`proofs/two-column.md`](crate::proofs::two_column), L32;
+/// [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
 pub fn enclose_with_ends(x: &[f64], y: &[f64], k: i32) -> Option<[(Enclosure, ExactBounds); 2]> {
     if x.len() != y.len() || x.len() > MAX_ROWS || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;
@@ -116,8 +116,8 @@ const DIGITS: usize = 80;
 /// `min(rows, cols) == 2`, by [`enclose`], as a stage's result (method
 /// `exact-two-column`); `None` otherwise.
 ///
-/// *Guarantee: certified enclosure*, as [`enclose`] (`proofs/two-column.md`,
-/// L32; `proofs/power-of-two-scaling.md`, L2).
+/// *Guarantee: certified enclosure*, as [`enclose`] ([`proofs/two-column.md`](crate::proofs::two_column),
+/// L32; [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling), L2).
 pub fn certify(prep: &super::dense::Prepared, rows: usize, cols: usize) -> Option<SingularValues> {
     let a = prep.a();
     if a.ncols() != 2 || a.nrows() < 2 {

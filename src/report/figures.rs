@@ -30,7 +30,7 @@
 //! `"subtitle"` lines and `"note"` lines.
 //!
 //! Ratios drawn (normalised bounds, `c(W,p)/c(W,0)`) are certified interval
-//! divisions (`proofs/ratio-enclosure.md`); positions on a log axis of an
+//! divisions ([`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure)); positions on a log axis of an
 //! interval end that is 0 are clamped to the axis' lower edge.
 
 use std::fmt::Write as _;

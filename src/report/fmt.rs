@@ -19,7 +19,7 @@
 //!   (or exact, when a shorter decimal is the binary64 number itself).
 //!
 //! Integers print as integers (`1`, `[383, 384]`). All arithmetic is on exact
-//! rationals (`rug`), and the containment is `proofs/outward-decimal.md`
+//! rationals (`rug`), and the containment is [`proofs/outward-decimal.md`](crate::proofs::outward_decimal)
 //! (L21), property-tested in this module
 //! (`printed_decimals_contain_the_interval`).
 
@@ -196,7 +196,7 @@ pub fn parse_decimal(s: &str) -> Option<Rational> {
 
 /// An interval `[lo, hi]` (binary64 ends, `lo <= hi`) in the given style,
 /// rounded outward: *guarantee*: the printed decimal interval, read
-/// exactly, contains `[lo, hi]` (`proofs/outward-decimal.md`, L21; tested
+/// exactly, contains `[lo, hi]` ([`proofs/outward-decimal.md`](crate::proofs::outward_decimal), L21; tested
 /// exactly in this module).
 pub fn interval(lo: f64, hi: f64, style: Style) -> String {
     if !(lo.is_finite() && hi.is_finite()) || lo > hi {
@@ -407,7 +407,7 @@ fn tidy(s: &str) -> String {
 /// ([`Style::Shared`], as the command line prints it): see [`interval`].
 ///
 /// *Guarantee:* the printed decimals enclose `[x.lo, x.hi]`
-/// (`proofs/outward-decimal.md`, L21).
+/// ([`proofs/outward-decimal.md`](crate::proofs::outward_decimal), L21).
 pub fn cert_interval(x: &crate::certificate::CertInterval) -> String {
     interval(x.lo, x.hi, Style::Shared)
 }

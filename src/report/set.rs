@@ -1,7 +1,7 @@
 //! Several certificates read together: the models of a study under their
 //! ids, which one is primary, and the certified ratios the paper's scaling
 //! figures normalise by (every one an interval division of certified
-//! intervals, `proofs/ratio-enclosure.md`).
+//! intervals, [`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure)).
 
 use crate::arch::MatrixType;
 use crate::certificate::{CertInterval, Certificate, MatrixEntry};
@@ -150,7 +150,7 @@ pub fn default_primary(models: &[ModelCert]) -> usize {
 ///
 /// *Guarantee: certified enclosure* of the exact quotient of the exact
 /// values that `num` and `den` enclose (inari's outward-rounded interval
-/// division; `proofs/ratio-enclosure.md`, L20 (a) and (d)).
+/// division; [`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure), L20 (a) and (d)).
 pub fn ratio(num: &CertInterval, den: &CertInterval) -> Option<CertInterval> {
     if !(den.lo > 0.0) {
         return None;
@@ -162,7 +162,7 @@ pub fn ratio(num: &CertInterval, den: &CertInterval) -> Option<CertInterval> {
 /// [`ratio`] of a quantity known to lie in `[0, 1]` (`sigma_i / sigma_1`),
 /// intersected with `[0, 1]`.
 ///
-/// *Guarantee: certified enclosure* (`proofs/ratio-enclosure.md`, L20 (c)).
+/// *Guarantee: certified enclosure* ([`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure), L20 (c)).
 pub fn ratio_in_unit(num: &CertInterval, den: &CertInterval) -> Option<CertInterval> {
     let r = ratio(num, den)?;
     let lo = r.lo.max(0.0);
@@ -286,7 +286,7 @@ pub struct ScalingRow {
 ///
 /// *Guarantee: certified enclosure* of every ratio: exactly 1 for a model
 /// that is its own anchor, an interval division otherwise
-/// (`proofs/ratio-enclosure.md`, L20 (a), (b)).
+/// ([`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure), L20 (a), (b)).
 pub fn scaling(set: &StudySet) -> Vec<ScalingRow> {
     let mut rows = Vec::with_capacity(set.models.len() * 4);
     for (i, m) in set.models.iter().enumerate() {

@@ -227,7 +227,7 @@ fn p_opt_distribution(s: &mut String, c: &Certificate) {
 }
 
 /// The per-matrix term of B_Edel's inner sum, `alpha_l^(2/3) (f(W)
-/// ||W||_{2,1})^(2/3)` with `f` = [`xi_factor`] (`proofs/proxy-formulas.md`,
+/// ||W||_{2,1})^(2/3)` with `f` = [`xi_factor`] ([`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas),
 /// L18): *certified enclosure* given the certificate's enclosures, or
 /// `None` on overflow.
 fn edelman_term(c: &Certificate, w: &MatrixEntry) -> Option<Interval> {

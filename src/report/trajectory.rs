@@ -11,7 +11,7 @@
 //! outward-rounded interval quotient (inari) and every difference or
 //! change an outward-rounded interval difference, each containing the
 //! exact quotient or difference of the exact values
-//! (`proofs/trajectory-enclosure.md`, L28). A ratio is claimed only for a
+//! ([`proofs/trajectory-enclosure.md`](crate::proofs::trajectory_enclosure), L28). A ratio is claimed only for a
 //! quantity on a linear scale whose first-step interval is certainly
 //! positive: a quantity on a log scale (`log_*`: its ratio depends on the
 //! unit and changes sign with it) or one whose first step may be 0 or
@@ -135,7 +135,7 @@ pub fn no_ratio_reason(name: &str, first: &CertInterval) -> Option<&'static str>
 /// undefined), or the quotient overflows binary64.
 ///
 /// *Guarantee: certified enclosure* of the exact quotient (inari's
-/// outward-rounded division; `proofs/trajectory-enclosure.md`, L28 (a)).
+/// outward-rounded division; [`proofs/trajectory-enclosure.md`](crate::proofs::trajectory_enclosure), L28 (a)).
 pub fn signed_ratio(num: &CertInterval, den: &CertInterval) -> Result<CertInterval, String> {
     if den.lo <= 0.0 && 0.0 <= den.hi {
         return Err("no ratio: the first step's interval contains 0".into());
@@ -150,7 +150,7 @@ pub fn signed_ratio(num: &CertInterval, den: &CertInterval) -> Result<CertInterv
 /// when the difference overflows binary64.
 ///
 /// *Guarantee: certified enclosure* of the exact difference (inari's
-/// outward-rounded subtraction; `proofs/trajectory-enclosure.md`, L28 (b)).
+/// outward-rounded subtraction; [`proofs/trajectory-enclosure.md`](crate::proofs::trajectory_enclosure), L28 (b)).
 pub fn change(from: &CertInterval, to: &CertInterval) -> Option<CertInterval> {
     CertInterval::of_inari(to.to_inari()? - from.to_inari()?)
 }

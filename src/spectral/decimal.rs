@@ -159,7 +159,7 @@ impl ExactDecimal {
     /// value lies outside the finite binary64 range.
     ///
     /// *Guarantee: certified enclosure* of the exact rational, by MPFR's
-    /// directed conversion (`proofs/mpfr-directed.md`, L13).
+    /// directed conversion ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
     pub fn to_interval(&self) -> Option<Interval> {
         let q = self.to_rational();
         // 53 bits with an unbounded exponent, then one more directed rounding

@@ -10,7 +10,7 @@
 //!
 //! Where the entries do not qualify (binary64 weights, a range too wide,
 //! a non-finite entry), [`exact_entry_sums`] returns `None` and the callers
-//! use the compensated binary64 sums of `spectral` (`proofs/compensated-sum.md`,
+//! use the compensated binary64 sums of `spectral` ([`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
 //! L12).
 
 use crate::enclosure::Enclosure;
@@ -154,8 +154,8 @@ impl ExactEntrySums {
     }
 
     /// *Guarantee: certified enclosure* of `||A||_F = 2^q sqrt(sum of
-    /// squares)` (`proofs/exact-integer-sums.md`, L39; `proofs/rn-directed-scalar.md`,
-    /// L3 a, for the square roots; `proofs/power-of-two-scaling.md`, L2 d).
+    /// squares)` ([`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums), L39; [`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar),
+    /// L3 a, for the square roots; [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling), L2 d).
     pub(crate) fn frobenius(&self) -> Option<Enclosure> {
         let total: u128 = self.col_sq.iter().sum(); // <= 2^127 by the span test
         let (lo, hi) = u128_bounds(total);
@@ -163,7 +163,7 @@ impl ExactEntrySums {
     }
 
     /// *Guarantee: certified enclosure* of `||A||_{1,1} = 2^q sum |a_ij| 2^-q`
-    /// (`proofs/exact-integer-sums.md`, L39; `proofs/power-of-two-scaling.md`,
+    /// ([`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums), L39; [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling),
     /// L2 d).
     pub(crate) fn norm_11(&self) -> Option<Enclosure> {
         let (lo, hi) = u128_bounds(self.abs);
@@ -173,9 +173,9 @@ impl ExactEntrySums {
     /// *Guarantee: certified enclosure* of the (2,1)-norm, the sum of the
     /// column norms `2^q sqrt(col_sq_j)`: each enclosed by directed square
     /// roots of its exact sum's bounds, the lower and the upper ends summed
-    /// by Sum2 with the bound of L12 (`proofs/exact-integer-sums.md`, L39;
-    /// `proofs/compensated-sum.md`, L12; `proofs/rn-directed-scalar.md`,
-    /// L3 a; `proofs/power-of-two-scaling.md`, L2 d).
+    /// by Sum2 with the bound of L12 ([`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums), L39;
+    /// [`proofs/compensated-sum.md`](crate::proofs::compensated_sum), L12; [`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar),
+    /// L3 a; [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling), L2 d).
     pub(crate) fn norm_21(&self) -> Option<Enclosure> {
         let (mut lo_sum, mut hi_sum) = (Sum2::new(), Sum2::new());
         for &c in &self.col_sq {

@@ -2,10 +2,10 @@
 //! enclosures computed from the matrix entries.
 //!
 //! Every function returns an enclosure of the exact quantity of the exact
-//! matrix; justification `proofs/derived-quantities.md` (L15), with sums
-//! bounded by `proofs/rn-directed-scalar.md` (L3) and
-//! `proofs/compensated-sum.md` (L12), and power-of-two scaling by
-//! `proofs/power-of-two-scaling.md` (L2).
+//! matrix; justification [`proofs/derived-quantities.md`](crate::proofs::derived_quantities) (L15), with sums
+//! bounded by [`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar) (L3) and
+//! [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) (L12), and power-of-two scaling by
+//! [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling) (L2).
 
 mod exact_sums;
 mod mpfr_norms;
@@ -118,7 +118,7 @@ impl SchattenEnclosure {
     /// only where no lower end was formed either.
     ///
     /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
-    /// (`proofs/derived-quantities.md`, L15 b).
+    /// ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 b).
     pub fn power_interval(&self) -> Option<OpenEnclosure> {
         self.power
             .map(OpenEnclosure::from)
@@ -129,7 +129,7 @@ impl SchattenEnclosure {
     /// `[norm_from, +inf)`; `None` for p = 0 (no norm).
     ///
     /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
-    /// (`proofs/derived-quantities.md`, L15 b).
+    /// ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 b).
     pub fn norm_interval(&self) -> Option<OpenEnclosure> {
         self.norm
             .map(OpenEnclosure::from)
@@ -258,7 +258,7 @@ pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
 /// power `sum sigma_i^p` is not); a power beyond binary64 is also given in
 /// log form, `ln t + p ln c` (L15 b with the inclusion property of `ln`).
 ///
-/// *Guarantee: certified enclosures* (`proofs/derived-quantities.md` L15 b, c).
+/// *Guarantee: certified enclosures* ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15 b, c).
 pub fn enclose_schatten(sv: &SingularValues, p: &SchattenP) -> SchattenEnclosure {
     let mut out = SchattenEnclosure {
         p: p.text.clone(),
@@ -347,9 +347,9 @@ fn unscale(lo: f64, hi: f64, k: i32, what: &str) -> Result<Enclosure, Inconclusi
 /// it (every float16 matrix, most float32 ones) are summed exactly as
 /// integers (`exact_sums`), and the norm is enclosed from that exact sum.
 ///
-/// *Guarantee: certified enclosure* of `||A||_F` (`proofs/exact-integer-sums.md`
-/// L39; `proofs/compensated-sum.md` L12 f, `proofs/power-of-two-scaling.md`
-/// L2, `proofs/derived-quantities.md` L15 d, g; `proofs/mpfr-directed.md`
+/// *Guarantee: certified enclosure* of `||A||_F` ([`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums)
+/// L39; [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) L12 f, [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling)
+/// L2, [`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15 d, g; [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed)
 /// L13 for the MPFR sum).
 pub fn enclose_frobenius_from_entries(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
     if let Some(f) = exact_sums::exact_entry_sums(a, faer::Par::Seq).and_then(|s| s.frobenius()) {
@@ -394,7 +394,7 @@ fn frobenius_binary64(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
 /// results are the same bits on any number of threads.
 ///
 /// *Guarantee: certified enclosures*, as the two functions (their lemmas;
-/// `proofs/exact-integer-sums.md`, L39, for the exact sums).
+/// [`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums), L39, for the exact sums).
 pub fn enclose_entry_summaries(
     a: &DenseMatrix,
     par: faer::Par,
@@ -424,10 +424,10 @@ pub fn enclose_entry_summaries(
 /// in MPFR at 128 bits instead, as for [`enclose_frobenius_from_entries`];
 /// entries on a narrow enough grid, exactly as integers first (as there).
 ///
-/// *Guarantee: certified enclosures* of both norms (`proofs/exact-integer-sums.md`,
-/// L39; `proofs/compensated-sum.md`,
-/// `proofs/rn-directed-scalar.md`, `proofs/derived-quantities.md` L15 e, g;
-/// `proofs/mpfr-directed.md` L13 for the MPFR sums).
+/// *Guarantee: certified enclosures* of both norms ([`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums),
+/// L39; [`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
+/// [`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar), [`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15 e, g;
+/// [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) L13 for the MPFR sums).
 pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Inconclusive> {
     if let Some(n) = exact_sums::exact_entry_sums(a, faer::Par::Seq).and_then(|s| exact_norms(&s)) {
         return Ok(n);
@@ -440,7 +440,7 @@ pub fn enclose_entry_norms(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), In
 }
 
 /// The (2,1)- and (1,1)-norms from exact integer sums, when both are in
-/// binary64's range (`proofs/exact-integer-sums.md`, L39).
+/// binary64's range ([`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums), L39).
 fn exact_norms(s: &exact_sums::ExactEntrySums) -> Option<(Enclosure, Enclosure)> {
     Some((s.norm_21()?, s.norm_11()?))
 }
@@ -509,9 +509,9 @@ pub const ENTRY_NORMS_BITS: u32 = 128;
 /// binary64) leaves the binary64 enclosures.
 ///
 /// *Guarantee: certified enclosures* of the three norms
-/// (`proofs/compensated-sum.md`, L12; `proofs/mpfr-directed.md`, L13;
-/// `proofs/derived-quantities.md`, L15 d, e, g; an intersection of two
-/// enclosures of one value, `proofs/sorting-lemma.md`, L10 b).
+/// ([`proofs/compensated-sum.md`](crate::proofs::compensated_sum), L12; [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13;
+/// [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 d, e, g; an intersection of two
+/// enclosures of one value, [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10 b).
 pub fn enclose_entry_norms_at(
     a: &DenseMatrix,
     precision: crate::linalg::Precision,
@@ -569,8 +569,8 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
 /// [`crate::linalg::certify_prepared`] (which names its lemmas, as
 /// [`crate::linalg::certify_singular_values`]), the summary by
 /// [`enclose_entry_norms_at`] (at `opts.precision`) and
-/// [`summarize_with`] (`proofs/derived-quantities.md` L15,
-/// `proofs/compensated-sum.md` L12, `proofs/mpfr-directed.md` L13).
+/// [`summarize_with`] ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15,
+/// [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) L12, [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) L13).
 pub fn certify_and_summarize(
     a: DenseMatrix,
     opts: &crate::linalg::SvdOptions,
@@ -616,8 +616,8 @@ pub fn summarize_factored(
 /// L3 b, and the results are unscaled by `2^-(kb+kc)`.
 ///
 /// *Guarantee: certified enclosures* of the three norms of the exact
-/// product (`proofs/dot-product-error.md` L4, `proofs/rn-directed-scalar.md`
-/// L3, `proofs/compensated-sum.md` L12, `proofs/derived-quantities.md` L15 g).
+/// product ([`proofs/dot-product-error.md`](crate::proofs::dot_product_error) L4, [`proofs/rn-directed-scalar.md`](crate::proofs::rn_directed_scalar)
+/// L3, [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) L12, [`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15 g).
 pub fn enclose_product_entry_norms(
     b: &DenseMatrix,
     c: &DenseMatrix,
@@ -709,7 +709,7 @@ fn scaled_iv(x: &Enclosure, e: i32) -> Interval {
 /// matrices nor overflow for huge ones.
 ///
 /// *Guarantee: certified enclosure* of every field, given enclosures as
-/// inputs (`proofs/derived-quantities.md` L15, `proofs/sorting-lemma.md` L10 b
+/// inputs ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15, [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma) L10 b
 /// for the Frobenius intersection).
 pub fn summarize_with(
     sv: &SingularValues,

@@ -83,9 +83,9 @@ fn norms_of(
 /// MPFR at `prec >= 53` bits with directed rounding.
 ///
 /// *Guarantee: certified enclosure* of each of the three exact values
-/// (`proofs/mpfr-directed.md`, L13: exact inputs, directed sums and
+/// ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13: exact inputs, directed sums and
 /// products of nonnegative bounds, directed square roots and conversions;
-/// `proofs/derived-quantities.md`, L15 e, for the norms as monotone
+/// [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 e, for the norms as monotone
 /// functions of the entries' magnitudes).
 pub fn enclose_entry_norms_mpfr(
     a: &DenseMatrix,
@@ -157,7 +157,7 @@ fn exact_entry_norms(
 /// matrix.
 ///
 /// *Guarantee: certified enclosure* of each of the three exact values
-/// (`proofs/mpfr-directed.md`, L13 3 for the directed dot products, then as
+/// ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13 3 for the directed dot products, then as
 /// [`enclose_entry_norms_mpfr`]).
 pub fn enclose_product_entry_norms_mpfr(
     b: &DenseMatrix,

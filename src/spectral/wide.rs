@@ -3,8 +3,8 @@
 //! Their binary64 enclosure is unbounded, so they are enclosed here in MPFR,
 //! whose exponent range is about 2^+-2^62, with directed rounding (L13) by
 //! the monotone interval formulas of L15 b, and written as decimal ends
-//! rounded outward (`proofs/mpfr-directed.md`, L13;
-//! `proofs/derived-quantities.md`, L15). Where even MPFR overflows, the note
+//! rounded outward ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13;
+//! [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15). Where even MPFR overflows, the note
 //! says so ([`BEYOND_MPFR`]).
 
 use inari::Interval;
