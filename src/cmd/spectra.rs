@@ -66,29 +66,9 @@ pub struct SpectraRequest {
     pub singular_values: bool,
 }
 
-/// One Schatten exponent's enclosures.
-#[derive(Clone, Debug, Serialize)]
-pub struct SchattenRow {
-    /// The exponent, the exact decimal given.
-    pub p: String,
-    /// Encloses `sum sigma_i^p` (the rank for p = 0); `[lo, +inf)`, written
-    /// with `"hi": null`, where it overflowed binary64.
-    pub power: Option<OpenEnclosure>,
-    /// Encloses `(sum sigma_i^p)^(1/p)`; `[lo, +inf)` where it overflowed.
-    pub norm: Option<OpenEnclosure>,
-    /// Decimal ends of `power` where it overflowed binary64.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub power_exact: Option<ExactBounds>,
-    /// Decimal ends of `norm` where it overflowed binary64.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub norm_exact: Option<ExactBounds>,
-    /// `ln sum sigma_i^p` where `power` overflowed binary64 (p > 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_power: Option<Enclosure>,
-    /// Why a quantity is null or given by decimal ends only.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
+/// One Schatten exponent's enclosures, the exponent as the decimal string
+/// given (the view `svd` writes too, [`crate::report::SchattenView`]).
+pub type SchattenRow = crate::report::SchattenView<String>;
 
 /// The certified values of one matrix.
 #[derive(Clone, Debug, Serialize)]
@@ -323,16 +303,7 @@ fn certify_one(
             .iter()
             .map(|p| {
                 let e = enclose_schatten(&sv, p);
-                let (power, norm) = (e.power_interval(), e.norm_interval());
-                SchattenRow {
-                    p: e.p,
-                    power,
-                    norm,
-                    power_exact: e.power_exact,
-                    norm_exact: e.norm_exact,
-                    log_power: e.log_power,
-                    notes: e.notes,
-                }
+                SchattenRow::of(&e, e.p.clone())
             })
             .collect(),
         singular_values: keep_sv.then(|| sv.values.iter().map(|v| v.enclosure).collect()),

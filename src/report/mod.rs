@@ -65,12 +65,16 @@ impl From<&CertifiedValue> for ValueJson {
     }
 }
 
-/// JSON form of one Schatten quantity.
+/// The serialised view of one Schatten quantity ([`SchattenEnclosure`]),
+/// the one both commands write: its exponent as `P` (a JSON number in
+/// `svd`'s report, [`SchattenJson`]; the decimal as a string in `spectra`'s
+/// rows, `cmd::spectra::SchattenRow`), its enclosures, and why any is open
+/// or given by decimal ends only.
 #[derive(Clone, Debug, Serialize)]
-pub struct SchattenJson {
-    /// The exponent: the exact decimal given, as a JSON number of the same
-    /// value (`1e-400` is written `1e-400`, never as the binary64 `0.0`).
-    pub p: Box<serde_json::value::RawValue>,
+pub struct SchattenView<P> {
+    /// The exponent: the exact decimal given (`1e-400` stays `1e-400`,
+    /// never the binary64 `0.0`).
+    pub p: P,
     /// Encloses `sum sigma^p` (the rank for p = 0); where it overflowed
     /// binary64, `{"lo": <finite>, "hi": null}`: the interval `[lo, +inf)`
     /// ([`SchattenEnclosure::power_interval`]).
@@ -93,14 +97,13 @@ pub struct SchattenJson {
     pub notes: Vec<String>,
 }
 
-impl From<&SchattenEnclosure> for SchattenJson {
-    fn from(s: &SchattenEnclosure) -> Self {
-        // `s.p` is a JSON number literal when it comes from SchattenP::parse;
-        // anything else is written as a JSON string rather than trusted.
-        let p = serde_json::value::RawValue::from_string(s.p.clone())
-            .ok()
-            .filter(|raw| serde_json::from_str::<serde_json::Number>(raw.get()).is_ok())
-            .unwrap_or_else(|| serde_json::value::to_raw_value(&s.p).expect("a string serialises"));
+impl<P> SchattenView<P> {
+    /// The view of `s` with its exponent written as `p`.
+    ///
+    /// *Guarantee: certified enclosure*, as `s`'s (the same intervals,
+    /// [`SchattenEnclosure::power_interval`] and `norm_interval` for the
+    /// open ones).
+    pub fn of(s: &SchattenEnclosure, p: P) -> Self {
         Self {
             p,
             power: s.power_interval(),
@@ -110,6 +113,21 @@ impl From<&SchattenEnclosure> for SchattenJson {
             log_power: s.log_power,
             notes: s.notes.clone(),
         }
+    }
+}
+
+/// `svd`'s view of a Schatten quantity: the exponent as a JSON number.
+pub type SchattenJson = SchattenView<Box<serde_json::value::RawValue>>;
+
+impl From<&SchattenEnclosure> for SchattenJson {
+    fn from(s: &SchattenEnclosure) -> Self {
+        // `s.p` is a JSON number literal when it comes from SchattenP::parse;
+        // anything else is written as a JSON string rather than trusted.
+        let p = serde_json::value::RawValue::from_string(s.p.clone())
+            .ok()
+            .filter(|raw| serde_json::from_str::<serde_json::Number>(raw.get()).is_ok())
+            .unwrap_or_else(|| serde_json::value::to_raw_value(&s.p).expect("a string serialises"));
+        Self::of(s, p)
     }
 }
 
