@@ -544,43 +544,13 @@ fn hostile_io_cases_give_their_exit_code_and_message() {
             );
         }
         let o = run_measured(&args, Duration::from_secs(60));
-        let err = o.stderr.trim_end();
-        let mut why = Vec::new();
-        if o.code != Some(c.code) {
-            why.push(format!("exit {:?}, expected {}", o.code, c.code));
-        }
-        if err.lines().count() != 1 {
-            why.push("message is not one line".to_string());
-        }
-        if err.contains("panicked") {
-            why.push("panicked".to_string());
-        }
-        if !o.stdout.is_empty() {
-            why.push("output on stdout".to_string());
-        }
-        for n in c.needles {
-            if !err.contains(n) {
-                why.push(format!("'{n}' missing"));
-            }
-        }
-        if let Some(once) = c.once {
-            let k = err.matches(once).count();
-            if k != 1 {
-                why.push(format!("'{once}' occurs {k} times"));
-            }
-        }
-        if let Some(mib) = c.max_rss_mib {
-            if o.max_rss_kib > mib * 1024 {
-                why.push(format!(
-                    "peak memory {} MiB exceeds {mib} MiB",
-                    o.max_rss_kib / 1024
-                ));
-            }
-        }
-        if !why.is_empty() {
-            let shown: String = err.chars().take(400).collect();
-            failures.push(format!("{}: {}; stderr: {shown}", c.name, why.join(", ")));
-        }
+        let want = hostile::Refusal {
+            code: c.code,
+            needles: c.needles,
+            once: c.once,
+            max_mib: c.max_rss_mib,
+        };
+        failures.extend(hostile::misses(c.name, &o, &want));
         let _ = std::fs::remove_dir_all(&dir);
     }
     assert!(ran >= 20, "only {ran} cases could be built");
