@@ -264,10 +264,125 @@ fn zero_product(m0: usize, n0: usize) -> SingularValues {
 /// An approximate thin SVD: values, left and right vectors.
 type Triplet = (Vec<f64>, Mat<f64>, Mat<f64>);
 
-/// An approximate thin SVD `(s, U, V)` of `B C` through the thin factors
-/// (`B = U_b S_b V_b^T`, then the SVD of the `r x n` core `S_b V_b^T C`):
-/// no guarantee, the residual bounds certify what it gives.
+/// An approximate thin SVD `(s, U, V)` of `B C` through the thin factors:
+/// by Cholesky QR of both factors where they are well conditioned
+/// ([`svd_by_cholesky_qr`]), else through faer's SVD of `B` and of the core
+/// ([`svd_by_factor_svd`]). No guarantee: the residual bounds certify what
+/// it gives.
 fn approx_svd_of_product(
+    bm: MatRef<'_, f64>,
+    cm: MatRef<'_, f64>,
+    par: Par,
+) -> Result<Triplet, Inconclusive> {
+    match svd_by_cholesky_qr(bm, cm, par) {
+        Some(t) => t,
+        None => svd_by_factor_svd(bm, cm, par),
+    }
+}
+
+/// Smallest ratio of the diagonal entries of the first pass's Cholesky
+/// factor at which [`cholesky_qr2`] is used: the condition number is then
+/// at most about `1e5`, and two passes leave `Q` orthonormal to about the
+/// unit roundoff (Cholesky QR2 needs `kappa^2 u < 1`).
+const CHOLESKY_QR_MIN_RATIO: f64 = 1e-5;
+
+/// A thin QR `A = Q R` of a tall `a` by two passes of Cholesky QR (`Q^T Q =
+/// L L^T`, then `Q <- Q L^-T`, `R <- L^T R`): Gram products, Cholesky
+/// factors of `n x n` matrices and triangular solves, all GEMM-rich and on
+/// the calling thread (the same bits on any pool). `None` where a Cholesky
+/// factorization fails or the first pass finds `a` too ill-conditioned
+/// ([`CHOLESKY_QR_MIN_RATIO`]). **No guarantee.**
+fn cholesky_qr2(a: MatRef<'_, f64>) -> Option<(Mat<f64>, Mat<f64>)> {
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::linalg::cholesky::llt::factor;
+    let n = a.ncols();
+    let mut q = a.to_owned();
+    let mut r = Mat::<f64>::identity(n, n);
+    for pass in 0..2 {
+        let mut l = super::backend::gram_on_cpu(q.as_ref(), Par::Seq);
+        let scratch = factor::cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
+        factor::cholesky_in_place(
+            l.as_mut(),
+            Default::default(),
+            Par::Seq,
+            MemStack::new(&mut MemBuffer::new(scratch)),
+            Default::default(),
+        )
+        .ok()?;
+        let diag: Vec<f64> = (0..n).map(|i| l[(i, i)]).collect();
+        let (lo, hi) = diag.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &d| {
+            (lo.min(d), hi.max(d))
+        });
+        if pass == 0 && !(lo > CHOLESKY_QR_MIN_RATIO * hi && hi.is_finite()) {
+            return None;
+        }
+        for j in 0..n {
+            for i in 0..j {
+                l[(i, j)] = 0.0;
+            }
+        }
+        // Q <- Q L^-T, i.e. Q^T <- L^-1 Q^T.
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+            l.as_ref(),
+            q.as_mut().transpose_mut(),
+            Par::Seq,
+        );
+        r = product(l.transpose(), r.as_ref());
+    }
+    q.as_ref().norm_max().is_finite().then_some((q, r))
+}
+
+/// `x y` of small matrices, on the calling thread (faer's `*` takes the
+/// global parallelism).
+fn product(x: MatRef<'_, f64>, y: MatRef<'_, f64>) -> Mat<f64> {
+    let mut p = Mat::<f64>::zeros(x.nrows(), y.ncols());
+    faer::linalg::matmul::matmul(&mut p, Accum::Replace, x, y, 1.0, Par::Seq);
+    p
+}
+
+/// [`approx_svd_of_product`] through `B = Q_b R_b`, `C^T = Q_c R_c`
+/// ([`cholesky_qr2`]) and the SVD of the `r x r` core `R_b R_c^T = U_k S
+/// V_k^T`: `U = Q_b U_k`, `V = Q_c V_k`. `None` where a factor is too
+/// ill-conditioned for Cholesky QR.
+fn svd_by_cholesky_qr(
+    bm: MatRef<'_, f64>,
+    cm: MatRef<'_, f64>,
+    par: Par,
+) -> Option<Result<Triplet, Inconclusive>> {
+    let (qb, rb) = cholesky_qr2(bm)?;
+    let (qc, rc) = cholesky_qr2(cm.transpose())?;
+    let core = product(rb.as_ref(), rc.transpose());
+    let Some(svd_k) = super::dense::faer_thin_svd(core.as_ref()) else {
+        return Some(Err(Inconclusive::new(
+            "approximate SVD of the core did not converge",
+        )));
+    };
+    let s: Vec<f64> = svd_k.s.iter().map(|&x| x.max(0.0)).collect();
+    let rr = bm.ncols();
+    let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
+    faer::linalg::matmul::matmul(
+        &mut u,
+        Accum::Replace,
+        qb.as_ref(),
+        svd_k.u.as_ref(),
+        1.0,
+        par,
+    );
+    let mut v = Mat::<f64>::zeros(cm.ncols(), rr);
+    faer::linalg::matmul::matmul(
+        &mut v,
+        Accum::Replace,
+        qc.as_ref(),
+        svd_k.v.as_ref(),
+        1.0,
+        par,
+    );
+    Some(Ok((s, u, v)))
+}
+
+/// [`approx_svd_of_product`] through faer's thin SVD of `B = U_b S_b
+/// V_b^T`, then the SVD of the `r x n` core `S_b V_b^T C`.
+fn svd_by_factor_svd(
     bm: MatRef<'_, f64>,
     cm: MatRef<'_, f64>,
     par: Par,
@@ -434,4 +549,58 @@ fn dense_fallback(
     }
     sv.structural_zeros = kmin.saturating_sub(rr);
     Ok(sv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tall matrix with singular values spread over `10^-decades .. 1`.
+    fn graded(m: usize, n: usize, decades: f64) -> Mat<f64> {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let x = Mat::<f64>::from_fn(m, n, |_, _| next());
+        Mat::from_fn(m, n, |i, j| {
+            x[(i, j)] * 10f64.powf(-decades * j as f64 / n as f64)
+        })
+    }
+
+    #[test]
+    fn cholesky_qr2_is_an_orthonormal_factorization_of_a_well_conditioned_matrix() {
+        let a = graded(300, 24, 3.0);
+        let (q, r) = cholesky_qr2(a.as_ref()).expect("condition about 1e3");
+        let qtq = product(q.transpose(), q.as_ref());
+        let qr = product(q.as_ref(), r.as_ref());
+        for i in 0..24 {
+            for j in 0..24 {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((qtq[(i, j)] - want).abs() < 1e-14, "Q^T Q ({i}, {j})");
+                if i > j {
+                    assert_eq!(r[(i, j)], 0.0, "R upper triangular");
+                }
+            }
+        }
+        let err = (0..300)
+            .flat_map(|i| (0..24).map(move |j| (i, j)))
+            .fold(0.0f64, |m, (i, j)| m.max((qr[(i, j)] - a[(i, j)]).abs()));
+        assert!(err < 1e-14, "|QR - A| = {err:e}");
+    }
+
+    /// An ill-conditioned factor is left to faer's SVD: Cholesky QR is not
+    /// used beyond its range (the certificate does not depend on it, but
+    /// its approximations would be poor).
+    #[test]
+    fn cholesky_qr2_declines_an_ill_conditioned_matrix() {
+        assert!(cholesky_qr2(graded(300, 24, 9.0).as_ref()).is_none());
+        let mut rank_deficient = graded(50, 6, 0.0);
+        for i in 0..50 {
+            rank_deficient[(i, 5)] = rank_deficient[(i, 4)];
+        }
+        assert!(cholesky_qr2(rank_deficient.as_ref()).is_none());
+    }
 }
