@@ -18,14 +18,9 @@ use common::{bin, write_safetensors};
 use specbound::io::write_npy_f64;
 use specbound::matrix::DenseMatrix;
 
-/// The exact power of two `2^k`, `-1022 <= k <= 1023` (built from its bits).
-fn pow2(k: i32) -> f64 {
-    f64::from_bits(((k + 1023) as u64) << 52)
-}
-
 /// `[[3,0,0],[0,4,0],[0,0,0],[0,0,1]] * 2^k`: singular values 4, 3, 1 times `2^k`.
 fn small_scaled(k: i32) -> DenseMatrix {
-    let s = pow2(k);
+    let s = common::pow2(k);
     let base = [3.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
     DenseMatrix {
         rows: 4,
@@ -335,7 +330,7 @@ fn cases() -> Vec<Case> {
                         0.0,
                         0.0,
                         0.0,
-                        pow2(-975),
+                        common::pow2(-975),
                         0.0,
                         0.0,
                         0.0,
@@ -372,7 +367,7 @@ fn cases() -> Vec<Case> {
                         0.0,
                         0.0,
                         0.0,
-                        pow2(-975),
+                        common::pow2(-975),
                         0.0,
                         0.0,
                         0.0,

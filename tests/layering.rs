@@ -10,6 +10,8 @@
 //! study -> cmd. A new top-level module must be given its level in
 //! [`LEVELS`], which is the point: where it goes is a decision.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -41,7 +43,7 @@ const LEVELS: &[(&str, usize)] = &[
 type Module = Vec<String>;
 
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    common::root().join("src")
 }
 
 /// Every module file of the library (not the binary), with its module path.

@@ -2,23 +2,22 @@
 //! (`./proofs/check`). Each table entry is checked against exact rational
 //! arithmetic (rug) using the closed forms proved there.
 
+mod common;
+
 use rug::Rational;
 use specbound::linalg::{gram, rounding};
-
-/// 2^e as an exact rational.
-fn pow2(e: i32) -> Rational {
-    if e >= 0 {
-        Rational::from(rug::Integer::from(1) << e as u32)
-    } else {
-        Rational::from((1, rug::Integer::from(1) << (-e) as u32))
-    }
-}
 
 #[test]
 fn unit_roundoff_and_eta_are_the_coq_definitions() {
     // Binary64.v: u = bpow radix2 (-53), eta = bpow radix2 (-1074).
-    assert_eq!(Rational::from_f64(rounding::U).unwrap(), pow2(-53));
-    assert_eq!(Rational::from_f64(rounding::ETA).unwrap(), pow2(-1074));
+    assert_eq!(
+        Rational::from_f64(rounding::U).unwrap(),
+        common::pow2_rational(-53)
+    );
+    assert_eq!(
+        Rational::from_f64(rounding::ETA).unwrap(),
+        common::pow2_rational(-1074)
+    );
 }
 
 #[test]
@@ -53,7 +52,7 @@ fn gamma_ru_bounds_the_coq_gamma() {
         let got = Rational::from_f64(g).unwrap();
         assert!(got >= exact, "gamma_ru({n}) = {g:e} is below gamma_{n}");
         // and it is tight: within 4 ulps of the exact value (relative 2^-50).
-        let slack = exact.clone() * (Rational::from(1) + pow2(-50));
+        let slack = exact.clone() * (Rational::from(1) + common::pow2_rational(-50));
         assert!(got <= slack, "gamma_ru({n}) = {g:e} is far above gamma_{n}");
     }
     assert!(rounding::gamma_ru(1 << 52).is_infinite());
@@ -72,7 +71,7 @@ fn nonneg_sum_bounds_match_the_coq_enclosure() {
     ] {
         let exact_g = Rational::from((n as u64, (rug::Integer::from(1) << 53u32) - n as u64));
         let sr = Rational::from_f64(s).unwrap();
-        let neta = Rational::from(n as u64) * pow2(-1074);
+        let neta = Rational::from(n as u64) * common::pow2_rational(-1074);
         let hi = (sr.clone() + &neta) / (Rational::from(1) - &exact_g);
         let lo = (sr - &neta) / (Rational::from(1) + &exact_g);
         let up = Rational::from_f64(rounding::nonneg_sum_ru(s, n)).unwrap();

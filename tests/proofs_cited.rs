@@ -2,6 +2,8 @@
 //! in `proofs/` is cited somewhere in `src/` (a proof nobody relies on, or a
 //! citation of a missing proof, both fail).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -17,7 +19,7 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 }
 
 fn cited() -> BTreeSet<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = &common::root();
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     // src/proofs.rs brings every page into rustdoc: it cites nothing, and
@@ -44,7 +46,7 @@ fn cited() -> BTreeSet<String> {
 
 #[test]
 fn every_cited_lemma_file_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = &common::root();
     let set = cited();
     assert!(set.len() >= 10, "too few citations found: {set:?}");
     for c in &set {
@@ -54,7 +56,7 @@ fn every_cited_lemma_file_exists() {
 
 #[test]
 fn every_lemma_file_is_cited() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = &common::root();
     let set = cited();
     for e in std::fs::read_dir(root.join("proofs")).unwrap() {
         let p = e.unwrap().path();
@@ -69,7 +71,7 @@ fn every_lemma_file_is_cited() {
 
 #[test]
 fn every_lemma_file_has_the_required_sections() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = &common::root();
     for e in std::fs::read_dir(root.join("proofs")).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();

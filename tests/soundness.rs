@@ -559,13 +559,6 @@ fn dir_op(
     x
 }
 
-/// The exact power of two `2^k` for `-1074 <= k <= 1023` (two exact steps).
-fn pow2(k: i32) -> f64 {
-    let half = k / 2;
-    let bits = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
-    bits(half) * bits(k - half)
-}
-
 /// Exact checks of every norm of the summary of a matrix whose exact
 /// singular values are `|d|` (entries exact), against rationals, and of
 /// the (2,1)-norm against a 400-bit directed MPFR enclosure.
@@ -624,7 +617,7 @@ fn norms_of_matrices_scaled_by_2_pow_pm_1000_contain_exact_values() {
             let mut rng = Rng(31 + k as u64 + kind as u64);
             let d0 = spectrum(kind, 9, &mut rng);
             // |d0| < 2^20 and dyadic Q entries keep every d q exact at 2^k.
-            let d: Vec<f64> = d0.iter().map(|x| x * pow2(k)).collect();
+            let d: Vec<f64> = d0.iter().map(|x| x * common::pow2(k)).collect();
             let a = scaled_rows(&d, 14, t, &mut rng);
             let what = format!("2^{k} kind {kind}");
             let sv = certify_singular_values(&a, &opts(Precision::F64))
@@ -646,9 +639,16 @@ fn matrix_mixing_2_pow_1000_and_2_pow_minus_100_entries_is_scaled_exactly() {
     let a = DenseMatrix {
         rows: 3,
         cols: 2,
-        data: vec![pow2(1000), 0.0, 0.0, 3.0 * pow2(-100), 0.0, 0.0],
+        data: vec![
+            common::pow2(1000),
+            0.0,
+            0.0,
+            3.0 * common::pow2(-100),
+            0.0,
+            0.0,
+        ],
     };
-    let d = [pow2(1000), 3.0 * pow2(-100)];
+    let d = [common::pow2(1000), 3.0 * common::pow2(-100)];
     let sv = certify_singular_values(&a, &opts(Precision::F64)).unwrap();
     assert_contains_all(&sv.enclosures(), &d, "mixed range");
     let s = summarize(&a, &sv).unwrap();
@@ -663,9 +663,9 @@ fn factored_norms_with_factors_scaled_by_2_pow_pm_500_contain_exact_values() {
         let mut rng = Rng(77 + kb as u64);
         let d0 = spectrum(0, 4, &mut rng);
         let (mut b, mut c) = factored_case(12, 10, &d0, &mut rng);
-        b.data.iter_mut().for_each(|x| *x *= pow2(kb));
-        c.data.iter_mut().for_each(|x| *x *= pow2(kc));
-        let d: Vec<f64> = d0.iter().map(|x| x * pow2(kb + kc)).collect();
+        b.data.iter_mut().for_each(|x| *x *= common::pow2(kb));
+        c.data.iter_mut().for_each(|x| *x *= common::pow2(kc));
+        let d: Vec<f64> = d0.iter().map(|x| x * common::pow2(kb + kc)).collect();
         let what = format!("factored 2^{kb} 2^{kc}");
         let mut oracle = sorted_abs(&d);
         oracle.resize(10, 0.0);
@@ -1427,7 +1427,11 @@ fn two_column_matrices_with_extreme_entries_contain_exact_values() {
     let mut rng = Rng(3301);
     for (m, n) in [(7, 2), (2, 9), (40, 2)] {
         let data = (0..m * n)
-            .map(|_| rng.sign() * (1 + rng.below(1000)) as f64 * pow2(rng.below(1200) as i32 - 600))
+            .map(|_| {
+                rng.sign()
+                    * (1 + rng.below(1000)) as f64
+                    * common::pow2(rng.below(1200) as i32 - 600)
+            })
             .collect();
         cases.push(DenseMatrix {
             rows: m,
@@ -1461,7 +1465,7 @@ fn overflowed_schatten_power_is_an_interval_in_log_form() {
     use specbound::spectral::{enclose_schatten, SchattenP};
     let n = 64;
     let d: Vec<f64> = (0..n)
-        .map(|i| (1.0 + i as f64 / 64.0) * pow2(1000))
+        .map(|i| (1.0 + i as f64 / 64.0) * common::pow2(1000))
         .collect();
     let mut data = vec![0.0; n * n];
     for i in 0..n {
@@ -1513,7 +1517,7 @@ fn two_sided_graded_entry_norms_contain_exact_values() {
     let mut rng = Rng(500);
     let e: Vec<i32> = (0..n as i32).map(|i| 500 - 200 * i).collect();
     let data = (0..n * n)
-        .map(|k| rng.sign() * (1 + rng.below(7)) as f64 / 8.0 * pow2(e[k / n] + e[k % n]))
+        .map(|k| rng.sign() * (1 + rng.below(7)) as f64 / 8.0 * common::pow2(e[k / n] + e[k % n]))
         .collect();
     let a = DenseMatrix {
         rows: n,

@@ -140,12 +140,6 @@ fn random_256_square_sigma_1_radius() {
     assert!(s1 <= 1e-14, "extended sigma_1 {s1:e}");
 }
 
-fn pow2(k: i32) -> f64 {
-    let half = k / 2;
-    let bits = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
-    bits(half) * bits(k - half)
-}
-
 #[test]
 fn rescaled_norms_are_as_tight_as_unscaled_ones() {
     // Every operation of the rescaled paths is exact scaling or commutes with
@@ -158,7 +152,7 @@ fn rescaled_norms_are_as_tight_as_unscaled_ones() {
     let scaled = |k: i32| DenseMatrix {
         rows: base.rows,
         cols: base.cols,
-        data: base.data.iter().map(|x| x * pow2(k)).collect(),
+        data: base.data.iter().map(|x| x * common::pow2(k)).collect(),
     };
     let summary = |a: &DenseMatrix| {
         let sv = certify_singular_values(a, &opts(Precision::F64)).unwrap();
@@ -167,7 +161,7 @@ fn rescaled_norms_are_as_tight_as_unscaled_ones() {
     let s0 = summary(&base);
     for k in [-500, -300, 300, 500] {
         let s = summary(&scaled(k));
-        let c = pow2(k);
+        let c = common::pow2(k);
         for (x, y, what) in [
             (&s.frobenius_norm, &s0.frobenius_norm, "Frobenius"),
             (&s.norm_21, &s0.norm_21, "(2,1)"),

@@ -525,6 +525,7 @@ enum Sink {
 #[pyfunction]
 #[pyo3(signature = (model = None, config = None, *, l_phi = None, grid_m = None, precision = defaults::PRECISION, progress = None, heads = None, layers = None, revision = None, model_id = None, measures = false, init = None, stack = None, device = defaults::DEVICE),
        text_signature = "(model=None, config=None, *, l_phi='1.13', grid_m=None, precision='f64', progress=False, heads=None, layers=None, revision=None, model_id=None, measures=False, init=None, stack=None, device='cpu')")]
+// Each keyword argument of the Python function is one parameter here (pyo3).
 #[allow(clippy::too_many_arguments)]
 pub fn certify(
     py: Python<'_>,

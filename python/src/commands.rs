@@ -120,6 +120,7 @@ pub fn inspect<'py>(
 #[pyfunction]
 #[pyo3(signature = (models, *, out, model_ids = None, models_file = None, primary = None, spectrum_layers = defaults::SPECTRUM_LAYERS, l_phi = None, grid_m = None, precision = defaults::PRECISION, heads = None, layers = None, device = defaults::DEVICE, steps = None, runs = None, revisions = None, init = None, stack = None),
        text_signature = "(models, *, out, model_ids=None, models_file=None, primary=None, spectrum_layers='0-3', l_phi='1.13', grid_m=None, precision='f64', heads=None, layers=None, device='cpu', steps=None, runs=None, revisions=None, init=None, stack=None)")]
+// Each keyword argument of the Python function is one parameter here (pyo3).
 #[allow(clippy::too_many_arguments)]
 pub fn study<'py>(
     py: Python<'py>,

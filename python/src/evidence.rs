@@ -494,6 +494,7 @@ fn claims_arg(claims: &Bound<'_, PyAny>) -> PyResult<(PathBuf, Option<String>)> 
 #[pyfunction]
 #[pyo3(signature = (model, claims, *, rtol = defaults::CLAIM_RTOL, atol = defaults::CLAIM_ATOL, precision = defaults::PRECISION, rounding_units = defaults::ROUNDING_UNITS, tensor = None, revision = None, model_id = None, init = None, config = None, stack = None),
        text_signature = "(model, claims, *, rtol=0.0, atol=0.0, precision='f64', rounding_units=1.0, tensor=None, revision=None, model_id=None, init=None, config=None, stack=None)")]
+// Each keyword argument of the Python function is one parameter here (pyo3).
 #[allow(clippy::too_many_arguments)]
 pub fn audit(
     py: Python<'_>,

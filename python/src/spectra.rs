@@ -214,6 +214,7 @@ impl SpectraResult {
     signature = (model, config = None, *, schatten_p = None, include = None, exclude = None, max_elements = None, precision = defaults::PRECISION, rtol = defaults::RTOL, revision = None, csv = None, device = defaults::DEVICE, singular_values = false),
     text_signature = "(model, config=None, *, schatten_p=(1, 2), include=None, exclude=None, max_elements=None, precision='f64', rtol=1e-11, revision=None, csv=None, device='cpu', singular_values=False)"
 )]
+// Each keyword argument of the Python function is one parameter here (pyo3).
 #[allow(clippy::too_many_arguments)]
 pub fn spectra(
     py: Python<'_>,

@@ -354,6 +354,7 @@ pub(crate) fn schatten_arg(
     signature = (a, *, precision = defaults::SVD_PRECISION, schatten_p = None, rtol = defaults::RTOL, tensor = None, revision = None, device = defaults::DEVICE),
     text_signature = "(a, *, precision='auto', schatten_p=(1, 2), rtol=1e-11, tensor=None, revision=None, device='cpu')"
 )]
+// Each keyword argument of the Python function is one parameter here (pyo3).
 #[allow(clippy::too_many_arguments)]
 pub fn svd(
     py: Python<'_>,

@@ -299,6 +299,25 @@ pub const SPECTRAL_KEYS: [&str; 15] = [
     "method",
 ];
 
+/// The exact power of two `2^k` as a binary64, for `-1074 <= k <= 1023`
+/// (subnormals included): the product of two normal powers built from
+/// their bits, exact.
+pub fn pow2(k: i32) -> f64 {
+    let half = k / 2;
+    let bits = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
+    bits(half) * bits(k - half)
+}
+
+/// `2^e` as an exact rational, any `e`.
+pub fn pow2_rational(e: i32) -> rug::Rational {
+    let one = rug::Integer::from(1);
+    if e >= 0 {
+        rug::Rational::from(one << e.unsigned_abs())
+    } else {
+        rug::Rational::from((rug::Integer::from(1), one << e.unsigned_abs()))
+    }
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
