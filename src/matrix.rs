@@ -4,6 +4,7 @@
 //! `spectral` consume them without depending on the file readers.
 
 use std::fmt;
+use std::ops::Range;
 
 /// A dense real matrix, row-major, exactly as stored (after exact conversion to f64).
 #[derive(Clone, Debug, PartialEq)]
@@ -25,16 +26,68 @@ impl DenseMatrix {
     /// The transpose (values moved, not computed: exact).
     pub fn transposed(&self) -> DenseMatrix {
         let mut data = vec![0.0; self.data.len()];
-        for i in 0..self.rows {
-            for j in 0..self.cols {
-                data[j * self.rows + i] = self.data[i * self.cols + j];
-            }
-        }
+        let block = (0..self.rows, 0..self.cols);
+        transpose_into(
+            (&self.data, self.cols),
+            block,
+            (&mut data, self.rows, 0),
+            |x| x,
+        );
         DenseMatrix {
             rows: self.cols,
             cols: self.rows,
             data,
         }
+    }
+}
+
+/// Writes `map` of the transpose of the block `(rows, cols)` of the
+/// row-major `src` (`src_cols` columns) into `dst`: source entry
+/// `(rows.start + ii, cols.start + jj)` goes to `dst[jj * stride + off + ii]`.
+/// The one transpose of every stage (a matrix's transpose, the recipes'
+/// transposed blocks, a tall matrix prepared column-major).
+///
+/// In square tiles, so that neither side is walked with a large stride
+/// entry by entry (a plain loop spends most of its time in cache and TLB
+/// misses on LLM-sized tensors), with contiguous writes, and in bands of
+/// destination rows over the pool for large blocks. Each entry is
+/// `map` of one source entry alone, so the bits do not depend on the split.
+pub(crate) fn transpose_into(
+    (src, src_cols): (&[f64], usize),
+    (rows, cols): (Range<usize>, Range<usize>),
+    (dst, stride, off): (&mut [f64], usize, usize),
+    map: impl Fn(f64) -> f64 + Sync,
+) {
+    use rayon::prelude::*;
+    const TILE: usize = 32;
+    const PAR_MIN: usize = 1 << 20;
+    let band_rows = cols.len().min(TILE);
+    if band_rows == 0 {
+        return;
+    }
+    let band = |(b, chunk): (usize, &mut [f64])| {
+        let j0 = cols.start + b * TILE;
+        let j1 = (j0 + TILE).min(cols.end);
+        for i0 in rows.clone().step_by(TILE) {
+            let i1 = (i0 + TILE).min(rows.end);
+            let (ii0, ii1) = (i0 - rows.start, i1 - rows.start);
+            for q in 0..j1 - j0 {
+                let out = &mut chunk[q * stride + off + ii0..q * stride + off + ii1];
+                for (o, i) in out.iter_mut().zip(i0..i1) {
+                    *o = map(src[i * src_cols + j0 + q]);
+                }
+            }
+        }
+    };
+    let dst = &mut dst[..cols.len() * stride];
+    if rows.len() * cols.len() >= PAR_MIN && rayon::current_num_threads() > 1 {
+        dst.par_chunks_mut(stride * band_rows)
+            .enumerate()
+            .for_each(band);
+    } else {
+        dst.chunks_mut(stride * band_rows)
+            .enumerate()
+            .for_each(band);
     }
 }
 

@@ -14,7 +14,7 @@ use super::{
     ProxySource,
 };
 use crate::io::checkpoint::Checkpoint;
-use crate::matrix::{DenseMatrix, SourceDtype};
+use crate::matrix::{transpose_into, DenseMatrix, SourceDtype};
 
 /// The `[rows, cols]` of a layer tensor, or the error `certify` and
 /// `inspect` both report: missing, not 2-D.
@@ -128,7 +128,8 @@ impl Block {
             }
         } else {
             let mut data = vec![0.0; r * c];
-            transpose_block(m, &self.rows, &self.cols, &mut data, r, 0);
+            let block = (self.rows.clone(), self.cols.clone());
+            transpose_into((&m.data, m.cols), block, (&mut data, r, 0), |x| x);
             DenseMatrix {
                 rows: c,
                 cols: r,
@@ -799,56 +800,6 @@ fn feed_forward_recipes(
     Ok(())
 }
 
-/// Writes the transpose of `m[rows, cols]` into `dst`: stored entry
-/// `(rows.start + ii, cols.start + jj)` goes to `dst[jj * stride + off + ii]`.
-/// In square tiles, so that neither side is walked with a large stride
-/// entry by entry (a plain loop spends most of its time in cache and TLB
-/// misses on LLM-sized tensors). Every entry is moved, none computed.
-fn transpose_block(
-    m: &DenseMatrix,
-    rows: &Range<usize>,
-    cols: &Range<usize>,
-    dst: &mut [f64],
-    stride: usize,
-    off: usize,
-) {
-    use rayon::prelude::*;
-    // Square tiles, small enough that the tile's lines and pages stay
-    // cached on both sides; bands of TILE destination rows (source
-    // columns) over the pool for large blocks: a copy, the same bits on
-    // any split.
-    const TILE: usize = 32;
-    const PAR_MIN: usize = 1 << 20;
-    let band_rows = cols.len().min(TILE);
-    let band = |(b, chunk): (usize, &mut [f64])| {
-        let j0 = cols.start + b * TILE;
-        let j1 = (j0 + TILE).min(cols.end);
-        for i0 in rows.clone().step_by(TILE) {
-            let i1 = (i0 + TILE).min(rows.end);
-            let (ii0, ii1) = (i0 - rows.start, i1 - rows.start);
-            for q in 0..j1 - j0 {
-                let out = &mut chunk[q * stride + off + ii0..q * stride + off + ii1];
-                for (o, i) in out.iter_mut().zip(i0..i1) {
-                    *o = m.data[i * m.cols + j0 + q];
-                }
-            }
-        }
-    };
-    if band_rows == 0 {
-        return;
-    }
-    let dst = &mut dst[..cols.len() * stride];
-    if rows.len() * cols.len() >= PAR_MIN && rayon::current_num_threads() > 1 {
-        dst.par_chunks_mut(stride * band_rows)
-            .enumerate()
-            .for_each(band);
-    } else {
-        dst.chunks_mut(stride * band_rows)
-            .enumerate()
-            .for_each(band);
-    }
-}
-
 /// The blocks side by side (all of the same height).
 fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) -> DenseMatrix {
     if let [one] = blocks {
@@ -865,7 +816,8 @@ fn side_by_side<'a>(blocks: &[Block], get: &dyn Fn(usize) -> &'a DenseMatrix) ->
         assert_eq!(br, rows, "blocks side by side have equal row counts");
         debug_assert!(b.rows.end <= m.rows && b.cols.end <= m.cols);
         if b.transpose {
-            transpose_block(m, &b.rows, &b.cols, &mut data, cols, off);
+            let block = (b.rows.clone(), b.cols.clone());
+            transpose_into((&m.data, m.cols), block, (&mut data, cols, off), |x| x);
         } else {
             for (ii, i) in b.rows.clone().enumerate() {
                 let src = &m.data[i * m.cols + b.cols.start..i * m.cols + b.cols.end];

@@ -29,8 +29,9 @@ pub struct Prepared {
 enum Storage {
     /// A transposed or scaled copy.
     Copy(Mat<f64>),
-    /// The buffer of a wide row-major input, read column-major as its
-    /// transpose (`m x n`, column stride `m`), scaled in place.
+    /// A column-major `m x n` buffer (column stride `m`): the buffer of a
+    /// wide row-major input read as its transpose, scaled in place, or a
+    /// tall input's scaled transposed copy.
     InPlace { data: Vec<f64>, m: usize, n: usize },
 }
 
@@ -118,57 +119,23 @@ pub fn prepare(rows: usize, cols: usize, data: &[f64]) -> Option<Prepared> {
     } else {
         (rows, cols)
     };
-    let a = if transposed {
-        Mat::from_fn(m, n, |i, j| r::scale_pow2_rn(data[j * cols + i], k))
+    let storage = if transposed {
+        Storage::Copy(Mat::from_fn(m, n, |i, j| {
+            r::scale_pow2_rn(data[j * cols + i], k)
+        }))
     } else {
-        column_major_scaled(rows, cols, data, k)
+        // Column-major: the transpose of the row-major data, each entry
+        // scaled exactly on its own (L2).
+        let mut t = vec![0.0; rows * cols];
+        let scale = |x| r::scale_pow2_rn(x, k);
+        crate::matrix::transpose_into((data, cols), (0..rows, 0..cols), (&mut t, rows, 0), scale);
+        Storage::InPlace { data: t, m, n }
     };
     Some(Prepared {
-        storage: Storage::Copy(a),
+        storage,
         transposed,
         scale_exp: k,
     })
-}
-
-/// The row-major `rows x cols` `data` as a column-major matrix, each entry
-/// scaled exactly by `2^k` on its own (L2): by square tiles, so that both
-/// sides are read and written a cache line at a time, and by blocks of
-/// columns over the pool for large matrices (a copy: the same bits on any
-/// split).
-fn column_major_scaled(rows: usize, cols: usize, data: &[f64], k: i32) -> Mat<f64> {
-    use rayon::prelude::*;
-    const TILE: usize = 32;
-    let mut a = Mat::<f64>::zeros(rows, cols);
-    if rows == 0 || cols == 0 {
-        return a;
-    }
-    let mut blocks: Vec<(usize, faer::MatMut<'_, f64>)> = Vec::new();
-    let mut rest = a.as_mut();
-    let mut j0 = 0;
-    while j0 < cols {
-        let w = TILE.min(cols - j0);
-        let (head, tail) = rest.split_at_col_mut(w);
-        blocks.push((j0, head));
-        rest = tail;
-        j0 += w;
-    }
-    let fill = |(j0, mut b): (usize, faer::MatMut<'_, f64>)| {
-        for i0 in (0..rows).step_by(TILE) {
-            let i1 = (i0 + TILE).min(rows);
-            for q in 0..b.ncols() {
-                let col = &mut b.as_mut().col_mut(q);
-                for i in i0..i1 {
-                    col[i] = r::scale_pow2_rn(data[i * cols + j0 + q], k);
-                }
-            }
-        }
-    };
-    if split_pass(rows * cols) {
-        blocks.into_par_iter().for_each(fill);
-    } else {
-        blocks.into_iter().for_each(fill);
-    }
-    a
 }
 
 /// The exponent `k` of [`prepare`]'s exact scaling `2^k` of `data`
