@@ -1,14 +1,28 @@
-//! The result types of certified computations.
+//! The result types of certified computations, one per guarantee, and the
+//! one serialisable view of an interval.
 //!
-//! An [`Enclosure`] is a closed interval `[lo, hi]` of finite f64 numbers that
-//! is *claimed to contain an exact real value*. Nothing converts an `f64`
-//! into an `Enclosure` implicitly: every constructor is an explicit claim made
-//! by a certified routine that names its lemma in `proofs/`.
+//! | type | guarantee |
+//! | --- | --- |
+//! | [`Enclosure`] | a closed interval of finite f64 ends *claimed to contain an exact real value* by the certified routine that built it (which names its lemma) |
+//! | [`OpenEnclosure`] | the same claim with an upper end that may be `+inf` (a quantity beyond binary64) |
+//! | [`IntEnclosure`] | the same claim for a nonnegative integer (a rank) |
+//! | [`CertInterval`] | no claim: an interval *as a file states it* (a certificate, a part, a JSON answer); [`Enclosure`] and [`IntEnclosure`] are written through it, and one read back is re-derived before anything relies on it |
+//! | [`Inconclusive`] | no value: why a certified routine gives none |
+//!
+//! Arithmetic runs on two engines that are not result types: `inari::Interval`
+//! (binary64, directed rounding; [`Enclosure::to_interval`] and
+//! [`Enclosure::from_interval`] are the bridges, which the view's
+//! [`CertInterval::to_inari`] and [`CertInterval::of_inari`] go through) and
+//! `evidence::mpfr_interval::MI` (MPFR, the independent re-derivation of
+//! `verify`). Nothing converts an `f64` into an `Enclosure` implicitly: every
+//! constructor is an explicit claim made by a certified routine that names its
+//! lemma in `proofs/`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A closed interval `[lo, hi]` with finite endpoints and `lo <= hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(into = "CertInterval")]
 pub struct Enclosure {
     lo: f64,
     hi: f64,
@@ -160,11 +174,85 @@ impl From<Enclosure> for OpenEnclosure {
 
 /// An enclosure of a nonnegative integer (a rank), `lo <= exact <= hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "CertInterval<u64>")]
 pub struct IntEnclosure {
     /// Lower bound.
     pub lo: u64,
     /// Upper bound.
     pub hi: u64,
+}
+
+/// An interval `[lo, hi]` as a file states it: the one serialisable view of
+/// every interval, real (`CertInterval`, the default `f64`) or integer
+/// (`CertInterval<u64>`, a rank). It claims nothing: a certificate read back
+/// may hold any two numbers until `certificate::read` has validated them
+/// (finite ends, `lo <= hi`) and `verify` has re-derived them. Reals are
+/// written as the shortest decimals that parse back to the f64 held, so the
+/// printed interval is exactly the one held.
+///
+/// ```
+/// use specbound::enclosure::{CertInterval, Enclosure};
+///
+/// let e = Enclosure::new(1.0, 2.0).unwrap();
+/// let stated = CertInterval::from(e);
+/// assert_eq!(serde_json::to_string(&stated).unwrap(), r#"{"lo":1.0,"hi":2.0}"#);
+/// // An enclosure is written through the view: the same bytes.
+/// assert_eq!(serde_json::to_string(&e).unwrap(), serde_json::to_string(&stated).unwrap());
+/// assert!(stated.contains(&CertInterval::point(1.5)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertInterval<T = f64> {
+    /// Lower end.
+    pub lo: T,
+    /// Upper end.
+    pub hi: T,
+}
+
+impl CertInterval {
+    /// The interval of an inari interval (through [`Enclosure::from_interval`]);
+    /// `None` when it is empty or unbounded.
+    pub fn of_inari(x: inari::Interval) -> Option<Self> {
+        Enclosure::from_interval(x).map(Self::from)
+    }
+
+    /// The exact point `[x, x]`.
+    pub fn point(x: f64) -> Self {
+        Self { lo: x, hi: x }
+    }
+
+    /// Whether every point of `inner` lies in `self` (exact comparison).
+    pub fn contains(&self, inner: &CertInterval) -> bool {
+        self.lo <= inner.lo && inner.hi <= self.hi
+    }
+
+    /// Whether the two intervals share no point (exact comparison).
+    pub fn disjoint(&self, other: &CertInterval) -> bool {
+        self.hi < other.lo || other.hi < self.lo
+    }
+
+    /// Midpoint (an approximation lying in the interval).
+    pub fn mid(&self) -> f64 {
+        (self.lo * 0.5 + self.hi * 0.5).clamp(self.lo, self.hi)
+    }
+
+    /// As an inari interval (exact, through [`Enclosure::to_interval`]);
+    /// `None` unless finite with `lo <= hi`.
+    pub fn to_inari(self) -> Option<inari::Interval> {
+        Enclosure::new(self.lo, self.hi).map(Enclosure::to_interval)
+    }
+}
+
+impl From<Enclosure> for CertInterval {
+    fn from(e: Enclosure) -> Self {
+        Self { lo: e.lo, hi: e.hi }
+    }
+}
+
+impl From<IntEnclosure> for CertInterval<u64> {
+    fn from(e: IntEnclosure) -> Self {
+        Self { lo: e.lo, hi: e.hi }
+    }
 }
 
 /// Why a certified routine returns no result. "Inconclusive" is always an

@@ -21,15 +21,6 @@ use specbound::report::figures::{FILE_NAMES, WIDEST_WIDTH};
 use specbound::report::fmt::approx;
 use specbound::report::set::ratio;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("figures")
-        .join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 // ---------------------------------------------------------------- SVG ----
 
 /// One element of the SVG: its tag, attributes, text (for `<text>`), and
@@ -581,7 +572,7 @@ fn bert(dir: &Path, layers: usize, hidden: usize, seed: u64) {
 fn generated_study() -> &'static PathBuf {
     static S: OnceLock<PathBuf> = OnceLock::new();
     S.get_or_init(|| {
-        let dir = tmpdir("generated");
+        let dir = common::target_tmpdir("generated");
         let mut args = vec!["study".to_string()];
         for (i, (l, n)) in [(1, 32), (1, 64), (2, 32), (2, 64), (3, 32)]
             .iter()
@@ -721,7 +712,7 @@ fn documented_study() -> &'static PathBuf {
     static S: OnceLock<PathBuf> = OnceLock::new();
     S.get_or_init(|| {
         let root = common::root();
-        let dir = tmpdir("documented");
+        let dir = common::target_tmpdir("documented");
         let fam = dir.join("family");
         let o = Command::new("python3")
             .arg(root.join("scripts/study-family"))
@@ -850,7 +841,7 @@ fn docs_show_figures_1_3_5_of_the_minilm_family_and_say_why_2_and_4_are_not_draw
 fn trajectory_study() -> &'static PathBuf {
     static S: OnceLock<PathBuf> = OnceLock::new();
     S.get_or_init(|| {
-        let dir = tmpdir("trajectory");
+        let dir = common::target_tmpdir("trajectory");
         let mut list = String::new();
         for (i, step) in [0u64, 100, 10000].iter().enumerate() {
             let name = format!("run-step{step}");
@@ -953,7 +944,7 @@ fn trajectory_study_figures_1_and_5_show_the_last_step() {
 /// `specbound` on PATH, then the checkout the script is in.
 #[test]
 fn study_family_finds_the_bundle_from_any_directory_as_docs_say() {
-    let dir = tmpdir("study-family-cwd");
+    let dir = common::target_tmpdir("study-family-cwd");
     let script = common::root().join("scripts/study-family");
     let o = Command::new("python3")
         .arg(&script)

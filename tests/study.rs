@@ -11,43 +11,16 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{bin, family, run};
+use common::{bin, family, run, target_tmpdir};
 use rug::Rational;
 use specbound::certificate::Certificate;
 use specbound::report::figures::{FILE_NAMES, TITLES};
-
-/// This process's scratch directory under cargo's target tmp directory
-/// (the family alone is about 90 MB); directories of test processes that
-/// are gone are removed first.
-fn scratch() -> &'static Path {
-    static D: OnceLock<PathBuf> = OnceLock::new();
-    D.get_or_init(|| {
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("study");
-        std::fs::create_dir_all(&base).unwrap();
-        for e in std::fs::read_dir(&base).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if let Some(pid) = name.strip_prefix("pid-") {
-                if !Path::new("/proc").join(pid).exists() {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        base.join(format!("pid-{}", std::process::id()))
-    })
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = scratch().join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// The family's model directories, built once per test process.
 fn family_paths() -> &'static [PathBuf] {
     static F: OnceLock<Vec<PathBuf>> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = tmpdir("family");
+        let dir = target_tmpdir("family");
         family::build(&dir, &common::root().join("data/all-MiniLM-L6-v2"))
     })
 }
@@ -63,7 +36,7 @@ fn args_of<'a>(paths: &'a [PathBuf], extra: &[&'a str]) -> Vec<&'a str> {
 fn study() -> &'static (PathBuf, Output) {
     static S: OnceLock<(PathBuf, Output)> = OnceLock::new();
     S.get_or_init(|| {
-        let out = tmpdir("full").join("out");
+        let out = target_tmpdir("full").join("out");
         let o = run(&args_of(family_paths(), &["--out", out.to_str().unwrap()]));
         assert!(
             o.status.success(),
@@ -343,7 +316,7 @@ fn audit_reads_the_study_singular_values_table_back() {
         cells[at(c)] = moved.clone();
     }
     lines[k] = cells.join(",");
-    let bad = tmpdir("audit-sv").join("moved.csv");
+    let bad = target_tmpdir("audit-sv").join("moved.csv");
     std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
     let o = audit(&bad);
     assert_eq!(o.status.code(), Some(1));
@@ -359,7 +332,7 @@ fn stamp(p: &Path) -> (u64, std::time::SystemTime, Vec<u8>) {
 
 #[test]
 fn resume_after_a_kill_reuses_finished_certificates() {
-    let out = tmpdir("resume").join("out");
+    let out = target_tmpdir("resume").join("out");
     let mut child = bin()
         .args(args_of(family_paths(), &["--out", out.to_str().unwrap()]))
         .stdout(Stdio::null())
@@ -440,7 +413,7 @@ fn resume_after_a_kill_reuses_finished_certificates() {
 
 #[test]
 fn changed_parameters_or_weights_are_certified_again() {
-    let dir = tmpdir("changed");
+    let dir = target_tmpdir("changed");
     // A private copy of one model whose weights we change.
     let src = &family_paths()[0];
     let model = dir.join("bert-L2-H128");
@@ -486,7 +459,7 @@ fn changed_parameters_or_weights_are_certified_again() {
 
 #[test]
 fn a_figure_without_its_data_is_skipped_with_the_reason() {
-    let out = tmpdir("skipped").join("out");
+    let out = target_tmpdir("skipped").join("out");
     let one = &family_paths()[..1];
     // An earlier run's figure that this run cannot draw must not stay behind.
     std::fs::create_dir_all(out.join("figures")).unwrap();
@@ -513,7 +486,7 @@ fn a_figure_without_its_data_is_skipped_with_the_reason() {
 
 #[test]
 fn bad_input_is_refused_before_any_computation_and_writes_nothing() {
-    let dir = tmpdir("bad");
+    let dir = target_tmpdir("bad");
     let out = dir.join("out");
     let list = dir.join("models.txt");
     let fam = family_paths();
@@ -593,7 +566,7 @@ fn bad_input_is_refused_before_any_computation_and_writes_nothing() {
 #[test]
 fn report_command_makes_the_same_page_from_the_certificates() {
     let (out, _) = study();
-    let dir = tmpdir("report");
+    let dir = target_tmpdir("report");
     let page = dir.join("page.html");
     let mut args: Vec<String> = vec!["report".into()];
     for id in family::MEMBERS {
@@ -658,7 +631,7 @@ fn chromium() -> Option<PathBuf> {
 /// `--screenshot=...`), the network off, a fresh profile, and console
 /// messages logged to stderr; kills it after 90 s.
 fn chromium_run(browser: &Path, url: &str, action: &str) -> (String, String) {
-    let profile = tmpdir(&format!("chromium-profile-{}", action.len()));
+    let profile = target_tmpdir(&format!("chromium-profile-{}", action.len()));
     let mut child = Command::new(browser)
         .args([
             "--headless",
@@ -774,7 +747,7 @@ fn the_report_in_headless_chromium_offline() {
     );
 
     // A screenshot that is not blank.
-    let shot = tmpdir("screenshot").join("report.png");
+    let shot = target_tmpdir("screenshot").join("report.png");
     let (_, log) = chromium_run(&browser, &url, &format!("--screenshot={}", shot.display()));
     assert!(console_lines(&log).is_empty(), "console messages: {log}");
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
@@ -819,7 +792,7 @@ fn the_browser_check_sees_a_page_that_loads_from_outside() {
         "<img src=\"http://example.invalid/x.png\" alt=\"\"><h1>",
         1,
     );
-    let p = tmpdir("leaky").join("leaky.html");
+    let p = target_tmpdir("leaky").join("leaky.html");
     std::fs::write(&p, leaky).unwrap();
     let (dom, log) = chromium_run(&browser, &format!("file://{}", p.display()), "--dump-dom");
     assert!(
@@ -833,7 +806,7 @@ fn the_browser_check_sees_a_page_that_loads_from_outside() {
 fn an_inconclusive_model_is_reported_and_the_others_written() {
     // The smallest family member with every weight times 1e30: B_Edel
     // overflows binary64, so the certificate is inconclusive.
-    let dir = tmpdir("inconclusive");
+    let dir = target_tmpdir("inconclusive");
     let src = &family_paths()[0];
     let big = dir.join("huge");
     std::fs::create_dir_all(&big).unwrap();
@@ -894,7 +867,7 @@ fn measures_table_fits_a_1280_px_page() {
 r=Math.max(r,t.getBoundingClientRect().right)});document.body.setAttribute('data-measures-right',String(Math.ceil(r)));\
 document.body.setAttribute('data-page-width',String(document.documentElement.scrollWidth));})();</script></body>";
     let copy = format!("{}{}", &page[..start], &page[end..]).replacen("</body>", probe, 1);
-    let p = tmpdir("measures-width").join("report.html");
+    let p = target_tmpdir("measures-width").join("report.html");
     std::fs::write(&p, copy).unwrap();
     let (dom, log) = chromium_run(&browser, &format!("file://{}", p.display()), "--dump-dom");
     let attr = |name: &str| -> f64 {
@@ -939,7 +912,7 @@ fn shot_stats(shot: &Path) -> (u32, u32, usize, f64) {
 #[test]
 fn figure_6_renders_in_headless_chromium() {
     let Some(browser) = chromium() else { return };
-    let dir = tmpdir("trajectory-browser");
+    let dir = target_tmpdir("trajectory-browser");
     let src = &family_paths()[0];
     let grown = dir.join("grown");
     std::fs::create_dir_all(&grown).unwrap();

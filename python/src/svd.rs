@@ -455,11 +455,10 @@ impl SvdResult {
     ) -> PyResult<()> {
         let r = self;
         if r.dtype.is_empty() {
-            r.dtype = numpy_dtype(&c.report.dtype);
+            r.dtype = numpy_dtype(&c.json.dtype);
         }
-        r.json = Some(
-            serde_json::to_string(&c.report).map_err(|e| PyValueError::new_err(e.to_string()))?,
-        );
+        r.json =
+            Some(serde_json::to_string(&c.json).map_err(|e| PyValueError::new_err(e.to_string()))?);
         let (sv, summary) = (&c.sv, &c.summary);
         r.certified = true;
         r.lo = Some(float_array(py, sv.values.iter().map(|v| v.enclosure.lo()))?);

@@ -55,7 +55,7 @@ macro_rules! with_spectrum_fields {
         /// Encloses the stable rank; `None` when sigma_1 > 0 was not certified.
         pub stable_rank: Option<CertInterval>,
         /// Bounds of the exact rank.
-        pub rank: RankBounds,
+        pub rank: CertInterval<u64>,
         /// Nonzero part of the spectrum, largest first, index-matched.
         #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_DIM }>")]
         pub singular_values: Vec<CertInterval>,
@@ -143,7 +143,7 @@ pub use quantity::{
 pub use read::{CertificateError, MAX_BYTES, MAX_GRID_M, MAX_MATRICES};
 
 use crate::arch::{MatrixId, MatrixType};
-use crate::enclosure::Enclosure;
+pub use crate::enclosure::CertInterval;
 use crate::linalg::Precision;
 
 /// Certificate format name.
@@ -164,68 +164,6 @@ pub const VERSION_MEASURES: u32 = 2;
 /// read and verified unchanged (`docs/certificate.md`, "Certificates
 /// without a bound").
 pub const VERSION_NO_BOUND: u32 = 3;
-
-/// A closed interval `[lo, hi]` as a certificate states it (finite ends,
-/// `lo <= hi` once validated). Written as the shortest decimals that parse
-/// back to the f64 held, so the printed interval is exactly the one held.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CertInterval {
-    /// Lower end.
-    pub lo: f64,
-    /// Upper end.
-    pub hi: f64,
-}
-
-impl CertInterval {
-    /// The interval of an enclosure (same ends).
-    pub fn of(e: &Enclosure) -> Self {
-        Self {
-            lo: e.lo(),
-            hi: e.hi(),
-        }
-    }
-
-    /// The interval of an inari interval; `None` when it is empty or unbounded.
-    pub fn of_inari(x: inari::Interval) -> Option<Self> {
-        Enclosure::from_interval(x).map(|e| Self::of(&e))
-    }
-
-    /// The exact point `[x, x]`.
-    pub fn point(x: f64) -> Self {
-        Self { lo: x, hi: x }
-    }
-
-    /// Whether every point of `inner` lies in `self` (exact comparison).
-    pub fn contains(&self, inner: &CertInterval) -> bool {
-        self.lo <= inner.lo && inner.hi <= self.hi
-    }
-
-    /// Whether the two intervals share no point (exact comparison).
-    pub fn disjoint(&self, other: &CertInterval) -> bool {
-        self.hi < other.lo || other.hi < self.lo
-    }
-
-    /// Midpoint (an approximation lying in the interval).
-    pub fn mid(&self) -> f64 {
-        (self.lo * 0.5 + self.hi * 0.5).clamp(self.lo, self.hi)
-    }
-
-    /// As an inari interval (exact); `None` unless finite with `lo <= hi`.
-    pub fn to_inari(self) -> Option<inari::Interval> {
-        Enclosure::new(self.lo, self.hi).map(Enclosure::to_interval)
-    }
-}
-
-/// Integer bounds `lo <= exact <= hi` of a rank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RankBounds {
-    /// Lower bound.
-    pub lo: u64,
-    /// Upper bound.
-    pub hi: u64,
-}
 
 /// A point `k/m` of the grid `P_m = {0, 1/m, ..., 2}`, written `"k/m"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

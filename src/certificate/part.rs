@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::read::{self, CertificateError};
-use super::{CertInterval, ModelInfo, Parameters, RankBounds, Tool};
+use super::{CertInterval, ModelInfo, Parameters, Tool};
 use crate::arch::MatrixType;
 
 /// Part format name.

@@ -13,8 +13,8 @@ use serde::Serializer;
 
 use super::{
     expected_ids, CertInterval, Certificate, FileEntry, GridPoint, HeadsOverrideEntry, InitModel,
-    MatrixEntry, MeasuresEntry, ModelInfo, NormsEntry, Parameters, RankBounds, RawWeightEntry,
-    StackEntry, Tool, FORMAT, VERSION, VERSION_MEASURES, VERSION_NO_BOUND,
+    MatrixEntry, MeasuresEntry, ModelInfo, NormsEntry, Parameters, RawWeightEntry, StackEntry,
+    Tool, FORMAT, VERSION, VERSION_MEASURES, VERSION_NO_BOUND,
 };
 use crate::arch::{MatrixId, MatrixType};
 
@@ -896,7 +896,7 @@ pub(crate) struct SpectralFields<'a> {
     pub stable_rank: Option<&'a CertInterval>,
     pub singular_values: &'a [CertInterval],
     pub structural_zeros: usize,
-    pub rank: RankBounds,
+    pub rank: CertInterval<u64>,
 }
 
 /// Checks the certified spectral fields of one matrix at JSON path `at`:

@@ -4,7 +4,7 @@
 //! or certificate states for it ([`spectrum_entry`]).
 
 use crate::arch::{MatrixId, ProxyMatrix, ProxySource};
-use crate::certificate::{CertInterval, RankBounds, SpectrumEntry};
+use crate::certificate::{CertInterval, SpectrumEntry};
 use crate::enclosure::Inconclusive;
 use crate::linalg::factored::certify_factored;
 use crate::linalg::{certify_singular_values, SingularValues, SvdOptions};
@@ -106,22 +106,22 @@ pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
         kind: r.id.kind,
         rows: r.rows,
         cols: r.cols,
-        spectral_norm: CertInterval::of(&s.spectral_norm),
-        frobenius_norm: CertInterval::of(&s.frobenius_norm),
-        nuclear_norm: CertInterval::of(&s.nuclear_norm),
-        norm_21: CertInterval::of(&s.norm_21),
-        norm_11: CertInterval::of(&s.norm_11),
-        stable_rank: s.stable_rank.as_ref().map(CertInterval::of),
+        spectral_norm: CertInterval::from(s.spectral_norm),
+        frobenius_norm: CertInterval::from(s.frobenius_norm),
+        nuclear_norm: CertInterval::from(s.nuclear_norm),
+        norm_21: CertInterval::from(s.norm_21),
+        norm_11: CertInterval::from(s.norm_11),
+        stable_rank: s.stable_rank.map(CertInterval::from),
         // The rank its binary64 values imply (`verify` re-derives it from
         // them): a value positive only by its decimal ends (below the least
         // positive double, `proofs/exact-rank.md`) is stated as its ends say.
-        rank: RankBounds {
+        rank: CertInterval {
             lo: s.rank.lo.min(binary64_positive),
             hi: s.rank.hi,
         },
         singular_values: r.sv.values[..nz]
             .iter()
-            .map(|v| CertInterval::of(&v.enclosure))
+            .map(|v| CertInterval::from(v.enclosure))
             .collect(),
         structural_zeros: r.sv.structural_zeros,
         method: method_list(&r.sv),

@@ -80,14 +80,30 @@ fn check_same_architecture(
     Ok(())
 }
 
+/// An initialisation whose architecture was checked to be the model's: only
+/// [`check_init_architecture`] makes one, so a [`super::Job`] that holds one
+/// needs no second check.
+#[derive(Clone, Copy, Debug)]
+pub struct MatchingInit<'a> {
+    path: &'a Path,
+}
+
+impl<'a> MatchingInit<'a> {
+    /// The initialisation's checkpoint.
+    pub fn path(&self) -> &'a Path {
+        self.path
+    }
+}
+
 /// Refuses an initialisation `init` whose architecture is not the model's
 /// at `path` (one line naming the first fact that differs), before anything
-/// is computed; `certify --init` calls it first.
-pub fn check_init_architecture(
+/// is computed; `certify --init` calls it first and hands the
+/// [`MatchingInit`] to the job.
+pub fn check_init_architecture<'a>(
     path: &Path,
-    init: &Path,
+    init: &'a Path,
     opts: &CertifyOptions,
-) -> Result<(), CertifyError> {
+) -> Result<MatchingInit<'a>, CertifyError> {
     let ck = Checkpoint::open(path).map_err(ModelError::from)?;
     let arch = arch::detect(&ck, &opts.overrides)?;
     let ck0 = Checkpoint::open(init).map_err(ModelError::from)?;
@@ -96,7 +112,7 @@ pub fn check_init_architecture(
     // memory, whose key is no path to show.
     check_same_architecture(ck0.path(), &arch, &a0)?;
     arch::describe(&ck0, &a0)?;
-    Ok(())
+    Ok(MatchingInit { path: init })
 }
 
 /// The norm-based measures of a model (`docs/measures.md`): every raw

@@ -35,7 +35,7 @@ pub use assemble::assemble;
 pub use matrix::{certify_matrix, certify_matrix_owned, spectrum_entry, MatrixResult};
 pub use measures::{
     certify_measures, certify_measures_reusing, certify_shard_raw_weights, check_init_architecture,
-    measures_entry, measures_of_raw_weights, MeasuresRun, RawWeightsRun,
+    measures_entry, measures_of_raw_weights, MatchingInit, MeasuresRun, RawWeightsRun,
 };
 pub use norms::{certify_distance_norms, certify_raw_norms, certify_raw_norms_with};
 pub use resume::layer_part_name;
@@ -211,8 +211,9 @@ pub struct Job<'a> {
     /// the measures).
     pub measures: bool,
     /// The initialisation of the distance measures (implies
-    /// [`Job::measures`]); it must have the model's architecture.
-    pub init: Option<&'a Path>,
+    /// [`Job::measures`]), checked to have the model's architecture
+    /// ([`check_init_architecture`]).
+    pub init: Option<MatchingInit<'a>>,
 }
 
 impl<'a> Job<'a> {
@@ -292,8 +293,8 @@ pub struct Certification {
 /// share of the raw weights with the measures,
 /// [`certify_shard_raw_weights`]), reporting progress through `ui`.
 ///
-/// An initialisation is checked to have the model's architecture before
-/// anything is computed ([`check_init_architecture`]).
+/// An initialisation comes checked to have the model's architecture
+/// ([`MatchingInit`]).
 ///
 /// *Guarantee: certified enclosure* for every interval of the certificate
 /// or part (the functions above name their lemmas); `Err` for bad input,
@@ -301,9 +302,6 @@ pub struct Certification {
 /// certified, and [`Certification::made`] `Err` when the matrices were
 /// certified but a proxy, bound or measure was not.
 pub fn certify(job: &Job<'_>, ui: &dyn Ui) -> Result<Outcome<Certification>, CertifyError> {
-    if let Some(init) = job.init {
-        check_init_architecture(job.model, init, job.options)?;
-    }
     let run = {
         let progress = ui.matrices("certify");
         match certify_run(job.model, job.options, &job.scope(), &*progress)? {
@@ -341,7 +339,7 @@ fn whole(
         let progress = ui.spinner("certify", "certifying the raw weights' norms");
         let m = certify_measures_reusing(
             job.model,
-            job.init,
+            job.init.map(|i| i.path()),
             job.options,
             Some(&certificate),
             &*progress,
@@ -375,7 +373,7 @@ fn part(
         let progress = ui.spinner("certify", "certifying the shard's raw weights' norms");
         match certify_shard_raw_weights(
             job.model,
-            job.init,
+            job.init.map(|i| i.path()),
             job.options,
             &run.header,
             shard,

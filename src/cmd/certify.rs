@@ -145,11 +145,11 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
              (save it, e.g. with safetensors' save_file, and certify the directory)",
         ));
     }
-    // A wrong initialisation is refused before the outputs are checked
-    // (the entry point checks it again, for its other callers).
-    if let Some(i) = &init {
-        crate::certify::check_init_architecture(&model.path, &i.path, &req.options)?;
-    }
+    // A wrong initialisation is refused before the outputs are checked.
+    let init = init
+        .as_ref()
+        .map(|i| crate::certify::check_init_architecture(&model.path, &i.path, &req.options))
+        .transpose()?;
     req.outputs.check()?;
     let t = Instant::now();
     let job = Job {
@@ -159,7 +159,7 @@ pub fn run(req: &CertifyRequest, ui: &dyn Ui) -> Result<CertifyReport, CmdError>
         resume_dir: req.resume_dir.as_deref(),
         keep_results: req.keep_results,
         measures: req.measures,
-        init: init.as_ref().map(|i| i.path.as_path()),
+        init,
     };
     let outcome = crate::certify::certify(&job, ui)?;
     let mut report = CertifyReport {

@@ -4,7 +4,7 @@
 use super::{CmdError, Exit, ModelRef, Report, Style, Ui};
 use crate::io::LoadedMatrix;
 use crate::linalg::{Precision, SingularValues, SvdOptions};
-use crate::report::SvdReport;
+use crate::report::SvdJson;
 use crate::spectral::{
     certify_and_summarize, enclose_schatten, SchattenEnclosure, SchattenP, SpectralSummary,
 };
@@ -94,13 +94,17 @@ pub struct SvdCertified {
     pub summary: SpectralSummary,
     /// One per requested exponent.
     pub schatten: Vec<SchattenEnclosure>,
-    /// The JSON form.
-    pub report: SvdReport,
+    /// The same values as `specbound svd --json` writes them (its
+    /// serialisable view, also the table's source).
+    pub json: SvdJson,
 }
 
-/// The report of `svd`.
+/// The answer of `svd`: the matrix, and what was certified of it or why
+/// nothing was. One answer, three faces: [`SvdCertified`] is its certified
+/// part, [`SvdJson`] that part's serialisable view, and the Python module's
+/// `SvdResult` the same answer as Python objects.
 #[derive(Debug)]
-pub struct SvdCmdReport {
+pub struct SvdReport {
     /// The input as shown.
     pub input: String,
     /// Rows and columns.
@@ -136,7 +140,7 @@ pub struct SvdCmdReport {
 /// let certified = report.outcome.unwrap();
 /// assert!(certified.sv.values[0].enclosure.lo() > 0.0);
 /// ```
-pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
+pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdReport, CmdError> {
     if !(req.rtol > 0.0 && req.rtol.is_finite()) {
         return Err(CmdError::usage(format!(
             "--rtol must be a positive number, got {}",
@@ -175,7 +179,7 @@ pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
                 .iter()
                 .map(|p| enclose_schatten(&sv, p))
                 .collect();
-            let report = SvdReport::new(
+            let json = SvdJson::new(
                 input.clone(),
                 tensor,
                 dtype.to_string().to_lowercase(),
@@ -188,18 +192,18 @@ pub fn run(req: SvdRequest, ui: &dyn Ui) -> Result<SvdCmdReport, CmdError> {
                 sv,
                 summary,
                 schatten,
-                report,
+                json,
             })
         })
         .map_err(|inc| inc.reason);
-    Ok(SvdCmdReport {
+    Ok(SvdReport {
         input,
         shape,
         outcome,
     })
 }
 
-impl Report for SvdCmdReport {
+impl Report for SvdReport {
     fn exit(&self) -> Exit {
         if self.outcome.is_ok() {
             Exit::Success
@@ -217,14 +221,14 @@ impl Report for SvdCmdReport {
 
     fn text(&self, style: Style) -> String {
         match &self.outcome {
-            Ok(c) => c.report.to_table_with(40, style),
+            Ok(c) => c.json.to_table_with(40, style),
             Err(_) => String::new(),
         }
     }
 
     fn json(&self) -> Option<String> {
         Some(match &self.outcome {
-            Ok(c) => serde_json::to_string(&c.report).expect("the report serialises"),
+            Ok(c) => serde_json::to_string(&c.json).expect("the report serialises"),
             Err(_) => String::new(),
         })
     }

@@ -33,7 +33,7 @@ use super::{Answer, EvidenceError};
 use crate::arch::{self, ArchOverrides, MatrixId, MatrixType, ProxyMatrix, ProxySource};
 use crate::certificate::{
     spectrum_quantities, CertInterval, Certificate, MatrixEntry, MeasuresEntry, Quantity,
-    QuantityId, RankBounds, RawWeightEntry,
+    QuantityId, RawWeightEntry,
 };
 use crate::certify::certify_matrix;
 use crate::enclosure::{Enclosure, Inconclusive};
@@ -138,7 +138,7 @@ struct SpectrumView<'a> {
     spectral_norm: CertInterval,
     nuclear_norm: CertInterval,
     frobenius_norm: CertInterval,
-    rank: RankBounds,
+    rank: CertInterval<u64>,
     stable_rank: Option<CertInterval>,
 }
 
@@ -886,11 +886,14 @@ pub fn refinement_stages(stated: Precision, rows: usize, cols: usize) -> Vec<Sta
 /// The spectral quantities of a recomputed matrix, keyed as in the certificate.
 fn recomputed(sv: &SingularValues, s: &SpectralSummary) -> Vec<(Quantity, CertInterval)> {
     let mut v = vec![
-        (Quantity::SpectralNorm, CertInterval::of(&s.spectral_norm)),
-        (Quantity::FrobeniusNorm, CertInterval::of(&s.frobenius_norm)),
-        (Quantity::NuclearNorm, CertInterval::of(&s.nuclear_norm)),
-        (Quantity::Norm21, CertInterval::of(&s.norm_21)),
-        (Quantity::Norm11, CertInterval::of(&s.norm_11)),
+        (Quantity::SpectralNorm, CertInterval::from(s.spectral_norm)),
+        (
+            Quantity::FrobeniusNorm,
+            CertInterval::from(s.frobenius_norm),
+        ),
+        (Quantity::NuclearNorm, CertInterval::from(s.nuclear_norm)),
+        (Quantity::Norm21, CertInterval::from(s.norm_21)),
+        (Quantity::Norm11, CertInterval::from(s.norm_11)),
         (
             Quantity::Rank,
             CertInterval {
@@ -900,10 +903,10 @@ fn recomputed(sv: &SingularValues, s: &SpectralSummary) -> Vec<(Quantity, CertIn
         ),
     ];
     if let Some(sr) = &s.stable_rank {
-        v.push((Quantity::StableRank, CertInterval::of(sr)));
+        v.push((Quantity::StableRank, CertInterval::from(*sr)));
     }
     for (j, x) in sv.values.iter().enumerate() {
-        v.push((Quantity::SingularValue(j), CertInterval::of(&x.enclosure)));
+        v.push((Quantity::SingularValue(j), CertInterval::from(x.enclosure)));
     }
     v
 }

@@ -388,7 +388,7 @@ pub fn estimate(cert: &Certificate) -> ArtefactEstimate {
 mod tests {
     use super::*;
     use crate::arch::MatrixType;
-    use crate::certificate::{Contribution, RankBounds};
+    use crate::certificate::Contribution;
 
     const N: usize = 64;
     const M: usize = 8;
@@ -431,7 +431,7 @@ mod tests {
             norm_21: pt(1.0),
             norm_11: pt(1.0),
             stable_rank: None,
-            rank: RankBounds { lo: 16, hi: 16 },
+            rank: CertInterval { lo: 16, hi: 16 },
             singular_values: sigma.into_iter().map(pt).collect(),
             structural_zeros: 48,
             method: vec![],

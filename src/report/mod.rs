@@ -131,9 +131,10 @@ impl From<&SchattenEnclosure> for SchattenJson {
     }
 }
 
-/// The complete result of `specbound svd`.
+/// The serialisable view of `svd`'s certified answer (`cmd::svd::SvdCertified`):
+/// what `specbound svd --json` writes.
 #[derive(Clone, Debug, Serialize)]
-pub struct SvdReport {
+pub struct SvdJson {
     /// Input file.
     pub input: String,
     /// Tensor name (safetensors only).
@@ -164,7 +165,7 @@ pub struct SvdReport {
     pub notes: Vec<String>,
 }
 
-impl SvdReport {
+impl SvdJson {
     /// Assembles the report.
     pub fn new(
         input: String,

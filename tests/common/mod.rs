@@ -334,6 +334,33 @@ pub fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// A fresh directory `name` for large outputs (a study's family is about
+/// 90 MB, figures' runs keep their SVGs for inspection): under cargo's
+/// target tmp directory, not the system one, in this test file's folder
+/// and this process's `pid-<id>`; the folders of test processes that are
+/// gone are removed the first time.
+pub fn target_tmpdir(name: &str) -> PathBuf {
+    static D: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let scratch = D.get_or_init(|| {
+        let file = module_path!().split("::").next().unwrap_or("tests");
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(file);
+        std::fs::create_dir_all(&base).unwrap();
+        for e in std::fs::read_dir(&base).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(pid) = name.strip_prefix("pid-") {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        base.join(format!("pid-{}", std::process::id()))
+    });
+    let d = scratch.join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// The bundled model, `data/all-MiniLM-L6-v2`.
 pub fn bundled() -> PathBuf {
     root().join("data/all-MiniLM-L6-v2")
