@@ -82,22 +82,17 @@ impl Enclosure {
 
     /// Intersection of two enclosures of the same value (`None` if disjoint,
     /// which proves that one of the two claims is wrong).
-    pub fn intersect(&self, other: &Self) -> Option<Self> {
+    pub(crate) fn intersect(&self, other: &Self) -> Option<Self> {
         Self::new(self.lo.max(other.lo), self.hi.min(other.hi))
     }
 
-    /// Whether the two intervals share a point.
-    pub fn overlaps(&self, other: &Self) -> bool {
-        self.lo <= other.hi && other.lo <= self.hi
-    }
-
     /// Converts to an inari interval (exact).
-    pub fn to_interval(self) -> inari::Interval {
+    pub(crate) fn to_interval(self) -> inari::Interval {
         inari::Interval::try_from((self.lo, self.hi)).expect("finite lo <= hi")
     }
 
     /// Converts from an inari interval; `None` if empty or unbounded.
-    pub fn from_interval(x: inari::Interval) -> Option<Self> {
+    pub(crate) fn from_interval(x: inari::Interval) -> Option<Self> {
         if x.is_empty() {
             return None;
         }
@@ -119,13 +114,13 @@ pub struct OpenEnclosure {
 
 impl OpenEnclosure {
     /// `[lo, +inf)`; `None` unless `lo` is finite.
-    pub fn above(lo: f64) -> Option<Self> {
+    pub(crate) fn above(lo: f64) -> Option<Self> {
         lo.is_finite().then_some(Self { lo, hi: None })
     }
 
     /// From an inari interval: `[inf, sup]`, with `sup = +inf` kept as an
     /// open upper end; `None` if empty or its lower end is not finite.
-    pub fn from_interval(x: inari::Interval) -> Option<Self> {
+    pub(crate) fn from_interval(x: inari::Interval) -> Option<Self> {
         if x.is_empty() || !x.inf().is_finite() {
             return None;
         }
@@ -144,7 +139,7 @@ impl OpenEnclosure {
     }
 
     /// The finite enclosure, where the upper end is finite.
-    pub fn bounded(&self) -> Option<Enclosure> {
+    pub(crate) fn bounded(&self) -> Option<Enclosure> {
         self.hi.and_then(|hi| Enclosure::new(self.lo, hi))
     }
 }
@@ -177,7 +172,7 @@ pub struct Inconclusive {
 
 impl Inconclusive {
     /// Builds a reason.
-    pub fn new(reason: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
         }

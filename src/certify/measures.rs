@@ -83,7 +83,7 @@ fn check_same_architecture(
 /// Refuses an initialisation `init` whose architecture is not the model's
 /// at `path` (one line naming the first fact that differs), before anything
 /// is computed; `certify --init` calls it first.
-pub fn check_init_architecture(
+pub(crate) fn check_init_architecture(
     path: &Path,
     init: &Path,
     opts: &CertifyOptions,
@@ -133,7 +133,7 @@ pub fn certify_measures(
 ///
 /// *Guarantee: certified enclosure*, as [`certify_measures`] (the lemmas
 /// it names), given that the proxies' spectral norms are enclosures.
-pub fn certify_measures_reusing(
+pub(crate) fn certify_measures_reusing(
     path: &Path,
     init: Option<&Path>,
     opts: &CertifyOptions,
@@ -175,7 +175,7 @@ pub fn certify_measures_reusing(
 /// The raw weights one run certified (all of them, or a shard's), with the
 /// initialisation read.
 #[derive(Clone, Debug)]
-pub struct RawWeightsRun {
+pub(crate) struct RawWeightsRun {
     /// Layer then role order.
     pub raw_weights: Vec<RawWeightEntry>,
     /// The initialisation (with `init`).
@@ -192,7 +192,7 @@ pub struct RawWeightsRun {
 ///
 /// *Guarantee: certified enclosure* of every norm, as
 /// [`certify_measures_reusing`].
-pub fn certify_shard_raw_weights(
+pub(crate) fn certify_shard_raw_weights(
     path: &Path,
     init: Option<&Path>,
     opts: &CertifyOptions,
@@ -434,7 +434,7 @@ fn raw_weight_entry(
 /// *Guarantee: certified enclosure* of every measure given enclosures
 /// ([`proofs/measures.md`](crate::proofs::measures), L26); inconclusive as [`measures_entry`], or
 /// when `init` and an entry states no distance.
-pub fn measures_of_raw_weights(
+pub(crate) fn measures_of_raw_weights(
     raw: &[RawWeightEntry],
     init: bool,
 ) -> Result<MeasuresEntry, Inconclusive> {
