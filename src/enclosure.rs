@@ -10,9 +10,9 @@
 //! | [`Inconclusive`] | no value: why a certified routine gives none |
 //!
 //! Arithmetic runs on two engines that are not result types: `inari::Interval`
-//! (binary64, directed rounding; [`Enclosure::to_interval`] and
-//! [`Enclosure::from_interval`] are the bridges, which the view's
-//! [`CertInterval::to_inari`] and [`CertInterval::of_inari`] go through) and
+//! (binary64, directed rounding; `Enclosure::to_interval` and
+//! `Enclosure::from_interval` are the bridges, which the view's
+//! `CertInterval::to_inari` and [`CertInterval::of_inari`] go through) and
 //! `evidence::mpfr_interval::MI` (MPFR, the independent re-derivation of
 //! `verify`). Nothing converts an `f64` into an `Enclosure` implicitly: every
 //! constructor is an explicit claim made by a certified routine that names its
@@ -96,22 +96,17 @@ impl Enclosure {
 
     /// Intersection of two enclosures of the same value (`None` if disjoint,
     /// which proves that one of the two claims is wrong).
-    pub fn intersect(&self, other: &Self) -> Option<Self> {
+    pub(crate) fn intersect(&self, other: &Self) -> Option<Self> {
         Self::new(self.lo.max(other.lo), self.hi.min(other.hi))
     }
 
-    /// Whether the two intervals share a point.
-    pub fn overlaps(&self, other: &Self) -> bool {
-        self.lo <= other.hi && other.lo <= self.hi
-    }
-
     /// Converts to an inari interval (exact).
-    pub fn to_interval(self) -> inari::Interval {
+    pub(crate) fn to_interval(self) -> inari::Interval {
         inari::Interval::try_from((self.lo, self.hi)).expect("finite lo <= hi")
     }
 
     /// Converts from an inari interval; `None` if empty or unbounded.
-    pub fn from_interval(x: inari::Interval) -> Option<Self> {
+    pub(crate) fn from_interval(x: inari::Interval) -> Option<Self> {
         if x.is_empty() {
             return None;
         }
@@ -133,13 +128,13 @@ pub struct OpenEnclosure {
 
 impl OpenEnclosure {
     /// `[lo, +inf)`; `None` unless `lo` is finite.
-    pub fn above(lo: f64) -> Option<Self> {
+    pub(crate) fn above(lo: f64) -> Option<Self> {
         lo.is_finite().then_some(Self { lo, hi: None })
     }
 
     /// From an inari interval: `[inf, sup]`, with `sup = +inf` kept as an
     /// open upper end; `None` if empty or its lower end is not finite.
-    pub fn from_interval(x: inari::Interval) -> Option<Self> {
+    pub(crate) fn from_interval(x: inari::Interval) -> Option<Self> {
         if x.is_empty() || !x.inf().is_finite() {
             return None;
         }
@@ -158,7 +153,7 @@ impl OpenEnclosure {
     }
 
     /// The finite enclosure, where the upper end is finite.
-    pub fn bounded(&self) -> Option<Enclosure> {
+    pub(crate) fn bounded(&self) -> Option<Enclosure> {
         self.hi.and_then(|hi| Enclosure::new(self.lo, hi))
     }
 }
@@ -210,7 +205,7 @@ pub struct CertInterval<T = f64> {
 }
 
 impl CertInterval {
-    /// The interval of an inari interval (through [`Enclosure::from_interval`]);
+    /// The interval of an inari interval (through `Enclosure::from_interval`);
     /// `None` when it is empty or unbounded.
     pub fn of_inari(x: inari::Interval) -> Option<Self> {
         Enclosure::from_interval(x).map(Self::from)
@@ -236,9 +231,9 @@ impl CertInterval {
         (self.lo * 0.5 + self.hi * 0.5).clamp(self.lo, self.hi)
     }
 
-    /// As an inari interval (exact, through [`Enclosure::to_interval`]);
+    /// As an inari interval (exact, through `Enclosure::to_interval`);
     /// `None` unless finite with `lo <= hi`.
-    pub fn to_inari(self) -> Option<inari::Interval> {
+    pub(crate) fn to_inari(self) -> Option<inari::Interval> {
         Enclosure::new(self.lo, self.hi).map(Enclosure::to_interval)
     }
 }
@@ -265,7 +260,7 @@ pub struct Inconclusive {
 
 impl Inconclusive {
     /// Builds a reason.
-    pub fn new(reason: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
         }

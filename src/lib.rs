@@ -48,7 +48,7 @@
 //! 9. [`evidence`]: `verify`, `audit` and `diff` of claims against
 //!    certified values;
 //! 10. [`study`]: many checkpoints to tables, figures and a report;
-//!     [`merge`]: shards' parts, re-derived, into one certificate;
+//!     `merge`: shards' parts, re-derived, into one certificate;
 //! 11. [`cmd`]: one module per command, the only layer the two fronts (the
 //!     binary and the Python module) call.
 #![deny(missing_docs)]
@@ -67,7 +67,7 @@ pub mod guarantees;
 pub mod io;
 pub mod linalg;
 pub mod matrix;
-pub mod merge;
+pub(crate) mod merge;
 pub mod progress;
 pub mod proofs;
 pub mod report;

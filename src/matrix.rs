@@ -24,7 +24,7 @@ impl DenseMatrix {
     }
 
     /// The transpose (values moved, not computed: exact).
-    pub fn transposed(&self) -> DenseMatrix {
+    pub(crate) fn transposed(&self) -> DenseMatrix {
         let mut data = vec![0.0; self.data.len()];
         let block = (0..self.rows, 0..self.cols);
         transpose_into(

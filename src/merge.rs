@@ -26,7 +26,7 @@ use crate::certify::{self, Outcome};
 /// Why parts cannot be merged. Every message is one line naming the part
 /// concerned (or, for a gap, the missing shard or matrix).
 #[derive(Debug)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     /// No part was given.
     NoParts,
     /// A part could not be read or is not a valid part.
@@ -190,7 +190,7 @@ impl std::error::Error for MergeError {
 /// stable rank and rank from its singular values), so a part edited by
 /// hand (its digest recomputed) whose norms its spectrum does not imply is
 /// refused, naming the file and the first failed check.
-pub fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError> {
+pub(crate) fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError> {
     let parts = paths
         .iter()
         .map(|p| {
@@ -214,7 +214,7 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<Outcome<Certificate>, MergeError
 /// *Guarantee: certified enclosure* of every proxy and bound, given that
 /// the parts' intervals are enclosures (as `certify` wrote them; the parts'
 /// digests refuse a part changed since).
-pub fn merge(parts: &[(String, Part)]) -> Result<Outcome<Certificate>, MergeError> {
+pub(crate) fn merge(parts: &[(String, Part)]) -> Result<Outcome<Certificate>, MergeError> {
     let this = env!("CARGO_PKG_VERSION");
     for (file, p) in parts {
         if p.tool.version != this {

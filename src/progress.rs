@@ -70,13 +70,13 @@ pub struct Bar {
 }
 
 /// Whether a bar would be drawn: not `quiet`, and stderr is a terminal.
-pub fn wanted(quiet: bool) -> bool {
+pub(crate) fn wanted(quiet: bool) -> bool {
     !quiet && std::io::stderr().is_terminal()
 }
 
 impl Bar {
     /// A bar counting matrices, labelled `label` (`certify`, `verify`, ...);
-    /// drawn only when [`wanted`]. Its length is set by
+    /// drawn only when `wanted`. Its length is set by
     /// [`Progress::matrices_total`].
     pub fn matrices(label: &str, quiet: bool) -> Self {
         // Until the number of matrices is known: a spinner while the model
@@ -89,7 +89,7 @@ impl Bar {
     }
 
     /// A spinner for one long computation, with the elapsed time and a
-    /// message saying what runs; drawn only when [`wanted`].
+    /// message saying what runs; drawn only when `wanted`.
     pub fn spinner(label: &str, message: &str, quiet: bool) -> Self {
         if !wanted(quiet) {
             return Self { pb: None, quiet };
@@ -109,7 +109,7 @@ impl Bar {
     }
 
     /// Prints a line on stderr above the bar (the bar is redrawn after it).
-    pub fn println(&self, line: &str) {
+    pub(crate) fn println(&self, line: &str) {
         match &self.pb {
             Some(pb) => pb.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
@@ -117,7 +117,7 @@ impl Bar {
     }
 
     /// Removes the bar from the terminal (also done on drop).
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(pb) = &self.pb {
             pb.finish_and_clear();
         }

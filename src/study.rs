@@ -34,9 +34,9 @@ use crate::report::set::{ModelCert, StudySet};
 use crate::report::{html, tables, trajectory};
 
 /// Largest `--models` file read.
-pub const MAX_LIST_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_LIST_BYTES: u64 = 1 << 20;
 /// Longest model id.
-pub const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 
 /// One model of a study: the argument as given and its id.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,16 +48,16 @@ pub struct StudyModel {
     /// Its training step, when it belongs to a trajectory.
     pub step: Option<u64>,
     /// The trajectory it belongs to (`run=NAME`); `None` is the default
-    /// run ([`DEFAULT_RUN`]). Only meaningful with a step.
+    /// run (`DEFAULT_RUN`). Only meaningful with a step.
     pub run: Option<String>,
     /// The initialisation of its distance measures (`init=MODEL`, or by
-    /// default the step-0 model of its run: [`assign_inits`]), a local
+    /// default the step-0 model of its run: `assign_inits`), a local
     /// path; `None`: the measures without an initialisation.
     pub init: Option<PathBuf>,
 }
 
 /// The name of the trajectory of stepped models given no `run=NAME`.
-pub const DEFAULT_RUN: &str = "default";
+pub(crate) const DEFAULT_RUN: &str = "default";
 
 /// The `key=value` fields a model can carry (after it on a `--models`
 /// line, or as `--step`, `--run`, `--revision` after a MODEL argument).
@@ -76,15 +76,12 @@ pub struct ModelFields {
     pub init: Option<PathBuf>,
 }
 
-/// The keys of [`ModelFields`], as a models file writes them.
-pub const FIELD_KEYS: [&str; 4] = ["step", "run", "revision", "init"];
-
 /// The known fields, as messages list them.
 const KNOWN_FIELDS: &str = "step=N, run=NAME, revision=REV, init=MODEL";
 
 /// One line of a `--models` file: the model and its fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListEntry {
+pub(crate) struct ListEntry {
     /// The model (relative paths already taken from the file's directory).
     pub path: PathBuf,
     /// Its fields.
@@ -95,7 +92,7 @@ pub struct ListEntry {
 
 /// The step a Hugging Face revision names: `stepN` (Pythia's naming,
 /// `step0` ... `step143000`) is step N; any other revision names none.
-pub fn step_of_revision(rev: &str) -> Option<u64> {
+pub(crate) fn step_of_revision(rev: &str) -> Option<u64> {
     let digits = rev.strip_prefix("step")?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -104,7 +101,7 @@ pub fn step_of_revision(rev: &str) -> Option<u64> {
 }
 
 /// Parses a step value (a whole number, decimal digits only).
-pub fn parse_step(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_step(text: &str) -> Result<u64, String> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         if let Ok(n) = text.parse() {
             return Ok(n);
@@ -169,7 +166,7 @@ impl ModelFields {
 
     /// The step: `step=N`, or the one the revision names (`stepN`); `Err`
     /// when both are given and disagree.
-    pub fn resolved_step(&self) -> Result<Option<u64>, String> {
+    pub(crate) fn resolved_step(&self) -> Result<Option<u64>, String> {
         let from_rev = self.revision.as_deref().and_then(step_of_revision);
         match (self.step, from_rev) {
             (Some(a), Some(b)) if a != b => Err(format!(
@@ -183,7 +180,7 @@ impl ModelFields {
 
 /// What a study is run with.
 #[derive(Clone, Debug)]
-pub struct StudyOptions {
+pub(crate) struct StudyOptions {
     /// Options of every certification.
     pub certify: CertifyOptions,
     /// Id of the primary model (figures 1 and 5); default the largest.
@@ -194,7 +191,7 @@ pub struct StudyOptions {
 
 /// Why a study could not run (one line each; the model errors name the file).
 #[derive(Debug)]
-pub enum StudyError {
+pub(crate) enum StudyError {
     /// The `--models` file cannot be read or has a bad line.
     List {
         /// The file.
@@ -245,17 +242,6 @@ impl From<CertifyError> for StudyError {
     }
 }
 
-/// The models listed in `file`, one per line; blank lines and lines whose
-/// first non-blank character is `#` are skipped. A relative path is taken
-/// relative to the directory of `file`. The fields of the lines are
-/// dropped ([`read_model_entries`] keeps them).
-pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
-    Ok(read_model_entries(file)?
-        .into_iter()
-        .map(|e| e.path)
-        .collect())
-}
-
 /// The models listed in `file` with their fields: each line is a model,
 /// then optional whitespace-separated `key=value` fields (`step=N`,
 /// `run=NAME`, `revision=REV`, `init=MODEL`); blank lines and lines whose first
@@ -263,7 +249,7 @@ pub fn read_model_list(file: &Path) -> Result<Vec<PathBuf>, StudyError> {
 /// file or directory as a whole is that model (a path with spaces). A
 /// relative path is taken relative to the directory of `file`. `Err`
 /// names the file and the line of an unknown key or a bad value.
-pub fn read_model_entries(file: &Path) -> Result<Vec<ListEntry>, StudyError> {
+pub(crate) fn read_model_entries(file: &Path) -> Result<Vec<ListEntry>, StudyError> {
     let text = crate::io::limits::read_capped_string(file, MAX_LIST_BYTES, "models file").map_err(
         |e| {
             let msg = e.to_string();
@@ -329,7 +315,7 @@ pub fn read_model_entries(file: &Path) -> Result<Vec<ListEntry>, StudyError> {
 
 /// Checks that `id` can name a file and a CSV field as it is: 1 to 128
 /// characters from `A-Z a-z 0-9 . _ + -`, not starting with `.` or `-`.
-pub fn check_id(id: &str) -> Result<(), String> {
+pub(crate) fn check_id(id: &str) -> Result<(), String> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || "._+-".contains(c);
     if id.is_empty()
         || id.len() > MAX_ID_LEN
@@ -348,7 +334,7 @@ pub fn check_id(id: &str) -> Result<(), String> {
 /// Pairs models with ids: `ids` in order when given (as many as models),
 /// else each model's default id ([`ResolvedModel::default_id`]). Every id
 /// must pass [`check_id`] and be distinct.
-pub fn assign_ids(
+pub(crate) fn assign_ids(
     paths: Vec<ResolvedModel>,
     ids: &[String],
 ) -> Result<Vec<StudyModel>, StudyError> {
@@ -393,7 +379,7 @@ pub fn assign_ids(
 /// `.REV` appended for a Hugging Face id at a revision other than `main`
 /// (so that the checkpoints of a trajectory, `pythia-70m` at `step0`,
 /// `step1000`, ..., get distinct ids: `pythia-70m.step0`, ...).
-pub fn default_study_id(r: &ResolvedModel) -> String {
+pub(crate) fn default_study_id(r: &ResolvedModel) -> String {
     match &r.hub {
         Some(h) if h.revision != "main" => format!("{}.{}", h.name(), h.revision),
         _ => r.default_id(),
@@ -404,7 +390,10 @@ pub fn default_study_id(r: &ResolvedModel) -> String {
 /// missing entries are no fields): the step of `step=N` or of a revision
 /// `stepN`. `Err` when a step contradicts its revision, a run is named
 /// without a step, or two models of one run have the same step.
-pub fn assign_steps(models: &mut [StudyModel], fields: &[ModelFields]) -> Result<(), StudyError> {
+pub(crate) fn assign_steps(
+    models: &mut [StudyModel],
+    fields: &[ModelFields],
+) -> Result<(), StudyError> {
     for (m, f) in models.iter_mut().zip(fields) {
         let step = f
             .resolved_step()
@@ -442,7 +431,7 @@ pub fn assign_steps(models: &mut [StudyModel], fields: &[ModelFields]) -> Result
 /// that model's path: a run that starts at step 0 (Pythia's `step0`) starts
 /// at its initialisation (`docs/study.md`, "Initialisation"). The step-0
 /// model is then its own initialisation (every distance 0).
-pub fn assign_inits(models: &mut [StudyModel], inits: &[Option<PathBuf>]) {
+pub(crate) fn assign_inits(models: &mut [StudyModel], inits: &[Option<PathBuf>]) {
     let start: Vec<Option<PathBuf>> = models
         .iter()
         .map(|m| {
@@ -484,7 +473,7 @@ pub fn parse_layers(text: &str) -> Result<Vec<usize>, String> {
 
 /// What became of one model.
 #[derive(Clone, Debug)]
-pub enum ModelStatus {
+pub(crate) enum ModelStatus {
     /// Its certificate from an earlier run was reused.
     Reused,
     /// Certified now, in this many seconds.
@@ -494,7 +483,7 @@ pub enum ModelStatus {
 }
 
 /// Reported as each model finishes.
-pub struct ModelDone<'a> {
+pub(crate) struct ModelDone<'a> {
     /// 1-based position.
     pub index: usize,
     /// Number of models.
@@ -539,7 +528,7 @@ pub struct StudyOutcome {
 }
 
 /// `DIR/certificates/<id>.json`.
-pub fn certificate_path(out: &Path, id: &str) -> PathBuf {
+pub(crate) fn certificate_path(out: &Path, id: &str) -> PathBuf {
     out.join("certificates").join(format!("{id}.json"))
 }
 
@@ -620,7 +609,7 @@ fn reusable(
 /// input (before any computation where it can be told then: every model is
 /// opened and recognised first) or an output that cannot be written;
 /// certificates of models finished before an error stay in place.
-pub fn run_study(
+pub(crate) fn run_study(
     models: &[StudyModel],
     opts: &StudyOptions,
     out: &Path,
@@ -996,7 +985,7 @@ fn remove_stale(out: &Path, figs: &[Figure]) -> Vec<PathBuf> {
 /// certificate that `verify` rejects is refused, naming the file and the
 /// first failed check. A report establishes that the certificates it draws
 /// are consistent, not that they belong to their weights (`verify --model`).
-pub fn report_from_certificates(
+pub(crate) fn report_from_certificates(
     certs: &[PathBuf],
     ids: &[String],
     primary: Option<&str>,

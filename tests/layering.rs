@@ -35,7 +35,7 @@ const LEVELS: &[(&str, usize)] = &[
     ("report", 8),
     ("evidence", 9),
     ("study", 10),
-    // Merging parts re-derives them as evidence first (evidence::rederive_part).
+    // Merging parts re-derives them as evidence first (evidence::verify::verify_part).
     ("merge", 10),
     ("cmd", 11),
 ];

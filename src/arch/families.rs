@@ -134,7 +134,7 @@ pub struct FactKeys {
 
 impl FactKeys {
     /// No keys (a family not read from this kind of file).
-    pub const NONE: FactKeys = FactKeys {
+    pub(crate) const NONE: FactKeys = FactKeys {
         layers: &[],
         hidden: &[],
         heads: &[],
@@ -276,7 +276,7 @@ pub struct FamilySpec {
     /// Layouts chosen by `config.json` flags: the first whose conditions
     /// hold replaces [`FamilySpec::tensors`] and the key/value heads;
     /// when none holds (or the list is empty), `tensors` with key/value
-    /// heads read when [`FamilySpec::grouped_query`].
+    /// heads read when `FamilySpec::grouped_query`.
     pub variants: &'static [Variant],
     /// Departures that hold by `config.json` flags (each sentence once).
     pub flag_notes: &'static [FlagNote],
@@ -1747,7 +1747,7 @@ pub const FAMILIES: &[FamilySpec] = &[
 
 /// Activation names that are GELU or one of its usual approximations (the
 /// paper's `L_phi = 1.13` is a bound for GELU).
-pub const GELU_VARIANTS: &[&str] = &[
+pub(crate) const GELU_VARIANTS: &[&str] = &[
     "gelu",
     "gelu_new",
     "gelu_fast",
@@ -1763,7 +1763,7 @@ pub const GELU_VARIANTS: &[&str] = &[
 /// GGUF architecture or a family name of the table) and, for a model of
 /// several stacks, its stack `stack` (`parameters.stack`), or `None` when
 /// it gives one ([`FamilySpec::no_bound`]).
-pub fn bound_absent_reason(architecture: &str, stack: Option<&str>) -> Option<&'static str> {
+pub(crate) fn bound_absent_reason(architecture: &str, stack: Option<&str>) -> Option<&'static str> {
     FAMILIES
         .iter()
         .find(|f| {
@@ -1777,19 +1777,20 @@ pub fn bound_absent_reason(architecture: &str, stack: Option<&str>) -> Option<&'
 
 impl FamilySpec {
     /// The tensor that holds the query (names the layout in detection).
-    pub fn anchor(&self) -> &TensorSpec {
+    pub(crate) fn anchor(&self) -> &TensorSpec {
         &self.tensors[0]
     }
 
     /// The tensor that holds `role`, with the role's position among its roles.
-    pub fn holder(&self, role: Role) -> Option<(&TensorSpec, usize)> {
+    pub(crate) fn holder(&self, role: Role) -> Option<(&TensorSpec, usize)> {
         self.tensors
             .iter()
             .find_map(|t| t.roles.iter().position(|&r| r == role).map(|k| (t, k)))
     }
 
     /// Gated feed-forward (`M_in = [W_gate, W_up]`): an extension of the paper.
-    pub fn gated(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn gated(&self) -> bool {
         self.holder(Role::FfnGate).is_some()
     }
 
@@ -1799,7 +1800,7 @@ impl FamilySpec {
     }
 
     /// Grouped-query attention: key/value heads are read from the file.
-    pub fn grouped_query(&self) -> bool {
+    pub(crate) fn grouped_query(&self) -> bool {
         !self.config.kv_heads.is_empty() || !self.gguf.kv_heads.is_empty()
     }
 
@@ -1823,7 +1824,7 @@ impl FamilySpec {
 
     /// The layout whose conditions hold first, `holds` telling whether a
     /// condition holds (an error about a flag's value passes through).
-    pub fn choose<E>(&self, holds: impl Fn(&Cond) -> Result<bool, E>) -> Result<Variant, E> {
+    pub(crate) fn choose<E>(&self, holds: impl Fn(&Cond) -> Result<bool, E>) -> Result<Variant, E> {
         for v in self.choices() {
             if v.when
                 .iter()
@@ -1837,7 +1838,7 @@ impl FamilySpec {
 
     /// The notes of [`FamilySpec::flag_notes`] that hold, after the rotary
     /// note ([`FamilySpec::rotary`]) and [`FamilySpec::notes`], each once.
-    pub fn notes_where<E>(
+    pub(crate) fn notes_where<E>(
         &self,
         holds: impl Fn(&Cond) -> Result<bool, E>,
     ) -> Result<Vec<&'static str>, E> {
@@ -1861,12 +1862,12 @@ impl FamilySpec {
 
 impl Variant {
     /// The tensor that holds the query.
-    pub fn anchor(&self) -> &TensorSpec {
+    pub(crate) fn anchor(&self) -> &TensorSpec {
         &self.tensors[0]
     }
 
     /// The tensor that holds `role`, with the role's position among its roles.
-    pub fn holder(&self, role: Role) -> Option<(&TensorSpec, usize)> {
+    pub(crate) fn holder(&self, role: Role) -> Option<(&TensorSpec, usize)> {
         self.tensors
             .iter()
             .find_map(|t| t.roles.iter().position(|&r| r == role).map(|k| (t, k)))
@@ -1882,7 +1883,7 @@ impl TensorSpec {
 
     /// The name in layer (or group) `l` and layer `i` of a group of shared
     /// layers ([`SharedLayers`]), after `prefix`.
-    pub fn name_at(&self, prefix: &str, l: usize, i: usize) -> String {
+    pub(crate) fn name_at(&self, prefix: &str, l: usize, i: usize) -> String {
         format!(
             "{prefix}{}",
             self.name
@@ -1905,12 +1906,13 @@ impl TensorSpec {
 
 /// Said after the list of supported families when a model is not one of
 /// them: `spectra` certifies the spectra of any checkpoint's matrices.
-pub const SPECTRA_HINT: &str = "; `specbound spectra MODEL` certifies the spectra and norms of \
+pub(crate) const SPECTRA_HINT: &str =
+    "; `specbound spectra MODEL` certifies the spectra and norms of \
 every weight matrix of any checkpoint, known family or not";
 
 /// Every recognised `model_type` and GGUF architecture, for messages: each
 /// once, in table order (a model of several stacks has an entry per stack).
-pub fn supported() -> String {
+pub(crate) fn supported() -> String {
     fn each_once<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
         let mut seen = Vec::new();
         for n in names {

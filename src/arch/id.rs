@@ -63,7 +63,7 @@ impl MatrixType {
     /// Whether matrices of this family belong to one attention head
     /// (`QK`, `V_tilde`, `QK_cross`, `V_tilde_cross`) rather than to the
     /// whole layer (`M_in`, `M_out`).
-    pub fn per_head(self) -> bool {
+    pub(crate) fn per_head(self) -> bool {
         matches!(
             self,
             MatrixType::QK | MatrixType::VTilde | MatrixType::QKCross | MatrixType::VTildeCross
@@ -72,12 +72,13 @@ impl MatrixType {
 
     /// Whether this family belongs to a decoder block's cross-attention
     /// (`QK_cross`, `V_tilde_cross`).
-    pub fn cross(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn cross(self) -> bool {
         matches!(self, MatrixType::QKCross | MatrixType::VTildeCross)
     }
 
     /// Every family, in certificate order.
-    pub const ALL: [MatrixType; 6] = [
+    pub(crate) const ALL: [MatrixType; 6] = [
         MatrixType::QK,
         MatrixType::VTilde,
         MatrixType::QKCross,
@@ -87,7 +88,7 @@ impl MatrixType {
     ];
 
     /// The names of every family, for messages.
-    pub const NAMES: &'static str = "QK, V_tilde, QK_cross, V_tilde_cross, M_in, M_out";
+    pub(crate) const NAMES: &'static str = "QK, V_tilde, QK_cross, V_tilde_cross, M_in, M_out";
 }
 
 impl serde::Serialize for MatrixType {
@@ -142,7 +143,7 @@ impl fmt::Display for Expert {
 /// The largest number of routed experts per layer a certificate may state
 /// (and a config may give: `num_local_experts`, `num_experts`,
 /// `n_routed_experts`); `num_experts_per_tok` is at most the experts.
-pub const MAX_EXPERTS: usize = 1 << 16;
+pub(crate) const MAX_EXPERTS: usize = 1 << 16;
 
 /// The largest number of blocks a model may have: `num_hidden_layers`
 /// (and `--layers`, `layers=`), and a shared-layer model's depths times
@@ -151,12 +152,12 @@ pub const MAX_EXPERTS: usize = 1 << 16;
 /// layers; the cap is checked before any per-layer list is built, so a
 /// count that drives work without tensors behind it (ALBERT's shared
 /// layers) cannot ask for millions of layers.
-pub const MAX_LAYERS: usize = 1 << 12;
+pub(crate) const MAX_LAYERS: usize = 1 << 12;
 
 /// The largest number of attention heads, and of key/value heads, a config
 /// may give (`num_attention_heads`, `num_key_value_heads`, `--heads`): real
 /// models have at most a few hundred.
-pub const MAX_HEADS: usize = 1 << 16;
+pub(crate) const MAX_HEADS: usize = 1 << 16;
 
 impl serde::Serialize for Expert {
     /// A routed expert as its index, the shared expert as `"shared"`.
@@ -222,14 +223,14 @@ pub struct LayerFfn {
 
 impl LayerFfn {
     /// A dense feed-forward.
-    pub const DENSE: LayerFfn = LayerFfn {
+    pub(crate) const DENSE: LayerFfn = LayerFfn {
         experts: 0,
         shared: false,
     };
 
     /// The feed-forward blocks in certificate order: `None` for a dense
     /// layer, else the routed experts then the shared one.
-    pub fn blocks(&self) -> Vec<Option<Expert>> {
+    pub(crate) fn blocks(&self) -> Vec<Option<Expert>> {
         if *self == Self::DENSE {
             return vec![None];
         }
@@ -244,7 +245,7 @@ impl LayerFfn {
     /// with `cross` the `QK_cross` heads and `V_tilde_cross` heads of a
     /// decoder block's cross-attention, then `M_in` per block, `M_out` per
     /// block).
-    pub fn ids(&self, l: usize, heads: usize, cross: bool) -> Vec<MatrixId> {
+    pub(crate) fn ids(&self, l: usize, heads: usize, cross: bool) -> Vec<MatrixId> {
         let mut v = Vec::new();
         let attention: &[MatrixType] = if cross {
             &[
@@ -299,7 +300,7 @@ impl MatrixId {
     }
 
     /// A layer matrix (`M_in`, `M_out`).
-    pub fn layer(layer: usize, kind: MatrixType) -> Self {
+    pub(crate) fn layer(layer: usize, kind: MatrixType) -> Self {
         Self {
             layer,
             head: None,
@@ -320,14 +321,6 @@ impl MatrixId {
             (true, h) if h >= 0 => Some(Self::head(layer, h as usize, kind)),
             (false, -1) => Some(Self::layer(layer, kind)),
             _ => None,
-        }
-    }
-
-    /// The matrix of expert `expert` of layer `l` (`M_in`, `M_out`).
-    pub fn expert(layer: usize, expert: Expert, kind: MatrixType) -> Self {
-        Self {
-            expert: Some(expert),
-            ..Self::layer(layer, kind)
         }
     }
 

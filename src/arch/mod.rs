@@ -29,7 +29,8 @@ mod recipe;
 
 pub use detect::detect;
 pub use families::{FamilySpec, Fusion, MoeSpec, Orientation, Role, Stack, TensorSpec, FAMILIES};
-pub use id::{Expert, LayerFfn, MatrixId, MatrixType, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS};
+pub use id::{Expert, LayerFfn, MatrixId, MatrixType};
+pub(crate) use id::{MAX_EXPERTS, MAX_HEADS, MAX_LAYERS};
 pub use recipe::{
     describe, extract, extract_layer, extract_raw_layer, ProxyDescription, RawWeight,
     UnmappedTensor,
@@ -39,7 +40,7 @@ use crate::io::ReadError;
 use crate::matrix::DenseMatrix;
 
 /// The paper's `L_phi` (its bound for GELU), as `certify --l-phi` defaults to it.
-pub const PAPER_L_PHI: &str = "1.13";
+pub(crate) const PAPER_L_PHI: &str = "1.13";
 
 /// The activation function of a model and where it was read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub struct Activation {
 }
 
 impl Activation {
-    /// GELU or one of its usual approximations ([`families::GELU_VARIANTS`]).
+    /// GELU or one of its usual approximations (`families::GELU_VARIANTS`).
     pub fn is_gelu(&self) -> bool {
         families::GELU_VARIANTS.contains(&self.name.to_ascii_lowercase().as_str())
     }
@@ -88,10 +89,10 @@ pub struct Architecture {
     /// The stack read, for a model of several stacks ([`FamilySpec::stack`]).
     pub stack: Option<StackChoice>,
     /// The weights of a layer in the layout `config.json` chose
-    /// ([`FamilySpec::choose`]; the family's own tensors for most).
+    /// (`FamilySpec::choose`; the family's own tensors for most).
     pub tensors: &'static [TensorSpec],
     /// The family's departures from the paper's model that hold for this
-    /// model, rotary embeddings first ([`FamilySpec::notes_where`]).
+    /// model, rotary embeddings first (`FamilySpec::notes_where`).
     pub notes: Vec<&'static str>,
     /// How the blocks share stored weights (ALBERT), when they do.
     pub sharing: Option<Sharing>,
@@ -100,7 +101,7 @@ pub struct Architecture {
 /// The experts of a mixture-of-experts model, as detected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MoeLayout {
-    /// The feed-forward of each layer (dense layers: [`LayerFfn::DENSE`]).
+    /// The feed-forward of each layer (dense layers: `LayerFfn::DENSE`).
     pub layers: Vec<LayerFfn>,
     /// Width of one routed expert (`moe_intermediate_size`; Mixtral's `intermediate_size`).
     pub expert_width: usize,
@@ -115,7 +116,7 @@ pub struct MoeLayout {
 
 impl Architecture {
     /// The feed-forward of layer `l`: dense unless the model has experts there.
-    pub fn layer_ffn(&self, l: usize) -> LayerFfn {
+    pub(crate) fn layer_ffn(&self, l: usize) -> LayerFfn {
         self.moe
             .as_ref()
             .and_then(|m| m.layers.get(l).copied())
@@ -124,7 +125,7 @@ impl Architecture {
 
     /// The width of the feed-forward block `expert` (`None`: a dense
     /// layer's, the model's `intermediate`).
-    pub fn ffn_width(&self, expert: Option<Expert>) -> usize {
+    pub(crate) fn ffn_width(&self, expert: Option<Expert>) -> usize {
         match (expert, &self.moe) {
             (Some(Expert::Routed(_)), Some(m)) => m.expert_width,
             (Some(Expert::Shared), Some(m)) => m.shared_width,
@@ -134,7 +135,7 @@ impl Architecture {
 
     /// Every proxy matrix of the model, in certificate order (with the
     /// cross-attention's `QK_cross` and `V_tilde_cross` heads of a decoder).
-    pub fn matrix_ids(&self) -> Vec<MatrixId> {
+    pub(crate) fn matrix_ids(&self) -> Vec<MatrixId> {
         let cross = self.cross_attention();
         (0..self.layers)
             .flat_map(|l| self.layer_ffn(l).ids(l, self.heads, cross))
@@ -143,7 +144,7 @@ impl Architecture {
 
     /// The per-layer feed-forwards a certificate records (`model.experts`):
     /// `None` for a model without experts.
-    pub fn experts_entry(&self) -> Option<Vec<LayerFfn>> {
+    pub(crate) fn experts_entry(&self) -> Option<Vec<LayerFfn>> {
         self.moe.as_ref().map(|m| m.layers.clone())
     }
 }
@@ -164,7 +165,7 @@ pub struct StackChoice {
 impl StackChoice {
     /// The notice for stderr when no `--stack` chose: which stack is read
     /// of which; `None` when the flag chose.
-    pub fn notice(&self, family: &str) -> Option<String> {
+    pub(crate) fn notice(&self, family: &str) -> Option<String> {
         (!self.by_flag && self.stacks.len() > 1).then(|| {
             format!(
                 "model type '{}' has {} stacks of blocks ({}): reading '{}', the first the files \
@@ -194,7 +195,7 @@ impl Sharing {
     /// The group and the layer within it whose weights block `b` applies:
     /// depth `b / inner` uses group `depth / (depths / groups)` (`depths`
     /// a multiple of `groups`, checked when read).
-    pub fn stored(&self, b: usize) -> (usize, usize) {
+    pub(crate) fn stored(&self, b: usize) -> (usize, usize) {
         let depth = b / self.inner;
         (depth / (self.depths / self.groups), b % self.inner)
     }
@@ -242,13 +243,13 @@ impl Architecture {
 
     /// The stored name of `t` in block `l` (its group's, in a model with
     /// shared layers).
-    pub fn tensor_name(&self, t: &TensorSpec, l: usize) -> String {
+    pub(crate) fn tensor_name(&self, t: &TensorSpec, l: usize) -> String {
         let (g, i) = self.sharing.map_or((l, 0), |s| s.stored(l));
         t.name_at(&self.prefix, g, i)
     }
 
     /// The stored name of `t`'s scale vector in block `l`, if it has one.
-    pub fn scale_name(&self, t: &TensorSpec, l: usize) -> Option<String> {
+    pub(crate) fn scale_name(&self, t: &TensorSpec, l: usize) -> Option<String> {
         let (g, i) = self.sharing.map_or((l, 0), |s| s.stored(l));
         t.scale_at(&self.prefix, g, i)
     }
@@ -265,7 +266,7 @@ impl Architecture {
     ///   counted at every depth where it is applied;
     /// * `L_phi`: when `paper_l_phi` (the run's `L_phi` is the paper's GELU
     ///   bound `1.13`, the default) and the activation is not GELU or a GELU approximation
-    ///   ([`families::GELU_VARIANTS`]), or is unknown (no config.json or
+    ///   (`families::GELU_VARIANTS`), or is unknown (no config.json or
     ///   GGUF metadata said it). A user who passes another `--l-phi` has
     ///   chosen the constant, and no note is made.
     ///
@@ -320,7 +321,7 @@ impl Architecture {
     /// is empty at `paper_l_phi`; otherwise as an extension, for the reasons
     /// listed there; not at all for a family whose [`FamilySpec::no_bound`]
     /// says why.
-    pub fn bound_applies(&self, paper_l_phi: bool) -> String {
+    pub(crate) fn bound_applies(&self, paper_l_phi: bool) -> String {
         if let Some(reason) = self.spec.no_bound {
             return format!("the paper's bound does not apply, and none is computed: {reason}");
         }

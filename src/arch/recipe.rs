@@ -1038,12 +1038,12 @@ pub struct RawWeight {
 
 impl RawWeight {
     /// Rows of `W` (its output width).
-    pub fn out_dim(&self) -> usize {
+    pub(crate) fn out_dim(&self) -> usize {
         self.transposed.cols
     }
 
     /// Columns of `W` (its input width).
-    pub fn in_dim(&self) -> usize {
+    pub(crate) fn in_dim(&self) -> usize {
         self.transposed.rows
     }
 }

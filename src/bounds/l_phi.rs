@@ -34,7 +34,7 @@ pub struct LPhi {
 }
 
 impl LPhi {
-    /// The paper's GELU bound, `1.13` ([`crate::arch::PAPER_L_PHI`]), the
+    /// The paper's GELU bound, `1.13` (`crate::arch::PAPER_L_PHI`), the
     /// default everywhere.
     pub fn paper() -> Self {
         crate::arch::PAPER_L_PHI

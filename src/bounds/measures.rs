@@ -29,7 +29,7 @@ pub struct NormIntervals {
 
 /// The measures of the weights alone.
 #[derive(Clone, Debug)]
-pub struct Measures {
+pub(crate) struct Measures {
     /// `sum_i ln ||W_i||_2^2` (Jiang eq. 32).
     pub log_prod_of_spec: Interval,
     /// `ln d + (1/d) sum_i ln ||W_i||_2^2` (Jiang eq. 35).
@@ -53,7 +53,7 @@ pub struct Measures {
 
 /// The measures that need the initialisation `W0_i`.
 #[derive(Clone, Debug)]
-pub struct InitMeasures {
+pub(crate) struct InitMeasures {
     /// `sum_i ||W_i - W0_i||_F^2` (Jiang eq. 40).
     pub frobenius_distance: Interval,
     /// `sum_i ||W_i - W0_i||_2^2` (Jiang eq. 41).
@@ -103,7 +103,7 @@ fn spectral_complexity(w: &[NormIntervals], n21: &[Interval]) -> (Interval, Inte
 /// infinite or undefined (a weight whose spectral norm is not certified
 /// positive), or outside binary64's range, comes back unbounded, never as
 /// a finite wrong interval.
-pub fn evaluate(w: &[NormIntervals]) -> Measures {
+pub(crate) fn evaluate(w: &[NormIntervals]) -> Measures {
     let d = pt(w.len() as f64);
     let three_halves = pt(3.0) / pt(2.0);
     let mut log_spec = pt(0.0);
@@ -137,7 +137,7 @@ pub fn evaluate(w: &[NormIntervals]) -> Measures {
 /// *Guarantee: certified enclosure* of every measure, given enclosures of
 /// the norms ([`proofs/measures.md`](crate::proofs::measures), L26); unbounded where the exact value
 /// is infinite (a zero distance under a log) or outside binary64's range.
-pub fn evaluate_init(w: &[NormIntervals], dist: &[NormIntervals]) -> InitMeasures {
+pub(crate) fn evaluate_init(w: &[NormIntervals], dist: &[NormIntervals]) -> InitMeasures {
     assert_eq!(w.len(), dist.len(), "one distance per weight");
     let three_halves = pt(3.0) / pt(2.0);
     let mut log_spec = pt(0.0);

@@ -11,7 +11,7 @@
 //! rational or decimal, never as their binary64 neighbours.
 
 mod l_phi;
-pub mod measures;
+pub(crate) mod measures;
 
 pub use l_phi::LPhi;
 
@@ -26,7 +26,7 @@ use crate::enclosure::{Enclosure, IntEnclosure};
 /// (`QK_cross`, `V_tilde_cross`) is deliberately absent: the block is then a
 /// function of two sequences, which the paper's per-block accounting in the
 /// block's input does not cover, so no bound is ever formed from it.
-pub const BOUND_KINDS: [MatrixType; 4] = [
+pub(crate) const BOUND_KINDS: [MatrixType; 4] = [
     MatrixType::QK,
     MatrixType::VTilde,
     MatrixType::MIn,
@@ -35,7 +35,7 @@ pub const BOUND_KINDS: [MatrixType; 4] = [
 
 /// Parameters that change a number of the certificate.
 #[derive(Clone, Debug)]
-pub struct ProxyParams {
+pub(crate) struct ProxyParams {
     /// `L_phi`, the exact decimal as written and its enclosure.
     pub l_phi: LPhi,
     /// Grid resolution m: `P_m = {0, 1/m, ..., 2}`.
@@ -47,7 +47,7 @@ pub struct ProxyParams {
 /// With `L` an integer and `N >= 2`, `ln N` is irrational, so
 /// `ceil(L + ln N) = L + ceil(ln N)` and `ceil(ln N)` is the least `k` with
 /// `e^k > N` (`e^k` is irrational for `k >= 1`, never equal to `N`). Each
-/// comparison `e^k > N` is decided by [`exp_exceeds`] with MPFR enclosures
+/// comparison `e^k > N` is decided by `exp_exceeds` with MPFR enclosures
 /// of `e^k`, so the answer never depends on a rounding
 /// ([`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas), L18 item 4). Saturates at `usize::MAX` for
 /// an absurd `L` (which any grid limit then refuses).
@@ -64,7 +64,7 @@ pub fn default_grid_m(layers: usize, hidden: usize) -> usize {
 /// MPFR's exponential rounded down and up ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13)
 /// at increasing precision until the enclosure excludes the integer `n`,
 /// which always happens because `e^k` is irrational (Lindemann).
-pub fn exp_exceeds(k: u32, n: u64) -> bool {
+pub(crate) fn exp_exceeds(k: u32, n: u64) -> bool {
     use rug::float::Round;
     use rug::Float;
     assert!(k >= 1, "e^0 = 1 is rational");
@@ -88,7 +88,7 @@ pub fn exp_exceeds(k: u32, n: u64) -> bool {
 /// What the proxies need of one certified matrix: exactly what a
 /// certificate's (or a part's) matrix entry states of it, so that `certify`
 /// and `merge` evaluate the proxies from the same numbers.
-pub struct MatrixInput<'a> {
+pub(crate) struct MatrixInput<'a> {
     /// Which matrix.
     pub id: MatrixId,
     /// Enclosures of the singular values, largest first, index-matched;
@@ -105,7 +105,7 @@ pub struct MatrixInput<'a> {
 
 /// Certified proxy quantities of one matrix.
 #[derive(Clone, Debug)]
-pub struct MatrixProxies {
+pub(crate) struct MatrixProxies {
     /// `alpha^(l)` of the matrix's layer.
     pub alpha: Interval,
     /// `gamma(W)`.
@@ -122,7 +122,7 @@ pub struct MatrixProxies {
 
 /// Certified per-layer quantities.
 #[derive(Clone, Debug)]
-pub struct LayerProxies {
+pub(crate) struct LayerProxies {
     /// `alpha^(l)`.
     pub alpha: Interval,
     /// `xi^(l)` of the Edelman-style proxy.
@@ -131,7 +131,7 @@ pub struct LayerProxies {
 
 /// Certified proxies of the whole model.
 #[derive(Clone, Debug)]
-pub struct ModelProxies {
+pub(crate) struct ModelProxies {
     /// Per matrix of a family of [`BOUND_KINDS`], in input order.
     pub matrices: Vec<MatrixProxies>,
     /// Per layer.
@@ -155,7 +155,7 @@ fn rank_iv(r: IntEnclosure) -> Interval {
 }
 
 /// The grid exponent `k/m` as an interval containing the exact rational.
-pub fn grid_p(k: usize, m: usize) -> Interval {
+pub(crate) fn grid_p(k: usize, m: usize) -> Interval {
     pt(k as f64) / pt(m as f64)
 }
 
@@ -165,7 +165,7 @@ pub fn grid_p(k: usize, m: usize) -> Interval {
 /// `r_i` enclosing `(sigma_i / 2^e)^(1/m)` (one interval `pow` per value) and
 /// `t` enclosing `2^(e/m)`, `sigma_i^(k/m) = (t r_i)^k`, evaluated by repeated
 /// outward-rounded multiplication (L15 b). Index 0 of the result is unused.
-pub fn grid_power_sums(values: &[Enclosure], m: usize) -> Vec<Interval> {
+pub(crate) fn grid_power_sums(values: &[Enclosure], m: usize) -> Vec<Interval> {
     let zero = pt(0.0);
     let mut sums = vec![zero; 2 * m + 1];
     let top = values.first().map(|v| v.hi()).unwrap_or(0.0);
@@ -209,7 +209,7 @@ pub fn grid_power_sums(values: &[Enclosure], m: usize) -> Vec<Interval> {
 ///
 /// *Guarantee: certified enclosure* of `c(W, k/m)` whenever `sp`, `rank`
 /// and `s` enclose their exact values ([`proofs/proxy-formulas.md`](crate::proofs::proxy_formulas), L18).
-pub fn contribution(
+pub(crate) fn contribution(
     sp: Interval,
     rank: IntEnclosure,
     k: usize,
@@ -240,7 +240,7 @@ pub fn contribution(
 /// [`BOUND_KINDS`] are read: an input of another family has no proxies and
 /// no entry in [`ModelProxies::matrices`], which lists the others in their
 /// order.
-pub fn evaluate(
+pub(crate) fn evaluate(
     inputs: &[MatrixInput<'_>],
     layers: usize,
     heads: usize,

@@ -9,7 +9,7 @@
 //! until `verify` has confirmed them. Reading an untrusted file is
 //! [`Certificate::read`] (or [`Certificate::parse`]): a capped read, a
 //! strict parse (unknown keys, duplicate keys, wrong types and oversized
-//! arrays are errors naming the JSON path) and [`Certificate::validate`]
+//! arrays are errors naming the JSON path) and `Certificate::validate`
 //! (finite `lo <= hi`, counts and grid consistent, every matrix present
 //! exactly once).
 
@@ -134,27 +134,24 @@ mod read;
 
 use serde::{Deserialize, Serialize};
 
-pub use part::{
-    Header, HeaderDifference, Part, ShardSpec, SpectrumEntry, MAX_SHARDS, PART_FORMAT, PART_VERSION,
-};
-pub use quantity::{
-    matrix_quantities, spectrum_quantities, Quantity, QuantityFields, QuantityId, Subject,
-};
-pub use read::{CertificateError, MAX_BYTES, MAX_GRID_M, MAX_MATRICES};
+pub(crate) use part::HeaderDifference;
+pub use part::{Header, Part, ShardSpec, SpectrumEntry};
+pub(crate) use quantity::{spectrum_quantities, Quantity, QuantityFields, QuantityId, Subject};
+pub use read::{CertificateError, MAX_GRID_M};
 
 use crate::arch::{MatrixId, MatrixType};
 pub use crate::enclosure::CertInterval;
 use crate::linalg::Precision;
 
 /// Certificate format name.
-pub const FORMAT: &str = "specbound-certificate";
+pub(crate) const FORMAT: &str = "specbound-certificate";
 /// Certificate format version.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// Certificate format version of a certificate with the measures section:
 /// version 1 plus the keys `init_model`, `raw_weights` and `measures`
 /// (`docs/measures.md`). A certificate without measures is still written as
 /// version 1, and version-1 certificates are read and verified unchanged.
-pub const VERSION_MEASURES: u32 = 2;
+pub(crate) const VERSION_MEASURES: u32 = 2;
 /// Certificate format version of a certificate **without a bound**: the
 /// family's block is outside the paper's reasoning (QK-norm, ...), so the
 /// certificate states the certified spectra and norms of every proxy matrix
@@ -163,7 +160,7 @@ pub const VERSION_MEASURES: u32 = 2;
 /// measures section may accompany it. Certificates of versions 1 and 2 are
 /// read and verified unchanged (`docs/certificate.md`, "Certificates
 /// without a bound").
-pub const VERSION_NO_BOUND: u32 = 3;
+pub(crate) const VERSION_NO_BOUND: u32 = 3;
 
 /// A point `k/m` of the grid `P_m = {0, 1/m, ..., 2}`, written `"k/m"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -176,12 +173,12 @@ pub struct GridPoint {
 
 impl GridPoint {
     /// The nearest f64 to `k/m` (for display; the exact value is the fraction).
-    pub fn approx(&self) -> f64 {
+    pub(crate) fn approx(&self) -> f64 {
         self.k as f64 / self.m as f64
     }
 
     /// The fraction in lowest terms (for matching points of different grids).
-    pub fn reduced(&self) -> (usize, usize) {
+    pub(crate) fn reduced(&self) -> (usize, usize) {
         let g = gcd(self.k, self.m).max(1);
         (self.k / g, self.m / g)
     }
@@ -363,7 +360,7 @@ pub struct HeadsOverrideEntry {
 impl HeadsOverrideEntry {
     /// The notice for stderr when the flag changed the file's number:
     /// `None` when the file states none or the same number.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         match (self.replaced, &self.source) {
             (Some(r), Some(src)) if r != self.heads => Some(format!(
                 "--heads {} overrides the {r} heads of {src}; the certificate records it \
@@ -466,9 +463,9 @@ pub struct BoundsEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Certificate {
-    /// [`FORMAT`].
+    /// `FORMAT`.
     pub format: String,
-    /// [`VERSION`], or [`VERSION_MEASURES`] with the measures section.
+    /// `VERSION`, or `VERSION_MEASURES` with the measures section.
     pub version: u32,
     /// The program that wrote it.
     pub tool: Tool,
@@ -483,7 +480,7 @@ pub struct Certificate {
     #[serde(deserialize_with = "read::vec_max::<_, _, { read::MAX_LAYERS }>")]
     pub layers: Vec<LayerEntry>,
     /// The bounds; absent exactly in a certificate without a bound
-    /// ([`VERSION_NO_BOUND`]), which says why in [`Certificate::bound_absent`].
+    /// (`VERSION_NO_BOUND`), which says why in [`Certificate::bound_absent`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<BoundsEntry>,
     /// Why the paper's reasoning gives no bound for this model (its
@@ -629,7 +626,7 @@ pub struct MeasuresEntry {
 
 impl RawWeightEntry {
     /// The certified norms of `W`.
-    pub fn norms(&self) -> NormsEntry {
+    pub(crate) fn norms(&self) -> NormsEntry {
         NormsEntry {
             spectral_norm: self.spectral_norm,
             frobenius_norm: self.frobenius_norm,
@@ -648,7 +645,7 @@ impl MeasuresEntry {
     }
 
     /// Every measure by name, in the order above, `None` where absent.
-    pub fn all(&self) -> [(&'static str, Option<CertInterval>); 13] {
+    pub(crate) fn all(&self) -> [(&'static str, Option<CertInterval>); 13] {
         [
             ("log_prod_of_spec", self.log_prod_of_spec),
             ("log_sum_of_spec", self.log_sum_of_spec),
@@ -669,22 +666,16 @@ impl MeasuresEntry {
 
 impl Certificate {
     /// The matrix entry of `id`. Entries are kept in [`MatrixId`] order
-    /// ([`Certificate::validate`] insists on it), so this is a binary search.
+    /// (`Certificate::validate` insists on it), so this is a binary search.
     pub fn matrix(&self, id: MatrixId) -> Option<&MatrixEntry> {
         self.position(id).map(|i| &self.matrices[i])
     }
 
     /// Position of `id` in [`Certificate::matrices`].
-    pub fn position(&self, id: MatrixId) -> Option<usize> {
+    pub(crate) fn position(&self, id: MatrixId) -> Option<usize> {
         self.matrices
             .binary_search_by_key(&id, MatrixEntry::id)
             .ok()
-    }
-
-    /// Every matrix id a complete certificate of this architecture holds,
-    /// in certificate order.
-    pub fn expected_ids(&self) -> Vec<MatrixId> {
-        expected_ids(&self.model)
     }
 
     /// The JSON text (pretty-printed), exactly as `certify --out` writes it.
@@ -698,7 +689,7 @@ impl Certificate {
 /// experts of each layer), in certificate order (layer, then `QK` heads,
 /// `V_tilde` heads, `QK_cross` and `V_tilde_cross` heads, `M_in` per
 /// feed-forward block, `M_out` per block).
-pub fn expected_ids(md: &ModelInfo) -> Vec<MatrixId> {
+pub(crate) fn expected_ids(md: &ModelInfo) -> Vec<MatrixId> {
     (0..md.layers)
         .flat_map(|l| {
             md.experts

@@ -25,11 +25,11 @@ use super::{CertInterval, ModelInfo, Parameters, Tool};
 use crate::arch::MatrixType;
 
 /// Part format name.
-pub const PART_FORMAT: &str = "specbound-part";
+pub(crate) const PART_FORMAT: &str = "specbound-part";
 /// Part format version.
-pub const PART_VERSION: u32 = 1;
+pub(crate) const PART_VERSION: u32 = 1;
 /// Largest number of shards (as many as the largest number of matrices).
-pub const MAX_SHARDS: usize = read::MAX_MATRICES;
+pub(crate) const MAX_SHARDS: usize = read::MAX_MATRICES;
 
 /// Shard `index` of `count` (1-based), written `"K/N"` on the command line:
 /// which share of a model's matrices a run certifies.
@@ -44,10 +44,10 @@ pub struct ShardSpec {
 
 impl ShardSpec {
     /// The whole model: shard 1 of 1.
-    pub const WHOLE: ShardSpec = ShardSpec { index: 1, count: 1 };
+    pub(crate) const WHOLE: ShardSpec = ShardSpec { index: 1, count: 1 };
 
     /// Shard `index` of `count`; `Err` unless `1 <= index <= count <= MAX_SHARDS`.
-    pub fn new(index: usize, count: usize) -> Result<Self, String> {
+    pub(crate) fn new(index: usize, count: usize) -> Result<Self, String> {
         if count == 0 || count > MAX_SHARDS {
             return Err(format!(
                 "the shard count must be between 1 and {MAX_SHARDS}, found {count}"
@@ -112,7 +112,7 @@ pub struct Header {
 
 /// How two headers differ, for [`Header::difference`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeaderDifference {
+pub(crate) enum HeaderDifference {
     /// Another version of the program.
     ToolVersion,
     /// Other weight files (names or hashes): another model.
@@ -129,7 +129,7 @@ impl Header {
     /// The first way `self` differs from `other` (the model's `path` aside,
     /// which is informative), as the kind and one phrase naming the key and
     /// both values (this one first); `None` when they agree.
-    pub fn difference(&self, other: &Header) -> Option<(HeaderDifference, String)> {
+    pub(crate) fn difference(&self, other: &Header) -> Option<(HeaderDifference, String)> {
         use HeaderDifference as D;
         let short = |s: &str| -> String {
             let c: String = s.chars().take(80).collect();
@@ -208,9 +208,9 @@ impl Header {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
-    /// [`PART_FORMAT`].
+    /// `PART_FORMAT`.
     pub format: String,
-    /// [`PART_VERSION`].
+    /// `PART_VERSION`.
     pub version: u32,
     /// The program that wrote it.
     pub tool: Tool,
@@ -271,7 +271,7 @@ impl Write for HashWriter {
 
 impl Part {
     /// A part of this program's format, with its digest.
-    pub fn new(header: Header, shard: ShardSpec, matrices: Vec<SpectrumEntry>) -> Part {
+    pub(crate) fn new(header: Header, shard: ShardSpec, matrices: Vec<SpectrumEntry>) -> Part {
         let mut p = Part {
             format: PART_FORMAT.into(),
             version: PART_VERSION,
@@ -291,7 +291,7 @@ impl Part {
 
     /// This part with the raw weights a shard certified (and the
     /// initialisation), its digest recomputed.
-    pub fn with_raw_weights(
+    pub(crate) fn with_raw_weights(
         mut self,
         raw_weights: Vec<super::RawWeightEntry>,
         init_model: Option<super::InitModel>,
@@ -303,7 +303,7 @@ impl Part {
     }
 
     /// The program, model, parameters and extensions.
-    pub fn header(&self) -> Header {
+    pub(crate) fn header(&self) -> Header {
         Header {
             tool: self.tool.clone(),
             model: self.model.clone(),
@@ -313,8 +313,8 @@ impl Part {
     }
 
     /// SHA-256 (lower-case hex) of the compact JSON of every key but
-    /// `sha256`, in the order written: what [`Part::new`] stores and
-    /// [`Part::validate`] checks. Numbers are written as the shortest
+    /// `sha256`, in the order written: what `Part::new` stores and
+    /// `Part::validate` checks. Numbers are written as the shortest
     /// decimals that read back to the same f64, so a part read from its file
     /// hashes to the same value.
     pub fn content_sha256(&self) -> String {
@@ -341,7 +341,7 @@ impl Part {
     }
 
     /// Reads, parses and validates a part file (untrusted input), refusing
-    /// more than [`read::MAX_BYTES`] bytes while reading.
+    /// more than `read::MAX_BYTES` bytes while reading.
     pub fn read(path: &Path) -> Result<Part, CertificateError> {
         let bytes = read::read_bytes(path, "certificate part")?;
         Part::parse(&bytes, &path.display().to_string())
@@ -362,7 +362,7 @@ impl Part {
     /// and: the shard is `K/N` with `1 <= K <= N`, the matrices lie in the
     /// model and are listed once each in certificate order, and `sha256` is
     /// the digest of the contents. Returns the JSON path and the problem.
-    pub fn validate(&self) -> Result<(), (String, String)> {
+    pub(crate) fn validate(&self) -> Result<(), (String, String)> {
         let err = |at: &str, m: String| Err((at.to_string(), m));
         if self.format != PART_FORMAT {
             return err("$.format", format!("expected \"{PART_FORMAT}\""));

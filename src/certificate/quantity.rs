@@ -10,7 +10,7 @@ use crate::arch::MatrixId;
 
 /// What a quantity belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Subject {
+pub(crate) enum Subject {
     /// One proxy matrix.
     Matrix(MatrixId),
     /// One layer (`alpha`, `xi`).
@@ -21,7 +21,7 @@ pub enum Subject {
 
 /// Which quantity of its subject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Quantity {
+pub(crate) enum Quantity {
     /// sigma_1.
     SpectralNorm,
     /// Frobenius norm.
@@ -58,7 +58,7 @@ pub enum Quantity {
 
 impl Quantity {
     /// The quantity's name, as a certificate key (without index or p).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Quantity::SpectralNorm => "spectral_norm",
             Quantity::FrobeniusNorm => "frobenius_norm",
@@ -80,7 +80,7 @@ impl Quantity {
     }
 
     /// The index of a singular value (0-based).
-    pub fn index(&self) -> Option<usize> {
+    pub(crate) fn index(&self) -> Option<usize> {
         match self {
             Quantity::SingularValue(i) => Some(*i),
             _ => None,
@@ -88,35 +88,18 @@ impl Quantity {
     }
 
     /// The grid point of a contribution.
-    pub fn p(&self) -> Option<GridPoint> {
+    pub(crate) fn p(&self) -> Option<GridPoint> {
         match self {
             Quantity::Contribution(g) => Some(*g),
             _ => None,
         }
-    }
-
-    /// Whether the quantity is computed from the weights of its matrix alone
-    /// (as opposed to the proxies, which depend on the whole layer and the
-    /// parameters).
-    pub fn is_spectral(&self) -> bool {
-        matches!(
-            self,
-            Quantity::SpectralNorm
-                | Quantity::FrobeniusNorm
-                | Quantity::NuclearNorm
-                | Quantity::Norm21
-                | Quantity::Norm11
-                | Quantity::StableRank
-                | Quantity::Rank
-                | Quantity::SingularValue(_)
-        )
     }
 }
 
 /// One certified quantity: its subject, which quantity, and where it is in
 /// the JSON (`$.matrices[3].singular_values[5]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QuantityId {
+pub(crate) struct QuantityId {
     /// What it belongs to.
     pub subject: Subject,
     /// Which quantity.
@@ -129,7 +112,7 @@ impl QuantityId {
     /// The key that matches this quantity across certificates: subject and
     /// quantity, with a grid point reduced to lowest terms (so `2/12` of one
     /// grid matches `1/6` of another).
-    pub fn key(&self) -> (Subject, Quantity) {
+    pub(crate) fn key(&self) -> (Subject, Quantity) {
         let q = match self.quantity {
             Quantity::Contribution(g) => {
                 let (k, m) = g.reduced();
@@ -182,7 +165,7 @@ pub struct QuantityFields {
 
 impl QuantityId {
     /// Layer, head, type, quantity, index and p as separate fields.
-    pub fn fields(&self) -> QuantityFields {
+    pub(crate) fn fields(&self) -> QuantityFields {
         let (layer, head, kind) = match self.subject {
             Subject::Matrix(id) => (Some(id.layer), id.head, Some(id.kind.name())),
             Subject::Layer(l) => (Some(l), None, None),
@@ -224,7 +207,7 @@ fn keyed(
 /// The spectral quantities of one matrix (its entry's JSON path `at`), in
 /// a fixed order: norms, stable rank, rank, every singular value
 /// (structural zeros as `[0, 0]`).
-pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, CertInterval)> {
+pub(crate) fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, CertInterval)> {
     let q = keyed(Subject::Matrix(w.id()), at);
     let mut v = vec![
         q(
@@ -266,7 +249,7 @@ pub fn spectrum_quantities(w: &SpectrumEntry, at: &str) -> Vec<(QuantityId, Cert
 
 /// The quantities of one matrix entry (at position `i` of the certificate),
 /// in a fixed order: its [`spectrum_quantities`], then the proxies.
-pub fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInterval)> {
+pub(crate) fn matrix_quantities(w: &MatrixEntry, i: usize) -> Vec<(QuantityId, CertInterval)> {
     let at = format!("$.matrices[{i}]");
     let mut v = spectrum_quantities(&w.spectrum(), &at);
     let q = keyed(Subject::Matrix(w.id()), &at);
@@ -293,7 +276,7 @@ impl Certificate {
     /// matrices in order ([`matrix_quantities`]), the spectra of a
     /// certificate without a bound ([`spectrum_quantities`]), then `alpha`
     /// and `xi` of every layer, then the two bounds when stated. Ranks appear as integer intervals.
-    pub fn quantities(&self) -> impl Iterator<Item = (QuantityId, CertInterval)> + '_ {
+    pub(crate) fn quantities(&self) -> impl Iterator<Item = (QuantityId, CertInterval)> + '_ {
         let mats = self
             .matrices
             .iter()

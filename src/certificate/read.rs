@@ -19,17 +19,17 @@ use super::{
 use crate::arch::{MatrixId, MatrixType};
 
 /// Largest certificate file read (bytes).
-pub const MAX_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_BYTES: u64 = 1 << 30;
 /// Largest number of proxy matrices accepted.
-pub const MAX_MATRICES: usize = 1 << 20;
+pub(crate) const MAX_MATRICES: usize = 1 << 20;
 /// Largest number of layers accepted.
-pub const MAX_LAYERS: usize = 100_000;
+pub(crate) const MAX_LAYERS: usize = 100_000;
 /// Largest grid resolution m, for `certify`, `verify` and the reader alike.
 pub const MAX_GRID_M: usize = 1_000;
 /// Largest matrix dimension (rows, columns, hidden size, feed-forward width).
-pub const MAX_DIM: usize = 1 << 24;
+pub(crate) const MAX_DIM: usize = 1 << 24;
 /// Largest number of attention heads.
-pub const MAX_HEADS: usize = 1 << 16;
+pub(crate) const MAX_HEADS: usize = 1 << 16;
 
 /// Why a certificate file was refused: one line naming the file, where in
 /// it (a JSON path such as `$.matrices[3].spectral_norm.lo`, or a line and
@@ -244,7 +244,7 @@ pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
 
 impl Certificate {
     /// Reads, parses and validates a certificate file (untrusted input),
-    /// refusing more than [`MAX_BYTES`] bytes while reading.
+    /// refusing more than `MAX_BYTES` bytes while reading.
     pub fn read(path: &Path) -> Result<Certificate, CertificateError> {
         let bytes = read_bytes(path, "certificate")?;
         Certificate::parse(&bytes, &path.display().to_string())
@@ -270,7 +270,7 @@ impl Certificate {
     /// on the grid and agreeing with its approximations, one entry per
     /// expected matrix in [`MatrixId`] order, one entry per layer. Returns
     /// the JSON path and the problem.
-    pub fn validate(&self) -> Result<(), (String, String)> {
+    pub(crate) fn validate(&self) -> Result<(), (String, String)> {
         let err = |at: String, m: String| Err((at, m));
         if self.format != FORMAT {
             return err("$.format".into(), format!("expected \"{FORMAT}\""));
@@ -1107,11 +1107,11 @@ where
 pub(crate) mod head_column {
     use super::*;
 
-    pub fn serialize<S: Serializer>(h: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(h: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_i64(h.map_or(-1, |h| h as i64))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
         let v = i64::deserialize(d)?;
         match v {
             -1 => Ok(None),

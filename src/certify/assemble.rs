@@ -31,7 +31,10 @@ pub(super) fn iv(x: Interval, what: &dyn std::fmt::Display) -> Result<CertInterv
 /// architecture), no proxy and no bound is computed: the certificate
 /// ([`crate::certificate::VERSION_NO_BOUND`]) states the given spectra, in
 /// certificate order, and the family's reason.
-pub fn assemble(header: &Header, spectra: &[SpectrumEntry]) -> Result<Certificate, Inconclusive> {
+pub(crate) fn assemble(
+    header: &Header,
+    spectra: &[SpectrumEntry],
+) -> Result<Certificate, Inconclusive> {
     let md = &header.model;
     let mut order: Vec<&SpectrumEntry> = spectra.iter().collect();
     order.sort_by_key(|e| e.id());

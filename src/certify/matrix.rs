@@ -60,7 +60,7 @@ pub fn certify_matrix(
 /// lemmas (`linalg::certify_prepared` names those of the singular values;
 /// [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15, and [`proofs/compensated-sum.md`](crate::proofs::compensated_sum),
 /// L12, for the summary).
-pub fn certify_matrix_owned(
+pub(crate) fn certify_matrix_owned(
     pm: ProxyMatrix,
     opts: &SvdOptions,
 ) -> Result<(SingularValues, SpectralSummary), Inconclusive> {
@@ -91,7 +91,7 @@ pub fn certify_matrix_owned(
 
 /// The certified spectral quantities of one result, as a part holds them
 /// (the same f64 ends: the conversion is exact).
-pub fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
+pub(crate) fn spectrum_entry(r: &MatrixResult) -> SpectrumEntry {
     let nz = r.sv.values.len() - r.sv.structural_zeros;
     let s = &r.summary;
     let binary64_positive =

@@ -81,7 +81,7 @@ fn check_same_architecture(
 }
 
 /// An initialisation whose architecture was checked to be the model's: only
-/// [`check_init_architecture`] makes one, so a [`super::Job`] that holds one
+/// `check_init_architecture` makes one, so a [`super::Job`] that holds one
 /// needs no second check.
 #[derive(Clone, Copy, Debug)]
 pub struct MatchingInit<'a> {
@@ -99,7 +99,7 @@ impl<'a> MatchingInit<'a> {
 /// at `path` (one line naming the first fact that differs), before anything
 /// is computed; `certify --init` calls it first and hands the
 /// [`MatchingInit`] to the job.
-pub fn check_init_architecture<'a>(
+pub(crate) fn check_init_architecture<'a>(
     path: &Path,
     init: &'a Path,
     opts: &CertifyOptions,
@@ -149,7 +149,7 @@ pub fn certify_measures(
 ///
 /// *Guarantee: certified enclosure*, as [`certify_measures`] (the lemmas
 /// it names), given that the proxies' spectral norms are enclosures.
-pub fn certify_measures_reusing(
+pub(crate) fn certify_measures_reusing(
     path: &Path,
     init: Option<&Path>,
     opts: &CertifyOptions,
@@ -191,7 +191,7 @@ pub fn certify_measures_reusing(
 /// The raw weights one run certified (all of them, or a shard's), with the
 /// initialisation read.
 #[derive(Clone, Debug)]
-pub struct RawWeightsRun {
+pub(crate) struct RawWeightsRun {
     /// Layer then role order.
     pub raw_weights: Vec<RawWeightEntry>,
     /// The initialisation (with `init`).
@@ -208,7 +208,7 @@ pub struct RawWeightsRun {
 ///
 /// *Guarantee: certified enclosure* of every norm, as
 /// [`certify_measures_reusing`].
-pub fn certify_shard_raw_weights(
+pub(crate) fn certify_shard_raw_weights(
     path: &Path,
     init: Option<&Path>,
     opts: &CertifyOptions,
@@ -450,7 +450,7 @@ fn raw_weight_entry(
 /// *Guarantee: certified enclosure* of every measure given enclosures
 /// ([`proofs/measures.md`](crate::proofs::measures), L26); inconclusive as [`measures_entry`], or
 /// when `init` and an entry states no distance.
-pub fn measures_of_raw_weights(
+pub(crate) fn measures_of_raw_weights(
     raw: &[RawWeightEntry],
     init: bool,
 ) -> Result<MeasuresEntry, Inconclusive> {

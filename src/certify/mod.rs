@@ -7,40 +7,40 @@
 //! shard's part; the `certify` command and the Python module come here.
 //! The pipeline it runs, one file each:
 //!
-//! - [`run`]: a model's matrices layer by layer ([`certify_run`]), the
+//! - `run`: a model's matrices layer by layer ([`certify_run`]), the
 //!   next layer read while this one is certified;
-//! - [`schedule`]: one layer's matrices on the thread pool
-//!   ([`certify_batch`]: the critical path first, with the whole pool);
-//! - [`matrix`]: one matrix ([`certify_matrix`]);
-//! - [`resume`]: finished layers kept in a resume directory and read back;
-//! - [`norms`] and [`measures`]: the raw weights' norms and the
+//! - `schedule`: one layer's matrices on the thread pool
+//!   (`certify_batch`: the critical path first, with the whole pool);
+//! - `matrix`: one matrix ([`certify_matrix`]);
+//! - `resume`: finished layers kept in a resume directory and read back;
+//! - `norms` and `measures`: the raw weights' norms and the
 //!   norm-based measures (`docs/measures.md`);
-//! - [`mod@assemble`]: the proxies and bounds from the certified spectra, for
+//! - `assemble`: the proxies and bounds from the certified spectra, for
 //!   a run and for `merge` alike;
-//! - [`shard`]: which matrices shard `K/N` certifies.
+//! - `shard`: which matrices shard `K/N` certifies.
 //!
 //! (`merge` of shards' parts is a module of its own, above `evidence`: it
 //! re-derives each part as evidence before using it.)
 
-pub mod assemble;
-pub mod matrix;
-pub mod measures;
-pub mod norms;
-pub mod resume;
-pub mod run;
-pub mod schedule;
-pub mod shard;
+pub(crate) mod assemble;
+pub(crate) mod matrix;
+pub(crate) mod measures;
+pub(crate) mod norms;
+pub(crate) mod resume;
+pub(crate) mod run;
+pub(crate) mod schedule;
+pub(crate) mod shard;
 
-pub use assemble::assemble;
-pub use matrix::{certify_matrix, certify_matrix_owned, spectrum_entry, MatrixResult};
-pub use measures::{
-    certify_measures, certify_measures_reusing, certify_shard_raw_weights, check_init_architecture,
-    measures_entry, measures_of_raw_weights, MatchingInit, MeasuresRun, RawWeightsRun,
+pub(crate) use assemble::assemble;
+pub use matrix::{certify_matrix, MatrixResult};
+pub use measures::MatchingInit;
+pub use measures::{certify_measures, measures_entry, MeasuresRun};
+pub(crate) use measures::{
+    certify_measures_reusing, certify_shard_raw_weights, check_init_architecture,
+    measures_of_raw_weights,
 };
-pub use norms::{certify_distance_norms, certify_raw_norms, certify_raw_norms_with};
-pub use resume::layer_part_name;
-pub use run::{certify_run, run_header, Run, RunScope};
-pub use schedule::{certify_batch, LARGE_SHARE};
+pub use norms::{certify_distance_norms, certify_raw_norms};
+pub use run::{certify_run, Run, RunScope};
 
 use crate::arch::{ArchOverrides, ModelError};
 use crate::certificate::{Certificate, FileEntry, Header, Part, ShardSpec, MAX_GRID_M};
@@ -160,7 +160,7 @@ pub fn parse_l_phi(text: &str) -> Result<crate::bounds::LPhi, CertifyError> {
 
 /// Checks a grid resolution against the one limit that `certify`, `verify`
 /// and the certificate reader share ([`MAX_GRID_M`]).
-pub fn check_grid_m(m: usize) -> Result<usize, CertifyError> {
+pub(crate) fn check_grid_m(m: usize) -> Result<usize, CertifyError> {
     if m == 0 || m > MAX_GRID_M {
         return Err(CertifyError::Param(format!(
             "grid m must be between 1 and {MAX_GRID_M}, got {m}"
@@ -212,7 +212,7 @@ pub struct Job<'a> {
     pub measures: bool,
     /// The initialisation of the distance measures (implies
     /// [`Job::measures`]), checked to have the model's architecture
-    /// ([`check_init_architecture`]).
+    /// (`check_init_architecture`).
     pub init: Option<MatchingInit<'a>>,
 }
 
@@ -288,10 +288,10 @@ pub struct Certification {
 }
 
 /// The one entry point of certifying a model: runs `job` ([`certify_run`]
-/// over its matrices, then for the whole model [`fn@assemble`] and, with the
-/// measures, [`certify_measures_reusing`]; for a shard its part, with its
+/// over its matrices, then for the whole model `assemble` and, with the
+/// measures, `certify_measures_reusing`; for a shard its part, with its
 /// share of the raw weights with the measures,
-/// [`certify_shard_raw_weights`]), reporting progress through `ui`.
+/// `certify_shard_raw_weights`), reporting progress through `ui`.
 ///
 /// An initialisation comes checked to have the model's architecture
 /// ([`MatchingInit`]).

@@ -32,7 +32,7 @@ pub fn certify_raw_norms(
 /// *Guarantee: certified enclosure* of the three norms, as
 /// [`certify_raw_norms`] ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 a, d, e;
 /// [`proofs/compensated-sum.md`](crate::proofs::compensated_sum), L12), given that `known` encloses sigma_1.
-pub fn certify_raw_norms_with(
+pub(crate) fn certify_raw_norms_with(
     at: &crate::matrix::DenseMatrix,
     opts: &SvdOptions,
     known: Option<Enclosure>,

@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// The file name of layer `layer`'s part of shard `shard` in a resume
 /// directory: `shard-K-of-N.layer-LLLLL.json`.
-pub fn layer_part_name(shard: ShardSpec, layer: usize) -> String {
+pub(crate) fn layer_part_name(shard: ShardSpec, layer: usize) -> String {
     format!(
         "shard-{}-of-{}.layer-{layer:05}.json",
         shard.index, shard.count

@@ -26,12 +26,12 @@ use std::path::{Path, PathBuf};
 /// Which matrices a run certifies, and where it keeps finished layers.
 #[derive(Clone, Debug)]
 pub struct RunScope {
-    /// The shard of the model's matrices to certify ([`super::shard`]);
-    /// [`ShardSpec::WHOLE`] for all of them.
+    /// The shard of the model's matrices to certify (`super::shard`);
+    /// `ShardSpec::WHOLE` for all of them.
     pub shard: ShardSpec,
     /// Where each finished layer's part is written (atomically) and found
     /// again by a rerun with the same arguments, which then skips that
-    /// layer ([`super::layer_part_name`]).
+    /// layer (`super::layer_part_name`).
     pub resume_dir: Option<PathBuf>,
     /// Whether [`Run::results`] keeps every certified matrix's singular
     /// values with their methods (all `min(m, n)` of them, structural
@@ -74,12 +74,7 @@ pub struct Run {
 }
 
 impl Run {
-    /// The certificate of a run of the whole model ([`assemble`]).
-    pub fn certificate(&self) -> Result<Certificate, Inconclusive> {
-        assemble(&self.header, &self.spectra)
-    }
-
-    /// The certificate of a run of the whole model ([`assemble`]) with
+    /// The certificate of a run of the whole model (`assemble`) with
     /// the singular values of every matrix this run certified
     /// ([`Run::results`]; empty unless [`RunScope::keep_results`]).
     pub fn into_certificate(self) -> Result<(Certificate, Vec<MatrixResult>), Inconclusive> {
@@ -88,7 +83,7 @@ impl Run {
     }
 
     /// The part of a (shard's) run, with its digest.
-    pub fn into_part(self) -> Part {
+    pub(crate) fn into_part(self) -> Part {
         Part::new(self.header, self.shard, self.spectra)
     }
 }
@@ -330,7 +325,7 @@ impl Layers<'_> {
 }
 
 /// The program, model, parameters and extensions of a run.
-pub fn run_header(
+pub(crate) fn run_header(
     path: &Path,
     hashes: &[FileHash],
     arch: &Architecture,

@@ -59,7 +59,7 @@ fn schedule_cost(pm: &ProxyMatrix, precision: Precision) -> u128 {
 ///
 /// *Guarantee: certified enclosure* of every value it returns, as
 /// [`super::certify_matrix`] (the lemmas it names).
-pub fn certify_batch(
+pub(crate) fn certify_batch(
     mats: Vec<ProxyMatrix>,
     opts: &SvdOptions,
     progress: &dyn Progress,
@@ -145,7 +145,7 @@ pub fn certify_batch(
 /// A matrix of a batch is large for [`certify_batch`]'s `after_large` when
 /// it costs at least `1 / LARGE_SHARE` of the batch (by the cost model):
 /// the feed-forward matrices of a layer, not its heads.
-pub const LARGE_SHARE: u128 = 8;
+pub(crate) const LARGE_SHARE: u128 = 8;
 
 /// The schedule of [`certify_batch`] for matrices of estimated `costs` on
 /// `threads` threads: the indices certified one after another with the

@@ -18,7 +18,7 @@ use crate::linalg::Precision;
 
 /// One proxy matrix of a model with its estimated cost.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedMatrix {
+pub(crate) struct PlannedMatrix {
     /// Which matrix.
     pub id: MatrixId,
     /// Rows.
@@ -34,7 +34,7 @@ pub struct PlannedMatrix {
 
 /// Every proxy matrix of the model, in certificate order, with its shape
 /// (as the architecture's recipe forms it) and estimated cost.
-pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
+pub(crate) fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
     let n = arch.hidden;
     // An expert's width is its own (routed, shared), a dense layer's the model's.
     let width_in = |i: usize| if arch.gated() { i.saturating_mul(2) } else { i };
@@ -66,14 +66,14 @@ pub fn plan(arch: &Architecture, precision: Precision) -> Vec<PlannedMatrix> {
 /// their given order), each to the shard with the least cost so far (equal
 /// loads: the lowest shard). Returns the shard (0-based) of each item. The
 /// largest shard costs at most 4/3 of the best possible split (Graham).
-pub fn assign(costs: &[u128], count: usize) -> Vec<usize> {
+pub(crate) fn assign(costs: &[u128], count: usize) -> Vec<usize> {
     assert!(count >= 1, "at least one shard");
     assign_onto(costs, vec![0; count.min(costs.len().max(1))])
 }
 
 /// The matrices of shard `shard` (in certificate order) and the shard's
 /// share of the estimated cost of the whole model, out of 1.
-pub fn shard_matrices(
+pub(crate) fn shard_matrices(
     arch: &Architecture,
     precision: Precision,
     shard: ShardSpec,
@@ -102,7 +102,7 @@ pub fn shard_matrices(
 /// One raw weight matrix of the norm-based measures (`docs/measures.md`),
 /// as the map `x -> W x`: its layer, role and `[out, in]` shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlannedRaw {
+pub(crate) struct PlannedRaw {
     /// Layer from 0.
     pub layer: usize,
     /// Role in the block.
@@ -118,7 +118,7 @@ pub struct PlannedRaw {
 /// the gate when `gated`, feed-forward input and output), with the shapes
 /// `arch::extract_raw_layer` forms. Merge checks a sharded run's raw
 /// weights against this list.
-pub fn raw_plan(md: &crate::certificate::ModelInfo, gated: bool) -> Vec<PlannedRaw> {
+pub(crate) fn raw_plan(md: &crate::certificate::ModelInfo, gated: bool) -> Vec<PlannedRaw> {
     let (n, q, kv, i) = (
         md.hidden,
         md.heads.saturating_mul(md.head_dim),
@@ -158,7 +158,7 @@ pub fn raw_plan(md: &crate::certificate::ModelInfo, gated: bool) -> Vec<PlannedR
 /// unsharded ones. The others are dealt by estimated cost ([`assign`]).
 /// Depends only on the architecture and the precision, as
 /// [`shard_matrices`].
-pub fn raw_shards(
+pub(crate) fn raw_shards(
     arch: &Architecture,
     precision: Precision,
     raws: &[PlannedRaw],

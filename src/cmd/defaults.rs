@@ -16,7 +16,7 @@
 pub const DEVICE: &str = "cpu";
 
 /// `L_phi` of `certify`, `study` and `inspect`: the GELU bound of the
-/// paper's code ([`crate::arch::PAPER_L_PHI`]).
+/// paper's code (`crate::arch::PAPER_L_PHI`).
 pub const L_PHI: &str = crate::arch::PAPER_L_PHI;
 
 /// The precision of `certify`, `study`, `spectra`, `verify --model` and
@@ -27,7 +27,7 @@ pub const PRECISION: &str = "f64";
 pub const SVD_PRECISION: &str = "auto";
 
 /// The target relative radius of `--precision auto`
-/// ([`crate::linalg::DEFAULT_RTOL`]).
+/// (`crate::linalg::DEFAULT_RTOL`).
 pub const RTOL: f64 = crate::linalg::DEFAULT_RTOL;
 
 /// The Schatten exponents of `svd` and `spectra`, as the command line

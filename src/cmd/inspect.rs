@@ -30,7 +30,7 @@ pub struct InspectReport {
     pub unmapped: Vec<UnmappedTensor>,
     /// Where the certificate goes beyond the paper.
     pub extensions: Vec<String>,
-    /// How the paper's bound applies ([`Architecture::bound_applies`]).
+    /// How the paper's bound applies (`Architecture::bound_applies`).
     pub bound: String,
 }
 

@@ -36,7 +36,7 @@ pub struct MergeReport {
 /// Runs `merge`.
 ///
 /// *Guarantee: certified enclosure* of every interval, as the parts'
-/// (re-derived by [`crate::merge::merge`]).
+/// (re-derived by `crate::merge::merge`).
 ///
 /// ```
 /// use specbound::certificate::ShardSpec;

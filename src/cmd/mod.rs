@@ -59,7 +59,7 @@ impl Exit {
     /// The exit of a three-valued answer of the evidence commands
     /// (`verify`, `audit`, `diff`): holds 0, refuted 1, undecided 3. The
     /// one place where an [`Answer`] becomes an exit code.
-    pub fn of_answer(answer: Answer) -> Exit {
+    pub(crate) fn of_answer(answer: Answer) -> Exit {
         match answer {
             Answer::Holds => Exit::Success,
             Answer::Refuted => Exit::Failed,
@@ -281,7 +281,7 @@ pub enum CertInput {
 
 impl CertInput {
     /// The name in messages (escaped: it came from an argument).
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             CertInput::File(p) => crate::io::escape(&p.display().to_string()).into_owned(),
             CertInput::Loaded { name, .. } => crate::io::escape(name).into_owned(),
@@ -290,7 +290,7 @@ impl CertInput {
 
     /// The certificate as a claim to check (`verify`): read strictly
     /// ([`crate::certificate::Certificate::read`]), not yet re-derived.
-    pub fn read(&self) -> Result<crate::certificate::Certificate, CmdError> {
+    pub(crate) fn read(&self) -> Result<crate::certificate::Certificate, CmdError> {
         match self {
             CertInput::File(p) => Ok(crate::certificate::Certificate::read(p)?),
             CertInput::Loaded { cert, .. } => Ok((**cert).clone()),
@@ -300,7 +300,7 @@ impl CertInput {
     /// The certificate as evidence for another command (`diff`): read
     /// strictly and re-derived ([`crate::evidence::read_rederived`]); an
     /// inconsistent one is refused, naming the first failed check.
-    pub fn read_as_evidence(&self) -> Result<crate::certificate::Certificate, CmdError> {
+    pub(crate) fn read_as_evidence(&self) -> Result<crate::certificate::Certificate, CmdError> {
         match self {
             CertInput::File(p) => Ok(crate::evidence::read_rederived(p)?),
             CertInput::Loaded { name, cert } => {
@@ -312,7 +312,7 @@ impl CertInput {
 }
 
 /// Checks that a nonnegative tolerance is finite (`--rtol`, `--atol`).
-pub fn check_nonnegative(name: &str, v: f64) -> Result<(), CmdError> {
+pub(crate) fn check_nonnegative(name: &str, v: f64) -> Result<(), CmdError> {
     if v >= 0.0 && v.is_finite() {
         Ok(())
     } else {
@@ -334,7 +334,7 @@ pub struct CertOutputs {
 
 impl CertOutputs {
     /// Refuses a bad output target before the computation, not after.
-    pub fn check(&self) -> Result<(), OutputError> {
+    pub(crate) fn check(&self) -> Result<(), OutputError> {
         let mut planned = Outputs::new();
         if let Some(dir) = &self.csv {
             planned.create_dir(dir);
@@ -355,7 +355,7 @@ impl CertOutputs {
 
     /// Writes the tables (model id `model_id`) and the certificate, all or
     /// none; the certificate last (a new certificate implies new tables).
-    pub fn write(
+    pub(crate) fn write(
         &self,
         cert: &crate::certificate::Certificate,
         doc: &str,
@@ -377,7 +377,7 @@ impl CertOutputs {
 
 /// A path as messages and text show it: escaped, since it came from an
 /// argument or a file ([`crate::io::escape`]).
-pub fn shown(p: &std::path::Path) -> String {
+pub(crate) fn shown(p: &std::path::Path) -> String {
     crate::io::escape(&p.display().to_string()).into_owned()
 }
 

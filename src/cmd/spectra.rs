@@ -30,16 +30,16 @@ use crate::report::fmt::interval;
 use crate::spectral::{certify_and_summarize, enclose_schatten, wide, SchattenP};
 
 /// The name of the table `--csv DIR` writes.
-pub const CSV_NAME: &str = "spectra.csv";
+pub(crate) const CSV_NAME: &str = "spectra.csv";
 
 /// The name of the table of singular values `--csv DIR
 /// --singular-values` writes beside [`CSV_NAME`] (the study's table's name).
-pub const SV_CSV_NAME: &str = "singular_values.csv";
+pub(crate) const SV_CSV_NAME: &str = "singular_values.csv";
 
 /// Header of [`SV_CSV_NAME`]: the tensor (and slice) as in `spectra.csv`,
 /// then the study's `singular_values.csv` columns (`rank_index` from 1,
 /// largest first; `sigma` the midpoint, `sigma_lo`/`sigma_hi` certified).
-pub const SV_CSV_HEADER: &str = "tensor,slice,rows,cols,rank_index,sigma,sigma_lo,sigma_hi";
+pub(crate) const SV_CSV_HEADER: &str = "tensor,slice,rows,cols,rank_index,sigma,sigma_lo,sigma_hi";
 
 /// What to certify.
 #[derive(Clone, Debug)]
@@ -62,13 +62,13 @@ pub struct SpectraRequest {
     pub csv: Option<PathBuf>,
     /// Keep every certified singular value of each matrix: in the rows
     /// ([`SpectraValues::singular_values`], so in the JSON), and with
-    /// [`SpectraRequest::csv`] in [`SV_CSV_NAME`] too.
+    /// [`SpectraRequest::csv`] in `SV_CSV_NAME` too.
     pub singular_values: bool,
 }
 
 /// One Schatten exponent's enclosures, the exponent as the decimal string
 /// given (the view `svd` writes too, [`crate::report::SchattenView`]).
-pub type SchattenRow = crate::report::SchattenView<String>;
+pub(crate) type SchattenRow = crate::report::SchattenView<String>;
 
 /// The certified values of one matrix.
 #[derive(Clone, Debug, Serialize)]
@@ -171,7 +171,7 @@ pub struct SpectraReport {
 }
 
 /// How higher-rank tensors are cut (said in the text and JSON output).
-pub const RESHAPE_NOTE: &str = "tensors of rank 3 and 4 are cut as WeightWatcher cuts \
+pub(crate) const RESHAPE_NOTE: &str = "tensors of rank 3 and 4 are cut as WeightWatcher cuts \
 convolution kernels: [out, in, kh, kw] into the kh*kw matrices W[:, :, i, j] and [out, in, k] \
 into the k matrices W[:, :, i], each out x in";
 
@@ -647,7 +647,7 @@ impl SpectraReport {
         s
     }
 
-    /// [`SV_CSV_HEADER`] and a row per singular value of every certified
+    /// `SV_CSV_HEADER` and a row per singular value of every certified
     /// matrix kept with `--singular-values` (none of an inconclusive one).
     pub fn singular_values_csv(&self) -> String {
         let mut s = String::from(SV_CSV_HEADER);

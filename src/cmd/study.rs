@@ -27,7 +27,7 @@ pub struct StudyRequest {
     pub model_ids: Vec<String>,
     /// The initialisation of every model's distance measures (`--init`),
     /// where a `--models` line's own `init=MODEL` does not name one; it
-    /// replaces the step-0 default ([`study::assign_inits`]).
+    /// replaces the step-0 default (`study::assign_inits`).
     pub init: Option<ModelRef>,
     /// The output directory.
     pub out: PathBuf,
@@ -57,7 +57,7 @@ pub struct StudyReport {
 /// The models of a request with their fields: the MODEL arguments (with
 /// `fields`, index-matched), then the file's lines (a line's `revision=`
 /// applies to its Hugging Face id).
-pub fn model_refs(
+pub(crate) fn model_refs(
     models: &[ModelRef],
     fields: &[ModelFields],
     file: Option<&std::path::Path>,

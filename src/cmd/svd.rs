@@ -33,7 +33,7 @@ pub enum MatrixSource {
 impl MatrixSource {
     /// The matrix and the name it is shown under. A model directory needs
     /// a tensor; without one the error lists some of its 2-D tensors.
-    pub fn load(self) -> Result<(String, LoadedMatrix), CmdError> {
+    pub(crate) fn load(self) -> Result<(String, LoadedMatrix), CmdError> {
         match self {
             MatrixSource::Matrix { name, matrix } => Ok((name, matrix)),
             MatrixSource::Model { model, tensor } => {
@@ -116,7 +116,7 @@ pub struct SvdReport {
 /// Runs `svd`.
 ///
 /// *Guarantee: certified enclosure* of every value
-/// ([`certify_and_summarize`], [`enclose_schatten`], which name their
+/// (`certify_and_summarize`, [`enclose_schatten`], which name their
 /// lemmas).
 ///
 /// ```

@@ -26,7 +26,7 @@
 //! An inconsistent claim of `c(W, p)`, `min_contribution`, `p_opt` or
 //! `B_ours` that the authors' float64 treatment of the per-head products'
 //! exact zeros explains gets a note saying so, with the certified exact
-//! value and the size of the artefact ([`crate::report::fidelity`]).
+//! value and the size of the artefact (`crate::report::fidelity`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -81,9 +81,9 @@ pub enum Verdict {
 }
 
 /// Unit roundoff of float32, `2^-24`.
-pub const U32: f64 = 5.960464477539063e-8;
+pub(crate) const U32: f64 = 5.960464477539063e-8;
 /// Unit roundoff of float64, `2^-53`.
-pub const U64: f64 = 1.1102230246251565e-16;
+pub(crate) const U64: f64 = 1.1102230246251565e-16;
 
 /// Whether a gap is certainly within, certainly beyond, or possibly either
 /// side of `k` unit roundoffs of the exact value.
@@ -127,7 +127,7 @@ pub struct Rounding {
 }
 
 /// [`Rounding::float32_value`] of a claim's text.
-pub fn float32_value(claim: &str) -> bool {
+pub(crate) fn float32_value(claim: &str) -> bool {
     let Ok(d) = claim.parse::<crate::spectral::ExactDecimal>() else {
         return false;
     };
@@ -152,7 +152,7 @@ pub(crate) fn directed(r: &Rational, up: bool) -> f64 {
 /// *certified* ([`proofs/rounding-gap.md`](crate::proofs::rounding_gap), L22): `Within` only when
 /// `|c - x| <= k u |x|` for every `x` in `[l, h]`, `Beyond` only when it
 /// fails for every such `x`; `units` encloses `|c - x| / (u |x|)`.
-pub fn format_gap(c: &Rational, l: &Rational, h: &Rational, u: f64, k: f64) -> FormatGap {
+pub(crate) fn format_gap(c: &Rational, l: &Rational, h: &Rational, u: f64, k: f64) -> FormatGap {
     let u = Rational::from_f64(u).expect("finite");
     let ku = Rational::from_f64(k).expect("finite") * &u;
     let g = |x: &Rational| Rational::from(c - x).abs() - Rational::from(&ku * x).abs();
@@ -223,7 +223,7 @@ fn rounding_of(c: &Rational, lo: f64, hi: f64, k: f64) -> Rounding {
 
 /// Options of [`audit_with`].
 #[derive(Clone, Debug)]
-pub struct AuditOptions {
+pub(crate) struct AuditOptions {
     /// Relative tolerance: the window of every claim without a `tolerance`
     /// column is at least `c ± (atol + rtol |c|)`.
     pub rtol: f64,
@@ -302,7 +302,7 @@ pub struct ClaimResult {
     /// Why an inconsistent claim is what the authors' float64 computation
     /// gives (round-off values in place of exact zeros), stating the
     /// certified exact value and the size of the artefact
-    /// ([`crate::report::fidelity`]); absent otherwise.
+    /// (`crate::report::fidelity`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -351,10 +351,10 @@ impl AuditReport {
 }
 
 /// Largest claims file read (bytes).
-pub const MAX_CLAIMS_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_CLAIMS_BYTES: u64 = 16 << 20;
 
 /// A minimal CSV reader (RFC 4180 quoting) with a size limit.
-pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Vec<String>>, EvidenceError> {
+pub(crate) fn parse_csv(text: &str, file: &str) -> Result<Vec<Vec<String>>, EvidenceError> {
     let mut rows = Vec::new();
     let mut row = Vec::new();
     let mut field = String::new();
@@ -958,7 +958,7 @@ fn ensure_measures<'a>(
 
 /// The names of the measures (`docs/measures.md`), those needing the
 /// initialisation last: the study's names without the two bounds.
-pub const MEASURE_NAMES: &[&str] = crate::report::measures::QUANTITY_NAMES.split_at(2).1;
+pub(crate) const MEASURE_NAMES: &[&str] = crate::report::measures::QUANTITY_NAMES.split_at(2).1;
 
 /// The certified interval of measure `name` in `m`, or why there is none.
 fn measure_quantity(m: &MeasuresRun, name: &str, init: bool) -> Result<Interval, String> {
@@ -1487,21 +1487,11 @@ fn first_init_claim(
     })
 }
 
-/// Runs an audit of `claims` against `model` with the default options.
-pub fn audit(model: &Path, claims: &Path) -> Result<AuditReport, EvidenceError> {
-    audit_with(
-        model,
-        claims,
-        &AuditOptions::default(),
-        &crate::progress::NoProgress,
-    )
-}
-
 /// Runs an audit of `claims` against `model`: every claim's window is its
 /// `tolerance` column when the layout has one, else the larger of half a
 /// unit in its last printed digit and `atol + rtol |c|`; `progress` hears
 /// of the model's certification and of each tensor certified.
-pub fn audit_with(
+pub(crate) fn audit_with(
     model: &Path,
     claims: &Path,
     opts: &AuditOptions,
@@ -1516,7 +1506,7 @@ pub fn audit_with(
 /// [`audit_with`] on the text of a claims CSV that is not a file (a pandas
 /// DataFrame's `to_csv()`), at most [`MAX_CLAIMS_BYTES`]; `claims` names it
 /// in messages.
-pub fn audit_text(
+pub(crate) fn audit_text(
     model: &Path,
     text: &str,
     claims: &Path,

@@ -2,7 +2,7 @@
 //!
 //! First what makes the two incomparable or differently parameterised:
 //! model hashes, architecture and parameters (`l_phi`, grid, precision).
-//! Then every certified quantity ([`Certificate::quantities`]), each once,
+//! Then every certified quantity (`Certificate::quantities`), each once,
 //! matched by subject and quantity, with grid points matched by their exact
 //! fraction (`2/12` matches `1/6`); a quantity present in only one
 //! certificate is counted and listed, never dropped.
@@ -520,7 +520,7 @@ impl DiffReport {
 
     /// [`DiffReport::to_text`] with every change interval rounded outward
     /// in style `st` (`crate::report::fmt`).
-    pub fn to_text_with(&self, max_rows: usize, st: crate::report::fmt::Style) -> String {
+    pub(crate) fn to_text_with(&self, max_rows: usize, st: crate::report::fmt::Style) -> String {
         use std::fmt::Write;
         let mut s = String::new();
         let counts = format!(

@@ -5,19 +5,19 @@
 //!
 //! The re-derivation in [`verify`] is deliberately independent of the code
 //! that wrote the certificate: it uses MPFR intervals with explicit directed
-//! rounding ([`mpfr_interval`]) and rational exponents evaluated as integer
+//! rounding (`mpfr_interval`) and rational exponents evaluated as integer
 //! powers and roots, where the producer used inari's `pow`.
 
 pub mod audit;
 pub mod diff;
-pub mod mpfr_interval;
-pub mod spectrum;
+pub(crate) mod mpfr_interval;
+pub(crate) mod spectrum;
 pub mod verify;
 
 use std::fmt;
 use std::path::Path;
 
-use crate::certificate::{Certificate, Part};
+use crate::certificate::Certificate;
 
 /// The three-valued answer of a check of evidence, in the spirit of Arb's
 /// predicates: `Holds` and `Refuted` are proven (for the exact values the
@@ -28,7 +28,7 @@ use crate::certificate::{Certificate, Part};
 /// [`verify::Verdict::answer`] (the certificate holds, a check failed or a
 /// quantity is refuted, or some quantity is unconfirmed),
 /// [`audit::AuditReport::answer`] (every claim consistent, one inconsistent,
-/// or some undecided), [`spectrum::SpectrumAudit::answer`] and
+/// or some undecided), `spectrum::SpectrumAudit::answer` and
 /// [`diff::DiffReport::answer`] (unchanged within rtol, or certainly
 /// changed; never undecided). The command layer maps it to exit codes.
 ///
@@ -65,7 +65,7 @@ impl Answer {
 
     /// `Refuted` when `refuted`, else `Undecided` when `undecided`, else
     /// `Holds`: the order in which every report of this layer decides.
-    pub fn of(refuted: bool, undecided: bool) -> Answer {
+    pub(crate) fn of(refuted: bool, undecided: bool) -> Answer {
         if refuted {
             Answer::Refuted
         } else if undecided {
@@ -102,27 +102,8 @@ pub fn read_rederived(path: &Path) -> Result<Certificate, EvidenceError> {
 
 /// [`verify::verify_internal`] as a result: `Err(Inconsistent)` naming
 /// `file` and the first failed check.
-pub fn rederive(c: &Certificate, file: &str) -> Result<(), EvidenceError> {
+pub(crate) fn rederive(c: &Certificate, file: &str) -> Result<(), EvidenceError> {
     match verify::verify_internal(c).failure {
-        None => Ok(()),
-        Some(check) => Err(EvidenceError::Inconsistent {
-            file: crate::io::escape(file).into_owned(),
-            check,
-        }),
-    }
-}
-
-/// A part read as evidence: [`Part::read`], then the re-derivation a part
-/// allows ([`verify::verify_part`]).
-pub fn read_part_rederived(path: &Path) -> Result<Part, EvidenceError> {
-    let p = Part::read(path)?;
-    rederive_part(&p, &path.display().to_string())?;
-    Ok(p)
-}
-
-/// [`verify::verify_part`] as a result, as [`rederive`].
-pub fn rederive_part(p: &Part, file: &str) -> Result<(), EvidenceError> {
-    match verify::verify_part(p).failure {
         None => Ok(()),
         Some(check) => Err(EvidenceError::Inconsistent {
             file: crate::io::escape(file).into_owned(),

@@ -9,11 +9,11 @@ use rug::ops::Pow;
 use rug::Float;
 
 /// Working precision (bits).
-pub const PREC: u32 = 160;
+pub(crate) const PREC: u32 = 160;
 
 /// `[lo, hi]` with `0 <= lo <= hi`, MPFR endpoints.
 #[derive(Clone, Debug)]
-pub struct MI {
+pub(crate) struct MI {
     /// Lower end.
     pub lo: Float,
     /// Upper end.
@@ -34,7 +34,7 @@ macro_rules! up {
 
 impl MI {
     /// The exact interval `[lo, hi]` of two f64 (requires `0 <= lo <= hi`).
-    pub fn from_f64(lo: f64, hi: f64) -> Option<Self> {
+    pub(crate) fn from_f64(lo: f64, hi: f64) -> Option<Self> {
         (lo >= 0.0 && lo <= hi && hi.is_finite()).then(|| Self {
             lo: Float::with_val(PREC, lo),
             hi: Float::with_val(PREC, hi),
@@ -42,7 +42,7 @@ impl MI {
     }
 
     /// An exact nonnegative integer.
-    pub fn int(n: u64) -> Self {
+    pub(crate) fn int(n: u64) -> Self {
         Self {
             lo: Float::with_val(PREC, n),
             hi: Float::with_val(PREC, n),
@@ -54,7 +54,7 @@ impl MI {
     /// parser (`crate::spectral::decimal`), so an exponent such as
     /// `1e999999999` is refused at once instead of being evaluated; `None`
     /// for malformed, negative or out-of-limit input.
-    pub fn decimal(text: &str) -> Option<Self> {
+    pub(crate) fn decimal(text: &str) -> Option<Self> {
         let d: crate::spectral::ExactDecimal = text.parse().ok()?;
         if d.negative {
             return None;
@@ -66,7 +66,7 @@ impl MI {
     }
 
     /// Sum.
-    pub fn add(&self, o: &MI) -> MI {
+    pub(crate) fn add(&self, o: &MI) -> MI {
         MI {
             lo: dn!(&self.lo + &o.lo),
             hi: up!(&self.hi + &o.hi),
@@ -74,7 +74,7 @@ impl MI {
     }
 
     /// Product of nonnegative intervals.
-    pub fn mul(&self, o: &MI) -> MI {
+    pub(crate) fn mul(&self, o: &MI) -> MI {
         MI {
             lo: dn!(&self.lo * &o.lo),
             hi: up!(&self.hi * &o.hi),
@@ -82,7 +82,7 @@ impl MI {
     }
 
     /// Quotient of nonnegative by positive intervals (`None` if `o` may be 0).
-    pub fn div(&self, o: &MI) -> Option<MI> {
+    pub(crate) fn div(&self, o: &MI) -> Option<MI> {
         if o.lo.is_zero() {
             return None;
         }
@@ -94,7 +94,7 @@ impl MI {
 
     /// `x^(num/den)` for `x >= 0`, as `root(x^num, den)` with directed rounding
     /// at each step (both steps are increasing in x).
-    pub fn pow_q(&self, num: u32, den: u32) -> MI {
+    pub(crate) fn pow_q(&self, num: u32, den: u32) -> MI {
         let f = |x: &Float, r: Round| {
             let mut p = Float::with_val_round(PREC, x.pow(num), r).0;
             p.root_round(den, r);
@@ -107,22 +107,22 @@ impl MI {
     }
 
     /// Square root.
-    pub fn sqrt(&self) -> MI {
+    pub(crate) fn sqrt(&self) -> MI {
         self.pow_q(1, 2)
     }
 
     /// Whether the f64 interval `[lo, hi]` contains this interval entirely.
-    pub fn inside(&self, lo: f64, hi: f64) -> bool {
+    pub(crate) fn inside(&self, lo: f64, hi: f64) -> bool {
         Float::with_val(PREC, lo) <= self.lo && self.hi <= Float::with_val(PREC, hi)
     }
 
     /// Whether this interval and `[lo, hi]` share a point.
-    pub fn meets(&self, lo: f64, hi: f64) -> bool {
+    pub(crate) fn meets(&self, lo: f64, hi: f64) -> bool {
         Float::with_val(PREC, lo) <= self.hi && self.lo <= Float::with_val(PREC, hi)
     }
 
     /// A short description for messages.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "[{:e}, {:e}]",
             self.lo.to_f64_round(Round::Down),

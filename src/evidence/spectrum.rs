@@ -20,7 +20,7 @@ use crate::matrix::SourceDtype;
 
 /// Options of [`audit_spectrum`].
 #[derive(Clone, Debug)]
-pub struct SpectrumOptions {
+pub(crate) struct SpectrumOptions {
     /// Relative tolerance of the verdict.
     pub rtol: f64,
     /// Absolute tolerance of the verdict.
@@ -144,7 +144,7 @@ fn pair(lo: &Rational, hi: &Rational) -> [f64; 2] {
 /// *Guarantee*: every error interval encloses the exact error of the
 /// claimed value against the exact singular value, and every verdict is
 /// certified ([`proofs/rounding-gap.md`](crate::proofs::rounding_gap), L22).
-pub fn audit_spectrum(
+pub(crate) fn audit_spectrum(
     claimed: &[f64],
     dtype: SourceDtype,
     sv: &SingularValues,

@@ -1,7 +1,7 @@
 //! `specbound verify`: checks a certificate.
 //!
 //! **Without a model** every aggregate is re-derived from the stated inputs
-//! with an independent MPFR interval evaluation ([`super::mpfr_interval`])
+//! with an independent MPFR interval evaluation (`super::mpfr_interval`)
 //! and must lie inside the stated interval; `p_opt` must be exactly the set
 //! of grid points that the stated contributions allow as minimisers. This
 //! proves the certificate consistent, not true.
@@ -62,7 +62,7 @@ impl Verdict {
     }
 
     /// Adds the checks, the first failure and the unconfirmed quantities of `other`.
-    pub fn merge(mut self, other: Verdict) -> Verdict {
+    pub(crate) fn merge(mut self, other: Verdict) -> Verdict {
         self.checks += other.checks;
         if self.failure.is_none() {
             self.failure = other.failure;
@@ -226,7 +226,7 @@ fn check_spectrum(ck: &mut Checker, at: &str, w: &SpectrumView) {
 /// and the rank from its stated singular values, as [`verify_internal`]
 /// does for a certificate's matrices. This proves the part consistent, not
 /// true.
-pub fn verify_part(p: &crate::certificate::Part) -> Verdict {
+pub(crate) fn verify_part(p: &crate::certificate::Part) -> Verdict {
     let mut ck = Checker {
         v: Verdict::default(),
     };
@@ -843,7 +843,7 @@ impl Checker {
 
 /// One way to narrow a recomputed enclosure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// The singular values again, at this precision.
     Svd(Precision),
     /// The Frobenius, (2,1) and (1,1) norms from the entries in MPFR at
@@ -865,7 +865,7 @@ impl std::fmt::Display for Stage {
 /// used), the entry norms in MPFR, then MPFR singular values at 128 and 256
 /// bits where `max(rows, cols) * min(rows, cols)^2 <=` [`AUTO_MPFR_MAX_WORK`],
 /// the cost limit of `--precision auto`.
-pub fn refinement_stages(stated: Precision, rows: usize, cols: usize) -> Vec<Stage> {
+pub(crate) fn refinement_stages(stated: Precision, rows: usize, cols: usize) -> Vec<Stage> {
     let (m, n) = (rows.max(cols), rows.min(cols));
     let mpfr_ok = m.saturating_mul(n).saturating_mul(n) <= AUTO_MPFR_MAX_WORK;
     let mut v = Vec::new();
@@ -1234,7 +1234,7 @@ pub fn verify_with_model(c: &Certificate, model: &Path) -> Result<Verdict, Evide
 }
 
 /// [`verify_with_model`], calling `progress` as each matrix is checked.
-pub fn verify_with_model_progress(
+pub(crate) fn verify_with_model_progress(
     c: &Certificate,
     model: &Path,
     progress: &dyn crate::progress::Progress,
@@ -1244,7 +1244,7 @@ pub fn verify_with_model_progress(
 
 /// [`verify_with_model_progress`] under `opts`: a certificate whose stated
 /// precision is over budget is refused before the model is opened.
-pub fn verify_with_model_options(
+pub(crate) fn verify_with_model_options(
     c: &Certificate,
     model: &Path,
     opts: &VerifyOptions,

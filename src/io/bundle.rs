@@ -82,7 +82,7 @@ pub fn locate() -> Result<PathBuf, BundleError> {
 /// The search itself: `env` is the variable's value, `cwd` the directory
 /// `data/` is looked for in (empty: the current one), `exe` the executable,
 /// `source_tree` the directory the binary was built from.
-pub fn search(
+pub(crate) fn search(
     env: Option<OsString>,
     cwd: &Path,
     exe: Option<&Path>,

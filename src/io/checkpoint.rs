@@ -368,7 +368,7 @@ impl Checkpoint {
     /// [`super::limits`].
     ///
     /// The [key](MemoryModel::key) of a model in memory that lives opens
-    /// that model ([`Checkpoint::from_memory`]).
+    /// that model (`Checkpoint::from_memory`).
     pub fn open(path: &Path) -> Result<Self, ReadError> {
         if let Some(m) = MemoryModel::lookup(path) {
             return Ok(Self::from_memory(&m));
@@ -473,7 +473,7 @@ impl Checkpoint {
     /// its config's [`MEMORY_CONFIG_LABEL`](super::memory::MEMORY_CONFIG_LABEL),
     /// and its one weight file is the serialisation
     /// ([`Checkpoint::file_hashes`] gives its SHA-256).
-    pub fn from_memory(model: &MemoryModel) -> Self {
+    pub(crate) fn from_memory(model: &MemoryModel) -> Self {
         let label = PathBuf::from(super::memory::MEMORY_LABEL);
         let index = model
             .file()
@@ -495,27 +495,29 @@ impl Checkpoint {
     }
 
     /// Whether the checkpoint is a model in memory.
-    pub fn is_memory(&self) -> bool {
+    pub(crate) fn is_memory(&self) -> bool {
         matches!(self.files.as_slice(), [f] if f.is_memory())
     }
 
     /// The path the checkpoint was opened from (a directory or a file).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.given
     }
 
     /// The parsed `config.json`, if there was one.
-    pub fn config(&self) -> Option<&serde_json::Value> {
+    pub(crate) fn config(&self) -> Option<&serde_json::Value> {
         self.config.as_ref()
     }
 
     /// GGUF metadata, when the checkpoint is a GGUF file.
-    pub fn gguf_meta(&self) -> Option<&std::collections::BTreeMap<String, super::gguf::MetaValue>> {
+    pub(crate) fn gguf_meta(
+        &self,
+    ) -> Option<&std::collections::BTreeMap<String, super::gguf::MetaValue>> {
         self.gguf_meta.as_ref()
     }
 
     /// Path of `config.json`, if there was one.
-    pub fn config_path(&self) -> Option<&Path> {
+    pub(crate) fn config_path(&self) -> Option<&Path> {
         self.config_path.as_deref()
     }
 
@@ -525,7 +527,7 @@ impl Checkpoint {
     }
 
     /// Whether a tensor exists.
-    pub fn contains(&self, name: &str) -> bool {
+    pub(crate) fn contains(&self, name: &str) -> bool {
         self.index.contains_key(name)
     }
 
@@ -537,7 +539,7 @@ impl Checkpoint {
     /// The file that holds a tensor (for messages); for a tensor that is
     /// not there, the first weight file, or the path the checkpoint was
     /// opened from. Never empty.
-    pub fn file_of(&self, name: &str) -> PathBuf {
+    pub(crate) fn file_of(&self, name: &str) -> PathBuf {
         match self.index.get(name) {
             Some(&i) => self.files[i].path().to_path_buf(),
             None => self
@@ -546,21 +548,6 @@ impl Checkpoint {
                 .map(|f| f.path().to_path_buf())
                 .unwrap_or_else(|| self.given.clone()),
         }
-    }
-
-    /// The file that holds the model's facts (layer and head counts):
-    /// `config.json` when there is one, else the GGUF file whose metadata
-    /// holds them, else the path the checkpoint was opened from. For
-    /// messages about those facts.
-    pub fn facts_file(&self) -> PathBuf {
-        if let Some(p) = &self.config_path {
-            return p.clone();
-        }
-        self.files
-            .iter()
-            .find(|f| f.holds_model_facts())
-            .map(|f| f.path().to_path_buf())
-            .unwrap_or_else(|| self.given.clone())
     }
 
     /// Reads a 2-D tensor (exact conversion to f64, finiteness checked).
@@ -600,7 +587,7 @@ impl Checkpoint {
     /// Every 2-D tensor of the checkpoint's files that [`read`](Self::read)
     /// can read (float, and GGUF's block formats), in natural order: what
     /// a message about a missing tensor lists.
-    pub fn two_d_readable(&self) -> Vec<String> {
+    pub(crate) fn two_d_readable(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .files
             .iter()
@@ -614,7 +601,7 @@ impl Checkpoint {
     /// Reads a 1-D float tensor as a `1 x n` matrix (exact conversion to
     /// f64, finiteness checked); safetensors files only, the format of the
     /// checkpoints whose vectors are read (DINOv2's LayerScale).
-    pub fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         self.read_released(name, |f| f.read_vector(name))
     }
 

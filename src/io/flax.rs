@@ -413,14 +413,14 @@ fn torch_name(name: &str, t: &Stored) -> Option<(String, bool)> {
 }
 
 /// An opened Flax checkpoint.
-pub struct FlaxFile {
+pub(crate) struct FlaxFile {
     table: Table,
 }
 
 impl FlaxFile {
     /// Maps `path` and walks its tree (bounded; module documentation); no
     /// tensor bytes are converted here.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ReadError> {
         let main = MappedFile::open(path, "Flax checkpoint")?;
         let bad = |m: String| {
             ReadError::format(path, None, format!("not a readable Flax checkpoint: {m}"))
@@ -477,7 +477,7 @@ impl TableFile for FlaxFile {
 
 /// Reads one 2-D tensor of a Flax checkpoint (as presented); without a
 /// name the file must hold exactly one 2-D float tensor.
-pub fn read_flax(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+pub(crate) fn read_flax(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let f = FlaxFile::open(path)?;
     super::read_named_or_only(path, tensor, f.table.two_d_candidates(), |n| {
         f.table.read(n)

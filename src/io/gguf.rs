@@ -92,7 +92,7 @@ pub fn block_layout(t: u32) -> Option<(u64, u64)> {
 }
 
 /// Name of a ggml type id (for messages).
-pub fn type_name(t: u32) -> String {
+pub(crate) fn type_name(t: u32) -> String {
     match t {
         F32 => "F32".into(),
         F16 => "F16".into(),
@@ -473,14 +473,9 @@ impl GgufFile {
         })
     }
 
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The 2-D tensors of a type [`read`](Self::read) decodes, in natural
     /// name order (for messages naming what the file has).
-    pub fn two_d_candidates(&self) -> Vec<String> {
+    pub(crate) fn two_d_candidates(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .tensors
             .values()
@@ -503,25 +498,9 @@ impl GgufFile {
 
     /// Releases the file pages of a tensor from resident memory
     /// (`release_pages`); a no-op for an unknown name.
-    pub fn release(&self, name: &str) {
+    pub(crate) fn release(&self, name: &str) {
         if let Some(t) = self.tensors.get(name) {
             super::release_pages(&self.mmap, t.start, t.len);
-        }
-    }
-
-    /// An integer metadata value.
-    pub fn meta_int(&self, key: &str) -> Option<i128> {
-        match self.meta.get(key) {
-            Some(MetaValue::Int(v)) => Some(*v),
-            _ => None,
-        }
-    }
-
-    /// A string metadata value.
-    pub fn meta_str(&self, key: &str) -> Option<&str> {
-        match self.meta.get(key) {
-            Some(MetaValue::Str(s)) => Some(s),
-            _ => None,
         }
     }
 
@@ -607,9 +586,6 @@ impl WeightFile for GgufFile {
     }
     fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         GgufFile::read(self, name)
-    }
-    fn holds_model_facts(&self) -> bool {
-        true
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// A model argument resolved to a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The directory or file to open.
     pub path: PathBuf,
     /// Set when the argument was a Hugging Face id found in the cache.
@@ -34,7 +34,7 @@ pub struct HubModel {
 impl HubModel {
     /// The model's name (the part after the last `/`), e.g. for the
     /// `model_id` column of the tables.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.id.rsplit('/').next().unwrap_or(&self.id)
     }
 }
@@ -60,7 +60,7 @@ impl std::error::Error for HubError {}
 
 /// The Hugging Face cache directory this process would use (see the
 /// module documentation), whether or not it exists.
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -79,7 +79,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// cache writes `/` as `--`, so `org--tiny` would name `org/tiny`'s
 /// entry). A bare `name` is never looked up: it is a path (a mistyped
 /// `missing.npy` is a missing file, not a model to download).
-pub fn looks_like_id(s: &str) -> bool {
+pub(crate) fn looks_like_id(s: &str) -> bool {
     let part = |p: &str| {
         !p.is_empty()
             && p.len() <= 96
@@ -111,7 +111,7 @@ fn is_commit(r: &str) -> bool {
 }
 
 /// How to download a model (for messages).
-pub fn download_hint(id: &str, revision: Option<&str>) -> String {
+pub(crate) fn download_hint(id: &str, revision: Option<&str>) -> String {
     match revision {
         Some(r) => format!(
             "`huggingface-cli download {id} --revision {r}` (or in Python: `from huggingface_hub \
@@ -127,12 +127,12 @@ pub fn download_hint(id: &str, revision: Option<&str>) -> String {
 /// Resolves a model argument: a path that exists is used as it is (a
 /// `revision` is then an error); otherwise an id of the form `org/name`
 /// is looked up in the cache ([`resolve_in`] with [`cache_dir`]).
-pub fn resolve(arg: &Path, revision: Option<&str>) -> Result<Resolved, HubError> {
+pub(crate) fn resolve(arg: &Path, revision: Option<&str>) -> Result<Resolved, HubError> {
     resolve_in(arg, revision, cache_dir().as_deref())
 }
 
 /// [`resolve`] with an explicit cache directory.
-pub fn resolve_in(
+pub(crate) fn resolve_in(
     arg: &Path,
     revision: Option<&str>,
     cache: Option<&Path>,

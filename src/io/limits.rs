@@ -1,12 +1,12 @@
 //! Size caps applied while reading, not after, and the opening of input
 //! files.
 //!
-//! Every file specbound reads is opened by [`open_regular`]: without
+//! Every file specbound reads is opened by `open_regular`: without
 //! blocking (so a FIFO with no writer cannot hang the open), then checked
 //! with `fstat` on the opened descriptor (after symbolic links are
 //! followed) and refused unless it is a regular file, so a FIFO, a device
 //! (`/dev/zero`) or a directory is a prompt one-line error instead of a
-//! read that never ends. Files read whole ([`read_capped`]) are refused
+//! read that never ends. Files read whole (`read_capped`) are refused
 //! when their length is over the cap, and read into a buffer sized from
 //! that length, never past `cap + 1` bytes even if the file grows while
 //! read.
@@ -16,17 +16,17 @@
 //!
 //! | what | cap | real files |
 //! |---|---|---|
-//! | `refs/<revision>` of the Hugging Face cache | [`MAX_REF_BYTES`] = 42 | 40 hex digits and a newline |
-//! | `config.json` | [`MAX_CONFIG_BYTES`] = 4 MiB | a few KB; label maps of 22k-class image models about 2 MB |
-//! | sharded `*.index.json` | [`MAX_INDEX_BYTES`] = 32 MiB | about 10 MB for the largest public models (about 90,000 tensors) |
-//! | safetensors JSON header | [`MAX_SAFETENSORS_HEADER`] = 16 MiB, [`MAX_SAFETENSORS_VALUES`] = 2^20 values | about 100 bytes and 12 values per tensor |
-//! | `.npy` header | [`MAX_NPY_HEADER`] = 64 KiB | about 100 bytes (NumPy itself refuses more than 10,000) |
-//! | GGUF tensor name | [`MAX_GGUF_NAME`] = 4 KiB | at most 64 bytes (the format's own limit) |
-//! | GGUF metadata kept | [`MAX_GGUF_META_BYTES`] = 64 MiB | kilobytes: vocabularies are arrays, which are skipped |
-//! | PyTorch pickle | [`MAX_PICKLE_BYTES`] = 16 MiB, [`MAX_PICKLE_OPS`] = 2^20 opcodes | about 100 bytes and 30 opcodes per tensor |
-//! | ONNX records kept (initializers, MatMul/Gemm/Transpose nodes) | [`MAX_ONNX_KEPT_BYTES`] = 64 MiB; names [`MAX_ONNX_NAME`] = 4 KiB; [`MAX_RANK`] = 64 dimensions; [`MAX_EXTERNAL_FILES`] = 4096 | about 200 bytes per weight |
-//! | Flax msgpack tree | [`MAX_FLAX_VALUES`] = 2^20 values, [`MAX_FLAX_DEPTH`] = 64 levels, keys [`MAX_FLAX_KEY`] = 4 KiB | about 10 values and 8 levels per weight |
-//! | a name joined from an input's keys (Flax leaves) | [`MAX_JOINED_NAME`] = 4 KiB each, [`MAX_NAMES_BYTES`] = 64 MiB in all ([`NameBudget`]) | under 200 bytes each, about 20 MB for 90,000 tensors |
+//! | `refs/<revision>` of the Hugging Face cache | `MAX_REF_BYTES` = 42 | 40 hex digits and a newline |
+//! | `config.json` | `MAX_CONFIG_BYTES` = 4 MiB | a few KB; label maps of 22k-class image models about 2 MB |
+//! | sharded `*.index.json` | `MAX_INDEX_BYTES` = 32 MiB | about 10 MB for the largest public models (about 90,000 tensors) |
+//! | safetensors JSON header | `MAX_SAFETENSORS_HEADER` = 16 MiB, `MAX_SAFETENSORS_VALUES` = 2^20 values | about 100 bytes and 12 values per tensor |
+//! | `.npy` header | `MAX_NPY_HEADER` = 64 KiB | about 100 bytes (NumPy itself refuses more than 10,000) |
+//! | GGUF tensor name | `MAX_GGUF_NAME` = 4 KiB | at most 64 bytes (the format's own limit) |
+//! | GGUF metadata kept | `MAX_GGUF_META_BYTES` = 64 MiB | kilobytes: vocabularies are arrays, which are skipped |
+//! | PyTorch pickle | `MAX_PICKLE_BYTES` = 16 MiB, `MAX_PICKLE_OPS` = 2^20 opcodes | about 100 bytes and 30 opcodes per tensor |
+//! | ONNX records kept (initializers, MatMul/Gemm/Transpose nodes) | `MAX_ONNX_KEPT_BYTES` = 64 MiB; names `MAX_ONNX_NAME` = 4 KiB; `MAX_RANK` = 64 dimensions; `MAX_EXTERNAL_FILES` = 4096 | about 200 bytes per weight |
+//! | Flax msgpack tree | `MAX_FLAX_VALUES` = 2^20 values, `MAX_FLAX_DEPTH` = 64 levels, keys `MAX_FLAX_KEY` = 4 KiB | about 10 values and 8 levels per weight |
+//! | a name joined from an input's keys (Flax leaves) | `MAX_JOINED_NAME` = 4 KiB each, `MAX_NAMES_BYTES` = 64 MiB in all (`NameBudget`) | under 200 bytes each, about 20 MB for 90,000 tensors |
 //!
 //! A `config.json` is parsed into a JSON tree, which costs up to about 16
 //! times its size (`[0,0,...]`), so the largest accepted one costs about
@@ -43,16 +43,16 @@ use super::ReadError;
 
 /// Largest `refs/<revision>` file of the Hugging Face cache read (bytes):
 /// a commit hash of 40 hex digits, and a line end (`\n` or `\r\n`).
-pub const MAX_REF_BYTES: u64 = 42;
+pub(crate) const MAX_REF_BYTES: u64 = 42;
 
 /// Largest `config.json` read (bytes).
-pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// Largest sharded `model.safetensors.index.json` read (bytes).
-pub const MAX_INDEX_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_INDEX_BYTES: u64 = 32 << 20;
 
 /// Largest safetensors JSON header parsed (bytes).
-pub const MAX_SAFETENSORS_HEADER: u64 = 16 << 20;
+pub(crate) const MAX_SAFETENSORS_HEADER: u64 = 16 << 20;
 
 /// Most JSON values (numbers, strings, arrays, objects, keys) in a
 /// safetensors header: parsing and indexing it costs about 80 bytes per
@@ -60,71 +60,71 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 16 << 20;
 /// shape (the byte cap alone would allow a shape of 8 million 1s, parsed at
 /// 20 times its size). A real header has 12 per 2-D tensor, so this allows
 /// about 87,000 tensors per file.
-pub const MAX_SAFETENSORS_VALUES: u64 = 1 << 20;
+pub(crate) const MAX_SAFETENSORS_VALUES: u64 = 1 << 20;
 
 /// Largest `.npy` header parsed (bytes).
-pub const MAX_NPY_HEADER: u64 = 64 << 10;
+pub(crate) const MAX_NPY_HEADER: u64 = 64 << 10;
 
 /// Longest GGUF tensor name or metadata key (bytes).
-pub const MAX_GGUF_NAME: u64 = 4 << 10;
+pub(crate) const MAX_GGUF_NAME: u64 = 4 << 10;
 
 /// Largest total of GGUF metadata keys and string values kept in memory
 /// (bytes); array elements are skipped, not kept.
-pub const MAX_GGUF_META_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_GGUF_META_BYTES: u64 = 64 << 20;
 
 /// Largest pickle of a PyTorch checkpoint scanned and parsed (bytes): the
 /// `data.pkl` of a zip checkpoint, or the pickles before the storages of a
 /// legacy one. A state dict's pickle takes about 100 bytes per tensor.
-pub const MAX_PICKLE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_PICKLE_BYTES: u64 = 16 << 20;
 
 /// Most pickle opcodes in one PyTorch checkpoint: the reader keeps about
 /// 100 bytes per value on its stack, so this bounds that memory to about
 /// 100 MiB. A state dict takes about 30 opcodes per tensor, so this allows
 /// about 35,000 tensors per file.
-pub const MAX_PICKLE_OPS: u64 = 1 << 20;
+pub(crate) const MAX_PICKLE_OPS: u64 = 1 << 20;
 
 /// Largest total of what the ONNX reader keeps while walking the graph
 /// (bytes): initializer records (name, dimensions, where the data lies) and
 /// the MatMul, Gemm and Transpose nodes (name, first inputs), each counted
 /// with 64 bytes of overhead; nodes of other kinds are walked, not kept.
-pub const MAX_ONNX_KEPT_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_ONNX_KEPT_BYTES: u64 = 64 << 20;
 
 /// Longest ONNX initializer, node or input name, attribute name or
 /// external-data key or value kept (bytes).
-pub const MAX_ONNX_NAME: u64 = 4 << 10;
+pub(crate) const MAX_ONNX_NAME: u64 = 4 << 10;
 
 /// Most dimensions of one ONNX or Flax tensor.
-pub const MAX_RANK: usize = 64;
+pub(crate) const MAX_RANK: usize = 64;
 
 /// Most distinct external data files of one ONNX model.
-pub const MAX_EXTERNAL_FILES: usize = 4096;
+pub(crate) const MAX_EXTERNAL_FILES: usize = 4096;
 
 /// Most msgpack values (maps, keys, leaves) in a Flax checkpoint's tree:
 /// each costs about 64 bytes while the tree is indexed, so this bounds that
 /// memory to about 64 MiB.
-pub const MAX_FLAX_VALUES: u64 = 1 << 20;
+pub(crate) const MAX_FLAX_VALUES: u64 = 1 << 20;
 
 /// Deepest nesting of maps (and arrays) in a Flax checkpoint; the walk
 /// recurses once per level.
-pub const MAX_FLAX_DEPTH: usize = 64;
+pub(crate) const MAX_FLAX_DEPTH: usize = 64;
 
 /// Longest map key of a Flax checkpoint (bytes).
-pub const MAX_FLAX_KEY: u64 = 4 << 10;
+pub(crate) const MAX_FLAX_KEY: u64 = 4 << 10;
 
 /// Longest name specbound joins from an input's keys (a Flax leaf's
 /// path, keys joined with `.`), in bytes: each key may be up to
 /// [`MAX_FLAX_KEY`] long, but a joined name is bounded before it is built,
 /// so that 64 levels of long keys cannot multiply into megabytes per leaf.
-pub const MAX_JOINED_NAME: usize = 4 << 10;
+pub(crate) const MAX_JOINED_NAME: usize = 4 << 10;
 
 /// Largest total of the names kept from one input (bytes): with
 /// [`MAX_JOINED_NAME`] this bounds the memory names take whatever the
 /// number of leaves (2^20 leaves of 4 KiB would be 4 GiB).
-pub const MAX_NAMES_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_NAMES_BYTES: u64 = 64 << 20;
 
 /// Refuses a name joined from an input's keys that would be `len` bytes,
 /// over [`MAX_JOINED_NAME`], before it is built.
-pub fn check_joined_name(len: usize) -> Result<(), String> {
+pub(crate) fn check_joined_name(len: usize) -> Result<(), String> {
     if len > MAX_JOINED_NAME {
         return Err(format!(
             "a name joined from its keys would be {len} bytes, more than the \
@@ -137,7 +137,7 @@ pub fn check_joined_name(len: usize) -> Result<(), String> {
 /// The bytes of names built so far from one input, refused past
 /// [`MAX_NAMES_BYTES`] before the next one is built.
 #[derive(Debug, Default)]
-pub struct NameBudget {
+pub(crate) struct NameBudget {
     used: u64,
 }
 
@@ -145,7 +145,7 @@ impl NameBudget {
     /// Accounts for a name of `len` bytes about to be built: an error
     /// (saying both limits) when it is longer than [`MAX_JOINED_NAME`] or
     /// when the names together would pass [`MAX_NAMES_BYTES`].
-    pub fn take(&mut self, len: usize) -> Result<(), String> {
+    pub(crate) fn take(&mut self, len: usize) -> Result<(), String> {
         check_joined_name(len)?;
         self.used = self.used.saturating_add(len as u64);
         if self.used > MAX_NAMES_BYTES {
@@ -224,19 +224,23 @@ pub fn strided_span_bytes(shape: &[usize], strides: &[i64], itemsize: u64) -> Op
 /// opened by [`open_regular`] (the one open of every file specbound reads
 /// whole), so a FIFO, a device, a socket or a directory is refused without
 /// reading from it or blocking on it.
-pub fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ReadError> {
     let (file, meta) = open_regular(path, what)?;
     read_open_capped(path, file, &meta, cap, what)
 }
 
 /// [`read_capped`], then UTF-8.
-pub fn read_capped_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
+pub(crate) fn read_capped_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
     into_string(path, read_capped(path, cap, what)?, what)
 }
 
 /// [`read_capped_string`] (kept for its callers: every read is of a
 /// regular file now).
-pub fn read_capped_regular_string(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
+pub(crate) fn read_capped_regular_string(
+    path: &Path,
+    cap: u64,
+    what: &str,
+) -> Result<String, ReadError> {
     read_capped_string(path, cap, what)
 }
 
@@ -312,7 +316,7 @@ fn too_large(path: &Path, cap: u64, what: &str) -> ReadError {
 /// The file is opened non-blocking (so that opening a FIFO with no writer
 /// returns at once) and checked with `fstat` on the opened descriptor, so
 /// the check and the read are about the same file.
-pub fn open_regular(path: &Path, what: &str) -> Result<(File, Metadata), ReadError> {
+pub(crate) fn open_regular(path: &Path, what: &str) -> Result<(File, Metadata), ReadError> {
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]

@@ -41,10 +41,10 @@ pub const MEMORY_LABEL: &str = "<memory>";
 
 /// What stands for the config of a model in memory in messages (where a
 /// model on disk names its `config.json`).
-pub const MEMORY_CONFIG_LABEL: &str = "<memory config>";
+pub(crate) const MEMORY_CONFIG_LABEL: &str = "<memory config>";
 
 /// The element types a tensor in memory may have.
-pub const SUPPORTED: &str = "F16, BF16, F32, F64";
+pub(crate) const SUPPORTED: &str = "F16, BF16, F32, F64";
 
 /// One named tensor in memory: its elements, row-major (C order),
 /// little-endian, as `dtype` stores them.
@@ -264,7 +264,7 @@ impl MemoryModel {
     }
 
     /// The model's `config.json`, when one was given.
-    pub fn config(&self) -> Option<&serde_json::Value> {
+    pub(crate) fn config(&self) -> Option<&serde_json::Value> {
         self.0.config.as_ref()
     }
 
@@ -277,7 +277,7 @@ impl MemoryModel {
     }
 
     /// The model whose [`key`](Self::key) is `path`, if it lives.
-    pub fn lookup(path: &Path) -> Option<MemoryModel> {
+    pub(crate) fn lookup(path: &Path) -> Option<MemoryModel> {
         if !is_memory_key(path) {
             return None;
         }
@@ -333,7 +333,7 @@ impl WeightFile for MemoryModel {
 
 /// Whether `path` is shaped like a [`MemoryModel::key`] (whether or not
 /// that model still lives).
-pub fn is_memory_key(path: &Path) -> bool {
+pub(crate) fn is_memory_key(path: &Path) -> bool {
     path.as_os_str()
         .to_str()
         .is_some_and(|s| s.starts_with("\u{0}specbound-memory-"))

@@ -14,15 +14,15 @@ use std::path::{Path, PathBuf};
 
 pub mod bundle;
 pub mod checkpoint;
-pub mod flax;
+pub(crate) mod flax;
 pub mod gguf;
-pub mod hub;
+pub(crate) mod hub;
 pub mod limits;
 pub(crate) mod mapped;
 pub mod memory;
 pub mod model_ref;
 pub mod npy;
-pub mod onnx;
+pub(crate) mod onnx;
 pub mod output;
 pub mod pickle_scan;
 pub mod pytorch;
@@ -49,7 +49,7 @@ const MAX_MESSAGE: usize = 4096;
 
 /// At most this many tensor names are listed in [`ReadError::MissingTensor`]
 /// and [`ReadError::TensorNeeded`] messages.
-pub const MAX_LISTED_TENSORS: usize = 10;
+pub(crate) const MAX_LISTED_TENSORS: usize = 10;
 
 /// Why a matrix could not be read.
 ///
@@ -107,7 +107,7 @@ pub enum ReadError {
         /// The name asked for.
         tensor: String,
         /// All 2-D tensors of a supported dtype, in natural name order
-        /// (the message lists at most [`MAX_LISTED_TENSORS`]).
+        /// (the message lists at most `MAX_LISTED_TENSORS`).
         available: Vec<String>,
     },
     /// A safetensors file was given without a tensor name and does not hold
@@ -145,7 +145,7 @@ pub enum ReadError {
 
 impl ReadError {
     /// The file the error is about.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             ReadError::Io { path, .. }
             | ReadError::Format { path, .. }
@@ -159,7 +159,7 @@ impl ReadError {
     }
 
     /// The tensor the error is about, if any.
-    pub fn tensor(&self) -> Option<&str> {
+    pub(crate) fn tensor(&self) -> Option<&str> {
         match self {
             ReadError::Io { .. } | ReadError::TensorNeeded { .. } => None,
             ReadError::MissingTensor { tensor, .. } => Some(tensor),
@@ -308,7 +308,7 @@ impl std::error::Error for ReadError {
 /// little-endian length followed by `{`) means safetensors, `GGUF` means
 /// GGUF, a zip archive holding `data.pkl` or a legacy torch pickle stream
 /// means PyTorch. A NumPy `.npz`, another zip archive or an HDF5 file is
-/// named as such (see [`foreign_format`]).
+/// named as such (see `foreign_format`).
 ///
 /// `tensor` selects a tensor in a safetensors, GGUF or PyTorch file; it is
 /// ignored for npy files, which hold a single array.
@@ -397,7 +397,8 @@ pub(crate) fn foreign_head(rest: &mut impl std::io::Read, pre: &[u8]) -> Option<
 
 /// What to do with a PyTorch checkpoint met where another format was
 /// expected (said in the messages).
-pub const CONVERT_PYTORCH: &str = "specbound reads PyTorch checkpoints under a .bin, .pt or .pth \
+pub(crate) const CONVERT_PYTORCH: &str =
+    "specbound reads PyTorch checkpoints under a .bin, .pt or .pth \
      name (or as pytorch_model.bin in a model directory): rename the file";
 
 /// What a `.bin` (`.pt`, `.pth`) file is that is no PyTorch checkpoint
@@ -443,7 +444,7 @@ pub(crate) fn not_a_state_dict(head: &[u8]) -> String {
 /// archive, or an HDF5 file (Keras/TensorFlow). `None` for anything else,
 /// and for anything whose ninth byte is `{`, which could be a safetensors
 /// header. The message has no path (the caller's error adds it).
-pub fn foreign_format(head: &[u8]) -> Option<String> {
+pub(crate) fn foreign_format(head: &[u8]) -> Option<String> {
     if head.get(8) == Some(&b'{') {
         return None;
     }
@@ -492,7 +493,7 @@ pub(crate) fn fmt_name(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Longest string [`escape`] passes through whole, in bytes.
-pub const ESCAPE_MAX_BYTES: usize = 200;
+pub(crate) const ESCAPE_MAX_BYTES: usize = 200;
 
 /// Whether `c` is shown as itself in a message: printable, not a control
 /// character (C0, DEL, C1: newlines and the ESC of ANSI sequences included),
@@ -521,7 +522,7 @@ fn shown_as_is(c: char) -> bool {
 /// sequences (their ESC) and other non-printables become Rust-style escapes
 /// (`\n`, `\u{1b}`), so that one message stays one line and cannot
 /// rewrite what the terminal shows; a string longer than
-/// [`ESCAPE_MAX_BYTES`] is cut to its first 100 bytes (at a character
+/// `ESCAPE_MAX_BYTES` is cut to its first 100 bytes (at a character
 /// boundary) followed by `... (N bytes)`. Borrowed when nothing changes.
 pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
     escape_to(s, ESCAPE_MAX_BYTES)
@@ -533,19 +534,19 @@ pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
 /// escape sequence stays on its line and cannot rewrite the terminal.
 /// Escaping is idempotent (an escaped string has no control characters),
 /// so a name escaped where it was recorded is shown unchanged.
-pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn shown(s: &str) -> std::borrow::Cow<'_, str> {
     escape_to(s, 4096)
 }
 
 /// [`shown`] of a path.
-pub fn shown_path(p: &Path) -> String {
+pub(crate) fn shown_path(p: &Path) -> String {
     shown(&p.display().to_string()).into_owned()
 }
 
 /// [`escape`] with another length bound: a string longer than `max_bytes`
 /// is cut to its first `max_bytes / 2` bytes (at a character boundary)
 /// followed by `... (N bytes)`.
-pub fn escape_to(s: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_to(s: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
     if s.len() <= max_bytes && s.chars().all(shown_as_is) {
         return s.into();
     }
@@ -584,7 +585,7 @@ pub(crate) fn fmt_shape<T: fmt::Debug>(shape: &[T]) -> String {
 
 /// Reads one 2-D tensor of a PyTorch checkpoint (exact conversion, L1);
 /// without a name the file must hold exactly one 2-D float tensor.
-pub fn read_pytorch(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+pub(crate) fn read_pytorch(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let f = pytorch::PytorchFile::open(path)?;
     match tensor {
         Some(n) => f.read(n),
@@ -604,7 +605,7 @@ pub fn read_pytorch(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, R
 
 /// Reads one 2-D tensor of a GGUF file (exact decoding, L19); without a
 /// name the file must hold exactly one 2-D tensor.
-pub fn read_gguf(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+pub(crate) fn read_gguf(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let f = gguf::GgufFile::open(path)?;
     let name = match tensor {
         Some(n) => n.to_string(),

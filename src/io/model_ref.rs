@@ -3,7 +3,7 @@
 //!
 //! An argument is, in this order: a path that exists (a model directory or
 //! a file of any format the readers take); an id shaped `org/name`, looked
-//! up offline in the local Hugging Face cache ([`super::hub`]); otherwise a
+//! up offline in the local Hugging Face cache (`super::hub`); otherwise a
 //! path that does not exist, reported as a missing file. No argument is the
 //! bundled all-MiniLM-L6-v2 ([`super::bundle`]).
 
@@ -88,7 +88,7 @@ impl std::error::Error for ModelRefError {
 impl ModelRef {
     /// Reads a model argument: `None` is the bundled model; a path that
     /// exists is a path; an `org/name` that is not a path is a Hub id; any
-    /// other argument is a path (reported missing by [`ModelRef::resolve`]).
+    /// other argument is a path (reported missing by `ModelRef::resolve`).
     /// A `revision` needs a Hub id.
     pub fn parse(arg: Option<&Path>, revision: Option<&str>) -> Result<ModelRef, ModelRefError> {
         let Some(arg) = arg else {
@@ -112,7 +112,7 @@ impl ModelRef {
 
     /// The files of the model: the bundle located, a path checked to
     /// exist, an id looked up in the cache (never downloaded).
-    pub fn resolve(&self) -> Result<ResolvedModel, ModelRefError> {
+    pub(crate) fn resolve(&self) -> Result<ResolvedModel, ModelRefError> {
         match self {
             ModelRef::Bundled => {
                 let path = bundle::locate().map_err(ModelRefError::Bundle)?;
@@ -148,14 +148,6 @@ impl ModelRef {
             }
         }
     }
-
-    /// [`ModelRef::parse`] then [`ModelRef::resolve`].
-    pub fn resolve_arg(
-        arg: Option<&Path>,
-        revision: Option<&str>,
-    ) -> Result<ResolvedModel, ModelRefError> {
-        Self::parse(arg, revision)?.resolve()
-    }
 }
 
 impl ResolvedModel {
@@ -163,7 +155,7 @@ impl ResolvedModel {
     /// model's name (the part after `/`), else the name of its directory or
     /// file (after resolving links, so `.` is the directory's name);
     /// `memory` for a model in memory.
-    pub fn default_id(&self) -> String {
+    pub(crate) fn default_id(&self) -> String {
         match &self.hub {
             Some(h) => h.name().to_string(),
             None if super::memory::is_memory_key(&self.path) => "memory".to_string(),
@@ -172,12 +164,12 @@ impl ResolvedModel {
     }
 
     /// Whether the model is held in memory ([`ModelRef::Memory`]).
-    pub fn is_memory(&self) -> bool {
+    pub(crate) fn is_memory(&self) -> bool {
         super::memory::is_memory_key(&self.path)
     }
 }
 
-/// The default id of a model at `path` (see [`ResolvedModel::default_id`]).
+/// The default id of a model at `path` (see `ResolvedModel::default_id`).
 pub fn default_id_of_path(path: &Path) -> String {
     std::fs::canonicalize(path)
         .ok()

@@ -22,7 +22,7 @@ use super::{check_finite, foreign_head, LoadedMatrix, ReadError};
 use crate::matrix::{DenseMatrix, SourceDtype};
 
 /// The first six bytes of every `.npy` file.
-pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
+pub(crate) const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
 const SUPPORTED: &str = "'<f2', '<f4', '<f8' and '>f2', '>f4', '>f8' (float16/32/64, little- \
                          or big-endian; 'f2', 'f4', 'f8' and '=' native order are read as \
@@ -39,14 +39,14 @@ pub fn read_npy(path: &Path) -> Result<LoadedMatrix, ReadError> {
 
 /// Reads a 1-D float array (f2, f4 or f8, converted exactly, L1) from a
 /// `.npy` file, as a 1 x n matrix. Every value must be finite.
-pub fn read_npy_vector(path: &Path) -> Result<LoadedMatrix, ReadError> {
+pub(crate) fn read_npy_vector(path: &Path) -> Result<LoadedMatrix, ReadError> {
     read_npy_shaped(path, true)
 }
 
 /// Whether `path` is a regular file that starts with the `.npy` magic
 /// (opened by [`super::limits::open_regular`], so a FIFO or a device is
 /// `false` at once, never a blocked open or read).
-pub fn is_npy_file(path: &Path) -> bool {
+pub(crate) fn is_npy_file(path: &Path) -> bool {
     let Ok((mut f, _)) = super::limits::open_regular(path, "NumPy .npy file") else {
         return false;
     };

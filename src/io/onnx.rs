@@ -468,7 +468,7 @@ fn confined(loc: &str) -> bool {
 
 /// An opened ONNX model: its initializers, named and oriented as
 /// PyTorch would give them (module documentation).
-pub struct OnnxFile {
+pub(crate) struct OnnxFile {
     table: Table,
 }
 
@@ -476,7 +476,7 @@ impl OnnxFile {
     /// Maps `path`, walks its graph and external data references (every
     /// size checked against the files; external files confined to the
     /// model's directory). No tensor bytes are converted here.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ReadError> {
         let main = MappedFile::open(path, "ONNX model")?;
         let bad = |m: String| ReadError::format(path, None, m);
         let graph = walk(&main.map)
@@ -1070,7 +1070,7 @@ fn rename_weights(
 
 /// Reads one 2-D tensor of an ONNX model (as presented); without a name
 /// the model must hold exactly one 2-D float tensor.
-pub fn read_onnx(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
+pub(crate) fn read_onnx(path: &Path, tensor: Option<&str>) -> Result<LoadedMatrix, ReadError> {
     let f = OnnxFile::open(path)?;
     super::read_named_or_only(path, tensor, f.table.two_d_candidates(), |n| {
         f.table.read(n)

@@ -7,7 +7,7 @@
 //! object), and it reads a whole pickled `nn.Module` (globals from
 //! `__main__`) as its state dict. specbound reads state dicts only, so every
 //! global the pickle names must be one a state dict needs
-//! ([`ALLOWED_GLOBALS`]); anything else is refused, naming the global, before
+//! (`ALLOWED_GLOBALS`); anything else is refused, naming the global, before
 //! the reader runs.
 //!
 //! This is a scan of the opcode stream, not an unpickler: it builds no
@@ -22,8 +22,8 @@
 //! reading see the same bytes (the same zip entry through the same `zip`
 //! crate, the same file descriptor), so what is scanned is what is read.
 //!
-//! Caps: [`MAX_PICKLE_BYTES`](super::limits::MAX_PICKLE_BYTES) of pickle and
-//! [`MAX_PICKLE_OPS`](super::limits::MAX_PICKLE_OPS) opcodes per file, so
+//! Caps: `MAX_PICKLE_BYTES` of pickle and
+//! `MAX_PICKLE_OPS` opcodes per file, so
 //! the reader's stack machine (about 100 bytes per value) stays bounded.
 
 use std::collections::HashMap;
@@ -32,7 +32,7 @@ use std::io::Read;
 /// The globals a `torch.save(model.state_dict())` pickle uses: the ordered
 /// dict, the tensor and parameter rebuild functions, and the typed storage
 /// classes named in persistent ids.
-pub const ALLOWED_GLOBALS: &[(&str, &str)] = &[
+pub(crate) const ALLOWED_GLOBALS: &[(&str, &str)] = &[
     ("collections", "OrderedDict"),
     ("torch._utils", "_rebuild_tensor"),
     ("torch._utils", "_rebuild_tensor_v2"),
@@ -52,7 +52,7 @@ pub const ALLOWED_GLOBALS: &[(&str, &str)] = &[
 /// Why a pickle was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScanError {
-    /// A global outside [`ALLOWED_GLOBALS`] (`module.name`), at a byte offset.
+    /// A global outside `ALLOWED_GLOBALS` (`module.name`), at a byte offset.
     Global {
         /// `module.name` as written in the pickle.
         name: String,
@@ -93,7 +93,7 @@ impl std::fmt::Display for ScanError {
 }
 
 /// Whether `module.name` is a global a state dict needs.
-pub fn allowed(module: &str, name: &str) -> bool {
+pub(crate) fn allowed(module: &str, name: &str) -> bool {
     ALLOWED_GLOBALS
         .iter()
         .any(|&(m, n)| m == module && n == name)

@@ -39,7 +39,7 @@ const LEGACY_MAGIC_TEXT: &[u8] = b"119547037146038801333356";
 /// Which container a file is, judged from its first bytes as the reader
 /// judges it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Container {
+pub(crate) enum Container {
     /// The zip archive of torch 1.6 and later (`data.pkl` + `data/N`).
     Zip,
     /// The legacy pickle stream of torch 0.1.10 to 1.5.
@@ -50,7 +50,7 @@ pub enum Container {
 
 /// The container of a file whose first bytes (at least 262 where the file
 /// has them) are `head`, or `None` when it is none of them.
-pub fn container_of(head: &[u8]) -> Option<Container> {
+pub(crate) fn container_of(head: &[u8]) -> Option<Container> {
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         return Some(Container::Zip);
     }
@@ -70,7 +70,7 @@ pub fn container_of(head: &[u8]) -> Option<Container> {
 
 /// Whether a zip archive's first entry names a PyTorch checkpoint
 /// (`.../data.pkl` or under `.../data/`), judged from the first bytes.
-pub fn zip_looks_like_torch(head: &[u8]) -> bool {
+pub(crate) fn zip_looks_like_torch(head: &[u8]) -> bool {
     let name: &[u8] = match head.get(26..28) {
         Some(l) => {
             let len = u16::from_le_bytes([l[0], l[1]]) as usize;
@@ -157,11 +157,6 @@ impl PytorchFile {
         })
     }
 
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// All tensor names, naturally sorted.
     pub fn names(&self) -> &[String] {
         &self.names
@@ -176,7 +171,7 @@ impl PytorchFile {
 
     /// SHA-256 (lower-case hex) of the whole file, read through the
     /// descriptor opened at [`open`](Self::open).
-    pub fn sha256(&self) -> Result<String, ReadError> {
+    pub(crate) fn sha256(&self) -> Result<String, ReadError> {
         use sha2::{Digest, Sha256};
         let mut f = self
             .file
@@ -206,7 +201,7 @@ impl PytorchFile {
     /// Reads a float tensor of rank >= 2 flattened to `[shape[0], product
     /// of the rest]` (PyTorch's row-major order); 2-D tensors as
     /// [`Self::read`].
-    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         self.read_part(name, None, true)
     }
 
@@ -214,7 +209,7 @@ impl PytorchFile {
     /// fused experts of a Mixtral or Qwen-MoE state dict) as a `rows x cols`
     /// matrix, exactly as [`Self::read`] reads a 2-D one. The reader
     /// materialises the whole tensor, so each slice costs one read of it.
-    pub fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
         self.read_part(name, Some(index), false)
     }
 
@@ -342,7 +337,7 @@ impl PytorchFile {
     }
 
     /// All 2-D tensors of a supported dtype, in natural name order.
-    pub fn two_d_candidates(&self) -> Vec<String> {
+    pub(crate) fn two_d_candidates(&self) -> Vec<String> {
         self.names
             .iter()
             .filter(|n| {

@@ -82,12 +82,12 @@ impl SafetensorsFile {
     }
 
     /// The file's path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// All tensor names, naturally sorted.
-    pub fn names(&self) -> &[String] {
+    pub(crate) fn names(&self) -> &[String] {
         &self.names
     }
 
@@ -97,7 +97,7 @@ impl SafetensorsFile {
     }
 
     /// Shape and dtype name of a tensor, if present.
-    pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+    pub(crate) fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
         let t = self.meta.info(name)?;
         Some((t.shape.clone(), t.dtype.to_string()))
     }
@@ -124,7 +124,7 @@ impl SafetensorsFile {
 
     /// Reads a 1-D float tensor as a `1 x n` matrix (exact conversion, L1):
     /// a vector such as a LayerScale's.
-    pub fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_vector(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         let Some(info) = self.meta.info(name) else {
             return self.read(name);
         };
@@ -149,7 +149,7 @@ impl SafetensorsFile {
     /// `[shape[0], shape[1] * ... * shape[k-1]]` (its bytes unchanged, so
     /// entry `(r, c)` is the stored element of flat index `r * cols + c`;
     /// exact conversion, L1). For 2-D tensors this is [`Self::read`].
-    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         let Some(info) = self.meta.info(name) else {
             return self.read(name);
         };
@@ -171,7 +171,7 @@ impl SafetensorsFile {
     /// row-major `rows x cols` matrix `tensor[index]` (exact conversion,
     /// L1): only that slice's bytes are decoded, so that one expert of
     /// transformers v5's fused expert tensors is read without the others.
-    pub fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_slice(&self, name: &str, index: usize) -> Result<LoadedMatrix, ReadError> {
         let Some(info) = self.meta.info(name) else {
             return self.read(name);
         };
@@ -210,7 +210,7 @@ impl SafetensorsFile {
     /// Releases the file pages of a tensor from resident memory
     /// (`release_pages`); a no-op for an unknown name and for a
     /// serialisation in memory (releasing anonymous pages would lose them).
-    pub fn release(&self, name: &str) {
+    pub(crate) fn release(&self, name: &str) {
         if self.guard.is_none() {
             return;
         }

@@ -33,7 +33,7 @@ pub(crate) struct MappedFile {
 
 impl MappedFile {
     /// Opens `path` (a regular file only) and maps it read-only.
-    pub fn open(path: &Path, what: &str) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path, what: &str) -> Result<Self, ReadError> {
         let (file, _) = super::limits::open_regular(path, what)?;
         let (map, guard) = super::mapped::map(&file, path)?;
         Ok(Self {
@@ -45,7 +45,7 @@ impl MappedFile {
 
     /// Lower-case hex SHA-256 of the whole file, hashed in chunks whose
     /// pages are released after use ([`super::release_pages`]).
-    pub fn sha256(&self) -> String {
+    pub(crate) fn sha256(&self) -> String {
         super::sha256_of_map(&self.map)
     }
 }
@@ -156,7 +156,7 @@ impl Dequant {
 
 impl Stored {
     /// The shape as presented.
-    pub fn shown_shape(&self) -> Vec<usize> {
+    pub(crate) fn shown_shape(&self) -> Vec<usize> {
         let mut s = self.shape.clone();
         if self.transpose && s.len() == 2 {
             s.swap(0, 1);
@@ -247,7 +247,7 @@ pub(crate) struct Table {
 impl Table {
     /// A table of `tensors` over `files`, every extent checked
     /// ([`check_extent`]; the error names the container).
-    pub fn new(
+    pub(crate) fn new(
         files: Vec<MappedFile>,
         tensors: HashMap<String, Stored>,
     ) -> Result<Self, ReadError> {
@@ -264,18 +264,18 @@ impl Table {
     }
 
     /// The container's path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.files[0].path
     }
 
     /// Shape (as presented) and dtype name of a tensor.
-    pub fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
+    pub(crate) fn info(&self, name: &str) -> Option<(Vec<usize>, String)> {
         let t = self.tensors.get(name)?;
         Some((t.shown_shape(), dtype_name(&t.dtype)))
     }
 
     /// Every 2-D tensor of a supported dtype, in natural order.
-    pub fn two_d_candidates(&self) -> Vec<String> {
+    pub(crate) fn two_d_candidates(&self) -> Vec<String> {
         self.names
             .iter()
             .filter(|n| {
@@ -288,14 +288,14 @@ impl Table {
 
     /// Reads a 2-D tensor as presented (exact conversion, L1; finiteness
     /// checked).
-    pub fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         self.read_as(name, false)
     }
 
     /// Reads a tensor of rank >= 2 whose stored order is PyTorch's
     /// flattened to `[shape[0], product of the rest]`; other tensors as
     /// [`Self::read`].
-    pub fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
+    pub(crate) fn read_flattened(&self, name: &str) -> Result<LoadedMatrix, ReadError> {
         self.read_as(name, true)
     }
 
@@ -375,7 +375,7 @@ impl Table {
     }
 
     /// Releases a tensor's mapped pages from resident memory.
-    pub fn release(&self, name: &str) {
+    pub(crate) fn release(&self, name: &str) {
         if let Some(t) = self.tensors.get(name) {
             for s in &t.segments {
                 super::release_pages(&self.files[s.file].map, s.start, s.len);
@@ -384,7 +384,7 @@ impl Table {
     }
 
     /// SHA-256 of every file of the table (the container first).
-    pub fn hashes(&self) -> Vec<(PathBuf, String)> {
+    pub(crate) fn hashes(&self) -> Vec<(PathBuf, String)> {
         self.files
             .iter()
             .map(|f| (f.path.clone(), f.sha256()))

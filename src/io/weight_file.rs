@@ -72,10 +72,4 @@ pub(crate) trait WeightFile: Send + Sync {
     fn is_memory(&self) -> bool {
         false
     }
-
-    /// Whether the file's own metadata holds the model's facts (layer and
-    /// head counts), as a GGUF file's does.
-    fn holds_model_facts(&self) -> bool {
-        false
-    }
 }

@@ -59,7 +59,7 @@ impl Device {
     }
 
     /// The name [`Device::parse`] reads.
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Device::Cpu => "cpu",
             Device::Cuda => "cuda",
@@ -136,7 +136,7 @@ pub trait Backend: Send + Sync {
 }
 
 /// The CPU backend: faer's GEMMs and the eigensolvers of this crate.
-pub struct Cpu;
+pub(crate) struct Cpu;
 
 impl Backend for Cpu {
     fn describe(&self) -> String {
@@ -201,7 +201,7 @@ pub(crate) fn add_chunk_product<B: Backend + ?Sized>(
 /// matrices this crate allocates are column-major and contiguous), split
 /// by columns over the pool when `par` allows: each entry's one addition is
 /// the same whichever thread makes it, so the bits are too.
-pub fn add_in_place(c: MatMut<'_, f64>, part: MatRef<'_, f64>, par: Par) {
+pub(crate) fn add_in_place(c: MatMut<'_, f64>, part: MatRef<'_, f64>, par: Par) {
     match par {
         Par::Rayon(t) if t.get() > 1 && c.ncols() > 1 => {
             use rayon::prelude::*;
@@ -246,18 +246,18 @@ pub enum EigenSolver {
 /// certificate, the same on one thread and on many (`tests/threads.rs`).
 /// faer's products (GEMM) give the same bits however they are split, and
 /// take the caller's parallelism.
-pub const SOLVER_TASKS: usize = 16;
+pub(crate) const SOLVER_TASKS: usize = 16;
 
 /// Smallest `min(rows, cols)` for which faer's SVD and eigensolver are
 /// split into tasks: below it (the thin factors of attention heads, small
 /// models) one task is faster, and the many such matrices of a layer run in
 /// parallel with each other instead.
-pub const SOLVER_PAR_MIN: usize = 512;
+pub(crate) const SOLVER_PAR_MIN: usize = 512;
 
 /// The parallelism given to faer's SVD and eigensolver of a `rows x cols`
 /// matrix: [`SOLVER_TASKS`] tasks from [`SOLVER_PAR_MIN`] on, else one; a
 /// function of the shape alone, never of the thread count.
-pub fn solver_par(rows: usize, cols: usize) -> Par {
+pub(crate) fn solver_par(rows: usize, cols: usize) -> Par {
     if rows.min(cols) >= SOLVER_PAR_MIN {
         Par::rayon(SOLVER_TASKS)
     } else {
@@ -339,7 +339,7 @@ pub fn current() -> &'static dyn Backend {
 /// What a certificate records as its device: `None` for the CPU (the
 /// default, and every certificate before devices existed), else
 /// [`Backend::describe`] of the backend in use.
-pub fn recorded_device() -> Option<String> {
+pub(crate) fn recorded_device() -> Option<String> {
     let d = current().describe();
     (d != "cpu").then_some(d)
 }
@@ -364,7 +364,7 @@ impl std::error::Error for DeviceError {}
 /// The backend for `device`: the CPU, the CUDA device, or for
 /// [`Device::Auto`] the CUDA device where usable and else the CPU with the
 /// reason it was not used (the second value, for the front to print).
-pub fn open(device: Device) -> Result<(&'static dyn Backend, Option<String>), DeviceError> {
+pub(crate) fn open(device: Device) -> Result<(&'static dyn Backend, Option<String>), DeviceError> {
     match device {
         Device::Cpu => Ok((&CPU, None)),
         Device::Cuda => open_cuda()
@@ -392,7 +392,7 @@ fn open_cuda() -> Result<&'static dyn Backend, DeviceError> {
     ))
 }
 
-/// Opens `device` ([`open`]) and makes it the process's backend
+/// Opens `device` (`open`) and makes it the process's backend
 /// ([`install`]); returns the fallback note of [`Device::Auto`], if any.
 ///
 /// ```

@@ -8,7 +8,7 @@
 //! Justification: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
 //! [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7) and [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8).
 //!
-//! The algorithm is generic over [`DirectedScalar`], so the same code runs
+//! The algorithm is generic over `DirectedScalar`, so the same code runs
 //! in f64 (bounds from round-to-nearest, L3) and in MPFR (directed rounding, L13).
 
 use super::rounding as r;
@@ -16,15 +16,13 @@ use crate::enclosure::Inconclusive;
 
 /// Scalars with directed (outward) operations. Every method returns a bound of
 /// the exact result in the direction its name says.
-pub trait DirectedScalar: Clone + PartialOrd + std::fmt::Debug {
+pub(crate) trait DirectedScalar: Clone + PartialOrd + std::fmt::Debug {
     /// Zero with the same precision as `self`.
     fn zero_like(&self) -> Self;
     /// One with the same precision as `self`.
     fn one_like(&self) -> Self;
     /// Upper bound of `self + o`.
     fn add_ru(&self, o: &Self) -> Self;
-    /// Upper bound of `self - o`.
-    fn sub_ru(&self, o: &Self) -> Self;
     /// Lower bound of `self - o`.
     fn sub_rd(&self, o: &Self) -> Self;
     /// Upper bound of `self / o` for `self >= 0`, `o > 0`.
@@ -49,9 +47,6 @@ impl DirectedScalar for f64 {
     fn add_ru(&self, o: &Self) -> Self {
         r::add_ru(*self, *o)
     }
-    fn sub_ru(&self, o: &Self) -> Self {
-        r::sub_ru(*self, *o)
-    }
     fn sub_rd(&self, o: &Self) -> Self {
         r::sub_rd(*self, *o)
     }
@@ -73,7 +68,7 @@ impl DirectedScalar for f64 {
 }
 
 /// Inputs of the merging step for one set of `p` approximate singular pairs.
-pub struct PairBounds<T> {
+pub(crate) struct PairBounds<T> {
     /// Approximate singular values `s_j >= 0` (the centres).
     pub s: Vec<T>,
     /// Upper bounds of `||E e_j||^2 + ||F e_j||^2` (exact residual columns).
@@ -125,7 +120,7 @@ fn hull<T: DirectedScalar>(pb: &PairBounds<T>, members: &[usize], delta: &T) -> 
 /// of an `m x n` matrix with `m >= n` (the caller's responsibility; L7
 /// corollary), or the positivity condition of [`proofs/factored-product.md`](crate::proofs::factored_product)
 /// (L14) holds.
-pub fn merge_groups<T: DirectedScalar>(
+pub(crate) fn merge_groups<T: DirectedScalar>(
     pb: &PairBounds<T>,
     mut gram_defect: impl FnMut(&[usize]) -> Option<T>,
 ) -> Result<Vec<Group<T>>, Inconclusive> {

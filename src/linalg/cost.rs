@@ -13,7 +13,7 @@ use super::Precision;
 /// 384 x 1536 and 1536 x 384 matrices of MiniLM (about 47 times as long),
 /// whose multiply-add counts below differ 176 times; the weight 4 brings
 /// the estimate to 44 times.
-pub const FACTORED_WEIGHT: u128 = 4;
+pub(crate) const FACTORED_WEIGHT: u128 = 4;
 
 /// Estimated cost of certifying one matrix, in multiply-adds of the dense
 /// route (leading terms, for comparing matrices, not for predicting seconds).
@@ -29,7 +29,12 @@ pub const FACTORED_WEIGHT: u128 = 4;
 ///   factors;
 /// * a thin product under another precision (certified densely, after
 ///   forming the product): the dense cost plus `rows cols r`.
-pub fn matrix_cost(rows: usize, cols: usize, inner: Option<usize>, precision: Precision) -> u128 {
+pub(crate) fn matrix_cost(
+    rows: usize,
+    cols: usize,
+    inner: Option<usize>,
+    precision: Precision,
+) -> u128 {
     let (p, q) = (rows.max(cols) as u128, rows.min(cols) as u128);
     let entries = rows as u128 * cols as u128;
     let dense = 6 * p * q * q + 8 * q * q * q + 4 * entries;
@@ -58,7 +63,7 @@ pub fn matrix_cost(rows: usize, cols: usize, inner: Option<usize>, precision: Pr
 /// thread here: 22.7 s for the Gram product, 16.2 + 9.0 + 8.9 s for the
 /// tridiagonalization, back-transformation and `G V` (`1.8e11` and
 /// `2.7e11` multiply-adds in this estimate). For scheduling only.
-pub fn exact_gram_cost(rows: usize, cols: usize) -> u128 {
+pub(crate) fn exact_gram_cost(rows: usize, cols: usize) -> u128 {
     let (p, q) = (rows.max(cols) as u128, rows.min(cols) as u128);
     p * q * q / 2 + 4 * q * q * q + 4 * p * q
 }
@@ -67,7 +72,7 @@ pub fn exact_gram_cost(rows: usize, cols: usize) -> u128 {
 /// most 11 significant bits), so that the exact-Gram route and
 /// [`exact_gram_cost`] are likely to apply: a guess for scheduling only,
 /// from at most 4096 evenly spaced entries.
-pub fn looks_half(data: &[f64]) -> bool {
+pub(crate) fn looks_half(data: &[f64]) -> bool {
     let step = (data.len() / 4096).max(1);
     data.iter()
         .step_by(step)
@@ -80,7 +85,7 @@ pub fn looks_half(data: &[f64]) -> bool {
 /// multiply-adds in binary64; an MPFR stage from `min(rows, cols) >= 24`;
 /// `auto`, which escalates to MPFR on small matrices (`m n^2 <= 2^21`),
 /// from `min >= 48` there.
-pub fn is_long(rows: usize, cols: usize, precision: Precision) -> bool {
+pub(crate) fn is_long(rows: usize, cols: usize, precision: Precision) -> bool {
     let (m, n) = (rows.max(cols) as u128, rows.min(cols) as u128);
     let dense_long = matrix_cost(rows, cols, None, Precision::F64) >= 6 << 26;
     match precision {

@@ -32,7 +32,7 @@ use faer::{Accum, Mat, MatMut, MatRef, Par};
 use super::backend::{Backend, Cpu, DeviceError, EigenSolver};
 
 /// The CUDA backend (module docs).
-pub struct Cuda {
+pub(crate) struct Cuda {
     /// The device, its stream and library handles; one call at a time.
     inner: Mutex<Inner>,
     /// `cuda:0 <device name>`.
@@ -55,7 +55,7 @@ static OPENED: OnceLock<Result<&'static Cuda, DeviceError>> = OnceLock::new();
 
 /// The CUDA backend, opened and checked once per process (module docs);
 /// an error says why the device cannot be used.
-pub fn open() -> Result<&'static dyn Backend, DeviceError> {
+pub(crate) fn open() -> Result<&'static dyn Backend, DeviceError> {
     OPENED
         .get_or_init(|| {
             std::panic::catch_unwind(open_checked)

@@ -46,7 +46,7 @@ impl Prepared {
 }
 
 /// Binary exponent `e` with `2^e <= x < 2^(e+1)` for finite `x > 0`.
-pub fn exponent_of(x: f64) -> i32 {
+pub(crate) fn exponent_of(x: f64) -> i32 {
     debug_assert!(x > 0.0 && x.is_finite());
     let mut e = x.log2().floor() as i32;
     while r::scale_pow2_rn(x, -e) >= 2.0 {
@@ -85,7 +85,7 @@ pub(crate) fn lowest_bit(x: f64) -> i32 {
 /// overflow, as the result stays below 2); scaling down by `2^k` is exact
 /// for an entry `x` iff `x 2^k` keeps its lowest set bit, i.e.
 /// `lowest_bit(x) + k >= -1074` (entries that stay normal satisfy it).
-pub fn exact_scale_exponent(maxabs: f64, data: &[f64]) -> i32 {
+pub(crate) fn exact_scale_exponent(maxabs: f64, data: &[f64]) -> i32 {
     if maxabs == 0.0 {
         return 0;
     }
@@ -179,7 +179,7 @@ pub(crate) fn max_abs(data: &[f64]) -> f64 {
 /// (scaled in place by the same exact power of two, L2), so that the
 /// largest matrices of a model (a gated feed-forward layer's `M_in`) are
 /// not copied; a tall one is copied as by [`prepare`].
-pub fn prepare_owned(rows: usize, cols: usize, mut data: Vec<f64>) -> Option<Prepared> {
+pub(crate) fn prepare_owned(rows: usize, cols: usize, mut data: Vec<f64>) -> Option<Prepared> {
     if rows >= cols {
         return prepare(rows, cols, &data);
     }
@@ -301,7 +301,7 @@ pub enum LeftVectors {
 
 impl LeftVectors {
     /// Rows `m`.
-    pub fn nrows(&self) -> usize {
+    pub(crate) fn nrows(&self) -> usize {
         match self {
             LeftVectors::Stored(u) => u.nrows(),
             LeftVectors::Scaled { p, .. } => p.nrows(),
@@ -309,7 +309,7 @@ impl LeftVectors {
     }
 
     /// Columns `p`.
-    pub fn ncols(&self) -> usize {
+    pub(crate) fn ncols(&self) -> usize {
         match self {
             LeftVectors::Stored(u) => u.ncols(),
             LeftVectors::Scaled { p, .. } => p.ncols(),
@@ -317,7 +317,7 @@ impl LeftVectors {
     }
 
     /// Column `j`.
-    pub fn col(&self, j: usize) -> Vec<f64> {
+    pub(crate) fn col(&self, j: usize) -> Vec<f64> {
         match self {
             LeftVectors::Stored(u) => u.col(j).iter().copied().collect(),
             LeftVectors::Scaled { p, inv, .. } => p.col(j).iter().map(|&x| x * inv[j]).collect(),
@@ -325,7 +325,12 @@ impl LeftVectors {
     }
 
     /// `f` of rows `r0 .. r0 + len` (a view of a stored matrix, else formed).
-    pub fn with_rows<R>(&self, r0: usize, len: usize, f: impl FnOnce(MatRef<'_, f64>) -> R) -> R {
+    pub(crate) fn with_rows<R>(
+        &self,
+        r0: usize,
+        len: usize,
+        f: impl FnOnce(MatRef<'_, f64>) -> R,
+    ) -> R {
         match self {
             LeftVectors::Stored(u) => f(u.as_ref().subrows(r0, len)),
             LeftVectors::Scaled { p, inv, .. } => {
@@ -336,7 +341,7 @@ impl LeftVectors {
     }
 
     /// The whole matrix: borrowed when stored, formed when scaled.
-    pub fn to_mat(&self) -> std::borrow::Cow<'_, Mat<f64>> {
+    pub(crate) fn to_mat(&self) -> std::borrow::Cow<'_, Mat<f64>> {
         match self {
             LeftVectors::Stored(u) => std::borrow::Cow::Borrowed(u),
             LeftVectors::Scaled { .. } => {
@@ -356,10 +361,10 @@ pub struct ApproxSvd {
     pub v: Mat<f64>,
 }
 
-pub use super::backend::{solver_par, SOLVER_PAR_MIN, SOLVER_TASKS};
+pub(crate) use super::backend::solver_par;
 
 /// An approximate thin SVD `A ~ U diag(s) V^T` (no guarantee).
-pub struct ThinSvd {
+pub(crate) struct ThinSvd {
     /// Left vectors, `m x min(m, n)`.
     pub u: Mat<f64>,
     /// Approximate singular values as faer returns them.
@@ -370,7 +375,7 @@ pub struct ThinSvd {
 
 /// faer's thin SVD of `a` with [`solver_par`] (no guarantee); `None` if it
 /// did not converge.
-pub fn faer_thin_svd(a: MatRef<'_, f64>) -> Option<ThinSvd> {
+pub(crate) fn faer_thin_svd(a: MatRef<'_, f64>) -> Option<ThinSvd> {
     use faer::linalg::svd::{self, ComputeSvdVectors};
     let (m, n) = (a.nrows(), a.ncols());
     let k = m.min(n);
@@ -426,7 +431,7 @@ pub struct BoundedProduct {
 /// Inner-dimension chunk of [`product_with_bound`]: every term of the
 /// product then passes through at most `CHUNK + chunks - 1` roundings instead
 /// of `k`, which tightens the a priori bound (L4, blocked form).
-pub const CHUNK: usize = 512;
+pub(crate) const CHUNK: usize = 512;
 
 /// `fl(A B)` computed as a sequential sum of GEMMs over inner-dimension
 /// chunks of at most [`CHUNK`], by the backend in use
@@ -434,7 +439,11 @@ pub const CHUNK: usize = 512;
 /// the rounding depth `d` ([`product_depth`]): every term of every entry
 /// passes through at most `d` roundings, whatever order the backend's GEMM
 /// uses inside a chunk (L4, blocked form).
-pub fn chunked_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) -> (Mat<f64>, usize) {
+pub(crate) fn chunked_product(
+    a: MatRef<'_, f64>,
+    b: MatRef<'_, f64>,
+    par: Par,
+) -> (Mat<f64>, usize) {
     let c = super::backend::current().chunked_product(a, b, CHUNK, par);
     (c, product_depth(a.ncols()))
 }
@@ -446,7 +455,7 @@ pub fn chunked_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) -> (Mat
 /// (`tests/memory_tall.rs`). Rows are independent and the inner dimension
 /// is chunked as before, so the rounding depth is [`chunked_product`]'s
 /// (L4, blocked form, any order inside a chunk).
-pub fn chunked_product_by_rows(
+pub(crate) fn chunked_product_by_rows(
     a: MatRef<'_, f64>,
     b: MatRef<'_, f64>,
     par: Par,
@@ -467,7 +476,7 @@ pub fn chunked_product_by_rows(
 
 /// The rounding depth of a [`chunked_product`] with inner dimension `k`:
 /// `k` for one chunk, `CHUNK + chunks - 1` otherwise (L4, blocked form).
-pub fn product_depth(k: usize) -> usize {
+pub(crate) fn product_depth(k: usize) -> usize {
     let chunks = k.div_ceil(CHUNK).max(1);
     if chunks == 1 {
         k.max(1)
@@ -479,7 +488,7 @@ pub fn product_depth(k: usize) -> usize {
 /// Column error bounds of a product `fl(A B)` of rounding depth `depth`,
 /// inner dimension `k`, `rows` rows: `gamma_depth beta ||B e_j|| + sqrt(rows) k eta`
 /// with `beta >= || |A| ||_2` (L4).
-pub fn product_col_err(
+pub(crate) fn product_col_err(
     depth: usize,
     k: usize,
     rows: usize,
@@ -497,7 +506,7 @@ pub fn product_col_err(
 }
 
 /// `fl(A B)` (chunked) with its column error bounds (L4).
-pub fn product_with_bound(
+pub(crate) fn product_with_bound(
     a: MatRef<'_, f64>,
     b: MatRef<'_, f64>,
     beta: f64,
@@ -559,7 +568,7 @@ pub fn max_row_col_norms_ru(a: MatRef<'_, f64>) -> (f64, f64) {
 
 /// Columns of a split product keep at least this many bits in their exact
 /// slice, or the product is not split (the gain would be below `2^-8`).
-pub const MIN_SPLIT_BITS: i32 = 8;
+pub(crate) const MIN_SPLIT_BITS: i32 = 8;
 
 /// A product `fl(A B)` with what its error bound needs: either computed
 /// plainly (chunked, L4), or split as `fl(fl(A B_hi) + fl(A B_lo))` with
@@ -765,7 +774,7 @@ fn split_rows(b: MatRef<'_, f64>, h: &[Option<i32>]) -> (Mat<f64>, Mat<f64>) {
 
 /// `fl(A B)`, split (L27) when `grid = Some((q, row_max))` describes `A`
 /// (every entry a multiple of `2^q`, every row norm at most `row_max`) and
-/// every column of `B` keeps [`MIN_SPLIT_BITS`] in its exact slice;
+/// every column of `B` keeps `MIN_SPLIT_BITS` in its exact slice;
 /// otherwise the plain chunked product (L4).
 pub fn split_product(
     a: MatRef<'_, f64>,
@@ -810,7 +819,7 @@ pub fn split_product(
 /// Upper bound of `||(P_exact - s_j X) e_j||_2` per column, where `P` is a
 /// bounded product and the residual is evaluated as `fma(-s_j, x_ij, p_ij)`
 /// (one rounding each; L3, L4).
-pub fn residual_col_bounds(p: &BoundedProduct, x: MatRef<'_, f64>, s: &[f64]) -> Vec<f64> {
+pub(crate) fn residual_col_bounds(p: &BoundedProduct, x: MatRef<'_, f64>, s: &[f64]) -> Vec<f64> {
     let mut acc = ResidualSums::new(s.len());
     acc.feed(p.computed.as_ref(), x, s);
     acc.bounds(x.nrows(), &p.col_err)
@@ -996,7 +1005,7 @@ fn left_product(
 }
 
 /// Upper bound of `||I - Y^T Y||_2` for the given columns of `y` (L8).
-pub fn gram_defect_ru(y: MatRef<'_, f64>, members: &[usize]) -> Option<f64> {
+pub(crate) fn gram_defect_ru(y: MatRef<'_, f64>, members: &[usize]) -> Option<f64> {
     let n = y.nrows();
     let p = members.len();
     let cols: Vec<Vec<f64>> = members
@@ -1103,7 +1112,7 @@ pub fn certify_pairs_within(
 }
 
 /// Common tail of the f64 certifiers: per-pair bounds, then merging.
-pub fn pair_bounds_and_merge(
+pub(crate) fn pair_bounds_and_merge(
     s: &[f64],
     e: &[f64],
     f: &[f64],

@@ -5,7 +5,7 @@ use super::rounding::{self as r, ETA, U};
 
 /// TwoSum (Knuth): `a + b = s + e` exactly, in round-to-nearest.
 #[inline]
-pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
+pub(crate) fn two_sum(a: f64, b: f64) -> (f64, f64) {
     let s = a + b;
     let bp = s - a;
     (s, (a - (s - bp)) + (b - bp))
@@ -13,7 +13,7 @@ pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
 
 /// Running Sum2 (cascaded TwoSum) with the data for the bound of L12.
 #[derive(Clone, Debug, Default)]
-pub struct Sum2 {
+pub(crate) struct Sum2 {
     sum: f64,
     comp: f64,
     abs: f64,
@@ -22,7 +22,7 @@ pub struct Sum2 {
 
 impl Sum2 {
     /// An empty sum.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             sum: 0.0,
             comp: 0.0,
@@ -32,7 +32,7 @@ impl Sum2 {
     }
     #[inline]
     /// Adds one exactly representable term.
-    pub fn add(&mut self, v: f64) {
+    pub(crate) fn add(&mut self, v: f64) {
         let (s2, e2) = two_sum(self.sum, v);
         self.sum = s2;
         self.comp += e2;
@@ -42,14 +42,14 @@ impl Sum2 {
     /// Adds `a * b` exactly (TwoProduct by FMA; an underflowing error term is
     /// covered by the eta term of the bound).
     #[inline]
-    pub fn add_prod(&mut self, a: f64, b: f64) {
+    pub(crate) fn add_prod(&mut self, a: f64, b: f64) {
         let h = a * b;
         let l = a.mul_add(b, -h);
         self.add(h);
         self.add(l);
     }
     /// `(res, err)` with `|res - exact| <= err` (L12).
-    pub fn finish(&self) -> (f64, f64) {
+    pub(crate) fn finish(&self) -> (f64, f64) {
         let res = self.sum + self.comp;
         let g = r::gamma_ru(self.n.max(2));
         // sum |t_i| <= bound of the RN sum of nonnegative terms (L3 b).
@@ -68,7 +68,7 @@ impl Sum2 {
 
 impl Sum2 {
     /// Lower and upper bounds of the exact sum of all terms added (L12).
-    pub fn bounds(&self) -> (f64, f64) {
+    pub(crate) fn bounds(&self) -> (f64, f64) {
         let (res, err) = self.finish();
         (r::sub_rd(res, err), r::add_ru(res, err))
     }

@@ -101,13 +101,13 @@ fn col_norms_ru(x: MatRef<'_, f64>) -> Vec<f64> {
 /// `A Y` held as exactly computed slice products plus a bound of what was
 /// dropped: `A Y e_j = sum_c prods[c] e_j + D e_j` with `||D e_j|| <= dropped[j]`
 /// (L11).
-pub struct ExactProduct {
+pub(crate) struct ExactProduct {
     prods: Vec<Mat<f64>>,
     dropped: Vec<f64>,
 }
 
 /// Error-free slice products of `A Y` (L11). `a` is `rows x k`, `y` is `k x p`.
-pub fn exact_product(
+pub(crate) fn exact_product(
     a: MatRef<'_, f64>,
     y: MatRef<'_, f64>,
     par: Par,
@@ -174,7 +174,7 @@ pub fn exact_product(
 
 /// Upper bounds of `||(A Y - X diag(s)) e_j||_2` per column from an exact
 /// product (L11, L12).
-pub fn residual_col_bounds_exact(
+pub(crate) fn residual_col_bounds_exact(
     prod: &ExactProduct,
     x: MatRef<'_, f64>,
     s: &[f64],
@@ -246,7 +246,7 @@ fn norm2_sq_enclosure(x: MatRef<'_, f64>, j: usize) -> Interval {
 /// [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7), [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8),
 /// [`proofs/ozaki-exact-product.md`](crate::proofs::ozaki_exact_product) (L11), [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) (L12),
 /// [`proofs/kato-temple.md`](crate::proofs::kato_temple) (L17).
-pub fn certify_pairs(
+pub(crate) fn certify_pairs(
     a: MatRef<'_, f64>,
     svd: &ApproxSvd,
     par: Par,

@@ -99,21 +99,21 @@ pub struct GramEigen {
 /// Rows of `A` per product when the Gram matrix is only approximated
 /// ([`gram_eigen`]): a fixed number, so that the sum's order, and so its
 /// bits, do not depend on the machine.
-pub const APPROX_GRAM_CHUNK: usize = 4096;
+pub(crate) const APPROX_GRAM_CHUNK: usize = 4096;
 
 /// `G = A^T A` (exact when [`gram_is_exact`] holds) and an approximate
 /// eigendecomposition of it (no guarantee); `None` if the eigensolvers
 /// fail or return non-finite values.
 ///
 /// An exact Gram matrix is formed by the symmetric product and decomposed
-/// by [`super::symeig`] with the parallelism `par` (faer's eigensolver if
+/// by `super::symeig` with the parallelism `par` (faer's eigensolver if
 /// that fails; [`GramEigen::with_faer`] redoes it with faer when its
 /// certification falls short). Otherwise (the Gram matrix is then only an
-/// approximation for [`approx_thin_svd_from_gram`]) the product summed
-/// over [`APPROX_GRAM_CHUNK`] rows at a time and faer's eigensolver are
+/// approximation for `approx_thin_svd_from_gram`) the product summed
+/// over `APPROX_GRAM_CHUNK` rows at a time and faer's eigensolver are
 /// used, as before the exact route existed. Every
 /// step gives the same bits on any number of threads (faer's eigensolver
-/// runs with the fixed [`dense::solver_par`]).
+/// runs with the fixed `dense::solver_par`).
 pub fn gram_eigen(a: MatRef<'_, f64>, par: Par) -> Option<GramEigen> {
     let exact = gram_is_exact(a);
     let backend = super::backend::current();
@@ -228,7 +228,7 @@ pub fn certify_from_gram(
 /// Disjoint eigenvalue groups of the symmetric positive semidefinite `g`
 /// from all `n` approximate pairs `(lam_j, v_j)`, largest first: each hull
 /// contains exactly `members.len()` eigenvalues (L24, L8, L4, L5).
-pub fn certify_eigen_groups(
+pub(crate) fn certify_eigen_groups(
     g: MatRef<'_, f64>,
     lam: &[f64],
     v: MatRef<'_, f64>,
@@ -267,7 +267,7 @@ pub fn approx_thin_svd_gram(a: MatRef<'_, f64>, par: Par) -> Option<dense::Appro
 
 /// [`approx_thin_svd_gram`] from an eigendecomposition of the Gram matrix
 /// already computed (no guarantee).
-pub fn approx_thin_svd_from_gram(
+pub(crate) fn approx_thin_svd_from_gram(
     a: MatRef<'_, f64>,
     e: &GramEigen,
     par: Par,

@@ -13,8 +13,8 @@
 //! `A D` (each column scaled by an exact power of two, which leaves the
 //! kernel as `D^{-1} ker A`), so the cost grows with the size and the bit
 //! width of the entries: the certificate is only attempted within
-//! [`EXACT_KERNEL_MAX_COLS`], [`EXACT_KERNEL_MAX_WORK`] and
-//! [`EXACT_KERNEL_MAX_BITS`] (float16, bfloat16 and small-integer matrices
+//! `EXACT_KERNEL_MAX_COLS`, `EXACT_KERNEL_MAX_WORK` and
+//! `EXACT_KERNEL_MAX_BITS` (float16, bfloat16 and small-integer matrices
 //! fit; binary64 entries of wide exponent range do not).
 
 use faer::MatRef;
@@ -24,25 +24,25 @@ use super::dense::{exponent_of, lowest_bit};
 
 /// Largest number of columns (`n`, after the transposition to `m >= n`)
 /// for which [`exact_kernel`] runs.
-pub const EXACT_KERNEL_MAX_COLS: usize = 128;
+pub(crate) const EXACT_KERNEL_MAX_COLS: usize = 128;
 
 /// Largest `m * n * n` for which [`exact_kernel`] runs (the elimination
 /// costs about this many operations on integers of a few hundred bits to a
 /// few thousand, well under a second at the limit for float16 entries).
-pub const EXACT_KERNEL_MAX_WORK: usize = 1 << 20;
+pub(crate) const EXACT_KERNEL_MAX_WORK: usize = 1 << 20;
 
 /// Largest width in bits of a column's entries after exact scaling to
 /// integers (highest set bit minus lowest, over the column): 40 for any
 /// float16 column, 24 plus the exponent spread for float32. Wider columns
 /// are accepted while `m n^2 * n * bits` stays within
 /// [`EXACT_WIDE_MAX_BIT_WORK`] (a small graded matrix `D B D`).
-pub const EXACT_KERNEL_MAX_BITS: i32 = 160;
+pub(crate) const EXACT_KERNEL_MAX_BITS: i32 = 160;
 
 /// Largest `m n^2 * n * bits` for which `echelon` runs on columns wider
 /// than [`EXACT_KERNEL_MAX_BITS`]: the elimination's integers grow to about
 /// `n * bits` bits, so this bounds its bit operations (a 6 x 6 matrix whose
 /// entries span 2^+-800: about 2^20; well under a second at the limit).
-pub const EXACT_WIDE_MAX_BIT_WORK: u128 = 1 << 28;
+pub(crate) const EXACT_WIDE_MAX_BIT_WORK: u128 = 1 << 28;
 
 /// A proof that `rank A <= n - nullity` (L30): `vectors` are `nullity`
 /// exact rational vectors with `A v = 0`, and rows `free` of the matrix
@@ -62,7 +62,7 @@ pub struct KernelCertificate {
 pub enum KernelSkipped {
     /// The matrix exceeds the size limits.
     TooLarge,
-    /// A column's entries span more than [`EXACT_KERNEL_MAX_BITS`] bits.
+    /// A column's entries span more than `EXACT_KERNEL_MAX_BITS` bits.
     TooWide,
 }
 
@@ -231,7 +231,7 @@ fn kernel_of(a: MatRef<'_, f64>, e: &Echelon) -> Option<KernelCertificate> {
 /// the checked kernel certificate of the other `n - r` directions (L30:
 /// `rank A <= n - nullity`).
 #[derive(Clone, Debug)]
-pub struct Elimination {
+pub(crate) struct Elimination {
     /// The rows of the candidate submatrix (of the matrix given).
     pub rows: Vec<usize>,
     /// Its columns, increasing.
@@ -243,7 +243,7 @@ pub struct Elimination {
 
 impl Elimination {
     /// How many trailing singular values the kernel certificate proves zero.
-    pub fn nullity(&self) -> usize {
+    pub(crate) fn nullity(&self) -> usize {
         self.kernel.as_ref().map_or(0, |k| k.nullity)
     }
 }
@@ -255,7 +255,7 @@ impl Elimination {
 /// *Guarantee:* the kernel certificate is checked as [`exact_kernel`]'s
 /// ([`proofs/exact-kernel.md`](crate::proofs::exact_kernel), L30); the submatrix is only a candidate, on
 /// which nothing is claimed until [`det_of`] computes its determinant.
-pub fn eliminate(a: MatRef<'_, f64>) -> Result<Option<Elimination>, KernelSkipped> {
+pub(crate) fn eliminate(a: MatRef<'_, f64>) -> Result<Option<Elimination>, KernelSkipped> {
     let e = echelon(a)?;
     if e.basis.is_empty() {
         return Ok(None);

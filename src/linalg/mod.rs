@@ -10,9 +10,9 @@
 //! - [`Method::F64Residual`]: Stage 1, binary64 round-to-nearest with a priori
 //!   bounds ([`dense`]).
 //! - [`Method::ExtendedResidual`]: the same theorem with residuals computed
-//!   error-free by Ozaki splitting ([`extended`]).
+//!   error-free by Ozaki splitting (`extended`).
 //! - [`Method::Mpfr`]: Ogita–Aishima refinement and a directed-rounding MPFR
-//!   residual ([`mpfr`]).
+//!   residual (`mpfr`).
 //! - [`Method::GramEigen`] (`gram-eigen-symeig`, `gram-eigen-faer`): square roots of the certified eigenvalues of an
 //!   exactly computed Gram matrix `A^T A` ([`gram`]).
 //! - [`Method::Structural`]: an exact zero forced by the rank of a factored
@@ -20,21 +20,21 @@
 
 pub mod backend;
 pub mod cluster;
-pub mod cost;
+pub(crate) mod cost;
 #[cfg(feature = "cuda")]
-pub mod cuda;
+pub(crate) mod cuda;
 pub mod dense;
-pub mod eft;
-pub mod extended;
+pub(crate) mod eft;
+pub(crate) mod extended;
 pub mod factored;
 pub mod gram;
 pub mod kernel;
-pub mod mpfr;
+pub(crate) mod mpfr;
 pub mod rounding;
 pub mod shuffled;
 mod stages;
-pub mod symeig;
-pub mod two_column;
+pub(crate) mod symeig;
+pub(crate) mod two_column;
 
 use faer::Par;
 use serde::Serialize;
@@ -53,18 +53,18 @@ pub enum Precision {
     /// MPFR refinement and certification at the given number of bits.
     Mpfr(u32),
     /// Escalate f64 -> extended -> MPFR-128 -> MPFR-256 until sigma_1 and
-    /// every value of at least [`AUTO_RELEVANT_FRACTION`] times sigma_1 has a
+    /// every value of at least `AUTO_RELEVANT_FRACTION` times sigma_1 has a
     /// relative radius of at most `rtol`: MPFR only for matrices small enough
-    /// ([`AUTO_MPFR_MAX_WORK`]), 256 bits only when 128 bits were the limit
-    /// ([`AUTO_MPFR_PRECISION_LIMITED`]). A target not met, a stage skipped
+    /// (`AUTO_MPFR_MAX_WORK`), 256 bits only when 128 bits were the limit
+    /// (`AUTO_MPFR_PRECISION_LIMITED`). A target not met, a stage skipped
     /// or inconclusive is stated in [`SingularValues::notes`]. The default.
     Auto,
 }
 
 /// Smallest MPFR precision accepted by [`Precision::from_str`](std::str::FromStr::from_str) (bits).
-pub const MPFR_MIN_BITS: u32 = 64;
+pub(crate) const MPFR_MIN_BITS: u32 = 64;
 /// Largest MPFR precision accepted by [`Precision::from_str`](std::str::FromStr::from_str) (bits).
-pub const MPFR_MAX_BITS: u32 = 1_000_000;
+pub(crate) const MPFR_MAX_BITS: u32 = 1_000_000;
 
 impl std::fmt::Display for Precision {
     /// The name accepted by [`Precision::from_str`](std::str::FromStr::from_str): `f64`, `extended`,
@@ -83,7 +83,7 @@ impl std::str::FromStr for Precision {
     type Err = String;
 
     /// Parses `f64`, `extended`, `auto` or `mpfr:BITS` with
-    /// [`MPFR_MIN_BITS`]` <= BITS <= `[`MPFR_MAX_BITS`]; the one parser used by
+    /// `MPFR_MIN_BITS`` <= BITS <= ``MPFR_MAX_BITS`; the one parser used by
     /// the command line, the certificate reader and `verify`.
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s {
@@ -144,18 +144,18 @@ impl<'de> serde::Deserialize<'de> for Precision {
 /// 128 bits: at this limit (for example 2048 x 32 or 128 x 128) a few
 /// seconds, while the f64 and extended stages stay in O(m n^2) binary64
 /// operations (see `docs/svd.md` for measured times).
-pub const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
+pub(crate) const AUTO_MPFR_MAX_WORK: usize = 1 << 21;
 
 /// `Auto` runs the 256-bit stage only when the 128-bit one left a relative
 /// radius at most this (2^-100), measured on the exact decimal ends of the
 /// MPFR values ([`CertifiedValue::rel_rad`]; their binary64 ends are never
 /// narrower than about 1.1e-16 relative), or left the rank undecided: only
 /// then is the radius set by the working precision, which more bits reduce.
-pub const AUTO_MPFR_PRECISION_LIMITED: f64 = f64::from_bits((1023 - 100) << 52);
+pub(crate) const AUTO_MPFR_PRECISION_LIMITED: f64 = f64::from_bits((1023 - 100) << 52);
 
 /// Largest `m * n * n` for which `Auto` runs its graded stage: MPFR at
 /// [`graded_precision`] bits (up to about 2200) with the Jacobi start.
-pub const AUTO_GRADED_MAX_WORK: usize = 1 << 15;
+pub(crate) const AUTO_GRADED_MAX_WORK: usize = 1 << 15;
 
 /// The precision of `Auto`'s graded stage for the (prepared) matrix `a`:
 /// 128 bits plus the binary orders its nonzero entries span, rounded up to
@@ -163,7 +163,7 @@ pub const AUTO_GRADED_MAX_WORK: usize = 1 << 15;
 /// covers it). The residuals of the small values of a graded matrix `D B D`
 /// are computed to about `2^-bits` times the largest entry, so the span
 /// sets the precision at which they separate from 0.
-pub fn graded_precision(a: faer::MatRef<'_, f64>) -> Option<u32> {
+pub(crate) fn graded_precision(a: faer::MatRef<'_, f64>) -> Option<u32> {
     let (mut hi, mut lo) = (i32::MIN, i32::MAX);
     for j in 0..a.ncols() {
         for &x in a.col(j).iter() {
@@ -182,14 +182,14 @@ pub fn graded_precision(a: faer::MatRef<'_, f64>) -> Option<u32> {
 /// `Auto` asks relative accuracy `rtol` of the values above this fraction of
 /// sigma_1; smaller values keep whatever absolute accuracy the first stage
 /// that satisfied the others gave.
-pub const AUTO_RELEVANT_FRACTION: f64 = 1e-6;
+pub(crate) const AUTO_RELEVANT_FRACTION: f64 = 1e-6;
 
 /// A value wider than the target whose absolute radius exceeds this many
 /// times sigma_1's is "loose" ([`SingularValues::loose_small_value_at`]):
 /// the residual routes give radii of the same order for every index, so a
 /// larger ratio means the route that certified it (the exact-Gram route,
 /// whose radius of sigma_i grows like sigma_1 / sigma_i) can be improved.
-pub const LOOSE_SMALL_VALUE_FACTOR: f64 = 16.0;
+pub(crate) const LOOSE_SMALL_VALUE_FACTOR: f64 = 16.0;
 
 /// How `auto`'s note of what its stages left open begins.
 const AFTER_STAGES: &str = "after every stage run: ";
@@ -199,7 +199,7 @@ const RANK_UNDECIDED: &str = "the rank undecided";
 
 /// The target relative radius of [`Precision::Auto`] unless asked
 /// otherwise: sigma_1 and every value >= 1e-6 sigma_1 to 11 digits.
-pub const DEFAULT_RTOL: f64 = 1e-11;
+pub(crate) const DEFAULT_RTOL: f64 = 1e-11;
 
 /// Options of [`certify_singular_values`].
 #[derive(Clone, Copy, Debug)]
@@ -309,7 +309,7 @@ impl CertifiedValue {
     /// Whether the value is certainly positive: its lower end is, or the
     /// lower of its decimal ends [`Self::exact`] is (a positive value below
     /// the least positive double, whose binary64 lower end can only be 0).
-    pub fn positive(&self) -> bool {
+    pub(crate) fn positive(&self) -> bool {
         self.enclosure.lo() > 0.0
             || self.exact.as_ref().is_some_and(|x| {
                 rug::Float::parse(&x.lo).is_ok_and(|f| rug::Float::with_val(64, f) > 0)
@@ -392,7 +392,7 @@ impl SingularValues {
     /// (the values are non-increasing, so every earlier one is positive as
     /// well; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10 c). A lower bound of the rank
     /// (L15 c).
-    pub fn certainly_positive(&self) -> usize {
+    pub(crate) fn certainly_positive(&self) -> usize {
         self.values
             .iter()
             .rposition(|v| v.positive())
@@ -402,7 +402,7 @@ impl SingularValues {
     /// The first value not certainly positive whose enclosure is `[0, h]`
     /// with `h > 0`: whether it is zero is not decided, so neither is the
     /// rank (L15 c).
-    pub fn rank_undecided_at(&self) -> Option<usize> {
+    pub(crate) fn rank_undecided_at(&self) -> Option<usize> {
         (self.certainly_positive()..self.values.len())
             .find(|&i| self.values[i].enclosure.hi() > 0.0)
     }
@@ -414,7 +414,7 @@ impl SingularValues {
     /// residual route on `A` itself (radii of the order of sigma_1's for
     /// every index) narrows. Values of 0 or `[0, h]` are left to
     /// [`Self::rank_undecided_at`].
-    pub fn loose_small_value_at(&self, rtol: f64) -> Option<usize> {
+    pub(crate) fn loose_small_value_at(&self, rtol: f64) -> Option<usize> {
         let rad1 = self.values.first()?.enclosure.rad();
         self.values.iter().position(|v| {
             v.enclosure.lo() > 0.0
@@ -426,7 +426,7 @@ impl SingularValues {
     /// What a cheaper stage left open that a further one may close: the
     /// rank undecided, or a small value loose as [`Self::loose_small_value_at`]
     /// says; `None` when neither (the stage is settled).
-    pub fn unsettled(&self, rtol: f64) -> Option<String> {
+    pub(crate) fn unsettled(&self, rtol: f64) -> Option<String> {
         let show = |i: usize| {
             let e = self.values[i].enclosure;
             format!("sigma_{} in [{:e}, {:e}]", i + 1, e.lo(), e.hi())
@@ -580,7 +580,7 @@ impl SingularValues {
     /// the same matrix (both contain the exact value; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10).
     /// Then restores the order of the ends with [`Self::tighten_by_order`]
     /// (the two stages may group values differently).
-    pub fn keep_narrower(&mut self, other: SingularValues) {
+    pub(crate) fn keep_narrower(&mut self, other: SingularValues) {
         for (mine, theirs) in self.values.iter_mut().zip(other.values) {
             let w_mine = mine.enclosure.hi() - mine.enclosure.lo();
             let w_theirs = theirs.enclosure.hi() - theirs.enclosure.lo();
@@ -607,7 +607,7 @@ impl SingularValues {
     /// (`sigma_i >= sigma_j >= lo_j` for `j >= i`, `sigma_i <= sigma_j <= hi_j`
     /// for `j <= i`; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10 c). A no-op on the
     /// output of one stage, whose disjoint groups are already ordered.
-    pub fn tighten_by_order(&mut self) {
+    pub(crate) fn tighten_by_order(&mut self) {
         let n = self.values.len();
         let mut los: Vec<f64> = self.values.iter().map(|v| v.enclosure.lo()).collect();
         let mut his: Vec<f64> = self.values.iter().map(|v| v.enclosure.hi()).collect();
@@ -734,14 +734,14 @@ pub fn certify_singular_values(
 /// and empty dimensions (inconclusive, as [`certify_singular_values`]), and
 /// returns `None` for a zero matrix, whose values are exact zeros
 /// (`zero_singular_values`).
-pub fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
+pub(crate) fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
     check_preparable(a)?;
     Ok(dense::prepare(a.rows, a.cols, &a.data))
 }
 
 /// The checks of [`prepare_checked`] alone: inconclusive for non-finite
 /// entries or an empty dimension.
-pub fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
+pub(crate) fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
     let non_finite = |c: &[f64]| c.iter().any(|x| !x.is_finite());
     let any_non_finite = if dense::split_pass(a.data.len()) {
         use rayon::prelude::*;
@@ -761,7 +761,9 @@ pub fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
 /// [`prepare_checked`] of a matrix the caller gives up: the same checks,
 /// entries and scale, prepared in the matrix's own buffer where its layout
 /// allows ([`dense::prepare_owned`]).
-pub fn prepare_checked_owned(a: DenseMatrix) -> Result<Option<dense::Prepared>, Inconclusive> {
+pub(crate) fn prepare_checked_owned(
+    a: DenseMatrix,
+) -> Result<Option<dense::Prepared>, Inconclusive> {
     check_preparable(&a)?;
     Ok(dense::prepare_owned(a.rows, a.cols, a.data))
 }
@@ -790,7 +792,7 @@ pub(crate) fn zero_singular_values(rows: usize, cols: usize) -> SingularValues {
 /// from exact rationals ([`proofs/two-column.md`](crate::proofs::two_column), L32, [`two_column`]): the
 /// narrower enclosure is kept index by index (L10), and it stands alone
 /// where the stages are inconclusive.
-pub fn certify_prepared(
+pub(crate) fn certify_prepared(
     prep: &dense::Prepared,
     rows: usize,
     cols: usize,

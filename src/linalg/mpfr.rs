@@ -34,9 +34,6 @@ impl DirectedScalar for Float {
     fn add_ru(&self, o: &Self) -> Self {
         Float::with_val_round(self.prec(), self + o, Round::Up).0
     }
-    fn sub_ru(&self, o: &Self) -> Self {
-        Float::with_val_round(self.prec(), self - o, Round::Up).0
-    }
     fn sub_rd(&self, o: &Self) -> Self {
         Float::with_val_round(self.prec(), self - o, Round::Down).0
     }
@@ -358,7 +355,7 @@ impl Step<'_> {
 /// loose: each Jacobi sweep costs about `3 m n^2 / 2` MPFR operations, and
 /// graded matrices take some ten sweeps (under a second at this limit at
 /// 128 bits, a few seconds at 2048).
-pub const JACOBI_MAX_WORK: usize = 1 << 18;
+pub(crate) const JACOBI_MAX_WORK: usize = 1 << 18;
 
 /// Sweeps after which [`jacobi_svd`] stops even if a rotation was applied
 /// in the last one (its output is only an approximation either way).
@@ -476,7 +473,7 @@ fn jacobi_svd(a: &FMat, prec: u32) -> (FMat, FMat, Vec<Float>) {
 /// `2^-scale_exp a`. Justification: [`proofs/residual-single-pair.md`](crate::proofs::residual_single_pair) (L6),
 /// [`proofs/residual-cluster.md`](crate::proofs::residual_cluster) (L7), [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8),
 /// [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) (L13); [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling) (L2).
-pub fn certify(
+pub(crate) fn certify(
     a: MatRef<'_, f64>,
     scale_exp: i32,
     bits: u32,

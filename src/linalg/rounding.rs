@@ -16,47 +16,42 @@ pub const ETA: f64 = f64::from_bits(1);
 
 /// Upper bound of `a + b`.
 #[inline]
-pub fn add_ru(a: f64, b: f64) -> f64 {
+pub(crate) fn add_ru(a: f64, b: f64) -> f64 {
     (a + b).next_up()
-}
-/// Lower bound of `a + b`.
-#[inline]
-pub fn add_rd(a: f64, b: f64) -> f64 {
-    (a + b).next_down()
 }
 /// Upper bound of `a - b`.
 #[inline]
-pub fn sub_ru(a: f64, b: f64) -> f64 {
+pub(crate) fn sub_ru(a: f64, b: f64) -> f64 {
     (a - b).next_up()
 }
 /// Lower bound of `a - b`.
 #[inline]
-pub fn sub_rd(a: f64, b: f64) -> f64 {
+pub(crate) fn sub_rd(a: f64, b: f64) -> f64 {
     (a - b).next_down()
 }
 /// Upper bound of `a * b`.
 #[inline]
-pub fn mul_ru(a: f64, b: f64) -> f64 {
+pub(crate) fn mul_ru(a: f64, b: f64) -> f64 {
     (a * b).next_up()
 }
 /// Lower bound of `a * b`.
 #[inline]
-pub fn mul_rd(a: f64, b: f64) -> f64 {
+pub(crate) fn mul_rd(a: f64, b: f64) -> f64 {
     (a * b).next_down()
 }
 /// Upper bound of `a / b` (b != 0).
 #[inline]
-pub fn div_ru(a: f64, b: f64) -> f64 {
+pub(crate) fn div_ru(a: f64, b: f64) -> f64 {
     (a / b).next_up()
 }
 /// Lower bound of `a / b` (b != 0).
 #[inline]
-pub fn div_rd(a: f64, b: f64) -> f64 {
+pub(crate) fn div_rd(a: f64, b: f64) -> f64 {
     (a / b).next_down()
 }
 /// Upper bound of `sqrt(a)`, a >= 0.
 #[inline]
-pub fn sqrt_ru(a: f64) -> f64 {
+pub(crate) fn sqrt_ru(a: f64) -> f64 {
     // NaN must propagate (f64::max would turn it into 0).
     if a.is_nan() {
         return f64::NAN;
@@ -65,7 +60,7 @@ pub fn sqrt_ru(a: f64) -> f64 {
 }
 /// Lower bound of `sqrt(a)`; 0 for a <= 0.
 #[inline]
-pub fn sqrt_rd(a: f64) -> f64 {
+pub(crate) fn sqrt_rd(a: f64) -> f64 {
     if a.is_nan() {
         return f64::NAN;
     }
@@ -109,7 +104,7 @@ pub fn nonneg_sum_rd(computed: f64, k: usize) -> f64 {
 
 /// Sum of squares of `x`, round-to-nearest (the raw value for the bounds above).
 #[inline]
-pub fn sum_sq(x: &[f64]) -> f64 {
+pub(crate) fn sum_sq(x: &[f64]) -> f64 {
     let mut acc = [0.0f64; 4];
     let mut chunks = x.chunks_exact(4);
     for c in &mut chunks {
@@ -126,7 +121,7 @@ pub fn sum_sq(x: &[f64]) -> f64 {
 
 /// Round-to-nearest `sum |x_i|` in four lanes (bounded by L3 b, which
 /// holds for any summation order).
-pub fn sum_abs(x: &[f64]) -> f64 {
+pub(crate) fn sum_abs(x: &[f64]) -> f64 {
     let mut acc = [0.0f64; 4];
     let mut chunks = x.chunks_exact(4);
     for c in &mut chunks {
@@ -141,18 +136,18 @@ pub fn sum_abs(x: &[f64]) -> f64 {
 }
 
 /// Upper bound of the Euclidean norm of `x` (exact entries).
-pub fn norm2_ru(x: &[f64]) -> f64 {
+pub(crate) fn norm2_ru(x: &[f64]) -> f64 {
     sqrt_ru(nonneg_sum_ru(sum_sq(x), x.len()))
 }
 
 /// Lower bound of the Euclidean norm of `x` (exact entries).
-pub fn norm2_rd(x: &[f64]) -> f64 {
+pub(crate) fn norm2_rd(x: &[f64]) -> f64 {
     sqrt_rd(nonneg_sum_rd(sum_sq(x), x.len()))
 }
 
 /// Multiplies by 2^k exactly when possible (k may exceed the exponent range
 /// of a single power of two). Returns `None` if the result is not exact.
-pub fn scale_pow2_exact(x: f64, k: i32) -> Option<f64> {
+pub(crate) fn scale_pow2_exact(x: f64, k: i32) -> Option<f64> {
     let y = scale_pow2_rn(x, k);
     if y.is_finite() && scale_pow2_rn(y, -k) == x {
         Some(y)
@@ -162,7 +157,7 @@ pub fn scale_pow2_exact(x: f64, k: i32) -> Option<f64> {
 }
 
 /// Round-to-nearest `x * 2^k` by at most three exact power-of-two steps.
-pub fn scale_pow2_rn(mut x: f64, mut k: i32) -> f64 {
+pub(crate) fn scale_pow2_rn(mut x: f64, mut k: i32) -> f64 {
     // Steps of one sign, each an exact normal power of two (L2 part e).
     while k != 0 {
         let step = k.clamp(-1000, 1000);
@@ -174,13 +169,13 @@ pub fn scale_pow2_rn(mut x: f64, mut k: i32) -> f64 {
 
 /// The exact power of two `2^k` for `-1022 <= k <= 1023` (built from its bits).
 #[inline]
-pub fn pow2(k: i32) -> f64 {
+pub(crate) fn pow2(k: i32) -> f64 {
     debug_assert!((-1022..=1023).contains(&k));
     f64::from_bits(((k + 1023) as u64) << 52)
 }
 
 /// Upper bound of `x * 2^k` (L2).
-pub fn scale_pow2_ru(x: f64, k: i32) -> f64 {
+pub(crate) fn scale_pow2_ru(x: f64, k: i32) -> f64 {
     match scale_pow2_exact(x, k) {
         Some(y) => y,
         None => scale_pow2_rn(x, k).next_up(),
@@ -188,7 +183,7 @@ pub fn scale_pow2_ru(x: f64, k: i32) -> f64 {
 }
 
 /// Lower bound of `x * 2^k` (L2), never below 0 for x >= 0.
-pub fn scale_pow2_rd(x: f64, k: i32) -> f64 {
+pub(crate) fn scale_pow2_rd(x: f64, k: i32) -> f64 {
     match scale_pow2_exact(x, k) {
         Some(y) => y,
         None => {

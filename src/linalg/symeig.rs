@@ -865,7 +865,7 @@ fn vector_units(lam: &[f64], tnorm: f64) -> Vec<(usize, usize, bool)> {
 /// eigenvectors as columns. **No guarantee**; `None` where a step did not
 /// converge, produced non-finite numbers or met a cluster of more than
 /// `MAX_CLUSTER` eigenvalues.
-pub fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>, Mat<f64>)> {
+pub(crate) fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>, Mat<f64>)> {
     let n = g.nrows();
     if n == 0 || g.ncols() != n {
         return None;

@@ -35,7 +35,8 @@ fn fl(x: &Rational, r: Round) -> Float {
 ///
 /// *Guarantee: certified enclosure* of both singular values
 /// ([`proofs/two-column.md`](crate::proofs::two_column), L32; [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
-pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
+#[cfg(test)]
+pub(crate) fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
     enclose_with_ends(x, y, k).map(|v| v.map(|(e, _)| e))
 }
 
@@ -46,7 +47,11 @@ pub fn enclose(x: &[f64], y: &[f64], k: i32) -> Option<[Enclosure; 2]> {
 /// *Guarantee: certified enclosure* of both singular values, by both the
 /// binary64 and the decimal ends ([`proofs/two-column.md`](crate::proofs::two_column), L32;
 /// [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
-pub fn enclose_with_ends(x: &[f64], y: &[f64], k: i32) -> Option<[(Enclosure, ExactBounds); 2]> {
+pub(crate) fn enclose_with_ends(
+    x: &[f64],
+    y: &[f64],
+    k: i32,
+) -> Option<[(Enclosure, ExactBounds); 2]> {
     if x.len() != y.len() || x.len() > MAX_ROWS || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;
     }
@@ -118,7 +123,11 @@ const DIGITS: usize = 80;
 ///
 /// *Guarantee: certified enclosure*, as [`enclose`] ([`proofs/two-column.md`](crate::proofs::two_column),
 /// L32; [`proofs/power-of-two-scaling.md`](crate::proofs::power_of_two_scaling), L2).
-pub fn certify(prep: &super::dense::Prepared, rows: usize, cols: usize) -> Option<SingularValues> {
+pub(crate) fn certify(
+    prep: &super::dense::Prepared,
+    rows: usize,
+    cols: usize,
+) -> Option<SingularValues> {
     let a = prep.a();
     if a.ncols() != 2 || a.nrows() < 2 {
         return None;

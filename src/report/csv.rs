@@ -22,7 +22,7 @@ pub fn num(x: f64) -> String {
 }
 
 /// `mid,lo,hi` of an interval.
-pub fn mid(e: &CertInterval) -> String {
+pub(crate) fn mid(e: &CertInterval) -> String {
     format!("{},{},{}", num(e.mid()), num(e.lo), num(e.hi))
 }
 
@@ -40,14 +40,14 @@ pub const TABLE_NAMES: [&str; 4] = [
 
 /// The columns that lead every row of the study's multi-model tables
 /// (`report::tables`) and of the measures table.
-pub const MODEL_COLUMNS: &str = "model_id,hidden_size,num_hidden_layers,num_heads";
+pub(crate) const MODEL_COLUMNS: &str = "model_id,hidden_size,num_hidden_layers,num_heads";
 
 /// `measures.csv` of the certificates `models` (`(model_id, certificate)`,
 /// ids used as given): `model_id, hidden_size, num_hidden_layers,
 /// num_heads, measure, value, value_lo, value_hi`, one row per measure each
 /// certificate states, its stated interval (nothing computed but the
 /// midpoint). The study's table, and `certify --csv`'s for one model.
-pub fn measures_csv<'a>(
+pub(crate) fn measures_csv<'a>(
     models: impl IntoIterator<Item = (&'a str, &'a crate::certificate::Certificate)>,
 ) -> String {
     let mut t = format!("{MODEL_COLUMNS},measure,value,value_lo,value_hi\n");
@@ -73,7 +73,7 @@ pub const MEASURES_TABLE: &str = "measures.csv";
 /// The certified quantities of `spectra --csv`, in column order (each
 /// written as `<name>_lo` and `<name>_hi`), and the ones `audit` reads back
 /// from such a table.
-pub const SPECTRA_QUANTITIES: [&str; 12] = [
+pub(crate) const SPECTRA_QUANTITIES: [&str; 12] = [
     "spectral_norm",
     "sv_min",
     "frobenius_norm",
@@ -89,27 +89,27 @@ pub const SPECTRA_QUANTITIES: [&str; 12] = [
 ];
 
 /// Header of `matrix_summary.csv` (without a newline).
-pub const MATRIX_SUMMARY_HEADER: &str =
+pub(crate) const MATRIX_SUMMARY_HEADER: &str =
     "layer,head,matrix_type,rows,cols,rank,rank_lo,rank_hi,spectral_norm,spectral_norm_lo,spectral_norm_hi,\
 frobenius_norm,frobenius_norm_lo,frobenius_norm_hi,nuclear_norm,nuclear_norm_lo,nuclear_norm_hi,\
 norm_21,norm_21_lo,norm_21_hi,norm_11,norm_11_lo,norm_11_hi,stable_rank,stable_rank_lo,stable_rank_hi";
 
 /// Header of `schatten_opt.csv`.
-pub const SCHATTEN_OPT_HEADER: &str =
+pub(crate) const SCHATTEN_OPT_HEADER: &str =
     "layer,head,matrix_type,alpha_mh,alpha_mh_lo,alpha_mh_hi,gamma,gamma_lo,gamma_hi,\
 scale_gamma_alpha_L,scale_gamma_alpha_L_lo,scale_gamma_alpha_L_hi,p_grid_m,p_opt,\
 min_contribution,min_contribution_lo,min_contribution_hi";
 
 /// Header of `p_contribution_raw.csv`.
-pub const P_CONTRIBUTION_HEADER: &str =
+pub(crate) const P_CONTRIBUTION_HEADER: &str =
     "layer,head,matrix_type,p,contribution,contribution_lo,contribution_hi";
 
 /// The `expert` column a certificate with experts adds at the end of
 /// `matrix_summary.csv` (a routed expert's index, `shared`, or empty for a
 /// matrix of no expert); the authors' columns keep their places.
-pub const EXPERT_COLUMN: &str = "expert";
+pub(crate) const EXPERT_COLUMN: &str = "expert";
 
-/// Whether `cert`'s `matrix_summary.csv` has the [`EXPERT_COLUMN`]: some
+/// Whether `cert`'s `matrix_summary.csv` has the `EXPERT_COLUMN`: some
 /// matrix of it belongs to an expert (mixtures of experts only).
 pub fn has_experts(cert: &Certificate) -> bool {
     let spectra = cert.spectra.iter().flatten().map(|s| s.expert);
@@ -155,7 +155,7 @@ fn summary_row(w: &crate::certificate::SpectrumEntry, experts: bool) -> String {
     row
 }
 
-/// An expert as the [`EXPERT_COLUMN`] writes it: its index, or `shared`
+/// An expert as the `EXPERT_COLUMN` writes it: its index, or `shared`
 /// (as the certificate's `expert` key).
 pub fn expert_cell(e: crate::arch::Expert) -> String {
     match e {
@@ -166,7 +166,7 @@ pub fn expert_cell(e: crate::arch::Expert) -> String {
 
 /// The header of `cert`'s `matrix_summary.csv` (without a newline):
 /// [`MATRIX_SUMMARY_HEADER`], with [`EXPERT_COLUMN`] when [`has_experts`].
-pub fn matrix_summary_header(cert: &Certificate) -> String {
+pub(crate) fn matrix_summary_header(cert: &Certificate) -> String {
     if has_experts(cert) {
         format!("{MATRIX_SUMMARY_HEADER},{EXPERT_COLUMN}")
     } else {
@@ -179,7 +179,7 @@ pub fn matrix_summary_header(cert: &Certificate) -> String {
 /// A certificate without a bound has spectra and no proxies: a
 /// `matrix_summary.csv` row for each of its matrices, and no rows in the
 /// two tables of proxies.
-pub fn matrix_rows(cert: &Certificate) -> [Vec<String>; 3] {
+pub(crate) fn matrix_rows(cert: &Certificate) -> [Vec<String>; 3] {
     let m = cert.parameters.grid_m;
     let experts = has_experts(cert);
     let mut summary = Vec::with_capacity(cert.matrices.len());
@@ -232,7 +232,7 @@ pub fn matrix_rows(cert: &Certificate) -> [Vec<String>; 3] {
 
 /// `bound,value,value_lo,value_hi` rows of the two bounds (`ours`,
 /// `edelman`); none for a certificate without a bound.
-pub fn bound_rows(cert: &Certificate) -> Vec<String> {
+pub(crate) fn bound_rows(cert: &Certificate) -> Vec<String> {
     cert.bounds
         .iter()
         .flat_map(|b| {

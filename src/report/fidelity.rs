@@ -20,7 +20,7 @@ use crate::certificate::{CertInterval, Certificate, GridPoint, MatrixEntry};
 use super::fmt;
 
 /// The note on per-head round-off values (docs, report).
-pub const ROUNDOFF_NOTE: &str = "The authors compute per-head singular values from the dense N x N \
+pub(crate) const ROUNDOFF_NOTE: &str = "The authors compute per-head singular values from the dense N x N \
 float64 product (Q_h^T K_h, V_h^T O_h), so their spectra carry N - head_dim round-off values near \
 1e-16 sigma_1 where the exact product has exact zeros (its rank is at most head_dim; specbound keeps the \
 product factored and knows these values to be exactly 0). Their rank at p = 0 uses a tolerance \
@@ -30,22 +30,22 @@ values; `specbound audit` says so when a published number is off for this reason
 exact value and the size of the float artefact.";
 
 /// The note on the scale floor (docs, report).
-pub const SCALE_FLOOR_NOTE: &str = "The authors floor the scale s = gamma alpha L at the smallest \
+pub(crate) const SCALE_FLOOR_NOTE: &str = "The authors floor the scale s = gamma alpha L at the smallest \
 normal float64 number (2.2250738585072014e-308) before raising it to the power p/(p+2); specbound keeps \
 an exact s = 0 when the certified scale is exactly zero (some C_2 in gamma or alpha is exactly 0), so its \
 c(W, p) for p > 0 is exactly 0 there, where the authors' value is tiny but positive.";
 
 /// The authors' tolerance factor of the numerical rank.
-pub const AUTHORS_RANK_TOL: f64 = 1e-10;
+pub(crate) const AUTHORS_RANK_TOL: f64 = 1e-10;
 
 /// The authors' floor of the scale: the smallest normal float64 number.
-pub const AUTHORS_SCALE_FLOOR: f64 = f64::MIN_POSITIVE;
+pub(crate) const AUTHORS_SCALE_FLOOR: f64 = f64::MIN_POSITIVE;
 
 /// The authors' float64 evaluation of `c(W, p)` on the grid for one matrix
 /// whose `z` exactly-zero singular values are replaced by round-off values
 /// of one size `t` (a float model, from midpoints).
 #[derive(Clone, Debug)]
-pub struct FloatCurve {
+pub(crate) struct FloatCurve {
     /// Midpoints of the certified nonzero singular values.
     sigma: Vec<f64>,
     /// Exact zeros (structural).
@@ -60,7 +60,7 @@ pub struct FloatCurve {
 
 impl FloatCurve {
     /// The curve of `w` in a model of hidden size `n` on the grid `P_m`.
-    pub fn of(w: &MatrixEntry, n: usize, m: usize) -> Self {
+    pub(crate) fn of(w: &MatrixEntry, n: usize, m: usize) -> Self {
         Self {
             sigma: w.singular_values.iter().map(|v| v.mid()).collect(),
             z: w.structural_zeros,
@@ -72,17 +72,17 @@ impl FloatCurve {
     }
 
     /// How many values are exactly zero.
-    pub fn zeros(&self) -> usize {
+    pub(crate) fn zeros(&self) -> usize {
         self.z
     }
 
     /// `sigma_1` (midpoint).
-    pub fn sigma1(&self) -> f64 {
+    pub(crate) fn sigma1(&self) -> f64 {
         self.sigma.first().copied().unwrap_or(0.0)
     }
 
     /// The authors' zero tolerance `1e-10 k max(sigma_1, 1)`.
-    pub fn rank_tolerance(&self) -> f64 {
+    pub(crate) fn rank_tolerance(&self) -> f64 {
         AUTHORS_RANK_TOL * self.k.max(1) as f64 * self.sigma1().max(1.0)
     }
 
@@ -92,7 +92,7 @@ impl FloatCurve {
     /// a modest constant. A heuristic ceiling for explanations, far above
     /// the values such SVDs return (about `1e-16 sigma_1` on MiniLM) and
     /// far below any real singular value of these matrices.
-    pub fn roundoff_ceiling(&self) -> f64 {
+    pub(crate) fn roundoff_ceiling(&self) -> f64 {
         let fro = self.sigma.iter().map(|s| s * s).sum::<f64>().sqrt();
         self.k as f64 * (f64::EPSILON / 2.0) * fro
     }
@@ -111,7 +111,7 @@ impl FloatCurve {
     }
 
     /// `c(W, j/m)` as the authors compute it, the zeros replaced by `t`.
-    pub fn c(&self, j: usize, t: f64) -> f64 {
+    pub(crate) fn c(&self, j: usize, t: f64) -> f64 {
         if j == 0 {
             return (self.rank(t) * self.n).sqrt();
         }
@@ -123,7 +123,7 @@ impl FloatCurve {
     }
 
     /// The authors' argmin (the first minimum in grid order) with zeros `t`.
-    pub fn argmin(&self, t: f64) -> usize {
+    pub(crate) fn argmin(&self, t: f64) -> usize {
         let mut best = 0;
         let mut bv = f64::INFINITY;
         for j in 0..=2 * self.m {
@@ -137,7 +137,7 @@ impl FloatCurve {
     }
 
     /// `min_j c(W, j/m)` with zeros `t`.
-    pub fn min(&self, t: f64) -> f64 {
+    pub(crate) fn min(&self, t: f64) -> f64 {
         (0..=2 * self.m)
             .map(|j| self.c(j, t))
             .fold(f64::INFINITY, f64::min)
@@ -145,7 +145,7 @@ impl FloatCurve {
 
     /// The round-off size `t` at which `c(W, j/m)` equals `claim`, if any
     /// (`c` grows with `t`; `None` for `j = 0` or a claim not above `t = 0`).
-    pub fn t_for(&self, j: usize, claim: f64) -> Option<f64> {
+    pub(crate) fn t_for(&self, j: usize, claim: f64) -> Option<f64> {
         if j == 0 || self.z == 0 || !(claim > 0.0) {
             return None;
         }
@@ -159,7 +159,7 @@ impl FloatCurve {
 
 /// A typical size of the round-off values of a float64 SVD of a matrix
 /// with largest singular value `sigma1`: `u sigma_1`, `u = 2^-53`.
-pub fn typical_roundoff(sigma1: f64) -> f64 {
+pub(crate) fn typical_roundoff(sigma1: f64) -> f64 {
     sigma1 * f64::EPSILON / 2.0
 }
 
@@ -185,7 +185,7 @@ fn t_text(t: f64, curve: &FloatCurve) -> String {
 /// Why an inconsistent claim of `c(W, k/m)` is the authors' float artefact,
 /// or `None` when it is not explained by round-off values below their rank
 /// tolerance (a float model; the certified value is `w`'s).
-pub fn explain_contribution(
+pub(crate) fn explain_contribution(
     w: &MatrixEntry,
     n: usize,
     m: usize,
@@ -221,7 +221,12 @@ pub fn explain_contribution(
 
 /// Why an inconsistent claim of `min_p c(W, p)` is the float artefact:
 /// round-off values up to the rank tolerance can raise the minimum to it.
-pub fn explain_min_contribution(w: &MatrixEntry, n: usize, m: usize, claim: f64) -> Option<String> {
+pub(crate) fn explain_min_contribution(
+    w: &MatrixEntry,
+    n: usize,
+    m: usize,
+    claim: f64,
+) -> Option<String> {
     let exact = w.min_contribution;
     if !(claim > exact.hi) || w.structural_zeros == 0 {
         return None;
@@ -256,7 +261,7 @@ pub fn explain_min_contribution(w: &MatrixEntry, n: usize, m: usize, claim: f64)
 /// Why a claimed minimiser `claim_k / m` outside the certified argmin set
 /// is the float artefact: some round-off size below the rank tolerance
 /// makes it the authors' argmin.
-pub fn explain_p_opt(w: &MatrixEntry, n: usize, m: usize, claim_k: usize) -> Option<String> {
+pub(crate) fn explain_p_opt(w: &MatrixEntry, n: usize, m: usize, claim_k: usize) -> Option<String> {
     if w.structural_zeros == 0 || w.p_opt_fraction.iter().any(|g| g.k == claim_k) {
         return None;
     }
@@ -283,7 +288,7 @@ pub fn explain_p_opt(w: &MatrixEntry, n: usize, m: usize, claim_k: usize) -> Opt
 /// Why an inconsistent claim of `B_ours` is the float artefact: per-head
 /// round-off values up to each matrix's rank tolerance can raise the sum
 /// of minima to it.
-pub fn explain_bound_ours(cert: &Certificate, claim: f64) -> Option<String> {
+pub(crate) fn explain_bound_ours(cert: &Certificate, claim: f64) -> Option<String> {
     let exact = cert.bounds.as_ref()?.ours;
     if !(claim > exact.hi) || cert.matrices.iter().all(|w| w.structural_zeros == 0) {
         return None;
@@ -318,19 +323,17 @@ pub fn explain_bound_ours(cert: &Certificate, claim: f64) -> Option<String> {
 /// `t = u sigma_1`, until it falls below `1e-8`; and the matrices whose
 /// float argmin leaves the certified argmin set.
 #[derive(Clone, Debug)]
-pub struct ArtefactEstimate {
+pub(crate) struct ArtefactEstimate {
     /// `(type name, [(k, largest inflation)])`.
     pub inflation: Vec<(&'static str, Vec<(usize, f64)>)>,
     /// Matrices whose float argmin (with `t = u sigma_1`) is not certified possible.
     pub argmin_moved: Vec<String>,
-    /// Matrices whose certified scale is exactly 0 (the authors floor it).
-    pub zero_scale: Vec<String>,
     /// The grid resolution m.
     pub m: usize,
 }
 
 /// The [`ArtefactEstimate`] of one certificate (a float model).
-pub fn estimate(cert: &Certificate) -> ArtefactEstimate {
+pub(crate) fn estimate(cert: &Certificate) -> ArtefactEstimate {
     let (n, m) = (cert.model.hidden, cert.parameters.grid_m);
     let mut inflation = Vec::new();
     for kind in [crate::arch::MatrixType::QK, crate::arch::MatrixType::VTilde] {
@@ -370,16 +373,9 @@ pub fn estimate(cert: &Certificate) -> ArtefactEstimate {
         })
         .map(|w| w.id().to_string())
         .collect();
-    let zero_scale = cert
-        .matrices
-        .iter()
-        .filter(|w| w.scale.hi == 0.0)
-        .map(|w| w.id().to_string())
-        .collect();
     ArtefactEstimate {
         inflation,
         argmin_moved,
-        zero_scale,
         m,
     }
 }

@@ -5,7 +5,7 @@
 //! authors' (QK tomato, V_tilde royal blue, M_in dark olive green, M_out
 //! dark sea green; ours orange, Edelman slate blue); figure 5 colours by
 //! layer instead, and draws the matrix types with distinct line styles. A
-//! figure whose data are missing is not drawn: its [`Figure::svg`] is `Err`
+//! figure whose data are missing is not drawn: its `Figure::svg` is `Err`
 //! with the reason. Figure 6 (the trajectory, `super::trajectory`) is drawn
 //! by the same `render` from its own panels: log-y panels of ratios and
 //! linear-y panels of signed differences (`Panel::linear_y`).
@@ -66,7 +66,7 @@ pub const WIDEST_WIDTH: &str = "widest relative width (hi - lo)/lo of the interv
 
 /// One figure: drawn, or skipped with the reason.
 #[derive(Clone, Debug)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// 1 to 5.
     pub number: usize,
     /// File name under `figures/`.
@@ -81,17 +81,17 @@ pub struct Figure {
 
 /// An sRGB colour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rgb(pub u8, pub u8, pub u8);
+pub(crate) struct Rgb(pub u8, pub u8, pub u8);
 
 impl Rgb {
     /// `#RRGGBB`.
-    pub fn hex(self) -> String {
+    pub(crate) fn hex(self) -> String {
         format!("#{:02X}{:02X}{:02X}", self.0, self.1, self.2)
     }
 }
 
 /// The authors' colour of a matrix type.
-pub fn type_colour(kind: MatrixType) -> Rgb {
+pub(crate) fn type_colour(kind: MatrixType) -> Rgb {
     match kind {
         MatrixType::QK => Rgb(255, 99, 71),      // tomato
         MatrixType::VTilde => Rgb(65, 105, 225), // royal blue
@@ -104,7 +104,7 @@ pub fn type_colour(kind: MatrixType) -> Rgb {
 }
 
 /// The authors' colour of a bound.
-pub fn bound_colour(b: Bound) -> Rgb {
+pub(crate) fn bound_colour(b: Bound) -> Rgb {
     match b {
         Bound::Ours => Rgb(255, 165, 0),     // orange
         Bound::Edelman => Rgb(106, 90, 205), // slate blue
@@ -113,7 +113,7 @@ pub fn bound_colour(b: Bound) -> Rgb {
 
 /// The colour of layer `l` in figure 5 (twelve distinct colours, then
 /// again, with a marker per round of twelve).
-pub fn layer_colour(l: usize) -> Rgb {
+pub(crate) fn layer_colour(l: usize) -> Rgb {
     const P: [Rgb; 12] = [
         Rgb(31, 119, 180),
         Rgb(214, 39, 40),
@@ -132,7 +132,7 @@ pub fn layer_colour(l: usize) -> Rgb {
 }
 
 /// The authors' legend name of a matrix type.
-pub fn type_label(kind: MatrixType) -> &'static str {
+pub(crate) fn type_label(kind: MatrixType) -> &'static str {
     match kind {
         MatrixType::QK => "QK head",
         MatrixType::VTilde => "Ṽ = V Wᴼ head",
@@ -405,7 +405,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<Tick> {
 /// drawn at the axis' lower edge and the caption says so
 /// (`clamp_note`), so that drawing a figure takes time bounded by its
 /// data, whatever the numbers.
-pub const MAX_LOG_DECADES: f64 = 24.0;
+pub(crate) const MAX_LOG_DECADES: f64 = 24.0;
 
 /// The smallest and largest positive finite ends of the curves.
 fn positive_extent(curves: &[Curve]) -> Option<(f64, f64)> {
@@ -1079,7 +1079,7 @@ pub(super) fn widest_clause<'a>(xs: impl Iterator<Item = &'a CertInterval>) -> (
 }
 
 /// Every figure of the study, drawn or skipped.
-pub fn all(set: &StudySet) -> Vec<Figure> {
+pub(crate) fn all(set: &StudySet) -> Vec<Figure> {
     vec![
         spectral_decay(set),
         bound_scaling(set, Axis::HiddenSize),

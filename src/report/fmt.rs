@@ -173,7 +173,7 @@ fn plain(sci: &str) -> String {
 }
 
 /// The exact value of a decimal string (`-12.5e-3`), or `None`.
-pub fn parse_decimal(s: &str) -> Option<Rational> {
+pub(crate) fn parse_decimal(s: &str) -> Option<Rational> {
     let t = s.trim();
     let (m, e) = match t.find(['e', 'E']) {
         Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
@@ -198,7 +198,7 @@ pub fn parse_decimal(s: &str) -> Option<Rational> {
 /// rounded outward: *guarantee*: the printed decimal interval, read
 /// exactly, contains `[lo, hi]` ([`proofs/outward-decimal.md`](crate::proofs::outward_decimal), L21; tested
 /// exactly in this module).
-pub fn interval(lo: f64, hi: f64, style: Style) -> String {
+pub(crate) fn interval(lo: f64, hi: f64, style: Style) -> String {
     if !(lo.is_finite() && hi.is_finite()) || lo > hi {
         return format!("[{lo:e}, {hi:e}]");
     }
@@ -408,13 +408,13 @@ fn tidy(s: &str) -> String {
 ///
 /// *Guarantee:* the printed decimals enclose `[x.lo, x.hi]`
 /// ([`proofs/outward-decimal.md`](crate::proofs::outward_decimal), L21).
-pub fn cert_interval(x: &crate::certificate::CertInterval) -> String {
+pub(crate) fn cert_interval(x: &crate::certificate::CertInterval) -> String {
     interval(x.lo, x.hi, Style::Shared)
 }
 
 /// Escapes text for HTML and SVG content and attribute values (here, below
 /// both `html` and `figures`, so that neither imports the other for it).
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -11,11 +11,11 @@ use super::set::{p_opt_counts, scaling, widest, StudySet};
 use crate::certificate::GridPoint;
 
 /// The policy the page declares: nothing may be loaded (inline styles only).
-pub const CONTENT_SECURITY_POLICY: &str =
+pub(crate) const CONTENT_SECURITY_POLICY: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
 /// How many of the widest intervals the page lists.
-pub const WIDEST_SHOWN: usize = 15;
+pub(crate) const WIDEST_SHOWN: usize = 15;
 
 const STYLE: &str = "
 body{font-family:Georgia,'Times New Roman',serif;max-width:1100px;margin:1.5em auto;padding:0 1em;color:#222;line-height:1.4}
@@ -32,11 +32,11 @@ nav ul{columns:2}
 @media print{nav{display:none}section,figure,table{break-inside:avoid}body{max-width:none}}
 ";
 
-pub use super::fmt::esc;
+pub(crate) use super::fmt::esc;
 
 /// The SVG for inlining: the namespace attribute (a name, not a link; HTML
 /// does not need it) is replaced by an accessible label.
-pub fn inline_svg(svg: &str, label: &str) -> String {
+pub(crate) fn inline_svg(svg: &str, label: &str) -> String {
     let ns = " xmlns=\"http://www.w3.org/2000/svg\"";
     let labelled = format!(" role=\"img\" aria-label=\"{}\"", esc(label));
     let body = match svg.find("<svg") {
@@ -47,14 +47,14 @@ pub fn inline_svg(svg: &str, label: &str) -> String {
 }
 
 /// The whole page for `set` and its drawn or skipped `figures`.
-pub fn page(set: &StudySet, figures: &[Figure]) -> String {
+pub(crate) fn page(set: &StudySet, figures: &[Figure]) -> String {
     page_with(set, figures, None)
 }
 
 /// [`page`] with a trajectory section (HTML from
 /// [`super::trajectory::section`]) after the figures, and its entry in
 /// the contents.
-pub fn page_with(set: &StudySet, figures: &[Figure], trajectory: Option<&str>) -> String {
+pub(crate) fn page_with(set: &StudySet, figures: &[Figure], trajectory: Option<&str>) -> String {
     let mut h = String::with_capacity(1 << 20);
     head(&mut h, set);
     nav(&mut h, trajectory.is_some());
@@ -409,13 +409,13 @@ fn models_section(h: &mut String, set: &StudySet) {
 /// measure, one column per model) and split into groups of this many
 /// models, so that a table of 13 measures fits a 1280 px page whatever the
 /// number of models (an interval cell is up to about 30 characters).
-pub const MEASURES_MODELS_PER_TABLE: usize = 3;
+pub(crate) const MEASURES_MODELS_PER_TABLE: usize = 3;
 
 /// The report's tables of the measures of every model that has them: one
 /// row per measure some model states, one column per model, at most
 /// [`MEASURES_MODELS_PER_TABLE`] models per table (`class="measures"`), or
 /// an empty string when no model has measures.
-pub fn measures_table(set: &StudySet) -> String {
+pub(crate) fn measures_table(set: &StudySet) -> String {
     let models: Vec<(&str, Vec<(&'static str, crate::certificate::CertInterval)>)> = set
         .models
         .iter()

@@ -9,7 +9,7 @@ use crate::certificate::{CertInterval, Certificate};
 /// The names of the bounds and measures, in table order: `ours` and
 /// `edelman` (as `observed_bounds.csv` names them), then the measures (as
 /// the certificate's `measures` section names them).
-pub const QUANTITY_NAMES: [&str; 15] = [
+pub(crate) const QUANTITY_NAMES: [&str; 15] = [
     "ours",
     "edelman",
     "log_prod_of_spec",
@@ -27,7 +27,7 @@ pub const QUANTITY_NAMES: [&str; 15] = [
     "log_bartlett_init",
 ];
 
-/// Every bound and measure of `cert` by name ([`QUANTITY_NAMES`] order),
+/// Every bound and measure of `cert` by name (`QUANTITY_NAMES` order),
 /// `None` where the certificate states none (a certificate without a
 /// bound or without measures; a measure that exceeds binary64 or needs `--init`).
 pub fn quantities(cert: &Certificate) -> [(&'static str, Option<CertInterval>); 15] {

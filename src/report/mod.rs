@@ -3,9 +3,9 @@
 //! all-or-nothing file output (`crate::io::output`), and the study's products read
 //! from several certificates ([`set`]): multi-model tables ([`tables`]),
 //! the paper's figures as SVG ([`figures`]), the self-contained HTML page
-//! ([`html`]) and the notes on where the authors' float computation departs
-//! from the exact values ([`fidelity`]); the bounds and measures by name
-//! ([`measures`]) and their trajectory over training ([`trajectory`]).
+//! (`html`) and the notes on where the authors' float computation departs
+//! from the exact values (`fidelity`); the bounds and measures by name
+//! ([`measures`]) and their trajectory over training (`trajectory`).
 //!
 //! In JSON, every `lo`/`hi` denotes a binary64 number, written as the
 //! shortest decimal that parses back to that very f64 (serde_json uses the
@@ -15,17 +15,17 @@
 //! decimals themselves contain the exact value.
 
 pub mod csv;
-pub mod fidelity;
+pub(crate) mod fidelity;
 pub mod figures;
 pub mod fmt;
-pub mod html;
+pub(crate) mod html;
 pub mod measures;
 pub mod set;
 pub mod tables;
 mod text;
-pub mod trajectory;
+pub(crate) mod trajectory;
 
-pub use text::{summary_text, summary_text_with};
+pub use text::summary_text_with;
 
 use serde::Serialize;
 
@@ -67,7 +67,7 @@ impl From<&CertifiedValue> for ValueJson {
 
 /// The serialised view of one Schatten quantity ([`SchattenEnclosure`]),
 /// the one both commands write: its exponent as `P` (a JSON number in
-/// `svd`'s report, [`SchattenJson`]; the decimal as a string in `spectra`'s
+/// `svd`'s report, `SchattenJson`; the decimal as a string in `spectra`'s
 /// rows, `cmd::spectra::SchattenRow`), its enclosures, and why any is open
 /// or given by decimal ends only.
 #[derive(Clone, Debug, Serialize)]
@@ -103,7 +103,7 @@ impl<P> SchattenView<P> {
     /// *Guarantee: certified enclosure*, as `s`'s (the same intervals,
     /// [`SchattenEnclosure::power_interval`] and `norm_interval` for the
     /// open ones).
-    pub fn of(s: &SchattenEnclosure, p: P) -> Self {
+    pub(crate) fn of(s: &SchattenEnclosure, p: P) -> Self {
         Self {
             p,
             power: s.power_interval(),
@@ -117,7 +117,7 @@ impl<P> SchattenView<P> {
 }
 
 /// `svd`'s view of a Schatten quantity: the exponent as a JSON number.
-pub type SchattenJson = SchattenView<Box<serde_json::value::RawValue>>;
+pub(crate) type SchattenJson = SchattenView<Box<serde_json::value::RawValue>>;
 
 impl From<&SchattenEnclosure> for SchattenJson {
     fn from(s: &SchattenEnclosure) -> Self {
@@ -167,7 +167,7 @@ pub struct SvdJson {
 
 impl SvdJson {
     /// Assembles the report.
-    pub fn new(
+    pub(crate) fn new(
         input: String,
         tensor: Option<String>,
         dtype: String,
@@ -192,13 +192,8 @@ impl SvdJson {
         }
     }
 
-    /// A readable table (default interval style).
-    pub fn to_table(&self, max_rows: usize) -> String {
-        self.to_table_with(max_rows, fmt::Style::default())
-    }
-
     /// A readable table, every interval rounded outward in style `st`.
-    pub fn to_table_with(&self, max_rows: usize, st: fmt::Style) -> String {
+    pub(crate) fn to_table_with(&self, max_rows: usize, st: fmt::Style) -> String {
         use std::fmt::Write;
         let mut s = String::new();
         self.write_summary(&mut s, st);

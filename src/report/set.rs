@@ -8,7 +8,7 @@ use crate::certificate::{CertInterval, Certificate, MatrixEntry};
 
 /// One certified model of a study.
 #[derive(Clone, Debug)]
-pub struct ModelCert {
+pub(crate) struct ModelCert {
     /// Its id (the `model_id` column of every table).
     pub id: String,
     /// Its certificate.
@@ -17,7 +17,7 @@ pub struct ModelCert {
 
 /// The models of a study and what the figures are drawn for.
 #[derive(Clone, Debug)]
-pub struct StudySet {
+pub(crate) struct StudySet {
     /// The certified models, in the order given.
     pub models: Vec<ModelCert>,
     /// Index into `models` of the primary model (figures 1 and 5).
@@ -31,14 +31,11 @@ pub struct StudySet {
     pub steps: Vec<Option<(String, u64)>>,
 }
 
-/// The layers figure 1 draws unless told otherwise (the authors' default).
-pub const DEFAULT_SPECTRUM_LAYERS: [usize; 4] = [0, 1, 2, 3];
-
 impl StudySet {
     /// The set with `primary` named by id, or by default the largest model
     /// (most weights in its proxy layers, `L N^2`; the first such in order).
     /// `Err` names an unknown primary id, or says that there is no model.
-    pub fn new(
+    pub(crate) fn new(
         models: Vec<ModelCert>,
         primary: Option<&str>,
         spectrum_layers: Vec<usize>,
@@ -86,7 +83,7 @@ impl StudySet {
     /// the primary becomes the largest model at its run's last step: in a
     /// trajectory study figures 1 and 5 show the trained model, not the
     /// initialisation.
-    pub fn with_steps(
+    pub(crate) fn with_steps(
         mut self,
         step_of: impl Fn(&str) -> Option<(String, u64)>,
         primary_named: bool,
@@ -101,12 +98,12 @@ impl StudySet {
     /// Whether models `i` and `j` are two checkpoints of one run: they
     /// differ only by training step, so neither is the other's scaling
     /// anchor.
-    pub fn same_run(&self, i: usize, j: usize) -> bool {
+    pub(crate) fn same_run(&self, i: usize, j: usize) -> bool {
         let run = |k: usize| self.steps.get(k).and_then(|s| s.as_ref()).map(|s| &s.0);
         i != j && run(i).is_some() && run(i) == run(j)
     }
     /// The primary model.
-    pub fn primary(&self) -> &ModelCert {
+    pub(crate) fn primary(&self) -> &ModelCert {
         &self.models[self.primary]
     }
 }
@@ -130,7 +127,7 @@ fn last_step_primary(models: &[ModelCert], steps: &[Option<(String, u64)>]) -> u
 }
 
 /// The largest model: greatest `L N^2`, the first in order among equals.
-pub fn default_primary(models: &[ModelCert]) -> usize {
+pub(crate) fn default_primary(models: &[ModelCert]) -> usize {
     let size = |m: &ModelCert| {
         let md = &m.cert.model;
         (md.layers as u128) * (md.hidden as u128) * (md.hidden as u128)
@@ -163,7 +160,7 @@ pub fn ratio(num: &CertInterval, den: &CertInterval) -> Option<CertInterval> {
 /// intersected with `[0, 1]`.
 ///
 /// *Guarantee: certified enclosure* ([`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure), L20 (c)).
-pub fn ratio_in_unit(num: &CertInterval, den: &CertInterval) -> Option<CertInterval> {
+pub(crate) fn ratio_in_unit(num: &CertInterval, den: &CertInterval) -> Option<CertInterval> {
     let r = ratio(num, den)?;
     let lo = r.lo.max(0.0);
     let hi = r.hi.min(1.0);
@@ -173,7 +170,7 @@ pub fn ratio_in_unit(num: &CertInterval, den: &CertInterval) -> Option<CertInter
 /// `sigma_i / sigma_1` of a matrix for `i` from 0 (structural zeros
 /// included), or `None` for all when `sigma_1` is not certified positive.
 /// The first is exactly 1 and the structural zeros exactly 0 (L20 (b)).
-pub fn normalized_spectrum(w: &MatrixEntry) -> Vec<Option<CertInterval>> {
+pub(crate) fn normalized_spectrum(w: &MatrixEntry) -> Vec<Option<CertInterval>> {
     let n = w.min_dim();
     let s1 = w.spectral_norm;
     if !(s1.lo > 0.0) {
@@ -194,7 +191,7 @@ pub fn normalized_spectrum(w: &MatrixEntry) -> Vec<Option<CertInterval>> {
 
 /// Which bound a scaling row is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bound {
+pub(crate) enum Bound {
     /// `B_ours`.
     Ours,
     /// `B_Edel`.
@@ -203,10 +200,10 @@ pub enum Bound {
 
 impl Bound {
     /// Both, in table order.
-    pub const ALL: [Bound; 2] = [Bound::Ours, Bound::Edelman];
+    pub(crate) const ALL: [Bound; 2] = [Bound::Ours, Bound::Edelman];
 
     /// The name in the tables (`ours`, `edelman`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Bound::Ours => "ours",
             Bound::Edelman => "edelman",
@@ -215,7 +212,7 @@ impl Bound {
 
     /// The certified value of this bound in `cert` (the whole line when
     /// `cert` states no bound, which a [`StudySet`] never holds).
-    pub fn of(self, cert: &Certificate) -> CertInterval {
+    pub(crate) fn of(self, cert: &Certificate) -> CertInterval {
         let none = CertInterval {
             lo: f64::NEG_INFINITY,
             hi: f64::INFINITY,
@@ -230,7 +227,7 @@ impl Bound {
 
 /// Which axis a scaling row normalises along.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Axis {
+pub(crate) enum Axis {
     /// Models of equal depth, against the narrowest (N = 128 in the paper).
     HiddenSize,
     /// Models of equal width, against the shallowest (L = 2 in the paper).
@@ -239,10 +236,10 @@ pub enum Axis {
 
 impl Axis {
     /// Both, in table order.
-    pub const ALL: [Axis; 2] = [Axis::HiddenSize, Axis::Layers];
+    pub(crate) const ALL: [Axis; 2] = [Axis::HiddenSize, Axis::Layers];
 
     /// The column name (`hidden_size`, `num_hidden_layers`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Axis::HiddenSize => "hidden_size",
             Axis::Layers => "num_hidden_layers",
@@ -250,7 +247,7 @@ impl Axis {
     }
 
     /// `(x, fixed)` of a model on this axis: (N, L) or (L, N).
-    pub fn coords(self, cert: &Certificate) -> (usize, usize) {
+    pub(crate) fn coords(self, cert: &Certificate) -> (usize, usize) {
         match self {
             Axis::HiddenSize => (cert.model.hidden, cert.model.layers),
             Axis::Layers => (cert.model.layers, cert.model.hidden),
@@ -260,7 +257,7 @@ impl Axis {
 
 /// One row of `scaling.csv`.
 #[derive(Clone, Debug)]
-pub struct ScalingRow {
+pub(crate) struct ScalingRow {
     /// Index of the model.
     pub model: usize,
     /// Which bound.
@@ -287,7 +284,7 @@ pub struct ScalingRow {
 /// *Guarantee: certified enclosure* of every ratio: exactly 1 for a model
 /// that is its own anchor, an interval division otherwise
 /// ([`proofs/ratio-enclosure.md`](crate::proofs::ratio_enclosure), L20 (a), (b)).
-pub fn scaling(set: &StudySet) -> Vec<ScalingRow> {
+pub(crate) fn scaling(set: &StudySet) -> Vec<ScalingRow> {
     let mut rows = Vec::with_capacity(set.models.len() * 4);
     for (i, m) in set.models.iter().enumerate() {
         for bound in Bound::ALL {
@@ -325,7 +322,7 @@ pub fn scaling(set: &StudySet) -> Vec<ScalingRow> {
 /// How the certified minimisers `p_opt` of one matrix type of one model
 /// fall on the grid.
 #[derive(Clone, Debug)]
-pub struct POptCounts {
+pub(crate) struct POptCounts {
     /// Index of the model.
     pub model: usize,
     /// The matrix type.
@@ -340,7 +337,7 @@ pub struct POptCounts {
 
 /// The p_opt distribution per model and matrix type (types absent from a
 /// model are left out).
-pub fn p_opt_counts(set: &StudySet) -> Vec<POptCounts> {
+pub(crate) fn p_opt_counts(set: &StudySet) -> Vec<POptCounts> {
     let mut out = Vec::new();
     for (i, mc) in set.models.iter().enumerate() {
         let m = mc.cert.parameters.grid_m;
@@ -372,7 +369,7 @@ pub fn p_opt_counts(set: &StudySet) -> Vec<POptCounts> {
 
 /// One of the widest certified intervals of a study.
 #[derive(Clone, Debug)]
-pub struct Widest {
+pub(crate) struct Widest {
     /// Index of the model.
     pub model: usize,
     /// The quantity (`layer 0 head 3 QK singular_value[31]`).
@@ -386,7 +383,7 @@ pub struct Widest {
 /// The `n` intervals of largest relative width over all models (the first
 /// in certificate order among equals; exact points left out). Keeps only
 /// `n` candidates at a time, so memory does not grow with the study.
-pub fn widest(set: &StudySet, n: usize) -> Vec<Widest> {
+pub(crate) fn widest(set: &StudySet, n: usize) -> Vec<Widest> {
     let mut kept: Vec<Widest> = Vec::with_capacity(n + 1);
     if n == 0 {
         return kept;

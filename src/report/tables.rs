@@ -17,7 +17,7 @@ use super::csv::{
 use super::set::{normalized_spectrum, scaling, StudySet};
 use crate::certificate::CertInterval;
 
-/// The file names of the study's tables, in the order [`study_tables`] returns them.
+/// The file names of the study's tables, in the order `study_tables` returns them.
 pub const STUDY_TABLE_NAMES: [&str; 7] = [
     TABLE_NAMES[0],
     TABLE_NAMES[1],
@@ -28,7 +28,7 @@ pub const STUDY_TABLE_NAMES: [&str; 7] = [
     "measures.csv",
 ];
 
-pub use super::csv::{measures_csv, MODEL_COLUMNS};
+pub(crate) use super::csv::{measures_csv, MODEL_COLUMNS};
 
 fn opt_mid(x: &Option<CertInterval>) -> String {
     x.as_ref().map(mid).unwrap_or_else(|| ",,".into())
@@ -37,7 +37,7 @@ fn opt_mid(x: &Option<CertInterval>) -> String {
 /// `(file name, contents)` of the seven tables for every model of `set`.
 /// Ids are used as given: the caller keeps them free of `,`, `"` and line
 /// breaks (the study's id rule does).
-pub fn study_tables(set: &StudySet) -> Vec<(&'static str, String)> {
+pub(crate) fn study_tables(set: &StudySet) -> Vec<(&'static str, String)> {
     let mut out: [String; 7] = Default::default();
     out[0] = format!("{MODEL_COLUMNS},{MATRIX_SUMMARY_HEADER}\n");
     out[1] = format!("{MODEL_COLUMNS},{SCHATTEN_OPT_HEADER}\n");

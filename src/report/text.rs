@@ -19,14 +19,8 @@ fn iv(x: &CertInterval, st: Style) -> String {
 const TOP: usize = 5;
 
 /// The summary of a certificate (model, parameters, bounds, per-layer
-/// alpha and xi, extensions), `secs` being the time it took, in the
-/// default interval style.
-pub fn summary_text(c: &Certificate, secs: f64) -> String {
-    summary_text_with(c, secs, Style::default())
-}
-
-/// [`summary_text`] in a given interval style. Besides the bounds it
-/// gives the p_opt distribution per matrix type, the matrices contributing
+/// alpha and xi, extensions), `secs` being the time it took, in interval
+/// style `st`. Besides the bounds it gives the p_opt distribution per matrix type, the matrices contributing
 /// most to each bound and, when every p_opt is 0, the plain consequence.
 pub fn summary_text_with(c: &Certificate, secs: f64, st: Style) -> String {
     let mut s = String::new();

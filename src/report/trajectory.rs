@@ -30,27 +30,28 @@ use super::set::StudySet;
 use crate::certificate::CertInterval;
 
 /// The file names of the two trajectory tables.
-pub const TABLE_NAMES: [&str; 2] = ["trajectory.csv", "trajectory_changes.csv"];
+pub(crate) const TABLE_NAMES: [&str; 2] = ["trajectory.csv", "trajectory_changes.csv"];
 
 /// The header of `trajectory.csv`.
-pub const HEADER: &str =
+pub(crate) const HEADER: &str =
     "run,model_id,step,bound,value_lo,value_hi,difference_lo,difference_hi,ratio_lo,ratio_hi,note";
 
 /// The header of `trajectory_changes.csv`.
-pub const CHANGES_HEADER: &str = "run,from_model_id,from_step,to_model_id,to_step,layer,head,\
+pub(crate) const CHANGES_HEADER: &str =
+    "run,from_model_id,from_step,to_model_id,to_step,layer,head,\
 matrix_type,quantity,from_lo,from_hi,to_lo,to_hi,change_lo,change_hi";
 
 /// The trajectory figure's number, file name and title.
-pub const FIGURE_NUMBER: usize = 6;
+pub(crate) const FIGURE_NUMBER: usize = 6;
 /// The trajectory figure's file under `figures/`.
-pub const FIGURE_FILE: &str = "fig6_trajectory.svg";
+pub(crate) const FIGURE_FILE: &str = "fig6_trajectory.svg";
 /// The trajectory figure's title.
-pub const FIGURE_TITLE: &str = "Bounds and measures over training";
+pub(crate) const FIGURE_TITLE: &str = "Bounds and measures over training";
 
 /// One run: its name and its models (indices into the study's models)
 /// with their steps, in increasing step order (steps distinct).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Run {
+pub(crate) struct Run {
     /// The run's name (`run=NAME`, or the default run's).
     pub name: String,
     /// `(step, model index)`, by increasing step.
@@ -59,7 +60,7 @@ pub struct Run {
 
 /// The runs of a study, in order of first appearance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Trajectory {
+pub(crate) struct Trajectory {
     /// The runs.
     pub runs: Vec<Run>,
 }
@@ -67,7 +68,7 @@ pub struct Trajectory {
 impl Trajectory {
     /// The runs of `(run name, step, model index)` triples: grouped by name
     /// in order of first appearance, each sorted by step.
-    pub fn new(points: impl IntoIterator<Item = (String, u64, usize)>) -> Self {
+    pub(crate) fn new(points: impl IntoIterator<Item = (String, u64, usize)>) -> Self {
         let mut runs: Vec<Run> = Vec::new();
         for (name, step, model) in points {
             match runs.iter_mut().find(|r| r.name == name) {
@@ -85,14 +86,14 @@ impl Trajectory {
     }
 
     /// Whether no model has a step.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
 }
 
 /// One row of `trajectory.csv`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row {
+pub(crate) struct Row {
     /// Index into the runs.
     pub run: usize,
     /// Index into the study's models.
@@ -113,14 +114,14 @@ pub struct Row {
 
 /// Whether the quantity `name` is on a log scale (`log_*` measures): its
 /// values are logarithms, compared by their difference, never by a ratio.
-pub fn log_scale(name: &str) -> bool {
+pub(crate) fn log_scale(name: &str) -> bool {
     name.starts_with("log_")
 }
 
 /// Why the ratio of quantity `name` to its first-step interval `first`
 /// means nothing, or `None` when it is claimed: a log-scale quantity, or a
 /// first-step interval not certainly positive.
-pub fn no_ratio_reason(name: &str, first: &CertInterval) -> Option<&'static str> {
+pub(crate) fn no_ratio_reason(name: &str, first: &CertInterval) -> Option<&'static str> {
     if log_scale(name) {
         Some("no ratio: a log-scale quantity (compare the difference)")
     } else if !(first.lo > 0.0) {
@@ -136,7 +137,7 @@ pub fn no_ratio_reason(name: &str, first: &CertInterval) -> Option<&'static str>
 ///
 /// *Guarantee: certified enclosure* of the exact quotient (inari's
 /// outward-rounded division; [`proofs/trajectory-enclosure.md`](crate::proofs::trajectory_enclosure), L28 (a)).
-pub fn signed_ratio(num: &CertInterval, den: &CertInterval) -> Result<CertInterval, String> {
+pub(crate) fn signed_ratio(num: &CertInterval, den: &CertInterval) -> Result<CertInterval, String> {
     if den.lo <= 0.0 && 0.0 <= den.hi {
         return Err("no ratio: the first step's interval contains 0".into());
     }
@@ -151,7 +152,7 @@ pub fn signed_ratio(num: &CertInterval, den: &CertInterval) -> Result<CertInterv
 ///
 /// *Guarantee: certified enclosure* of the exact difference (inari's
 /// outward-rounded subtraction; [`proofs/trajectory-enclosure.md`](crate::proofs::trajectory_enclosure), L28 (b)).
-pub fn change(from: &CertInterval, to: &CertInterval) -> Option<CertInterval> {
+pub(crate) fn change(from: &CertInterval, to: &CertInterval) -> Option<CertInterval> {
     CertInterval::of_inari(to.to_inari()? - from.to_inari()?)
 }
 
@@ -183,7 +184,7 @@ fn ratio_cell(
 /// Every row of `trajectory.csv`: each run's models by step, each with
 /// every bound and measure some model of the run states. At the first step
 /// the difference is exactly 0 (one exact value minus itself, L28 (d)).
-pub fn rows(set: &StudySet, t: &Trajectory) -> Vec<Row> {
+pub(crate) fn rows(set: &StudySet, t: &Trajectory) -> Vec<Row> {
     let mut out = Vec::new();
     for (ri, run) in t.runs.iter().enumerate() {
         let all: Vec<_> = run
@@ -223,7 +224,7 @@ pub fn rows(set: &StudySet, t: &Trajectory) -> Vec<Row> {
 /// certainly changed between consecutive steps (the two intervals are
 /// disjoint), with the certified change.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Change {
+pub(crate) struct Change {
     /// Index into the runs.
     pub run: usize,
     /// `(step, model index)` of the earlier and the later step.
@@ -274,7 +275,7 @@ fn keyed(c: &crate::certificate::Certificate) -> Keyed {
 }
 
 /// Every certain change between consecutive steps of every run.
-pub fn changes(set: &StudySet, t: &Trajectory) -> Vec<Change> {
+pub(crate) fn changes(set: &StudySet, t: &Trajectory) -> Vec<Change> {
     const NAMES: [&str; 3] = ["spectral_norm", "frobenius_norm", "rank"];
     let mut out = Vec::new();
     for (ri, run) in t.runs.iter().enumerate() {
@@ -321,7 +322,7 @@ fn num(x: f64) -> String {
 /// `(file name, contents)` of the two tables (headers only when no model
 /// has a step). Ids and run names are used as given (the study's id rule
 /// keeps them free of `,`, `"` and line breaks).
-pub fn tables(set: &StudySet, t: &Trajectory) -> [(&'static str, String); 2] {
+pub(crate) fn tables(set: &StudySet, t: &Trajectory) -> [(&'static str, String); 2] {
     let mut a = format!("{HEADER}\n");
     for r in rows(set, t) {
         let (vlo, vhi) = r.value.map(|v| (num(v.lo), num(v.hi))).unwrap_or_default();
@@ -631,7 +632,7 @@ fn panels(tracks: Vec<Track>, t: &Trajectory, xt: &XTicks) -> Vec<Panel> {
 /// The step axis is logarithmic when the positive steps span two decades
 /// or more; step 0, which a log axis has no place for, is drawn one decade
 /// below the smallest positive step's decade and labelled `0`.
-pub fn figure(set: &StudySet, t: &Trajectory) -> Figure {
+pub(crate) fn figure(set: &StudySet, t: &Trajectory) -> Figure {
     let fig = |caption: String, svg: Result<String, String>| Figure {
         number: FIGURE_NUMBER,
         file: FIGURE_FILE,
@@ -701,7 +702,7 @@ below the smallest positive step and labelled 0."
 /// and (where claimed) the ratio of every bound and measure at the last
 /// step of each run to its first, and the number
 /// of certain changes per consecutive pair.
-pub fn section(set: &StudySet, t: &Trajectory, fig: &Figure) -> String {
+pub(crate) fn section(set: &StudySet, t: &Trajectory, fig: &Figure) -> String {
     let mut h = String::from(
         "<section id=\"trajectory\">\n<h2>Trajectory over training</h2>\n<p class=\"note\">Models with a \
 training step, grouped by run and ordered by step. Differences are certified interval differences from the \

@@ -16,14 +16,14 @@ use rug::float::Round;
 use rug::{Float, Integer, Rational};
 
 /// Most digits accepted in the significand (before and after the point).
-pub const DECIMAL_MAX_DIGITS: usize = 4096;
+pub(crate) const DECIMAL_MAX_DIGITS: usize = 4096;
 
 /// Largest `|e|` accepted in an exponent `e` of `1.5e-7` style notation.
-pub const DECIMAL_MAX_EXPONENT: i64 = 4096;
+pub(crate) const DECIMAL_MAX_EXPONENT: i64 = 4096;
 
 /// A parsed decimal `(-1)^negative * digits * 10^exp10`, exactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExactDecimal {
+pub(crate) struct ExactDecimal {
     /// Sign (false for zero).
     pub negative: bool,
     /// The significand as an integer, without leading zeros ("0" for zero).
@@ -139,12 +139,12 @@ fn shorten(t: &str) -> String {
 
 impl ExactDecimal {
     /// Whether the number is exactly zero.
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.digits == "0"
     }
 
     /// The exact value as a rational number.
-    pub fn to_rational(&self) -> Rational {
+    pub(crate) fn to_rational(&self) -> Rational {
         let m: Integer = self.digits.parse().expect("digits only");
         let m = if self.negative { -m } else { m };
         let p = Integer::from(Integer::u_pow_u(10, self.exp10.unsigned_abs() as u32));
@@ -160,7 +160,7 @@ impl ExactDecimal {
     ///
     /// *Guarantee: certified enclosure* of the exact rational, by MPFR's
     /// directed conversion ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13).
-    pub fn to_interval(&self) -> Option<Interval> {
+    pub(crate) fn to_interval(&self) -> Option<Interval> {
         let q = self.to_rational();
         // 53 bits with an unbounded exponent, then one more directed rounding
         // into binary64 (subnormals included): rounding twice in the same
@@ -181,7 +181,7 @@ impl ExactDecimal {
     /// positional when that is short (`.5` becomes `0.5`, `+2.50` becomes
     /// `2.5`, `1e3` becomes `1000`), otherwise `DIGITSeEXP` (`1e-400` stays
     /// `1e-400`).
-    pub fn to_json_literal(&self) -> String {
+    pub(crate) fn to_json_literal(&self) -> String {
         if self.is_zero() {
             return "0".into();
         }
@@ -211,7 +211,8 @@ impl ExactDecimal {
 /// the finite binary64 range.
 ///
 /// *Guarantee: certified enclosure* (see [`ExactDecimal::to_interval`]).
-pub fn decimal_interval(text: &str) -> Result<Interval, DecimalError> {
+#[cfg(test)]
+pub(crate) fn decimal_interval(text: &str) -> Result<Interval, DecimalError> {
     let d: ExactDecimal = text.parse()?;
     d.to_interval().ok_or_else(|| {
         DecimalError(format!(
@@ -221,12 +222,12 @@ pub fn decimal_interval(text: &str) -> Result<Interval, DecimalError> {
     })
 }
 
-/// [`decimal_interval`] of a decimal that must be positive; positivity is
+/// The tightest interval of a decimal that must be positive; positivity is
 /// decided on the decimal itself, so `1e-400` is positive although its
 /// enclosure starts at 0.
 ///
 /// *Guarantee: certified enclosure* (see [`ExactDecimal::to_interval`]).
-pub fn positive_decimal_interval(text: &str) -> Result<Interval, DecimalError> {
+pub(crate) fn positive_decimal_interval(text: &str) -> Result<Interval, DecimalError> {
     let d: ExactDecimal = text.parse()?;
     if d.negative || d.is_zero() {
         return Err(DecimalError(format!(

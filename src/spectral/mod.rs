@@ -9,9 +9,9 @@
 
 mod exact_sums;
 mod mpfr_norms;
-pub mod wide;
+pub(crate) mod wide;
 
-pub use mpfr_norms::{enclose_entry_norms_mpfr, enclose_product_entry_norms_mpfr};
+pub(crate) use mpfr_norms::{enclose_entry_norms_mpfr, enclose_product_entry_norms_mpfr};
 
 use inari::Interval;
 use serde::Serialize;
@@ -23,17 +23,9 @@ use crate::linalg::ExactBounds;
 use crate::linalg::SingularValues;
 use crate::matrix::DenseMatrix;
 
-pub mod decimal;
+pub(crate) mod decimal;
 
-pub use decimal::{decimal_interval, positive_decimal_interval, DecimalError, ExactDecimal};
-
-/// The tightest interval containing the exact value of a decimal number
-/// (`"1.13"` is 113/100, not its binary64 neighbour); `None` for malformed
-/// input, input beyond the limits of [`decimal`], or a value outside the
-/// finite binary64 range. [`decimal_interval`] says which.
-pub fn parse_decimal_interval(text: &str) -> Option<Interval> {
-    decimal_interval(text).ok()
-}
+pub(crate) use decimal::{positive_decimal_interval, DecimalError, ExactDecimal};
 
 /// A Schatten exponent `p >= 0`, held as an interval that contains the exact
 /// decimal the user wrote (so `0.1` means one tenth, not its binary64 neighbour).
@@ -50,7 +42,7 @@ pub struct SchattenP {
 }
 
 impl SchattenP {
-    /// Parses a decimal exponent (see [`decimal`] for the syntax and limits);
+    /// Parses a decimal exponent (see `decimal` for the syntax and limits);
     /// rejects negative, out-of-range or malformed input.
     pub fn parse(text: &str) -> Result<Self, String> {
         let d: ExactDecimal = text
@@ -93,7 +85,7 @@ pub struct SchattenEnclosure {
     /// Encloses `(sum sigma_i^p)^(1/p)` (for p = 0: `None`).
     pub norm: Option<Enclosure>,
     /// Decimal ends of `sum sigma_i^p` where `power` overflowed binary64
-    /// ([`wide::schatten_exact`]).
+    /// (`wide::schatten_exact`).
     pub power_exact: Option<ExactBounds>,
     /// Decimal ends of the norm where `norm` overflowed (p > 0).
     pub norm_exact: Option<ExactBounds>,
@@ -105,7 +97,7 @@ pub struct SchattenEnclosure {
     /// still the interval `[power_from, +inf)` ([`Self::power_interval`]).
     pub power_from: Option<f64>,
     /// Where `norm` overflowed binary64 (p > 0): a finite lower end of the
-    /// norm ([`Self::norm_interval`]).
+    /// norm (`Self::norm_interval`).
     pub norm_from: Option<f64>,
     /// Why a quantity is `None` or given by decimal ends only (empty otherwise).
     pub notes: Vec<String>,
@@ -130,7 +122,7 @@ impl SchattenEnclosure {
     ///
     /// *Guarantee: certified enclosure*, as [`enclose_schatten`]
     /// ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 b).
-    pub fn norm_interval(&self) -> Option<OpenEnclosure> {
+    pub(crate) fn norm_interval(&self) -> Option<OpenEnclosure> {
         self.norm
             .map(OpenEnclosure::from)
             .or_else(|| self.norm_from.and_then(OpenEnclosure::above))
@@ -188,7 +180,7 @@ fn sv_intervals(sv: &SingularValues) -> Vec<Interval> {
 }
 
 /// Encloses the rank: from below the number of values certainly positive
-/// ([`SingularValues::certainly_positive`]: a binary64 or decimal lower
+/// (`SingularValues::certainly_positive`: a binary64 or decimal lower
 /// end above 0, and every larger value), from above `#{hi_i > 0}` (L15 c,
 /// L10 c).
 pub fn enclose_rank(sv: &SingularValues) -> IntEnclosure {
@@ -245,7 +237,7 @@ fn scaled_power_sum(sv: &SingularValues, p: Interval) -> Option<(Interval, Inter
 
 /// Encloses `sum_i sigma_i^p` for every exact `p` in the interval `p`
 /// (`p.inf() > 0`), as an inari interval (unbounded on overflow) (L15 b).
-pub fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
+pub(crate) fn enclose_power_sum(sv: &SingularValues, p: Interval) -> Interval {
     match scaled_power_sum(sv, p) {
         None => Interval::try_from((0.0, 0.0)).expect("zero"),
         Some((t, c)) => t * c.pow(p),
@@ -341,7 +333,7 @@ fn unscale(lo: f64, hi: f64, k: i32, what: &str) -> Result<Enclosure, Inconclusi
 /// Where no one power of two scales every entry exactly and keeps the
 /// squares in range (entries spanning more than binary64's range, as a
 /// two-sided graded `D B D`), the sum is formed in MPFR at 128 bits
-/// instead ([`enclose_entry_norms_mpfr`]; issue 33).
+/// instead (`enclose_entry_norms_mpfr`; issue 33).
 ///
 /// First of all, entries on a grid `2^q Z` spanning at most 63 bits above
 /// it (every float16 matrix, most float32 ones) are summed exactly as
@@ -395,7 +387,7 @@ fn frobenius_binary64(a: &DenseMatrix) -> Result<Enclosure, Inconclusive> {
 ///
 /// *Guarantee: certified enclosures*, as the two functions (their lemmas;
 /// [`proofs/exact-integer-sums.md`](crate::proofs::exact_integer_sums), L39, for the exact sums).
-pub fn enclose_entry_summaries(
+pub(crate) fn enclose_entry_summaries(
     a: &DenseMatrix,
     par: faer::Par,
 ) -> (
@@ -496,12 +488,12 @@ fn entry_norms_binary64(a: &DenseMatrix) -> Result<(Enclosure, Enclosure), Incon
 /// `k 2^-128` of the exact sum, far below the binary64 ulp the result is
 /// stated in (more bits would not move its ends, and `mpfr:1000000` would
 /// make every entry cost a million-bit operation).
-pub const ENTRY_NORMS_BITS: u32 = 128;
+pub(crate) const ENTRY_NORMS_BITS: u32 = 128;
 
 /// The Frobenius, (2,1) and (1,1) norms of `a` from its entries, as tight
 /// as `precision` asks: in binary64 ([`enclose_frobenius_from_entries`],
 /// [`enclose_entry_norms`]) and, at `extended` and `mpfr:N`, also summed in
-/// MPFR at [`ENTRY_NORMS_BITS`] bits ([`enclose_entry_norms_mpfr`]),
+/// MPFR at `ENTRY_NORMS_BITS` bits (`enclose_entry_norms_mpfr`),
 /// each norm the intersection of its two enclosures, so that the norms (and
 /// what is formed from them: `spectra`'s `norm` and `log_norm`, the
 /// measures' Frobenius and (2,1) parts) tighten with the precision as the
@@ -526,7 +518,7 @@ pub fn enclose_entry_norms_at(
 ///
 /// *Guarantee: certified enclosures*, as [`enclose_entry_norms_at`] (its
 /// lemmas).
-pub fn enclose_entry_norms_par(
+pub(crate) fn enclose_entry_norms_par(
     a: &DenseMatrix,
     precision: crate::linalg::Precision,
     par: faer::Par,
@@ -571,7 +563,7 @@ pub fn summarize(a: &DenseMatrix, sv: &SingularValues) -> Result<SpectralSummary
 /// [`enclose_entry_norms_at`] (at `opts.precision`) and
 /// [`summarize_with`] ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15,
 /// [`proofs/compensated-sum.md`](crate::proofs::compensated_sum) L12, [`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed) L13).
-pub fn certify_and_summarize(
+pub(crate) fn certify_and_summarize(
     a: DenseMatrix,
     opts: &crate::linalg::SvdOptions,
 ) -> Result<(SingularValues, SpectralSummary), Inconclusive> {
@@ -711,7 +703,7 @@ fn scaled_iv(x: &Enclosure, e: i32) -> Interval {
 /// *Guarantee: certified enclosure* of every field, given enclosures as
 /// inputs ([`proofs/derived-quantities.md`](crate::proofs::derived_quantities) L15, [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma) L10 b
 /// for the Frobenius intersection).
-pub fn summarize_with(
+pub(crate) fn summarize_with(
     sv: &SingularValues,
     frob_direct: Enclosure,
     norm_21: Enclosure,

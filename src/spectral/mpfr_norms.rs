@@ -87,7 +87,7 @@ fn norms_of(
 /// products of nonnegative bounds, directed square roots and conversions;
 /// [`proofs/derived-quantities.md`](crate::proofs::derived_quantities), L15 e, for the norms as monotone
 /// functions of the entries' magnitudes).
-pub fn enclose_entry_norms_mpfr(
+pub(crate) fn enclose_entry_norms_mpfr(
     a: &DenseMatrix,
     prec: u32,
 ) -> Result<(Enclosure, Enclosure, Enclosure), Inconclusive> {
@@ -159,7 +159,7 @@ fn exact_entry_norms(
 /// *Guarantee: certified enclosure* of each of the three exact values
 /// ([`proofs/mpfr-directed.md`](crate::proofs::mpfr_directed), L13 3 for the directed dot products, then as
 /// [`enclose_entry_norms_mpfr`]).
-pub fn enclose_product_entry_norms_mpfr(
+pub(crate) fn enclose_product_entry_norms_mpfr(
     b: &DenseMatrix,
     c: &DenseMatrix,
     prec: u32,

@@ -23,11 +23,11 @@ const DIGITS: usize = 40;
 
 /// The note of a quantity whose value exceeds even MPFR's exponent range
 /// (the binary64 lower end stands, the upper end is unbounded).
-pub const BEYOND_MPFR: &str = "exceeds the largest double and MPFR's exponent range: \
+pub(crate) const BEYOND_MPFR: &str = "exceeds the largest double and MPFR's exponent range: \
      the binary64 lower end stands, no finite upper end";
 
 /// The note of a quantity given by decimal ends only.
-pub const DECIMAL_ONLY: &str = "exceeds the largest double: enclosed by the decimal ends \
+pub(crate) const DECIMAL_ONLY: &str = "exceeds the largest double: enclosed by the decimal ends \
      `lo_exact`/`hi_exact` only";
 
 /// `x^p` bounds over `x in [xl, xh]` (`0 <= xl <= xh`), `p in [pl, ph]`
@@ -66,7 +66,7 @@ fn float(x: f64) -> Float {
 /// terms are bounded by directed MPFR powers at the corners of the boxes,
 /// summed with directed rounding, and the root is bounded by the same
 /// corner argument with `1/p in [1/p_hi, 1/p_lo]` rounded outward.
-pub fn schatten_exact(
+pub(crate) fn schatten_exact(
     values: &[Enclosure],
     p: Interval,
 ) -> (Option<ExactBounds>, Option<ExactBounds>) {
@@ -95,7 +95,7 @@ pub fn schatten_exact(
 /// `sigma_max^2` beyond binary64.
 ///
 /// *Guarantee: certified enclosure* (squares rounded down and up, L13).
-pub fn square_exact(e: &Enclosure) -> Option<ExactBounds> {
+pub(crate) fn square_exact(e: &Enclosure) -> Option<ExactBounds> {
     let lo = Float::with_val_round(PREC, float(e.lo()).square_ref(), Round::Down).0;
     let hi = Float::with_val_round(PREC, float(e.hi()).square_ref(), Round::Up).0;
     decimal(&lo, &hi)
