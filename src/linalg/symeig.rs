@@ -24,7 +24,7 @@
 //! against each other.
 
 use faer::linalg::matmul::triangular::{self, BlockStructure};
-use faer::{Accum, Mat, MatRef, Par};
+use faer::{Accum, Mat, MatMut, MatRef, Par};
 
 /// Columns per panel of the tridiagonalization and the back-transformation.
 const NB: usize = 32;
@@ -726,19 +726,19 @@ fn wy_block(group: &[Panel]) -> WyBlock {
     WyBlock { k0, v, t: tm }
 }
 
-/// `Z <- H Z` for one block of reflectors (its products with `par`: faer's
-/// products give the same bits however they are split).
-fn apply_wy(b: &WyBlock, z: &mut Mat<f64>, par: Par) {
+/// `Z <- H Z` for one block of reflectors, on the calling thread.
+fn apply_wy(b: &WyBlock, z: MatMut<'_, f64>) {
     let (rows, nb, cols) = (b.v.nrows(), b.v.ncols(), z.ncols());
-    let mut zs = z.as_mut().subrows_mut(b.k0 + 1, rows);
+    let mut zs = z.subrows_mut(b.k0 + 1, rows);
     let mut vtz = Mat::<f64>::zeros(nb, cols);
+    let seq = Par::Seq;
     faer::linalg::matmul::matmul(
         &mut vtz,
         Accum::Replace,
         b.v.transpose(),
         zs.as_ref(),
         1.0,
-        par,
+        seq,
     );
     let mut tvtz = Mat::<f64>::zeros(nb, cols);
     faer::linalg::matmul::matmul(
@@ -747,7 +747,7 @@ fn apply_wy(b: &WyBlock, z: &mut Mat<f64>, par: Par) {
         b.t.as_ref(),
         vtz.as_ref(),
         1.0,
-        par,
+        seq,
     );
     faer::linalg::matmul::matmul(
         zs.as_mut(),
@@ -755,7 +755,7 @@ fn apply_wy(b: &WyBlock, z: &mut Mat<f64>, par: Par) {
         b.v.as_ref(),
         tvtz.as_ref(),
         -1.0,
-        par,
+        seq,
     );
 }
 
@@ -770,11 +770,17 @@ fn wy_blocks(panels: Vec<Panel>, par: Par) -> Vec<WyBlock> {
 }
 
 /// `Z <- Q Z` for the `Q = H_0 H_1 ... H_{n-2}` of the tridiagonalization,
-/// given as its compact WY blocks `I - V T V^T` ([`wy_blocks`]).
+/// given as its compact WY blocks `I - V T V^T` ([`wy_blocks`]). The
+/// columns of `Z` are independent: every block is applied to one slab of
+/// columns at a time, the slabs side by side over the pool
+/// (`backend::by_column_slabs`; a product per block and slab on one
+/// thread scales better than each block's products split over the pool).
 fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
-    for b in blocks.iter().rev() {
-        apply_wy(b, z, par);
-    }
+    super::backend::by_column_slabs(z.as_mut(), par, |mut slab, _| {
+        for b in blocks.iter().rev() {
+            apply_wy(b, slab.as_mut());
+        }
+    });
 }
 
 /// Shifts whose eigenvectors inverse iteration computes side by side
