@@ -125,7 +125,7 @@ pub trait Backend: Send + Sync {
     /// [`Backend::chunked_product`] for a `B` of many independent columns
     /// (`G V`): every entry is the same chunked sum, with the same error
     /// bound (L4, blocked form); a backend may split `B`'s columns among its
-    /// workers (the CPU: `by_column_slabs`, each slab's product on one
+    /// workers (the CPU: `symeig::by_column_slabs`, each slab's product on one
     /// thread, which scales better than one product over the pool).
     fn chunked_product_wide(
         &self,
@@ -173,7 +173,7 @@ impl Backend for Cpu {
             return self.chunked_product(a, b, chunk, par);
         }
         let mut c = Mat::<f64>::zeros(a.nrows(), b.ncols());
-        by_column_slabs(c.as_mut(), par, |mut slab, j0| {
+        super::symeig::by_column_slabs(c.as_mut(), par, |mut slab, j0| {
             let p = self.chunked_product(a, b.subcols(j0, slab.ncols()), chunk, Par::Seq);
             slab.copy_from(p.as_ref());
         });
@@ -228,35 +228,6 @@ pub(crate) fn add_chunk_product<B: Backend + ?Sized>(
     }
     b.gemm(part.as_mut(), Accum::Replace, ac, bc, par);
     add_in_place(c.as_mut(), part.as_ref(), par);
-}
-
-/// The narrowest column slab of [`by_column_slabs`].
-pub(crate) const SLAB_MIN: usize = 256;
-
-/// Runs `f` on slabs of consecutive columns of `z` (and the index of each
-/// slab's first column): with a pool of `t > 1` threads, about `2t` slabs
-/// of at least [`SLAB_MIN`] columns side by side, else the whole of `z` at
-/// once. Meant for a product `Z <- f(Z)` whose columns are independent
-/// (the back-transformation, `G V`), each slab's products on one thread:
-/// that scales better than each product split over the pool, and gives
-/// the same bits, since faer's products do however their columns are split
-/// (the assumption the pool's products already rest on, pinned by
-/// `tests/threads.rs`).
-pub(crate) fn by_column_slabs(
-    z: MatMut<'_, f64>,
-    par: Par,
-    f: impl Fn(MatMut<'_, f64>, usize) + Sync,
-) {
-    match par {
-        Par::Rayon(t) if t.get() > 1 && z.ncols() > SLAB_MIN => {
-            use rayon::prelude::*;
-            let width = z.ncols().div_ceil(2 * t.get()).max(SLAB_MIN);
-            z.par_col_chunks_mut(width)
-                .enumerate()
-                .for_each(|(i, slab)| f(slab, i * width));
-        }
-        _ => f(z, 0),
-    }
 }
 
 /// `c += part`, one rounded addition per entry (column slices: the
