@@ -448,6 +448,18 @@ pub(crate) fn chunked_product(
     (c, product_depth(a.ncols()))
 }
 
+/// [`chunked_product`] of a `B` of many independent columns (`G V`), by
+/// the backend's `chunked_product_wide` (on the CPU, column slabs side by
+/// side): every entry the same chunked sum, so the same rounding depth.
+pub(crate) fn chunked_product_wide(
+    a: MatRef<'_, f64>,
+    b: MatRef<'_, f64>,
+    par: Par,
+) -> (Mat<f64>, usize) {
+    let c = super::backend::current().chunked_product_wide(a, b, CHUNK, par);
+    (c, product_depth(a.ncols()))
+}
+
 /// [`chunked_product`] of a tall `A` a block of rows at a time
 /// (`block_rows`, about a sixteenth of them), into one `m x p` result:
 /// one product over all rows would have the GEMM pack a copy of the whole

@@ -327,16 +327,16 @@ fn cholesky_qr2(a: MatRef<'_, f64>) -> Option<(Mat<f64>, Mat<f64>)> {
             q.as_mut().transpose_mut(),
             Par::Seq,
         );
-        r = product(l.transpose(), r.as_ref());
+        r = product(l.transpose(), r.as_ref(), Par::Seq);
     }
     q.as_ref().norm_max().is_finite().then_some((q, r))
 }
 
-/// `x y` of small matrices, on the calling thread (faer's `*` takes the
-/// global parallelism).
-fn product(x: MatRef<'_, f64>, y: MatRef<'_, f64>) -> Mat<f64> {
+/// `x y` with the parallelism `par` (faer's `*` would take the global
+/// one); `Par::Seq` for the small products of the factorizations.
+fn product(x: MatRef<'_, f64>, y: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     let mut p = Mat::<f64>::zeros(x.nrows(), y.ncols());
-    faer::linalg::matmul::matmul(&mut p, Accum::Replace, x, y, 1.0, Par::Seq);
+    faer::linalg::matmul::matmul(&mut p, Accum::Replace, x, y, 1.0, par);
     p
 }
 
@@ -351,32 +351,15 @@ fn svd_by_cholesky_qr(
 ) -> Option<Result<Triplet, Inconclusive>> {
     let (qb, rb) = cholesky_qr2(bm)?;
     let (qc, rc) = cholesky_qr2(cm.transpose())?;
-    let core = product(rb.as_ref(), rc.transpose());
+    let core = product(rb.as_ref(), rc.transpose(), Par::Seq);
     let Some(svd_k) = super::dense::faer_thin_svd(core.as_ref()) else {
         return Some(Err(Inconclusive::new(
             "approximate SVD of the core did not converge",
         )));
     };
     let s: Vec<f64> = svd_k.s.iter().map(|&x| x.max(0.0)).collect();
-    let rr = bm.ncols();
-    let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
-    faer::linalg::matmul::matmul(
-        &mut u,
-        Accum::Replace,
-        qb.as_ref(),
-        svd_k.u.as_ref(),
-        1.0,
-        par,
-    );
-    let mut v = Mat::<f64>::zeros(cm.ncols(), rr);
-    faer::linalg::matmul::matmul(
-        &mut v,
-        Accum::Replace,
-        qc.as_ref(),
-        svd_k.v.as_ref(),
-        1.0,
-        par,
-    );
+    let u = product(qb.as_ref(), svd_k.u.as_ref(), par);
+    let v = product(qc.as_ref(), svd_k.v.as_ref(), par);
     Some(Ok((s, u, v)))
 }
 
@@ -403,15 +386,7 @@ fn svd_by_factor_svd(
     let svd_k = super::dense::faer_thin_svd(kt.as_ref())
         .ok_or_else(|| Inconclusive::new("approximate SVD of the core did not converge"))?;
     let s: Vec<f64> = svd_k.s.iter().map(|&x| x.max(0.0)).collect();
-    let mut u = Mat::<f64>::zeros(bm.nrows(), rr);
-    faer::linalg::matmul::matmul(
-        &mut u,
-        Accum::Replace,
-        svd_b.u.as_ref(),
-        svd_k.v.as_ref(),
-        1.0,
-        par,
-    );
+    let u = product(svd_b.u.as_ref(), svd_k.v.as_ref(), par);
     Ok((s, u, svd_k.u)) // V = the core's left vectors, n x r
 }
 
@@ -574,8 +549,8 @@ mod tests {
     fn cholesky_qr2_is_an_orthonormal_factorization_of_a_well_conditioned_matrix() {
         let a = graded(300, 24, 3.0);
         let (q, r) = cholesky_qr2(a.as_ref()).expect("condition about 1e3");
-        let qtq = product(q.transpose(), q.as_ref());
-        let qr = product(q.as_ref(), r.as_ref());
+        let qtq = product(q.transpose(), q.as_ref(), Par::Seq);
+        let qr = product(q.as_ref(), r.as_ref(), Par::Seq);
         for i in 0..24 {
             for j in 0..24 {
                 let want = if i == j { 1.0 } else { 0.0 };

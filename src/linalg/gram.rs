@@ -239,9 +239,7 @@ pub(crate) fn certify_eigen_groups(
     if !beta.is_finite() {
         return Err(Inconclusive::new("|| |G| || bound overflowed"));
     }
-    // One column slab of V at a time on the CPU (`Backend::chunked_product_wide`).
-    let p = super::backend::current().chunked_product_wide(g, v, dense::CHUNK, par);
-    let depth = dense::product_depth(n);
+    let (p, depth) = dense::chunked_product_wide(g, v, par);
     let bounded = dense::BoundedProduct {
         computed: p,
         col_err: product_col_err(depth, n, n, beta, v),
