@@ -33,8 +33,7 @@ pub(crate) mod shard;
 
 pub(crate) use assemble::assemble;
 pub use matrix::{certify_matrix, MatrixResult};
-pub use measures::MatchingInit;
-pub use measures::{certify_measures, measures_entry, MeasuresRun};
+pub use measures::{certify_measures, measures_entry, MatchingInit, MeasuresRun};
 pub(crate) use measures::{
     certify_measures_reusing, certify_shard_raw_weights, check_init_architecture,
     measures_of_raw_weights,
