@@ -22,8 +22,15 @@
 # and the speedup over the first count printed.
 #
 # With BEFORE, that binary certifies the same checkpoint too, in the same run
-# (after this build's run, before numpy), and its time and the speedup are
+# (before numpy; after this build's run in odd runs, before it in even ones),
+# and its time and the speedup are
 # printed: a before/after comparison that the machine's load affects alike.
+#
+# With REPEAT=N (default 1) every measurement of a thread count is taken N
+# times, interleaved (specbound, BEFORE, numpy, svd; then again), and a last
+# line gives the medians and the ratio of the medians: on a shared machine
+# the same binary's time moves by 20-30% from run to run, more than one run
+# can tell apart.
 #
 # numpy is installed into target/bench-venv on first use (needs PyPI).
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for the numpy side only (they
@@ -55,21 +62,33 @@ for shape in "${SHAPES[@]}"; do
     "$VENV/bin/python" benches/make_checkpoint.py "$shape" "$layers" "$ck"
   fi
   for threads in $TLIST; do
-  echo "== $shape, $threads thread(s)"
-  # specbound first, in its own process under /usr/bin/time (peak RSS of that process alone).
-  RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.time" \
-    "$BIN" certify -q --out "$DIR/$shape.cert.json" "$ck" > /dev/null
-  rm -f "$DIR/$shape.before.time"
-  if [ -n "${BEFORE:-}" ]; then
+  rm -f "$DIR/$shape.$threads.runs" "$DIR"/svd."$threads".runs.*
+  for rep in $(seq "${REPEAT:-1}"); do
+  echo "== $shape, $threads thread(s), run $rep of ${REPEAT:-1}"
+  # Each binary in its own process under /usr/bin/time (peak RSS of that
+  # process alone); with BEFORE, the two take turns at going first.
+  run_new() {
+    RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.time" \
+      "$BIN" certify -q --out "$DIR/$shape.cert.json" "$ck" > /dev/null
+  }
+  run_before() {
     RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e %M %U %S" -o "$DIR/$shape.before.time" \
       "$BEFORE" certify -q --out "$DIR/$shape.before.cert.json" "$ck" > /dev/null
+  }
+  rm -f "$DIR/$shape.before.time"
+  if [ -z "${BEFORE:-}" ]; then
+    run_new
+  elif [ $((rep % 2)) -eq 1 ]; then
+    run_new; run_before
+  else
+    run_before; run_new
   fi
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
-    "$VENV/bin/python" - "$shape" "$ck" "$layers" "$DIR/$shape.time" "$DIR/$shape.cert.json" <<'PY'
+    "$VENV/bin/python" - "$shape" "$ck" "$layers" "$DIR/$shape.time" "$DIR/$shape.cert.json" "$DIR/$shape.$threads.runs" <<'PY'
 import json, os, struct, sys, time
 import numpy as np
 from threadpoolctl import threadpool_info
-shape, ck, layers, timefile, certfile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+shape, ck, layers, timefile, certfile, runsfile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 wall, rss_kib, user, sys_ = open(timefile).read().split()
 wall, rss_kib, cpu = float(wall), int(rss_kib), float(user) + float(sys_)
 path = os.path.join(ck, "model.safetensors")
@@ -112,6 +131,7 @@ print(f"  numpy Gram + eigvalsh of one layer's M_in, M_out: {t_in:.2f} + {t_out:
 print(f"  ratio specbound per layer / numpy: {per_layer / t_np:.2f} (wall); CPU time (user + sys, all threads) "
       f"{cpu / layers:.2f} s per layer against {c_np:.2f} s: {cpu / layers / c_np:.2f}; load average {os.getloadavg()[0]:.2f}")
 before = timefile.replace(".time", ".before.time")
+bw = None
 if os.path.exists(before):
     bw, brss, bu, bs = open(before).read().split()
     bw, bcpu = float(bw), float(bu) + float(bs)
@@ -123,14 +143,37 @@ if os.path.exists(before):
           f"identical: {bb == cert['bounds']}")
 print(f"  widths: largest sigma_1 relative radius {worst_s1:.2e}; ranks certified {all(m['rank']['lo'] == m['rank']['hi'] for m in mats)}; "
       f"p_opt singletons {all(len(m['p_opt']) == 1 for m in mats)}; sqrt(lambda_max) numpy {np.sqrt(e_in[-1]):.9f} {np.sqrt(e_out[-1]):.9f}")
+with open(runsfile, "a") as f:  # per-layer seconds: specbound, numpy, BEFORE (or -)
+    f.write(f"{per_layer} {t_np} {bw / layers if bw is not None else '-'}\n")
 if shape == "llama7b" and not os.path.exists(os.path.join(os.path.dirname(ck), "m_in.npy")):
     np.save(os.path.join(os.path.dirname(ck), "m_in.npy"), m_in_t().T.astype(np.float16))
 PY
   if [ "$shape" = llama7b ]; then
     RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e" -o "$DIR/svd.$threads.time" \
       "$BIN" svd "$DIR/m_in.npy" --precision f64 --json > "$DIR/svd.$threads.json"
+    cat "$DIR/svd.$threads.time" >> "$DIR/svd.$threads.runs.$rep"
     first=$(cat "$DIR/svd.${TLIST%% *}.time")
     echo "  specbound svd of M_in (4096 x 22016 float16): $(cat "$DIR/svd.$threads.time") s; speedup over the first thread count $(python3 -c "print(f'{$first / $(cat "$DIR/svd.$threads.time"):.2f}')")"
   fi
+  done
+  python3 - "$shape" "$threads" "$DIR" "${TLIST%% *}" <<'PY'
+import glob, statistics as st, sys
+shape, threads, d, first = sys.argv[1:5]
+med = st.median
+rows = [l.split() for l in open(f"{d}/{shape}.{threads}.runs")]
+spec, num = [float(r[0]) for r in rows], [float(r[1]) for r in rows]
+line = (f"== {shape}, {threads} thread(s), medians of {len(rows)} interleaved run(s): specbound {med(spec):.2f} s "
+        f"(runs {', '.join(f'{x:.2f}' for x in spec)}), numpy {med(num):.2f} s (runs {', '.join(f'{x:.2f}' for x in num)}), "
+        f"ratio of medians {med(spec) / med(num):.2f}")
+if rows[0][2] != "-":
+    before = [float(r[2]) for r in rows]
+    line += f"; BEFORE {med(before):.2f} s, speedup of medians {med(before) / med(spec):.2f}x"
+svd = lambda t: [float(open(f).read().split()[0]) for f in sorted(glob.glob(f"{d}/svd.{t}.runs.*"))]
+if shape == "llama7b" and svd(threads):
+    line += f"; svd of M_in {med(svd(threads)):.2f} s"
+    if threads != first and svd(first):
+        line += f", {med(svd(first)) / med(svd(threads)):.2f}x the median at {first} thread(s)"
+print(line)
+PY
   done
 done

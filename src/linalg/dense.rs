@@ -160,6 +160,34 @@ pub(crate) fn exact_scale_of(data: &[f64]) -> i32 {
     exact_scale_exponent(max_abs(data), data)
 }
 
+/// The row-major `x` times `2^k` as a column-major faer matrix: each entry
+/// `scale_pow2_rn(x_ij, k)` (exact where [`exact_scale_of`] chose `k`,
+/// L2), read in tiles so that neither layout is walked across.
+pub(crate) fn to_faer_scaled(x: &crate::matrix::DenseMatrix, k: i32) -> Mat<f64> {
+    const TILE: usize = 32;
+    let (rows, cols) = (x.rows, x.cols);
+    let mut out = Mat::<f64>::zeros(rows, cols);
+    // One multiplication by an exact power of two is what scale_pow2_rn
+    // does for |k| <= 1000: the same bits.
+    let step = (k.abs() <= 1000).then(|| r::pow2(k));
+    for j0 in (0..cols).step_by(TILE) {
+        for i0 in (0..rows).step_by(TILE) {
+            let i1 = (i0 + TILE).min(rows);
+            for j in j0..(j0 + TILE).min(cols) {
+                let col = &mut out.col_as_slice_mut(j)[i0..i1];
+                for (o, i) in col.iter_mut().zip(i0..i1) {
+                    let v = x.data[i * cols + j];
+                    *o = match step {
+                        Some(p) => v * p,
+                        None => r::scale_pow2_rn(v, k),
+                    };
+                }
+            }
+        }
+    }
+    out
+}
+
 /// `max |x|` (exact: a maximum rounds nothing, in any order or split).
 pub(crate) fn max_abs(data: &[f64]) -> f64 {
     use rayon::prelude::*;
@@ -237,18 +265,36 @@ pub fn abs_norm2_ru(a: MatRef<'_, f64>) -> f64 {
         }
     };
     let abs_tmv = |z: &[f64], y: &mut [f64]| {
-        let dot = |j: usize| -> f64 {
-            a.col(j)
-                .iter()
-                .zip(z.iter())
-                .fold(0.0, |acc, (&aij, &zi)| aij.abs().mul_add(zi, acc))
+        // y_j = sum_i |a_ij| z_i, each one sequential sum in row order;
+        // DOTS columns side by side only hide the latency of the chains.
+        const DOTS: usize = 8;
+        let dots = |j0: usize, yb: &mut [f64]| {
+            let mut acc = [0.0f64; DOTS];
+            let cols: Vec<_> = (0..yb.len()).map(|l| a.col(j0 + l)).collect();
+            if cols.len() == DOTS {
+                for (i, &zi) in z.iter().enumerate() {
+                    for l in 0..DOTS {
+                        acc[l] = cols[l][i].abs().mul_add(zi, acc[l]);
+                    }
+                }
+            } else {
+                for (l, col) in cols.iter().enumerate() {
+                    acc[l] = col
+                        .iter()
+                        .zip(z.iter())
+                        .fold(0.0, |acc, (&aij, &zi)| aij.abs().mul_add(zi, acc));
+                }
+            }
+            yb.copy_from_slice(&acc[..yb.len()]);
         };
         if split {
-            y.par_iter_mut()
+            y.par_chunks_mut(DOTS)
                 .enumerate()
-                .for_each(|(j, yj)| *yj = dot(j));
+                .for_each(|(b, yb)| dots(b * DOTS, yb));
         } else {
-            y.iter_mut().enumerate().for_each(|(j, yj)| *yj = dot(j));
+            y.chunks_mut(DOTS)
+                .enumerate()
+                .for_each(|(b, yb)| dots(b * DOTS, yb));
         }
     };
     for _ in 0..4 {
@@ -1157,4 +1203,31 @@ pub(crate) fn pair_bounds_and_merge(
         ynorm_lo,
     };
     merge_groups(&pb, |mu| gram_defect_ru(v, mu))
+}
+
+#[cfg(test)]
+mod scaled_copy_tests {
+    use super::*;
+    use crate::matrix::DenseMatrix;
+
+    quickcheck::quickcheck! {
+        fn to_faer_scaled_is_scale_pow2_rn_entry_by_entry(rows: u8, cols: u8, k: i16, seed: u64) -> bool {
+            let (rows, cols) = (rows as usize % 70 + 1, cols as usize % 70 + 1);
+            let k = i32::from(k) % 1100;
+            let mut s = seed | 1;
+            let data = (0..rows * cols)
+                .map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    f64::from_bits(s >> 2) // finite: the top exponent bit is clear
+                })
+                .collect();
+            let x = DenseMatrix { rows, cols, data };
+            let m = to_faer_scaled(&x, k);
+            (0..rows).all(|i| {
+                (0..cols).all(|j| m[(i, j)].to_bits() == r::scale_pow2_rn(x.get(i, j), k).to_bits())
+            })
+        }
+    }
 }

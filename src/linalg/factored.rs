@@ -24,7 +24,7 @@ use crate::enclosure::{Enclosure, Inconclusive};
 use crate::matrix::DenseMatrix;
 
 fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
-    Mat::from_fn(x.rows, x.cols, |i, j| r::scale_pow2_rn(x.get(i, j), k))
+    dense::to_faer_scaled(x, k)
 }
 
 /// Exact power-of-two prescaling exponent for one factor: the largest

@@ -119,6 +119,7 @@ pub(crate) fn sum_sq(x: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
+#[cfg(test)]
 /// Round-to-nearest `sum |x_i|` in four lanes (bounded by L3 b, which
 /// holds for any summation order).
 pub(crate) fn sum_abs(x: &[f64]) -> f64 {
@@ -133,6 +134,27 @@ pub(crate) fn sum_abs(x: &[f64]) -> f64 {
         acc[0] += v.abs();
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+/// `(sum_sq(x), sum_abs(x))` in one pass, each summed in the same order
+/// as those two functions alone (the same bits, bounded by L3 b).
+pub(crate) fn sum_sq_and_abs(x: &[f64]) -> (f64, f64) {
+    let (mut sq, mut ab) = ([0.0f64; 4], [0.0f64; 4]);
+    let mut chunks = x.chunks_exact(4);
+    for c in &mut chunks {
+        for l in 0..4 {
+            sq[l] = c[l].mul_add(c[l], sq[l]);
+            ab[l] += c[l].abs();
+        }
+    }
+    for &v in chunks.remainder() {
+        sq[0] = v.mul_add(v, sq[0]);
+        ab[0] += v.abs();
+    }
+    (
+        (sq[0] + sq[1]) + (sq[2] + sq[3]),
+        (ab[0] + ab[1]) + (ab[2] + ab[3]),
+    )
 }
 
 /// Upper bound of the Euclidean norm of `x` (exact entries).
@@ -207,6 +229,14 @@ mod tests {
         assert!(sqrt_ru(f64::NAN).is_nan());
         assert!(sqrt_rd(f64::NAN).is_nan());
         assert!(!nonneg_sum_ru(f64::NAN, 3).is_finite());
+    }
+
+    quickcheck::quickcheck! {
+        fn sum_sq_and_abs_has_the_bits_of_the_two_sums(x: Vec<f64>) -> bool {
+            let x: Vec<f64> = x.into_iter().filter(|v| v.is_finite()).collect();
+            let (sq, ab) = sum_sq_and_abs(&x);
+            sq.to_bits() == sum_sq(&x).to_bits() && ab.to_bits() == sum_abs(&x).to_bits()
+        }
     }
 
     #[test]

@@ -617,8 +617,8 @@ pub fn enclose_product_entry_norms(
     use faer::{Accum, Mat, Par};
     let (m, rr, n) = (b.rows, b.cols, c.cols);
     let (kb, kc) = (entry_scale(b), entry_scale(c));
-    let bm = Mat::from_fn(m, rr, |i, j| r::scale_pow2_rn(b.get(i, j), kb));
-    let cm = Mat::from_fn(rr, n, |i, j| r::scale_pow2_rn(c.get(i, j), kc));
+    let bm = crate::linalg::dense::to_faer_scaled(b, kb);
+    let cm = crate::linalg::dense::to_faer_scaled(c, kc);
     // Y is formed a block of columns at a time (each entry is the same
     // length-r dot product, in whatever order the GEMM takes it: L4 covers
     // any order), so that the m x n product never lives in memory whole.
@@ -649,8 +649,7 @@ pub fn enclose_product_entry_norms(
         let dot = (0..rr).fold(0.0, |acc, k| w[k].mul_add(cm[(k, j)].abs(), acc));
         let e = r::add_ru(r::mul_ru(gam, r::nonneg_sum_ru(dot, rr)), under);
         let col = y.col_as_slice(jj);
-        let s2 = r::sum_sq(col);
-        let s1 = r::sum_abs(col);
+        let (s2, s1) = r::sum_sq_and_abs(col);
         let norm_lo = r::sub_rd(r::sqrt_rd(r::nonneg_sum_rd(s2, m)), e).max(0.0);
         let norm_hi = r::add_ru(r::sqrt_ru(r::nonneg_sum_ru(s2, m)), e);
         let abs_lo = r::sub_rd(r::nonneg_sum_rd(s1, m), e).max(0.0);
