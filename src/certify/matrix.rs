@@ -73,7 +73,7 @@ pub(crate) fn certify_matrix_owned(
             let (frob, norms) = crate::spectral::enclose_entry_summaries(&a, opts.par);
             let frob = frob.map_err(wrap)?;
             let (n21, n11) = norms.map_err(wrap)?;
-            let prep = crate::linalg::prepare_checked_owned(a).map_err(wrap)?;
+            let prep = crate::linalg::prepare_owned_after_check(a);
             let sv = match prep {
                 None => crate::linalg::zero_singular_values(rows, cols),
                 Some(prep) => {

@@ -22,6 +22,7 @@ use super::{
 };
 use crate::enclosure::{Enclosure, Inconclusive};
 use crate::matrix::DenseMatrix;
+use std::borrow::Cow;
 
 fn to_faer(x: &DenseMatrix, k: i32) -> Mat<f64> {
     dense::to_faer_scaled(x, k)
@@ -187,13 +188,14 @@ fn certify_factored_stages(
     }
     // Orient so that m >= n: (BC)^T = C^T B^T.
     let (bb, cc) = if m0 >= n0 {
-        (b.clone(), c.clone())
+        (Cow::Borrowed(b), Cow::Borrowed(c))
     } else {
-        (c.transposed(), b.transposed())
+        (Cow::Owned(c.transposed()), Cow::Owned(b.transposed()))
     };
     let (kb, kc) = (scale_for(&bb), scale_for(&cc));
     let bm = to_faer(&bb, kb);
     let cm = to_faer(&cc, kc);
+    drop((bb, cc));
     if bm.as_ref().norm_max() == 0.0 || cm.as_ref().norm_max() == 0.0 {
         return Ok(zero_product(m0, n0));
     }

@@ -157,6 +157,33 @@ pub(crate) fn sum_sq_and_abs(x: &[f64]) -> (f64, f64) {
     )
 }
 
+/// [`sum_sq_and_abs`] of `K` slices of one length side by side: each
+/// slice's two sums in the order of that function alone (the same bits);
+/// the `K` independent chains only hide each other's latency.
+pub(crate) fn sum_sq_and_abs_many<const K: usize>(xs: [&[f64]; K]) -> [(f64, f64); K] {
+    let len = xs[0].len();
+    assert!(xs.iter().all(|x| x.len() == len), "slices of one length");
+    let (mut sq, mut ab) = ([[0.0f64; 4]; K], [[0.0f64; 4]; K]);
+    let body = len / 4 * 4;
+    for i in (0..body).step_by(4) {
+        for q in 0..K {
+            let c = &xs[q][i..i + 4];
+            for l in 0..4 {
+                sq[q][l] = c[l].mul_add(c[l], sq[q][l]);
+                ab[q][l] += c[l].abs();
+            }
+        }
+    }
+    std::array::from_fn(|q| {
+        let (mut s, mut a) = (sq[q], ab[q]);
+        for &v in &xs[q][body..] {
+            s[0] = v.mul_add(v, s[0]);
+            a[0] += v.abs();
+        }
+        ((s[0] + s[1]) + (s[2] + s[3]), (a[0] + a[1]) + (a[2] + a[3]))
+    })
+}
+
 /// Upper bound of the Euclidean norm of `x` (exact entries).
 pub(crate) fn norm2_ru(x: &[f64]) -> f64 {
     sqrt_ru(nonneg_sum_ru(sum_sq(x), x.len()))
@@ -236,6 +263,17 @@ mod tests {
             let x: Vec<f64> = x.into_iter().filter(|v| v.is_finite()).collect();
             let (sq, ab) = sum_sq_and_abs(&x);
             sq.to_bits() == sum_sq(&x).to_bits() && ab.to_bits() == sum_abs(&x).to_bits()
+        }
+
+        fn sum_sq_and_abs_many_has_the_bits_of_each_alone(x: Vec<f64>, len: u8) -> bool {
+            let x: Vec<f64> = x.into_iter().filter(|v| v.is_finite()).collect();
+            let len = (len as usize).min(x.len() / 3);
+            let xs = [&x[..len], &x[len..2 * len], &x[2 * len..3 * len]];
+            let sums = sum_sq_and_abs_many(xs);
+            let same = sums.iter().zip(xs).all(|(&(s, a), x)| {
+                (s.to_bits(), a.to_bits()) == (sum_sq(x).to_bits(), sum_abs(x).to_bits())
+            });
+            same
         }
     }
 
