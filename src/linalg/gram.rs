@@ -72,8 +72,10 @@ pub fn gram_is_exact(a: MatRef<'_, f64>) -> bool {
 
 /// `A^T A` by the backend in use ([`super::backend::Backend::gram`]): a
 /// symmetric (lower-triangle) product mirrored to a full matrix. Exact when
-/// [`gram_is_exact`] holds, in any order of evaluation (L23); otherwise a
-/// rounded approximation, used only where no guarantee is needed.
+/// [`gram_is_exact`] holds, in any order of evaluation (L23), and then the
+/// same bits on any number of threads; otherwise a rounded approximation,
+/// whose last bits may depend on `par` (the CPU splits it into column
+/// slabs), for uses that need no guarantee.
 pub fn gram(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     super::backend::current().gram(a, par)
 }
