@@ -517,3 +517,55 @@ pub fn with_device<R>(
     install(b);
     Ok(f(note))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gram_slab_bounds_cut_the_triangle_into_ordered_slabs_of_about_equal_area() {
+        for (n, k) in [(512, 4), (4096, 4), (600, 6), (1000, 32), (3, 8)] {
+            let b = gram_slab_bounds(n, k);
+            assert_eq!((b[0], *b.last().unwrap()), (0, n), "n {n}, k {k}");
+            assert!(b.windows(2).all(|w| w[0] < w[1]), "n {n}, k {k}: {b:?}");
+            assert!(b.len() <= k + 1);
+            if n >= 512 {
+                let area = |j0: usize, j1: usize| (j0..j1).map(|j| n - j).sum::<usize>();
+                let (total, share) = (n * (n + 1) / 2, n * (n + 1) / 2 / k);
+                let slabs: Vec<usize> = b.windows(2).map(|w| area(w[0], w[1])).collect();
+                assert_eq!(slabs.iter().sum::<usize>(), total);
+                // Each slab within one column's entries of an equal share.
+                assert!(slabs.iter().all(|&s| s.abs_diff(share) <= n), "{slabs:?}");
+            }
+        }
+    }
+
+    /// An exact Gram (integer entries: L23) by slabs over pools of 2 and 3
+    /// threads has the bits of the one product on the calling thread.
+    #[test]
+    fn gram_by_slabs_is_the_sequential_exact_gram() {
+        let (m, n) = (70, 600);
+        let a = Mat::from_fn(m, n, |i, j| (((i * 31 + j * 17) % 23) as f64) - 11.0);
+        let seq = gram_on_cpu(a.as_ref(), Par::Seq);
+        for t in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            let par = pool.install(|| gram_on_cpu(a.as_ref(), Par::rayon(t)));
+            for j in 0..n {
+                for i in 0..n {
+                    assert_eq!(
+                        par[(i, j)].to_bits(),
+                        seq[(i, j)].to_bits(),
+                        "({i}, {j}) at {t}"
+                    );
+                }
+            }
+        }
+        // And it is A^T A: one entry computed by hand.
+        let want: f64 = (0..m).map(|i| a[(i, 5)] * a[(i, 599)]).sum();
+        assert_eq!(seq[(599, 5)], want);
+        assert_eq!(seq[(5, 599)], want);
+    }
+}
