@@ -17,6 +17,21 @@ pub struct DenseMatrix {
     pub data: Vec<f64>,
 }
 
+/// The index of the first non-finite entry of `data`, if any: chunks of
+/// 4096 folded without an early exit (that vectorises), then the entry
+/// within the first bad chunk.
+pub(crate) fn first_non_finite(data: &[f64]) -> Option<usize> {
+    const CHUNK: usize = 4096;
+    let bad = data
+        .chunks(CHUNK)
+        .position(|b| b.iter().fold(false, |bad, v| bad | !v.is_finite()))?;
+    let start = bad * CHUNK;
+    data[start..]
+        .iter()
+        .position(|v| !v.is_finite())
+        .map(|k| start + k)
+}
+
 impl DenseMatrix {
     /// Entry in row `i`, column `j` (0-based).
     pub fn get(&self, i: usize, j: usize) -> f64 {

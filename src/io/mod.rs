@@ -801,20 +801,7 @@ pub(crate) fn check_finite(
     tensor: Option<&str>,
     m: &DenseMatrix,
 ) -> Result<(), ReadError> {
-    // The first chunk with a non-finite entry by a fold that vectorises,
-    // then the entry within it.
-    let bad_chunk = m
-        .data
-        .chunks(4096)
-        .position(|b| b.iter().fold(false, |bad, v| bad | !v.is_finite()));
-    let first = bad_chunk.and_then(|c| {
-        let start = c * 4096;
-        m.data[start..]
-            .iter()
-            .position(|v| !v.is_finite())
-            .map(|k| start + k)
-    });
-    match first {
+    match crate::matrix::first_non_finite(&m.data) {
         None => Ok(()),
         Some(k) => Err(ReadError::NonFinite {
             path: path.to_path_buf(),

@@ -742,11 +742,7 @@ pub(crate) fn prepare_checked(a: &DenseMatrix) -> Result<Option<dense::Prepared>
 /// The checks of [`prepare_checked`] alone: inconclusive for non-finite
 /// entries or an empty dimension.
 pub(crate) fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
-    // A fold without an early exit vectorises; the chunks give one.
-    let non_finite = |c: &[f64]| {
-        c.chunks(4096)
-            .any(|b| b.iter().fold(false, |bad, x| bad | !x.is_finite()))
-    };
+    let non_finite = |c: &[f64]| crate::matrix::first_non_finite(c).is_some();
     let any_non_finite = if dense::split_pass(a.data.len()) {
         use rayon::prelude::*;
         a.data.par_chunks(dense::PAR_PASS_MIN / 4).any(non_finite)

@@ -139,22 +139,7 @@ pub(crate) fn sum_abs(x: &[f64]) -> f64 {
 /// `(sum_sq(x), sum_abs(x))` in one pass, each summed in the same order
 /// as those two functions alone (the same bits, bounded by L3 b).
 pub(crate) fn sum_sq_and_abs(x: &[f64]) -> (f64, f64) {
-    let (mut sq, mut ab) = ([0.0f64; 4], [0.0f64; 4]);
-    let mut chunks = x.chunks_exact(4);
-    for c in &mut chunks {
-        for l in 0..4 {
-            sq[l] = c[l].mul_add(c[l], sq[l]);
-            ab[l] += c[l].abs();
-        }
-    }
-    for &v in chunks.remainder() {
-        sq[0] = v.mul_add(v, sq[0]);
-        ab[0] += v.abs();
-    }
-    (
-        (sq[0] + sq[1]) + (sq[2] + sq[3]),
-        (ab[0] + ab[1]) + (ab[2] + ab[3]),
-    )
+    sum_sq_and_abs_many([x])[0]
 }
 
 /// [`sum_sq_and_abs`] of `K` slices of one length side by side: each
