@@ -26,7 +26,7 @@ fn json(args: &[&str]) -> (Option<i32>, Value) {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-auditww-{}", std::process::id()));
+    let d = common::process_scratch().join("auditww");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

@@ -24,7 +24,7 @@ fn shared_model() -> Option<PathBuf> {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-cli-{}", std::process::id()));
+    let d = common::process_scratch().join("cli");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }
@@ -489,7 +489,7 @@ fn last_column_starts(rows: &[&str]) -> Vec<usize> {
 
 #[test]
 fn wide_mpfr_decimals_keep_the_svd_table_columns_aligned() {
-    let dir = std::env::temp_dir().join(format!("specbound-cli-align-{}", std::process::id()));
+    let dir = common::process_scratch().join("cli-align");
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("diag.npy");
     // Values whose MPFR decimal ends differ in length (0.1 is not dyadic).
@@ -562,14 +562,6 @@ fn certify_text_keeps_the_contributors_columns_aligned_in_every_style() {
     }
 }
 
-/// A scratch directory of this test process.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specbound-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// A version-1 `.npy` file of `descr` and shape (rows, cols) holding `data`.
 fn npy_bytes(descr: &str, rows: usize, cols: usize, data: &[u8]) -> Vec<u8> {
     let mut h =
@@ -587,7 +579,7 @@ fn npy_bytes(descr: &str, rows: usize, cols: usize, data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn big_endian_npy_gives_the_same_certificate_as_little_endian() {
-    let d = scratch("big-endian");
+    let d = common::tmpdir("big-endian");
     let vals = [1.5f64, -0.1, 3.0e-3, 65504.0, -2.0, 0.0];
     type Enc = fn(f64, bool) -> Vec<u8>;
     let encoders: [(&str, Enc); 3] = [
@@ -638,7 +630,7 @@ fn big_endian_npy_gives_the_same_certificate_as_little_endian() {
 
 #[test]
 fn a_bin_that_is_not_a_state_dict_is_said_as_what_it_is_never_told_to_rename() {
-    let d = scratch("not-state-dict");
+    let d = common::tmpdir("not-state-dict");
     // A zip archive that is not a PyTorch checkpoint, and plain text.
     let mut z = b"PK\x03\x04".to_vec();
     z.extend_from_slice(&[0u8; 22]);
@@ -813,4 +805,41 @@ fn tests_readme_names_every_test_file() {
         missing.is_empty(),
         "tests/README.md does not name: {missing:?}"
     );
+}
+
+/// Run in a child process by
+/// `regression_suite_scratch_is_removed_when_the_test_process_exits`: makes
+/// a scratch folder with a file in it and prints the folder's path.
+#[test]
+#[ignore = "a helper: run in a child process by the regression test below it"]
+fn scratch_helper_prints_its_folder() {
+    let d = common::tmpdir("exit");
+    std::fs::write(d.join("f"), b"x").unwrap();
+    println!("SCRATCH={}", d.display());
+}
+
+/// Regression: every suite run left its scratch folders (about 2.6 GB) in
+/// the system's temporary directory, and a CI run found the disk full.
+#[test]
+fn regression_suite_scratch_is_removed_when_the_test_process_exits() {
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "scratch_helper_prints_its_folder"])
+        .arg("--nocapture")
+        .env_remove(common::KEEP_SCRATCH)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    let folder = out.lines().find_map(|l| l.strip_prefix("SCRATCH="));
+    let folder = Path::new(folder.expect("the helper printed its folder"));
+    let process_folder = folder.parent().unwrap();
+    assert!(process_folder
+        .to_string_lossy()
+        .contains("specbound-tests/cli-"));
+    assert!(
+        !folder.exists(),
+        "{} outlived its process",
+        folder.display()
+    );
+    assert!(!process_folder.exists());
 }

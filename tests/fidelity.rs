@@ -13,7 +13,7 @@ use specbound::io::checkpoint::Checkpoint;
 
 #[test]
 fn audit_explains_the_authors_float_artefact_and_nothing_else() {
-    let dir = std::env::temp_dir().join(format!("specbound-fidelity-{}", std::process::id()));
+    let dir = common::process_scratch().join("fidelity");
     std::fs::create_dir_all(&dir).unwrap();
     let model = common::root().join("data/all-MiniLM-L6-v2");
     let cert_path = dir.join("cert.json");

@@ -92,7 +92,7 @@ fn no_panic(what: &str, f: impl FnOnce() + std::panic::UnwindSafe) {
 
 #[test]
 fn mutated_files_never_panic_the_readers() {
-    let dir = std::env::temp_dir().join(format!("specbound-mutate-{}", std::process::id()));
+    let dir = common::process_scratch().join("mutate");
     std::fs::create_dir_all(&dir).unwrap();
     let m = DenseMatrix {
         rows: 8,

@@ -491,7 +491,7 @@ fn run_capped(args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn hostile_architecture_facts_give_one_line_errors_naming_file_and_key() {
-    let base = std::env::temp_dir().join(format!("specbound-hostile-arch-{}", std::process::id()));
+    let base = common::process_scratch().join("hostile-arch");
     let mut failures = Vec::new();
     for case in cases() {
         let dir = base.join(case.name);
@@ -579,7 +579,7 @@ const EXTREMES: [i128; 10] = [
 
 #[test]
 fn extreme_fact_values_never_panic_detect_describe_or_extract() {
-    let dir = std::env::temp_dir().join(format!("specbound-arch-extremes-{}", std::process::id()));
+    let dir = common::process_scratch().join("arch-extremes");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let cfg_keys = [

@@ -559,7 +559,7 @@ fn measure_slot<'a>(m: &'a mut MeasuresEntry, name: &str) -> &'a mut CertInterva
 #[test]
 fn init_of_another_architecture_is_refused_in_one_line() {
     // The bundled weights under a config saying 2 layers: another architecture.
-    let dir = std::env::temp_dir().join(format!("specbound-measures-{}", std::process::id()));
+    let dir = common::process_scratch().join("measures");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(
         bundled().join("model.safetensors"),
@@ -617,7 +617,7 @@ fn gpt_neox_fused_per_head_gives_the_bert_measures_exactly() {
                 .matrix
         })
         .collect();
-    let base = std::env::temp_dir().join(format!("specbound-measures-neox-{}", std::process::id()));
+    let base = common::process_scratch().join("measures-neox");
     let write = |name: &str, ts: Vec<(String, &DenseMatrix)>, cfg: serde_json::Value| {
         let d = base.join(name);
         std::fs::create_dir_all(&d).unwrap();

@@ -24,7 +24,7 @@ fn certify_peak_kib(model: &Path, out: &Path) -> i64 {
 
 #[test]
 fn peak_memory_of_a_4_layer_run_is_that_of_one_layer() {
-    let tmp = std::env::temp_dir().join(format!("specbound-memory-{}", std::process::id()));
+    let tmp = common::process_scratch().join("memory");
     let (one, four) = (tmp.join("llama-1"), tmp.join("llama-4"));
     write_llama_f16(&one, 1, 11);
     write_llama_f16(&four, 4, 11);

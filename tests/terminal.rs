@@ -93,7 +93,7 @@ fn certify_draws_a_progress_bar_on_a_terminal_only() {
 
 #[test]
 fn verify_and_svd_report_progress_on_a_terminal() {
-    let d = std::env::temp_dir().join(format!("specbound-term-{}", std::process::id()));
+    let d = common::process_scratch().join("term");
     std::fs::create_dir_all(&d).unwrap();
     let cert = d.join("c.json");
     let bundle = common::root().join("data/all-MiniLM-L6-v2");
@@ -170,7 +170,7 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
 
 #[test]
 fn study_draws_its_progress_bar_and_model_lines_on_a_terminal_only() {
-    let dir = std::env::temp_dir().join(format!("specbound-terminal-study-{}", std::process::id()));
+    let dir = common::process_scratch().join("terminal-study");
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("out");
     let out_s = out.to_str().expect("utf-8 path");

@@ -110,7 +110,7 @@ fn residual_route_is_sound_and_identical_at_1_2_and_4_threads() {
 /// MiniLM at 1, 2 and 4 threads: byte-identical certificates.
 #[test]
 fn certificates_are_byte_identical_at_1_2_and_4_threads() {
-    let tmp = std::env::temp_dir().join(format!("specbound-threads-{}", std::process::id()));
+    let tmp = common::process_scratch().join("threads");
     let llama = tmp.join("llama");
     common::llama::write_llama_f16(&llama, 1, 7);
     for (name, model) in [

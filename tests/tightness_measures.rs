@@ -78,7 +78,7 @@ fn rel_json(v: &serde_json::Value) -> f64 {
 /// narrower (on this 40 x 24 float64 matrix).
 #[test]
 fn spectra_norms_did_not_tighten_with_the_precision() {
-    let dir = std::env::temp_dir().join(format!("specbound-tight-spectra-{}", std::process::id()));
+    let dir = common::process_scratch().join("tight-spectra");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("model.safetensors");
     let mut w = weight();
