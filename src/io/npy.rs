@@ -267,6 +267,14 @@ fn read_column_major_le<R: Read>(
     data: &mut Vec<f64>,
 ) -> Result<(), ReadError> {
     let itemsize = dtype.itemsize();
+    if rows * cols >= 1 << 20 && rayon::current_num_threads() > 1 {
+        // First touch (the kernel's page zeroing) split over the pool too.
+        use rayon::prelude::*;
+        data.par_extend(rayon::iter::repeat_n(
+            0.0,
+            (rows * cols).saturating_sub(data.len()),
+        ));
+    }
     data.resize(rows * cols, 0.0);
     if rows == 0 || cols == 0 {
         return Ok(());

@@ -895,14 +895,22 @@ impl ResidualSums {
         ResidualSums { e2: vec![0.0; p] }
     }
 
-    /// Rows `p` of the computed product and the same rows `x`.
+    /// Rows `p` of the computed product and the same rows `x`. Columns
+    /// side by side over the pool for large blocks (each column's sum in
+    /// row order whichever thread makes it: the same bits).
     fn feed(&mut self, p: MatRef<'_, f64>, x: MatRef<'_, f64>, s: &[f64]) {
-        for (j, e2) in self.e2.iter_mut().enumerate() {
+        let column = |(j, e2): (usize, &mut f64)| {
             let (pc, xc) = (p.col(j), x.col(j));
             for (&pij, &xij) in pc.iter().zip(xc.iter()) {
                 let e = (-s[j]).mul_add(xij, pij);
                 *e2 = e.mul_add(e, *e2);
             }
+        };
+        if split_pass(p.nrows() * p.ncols()) {
+            use rayon::prelude::*;
+            self.e2.par_iter_mut().enumerate().for_each(column);
+        } else {
+            self.e2.iter_mut().enumerate().for_each(column);
         }
     }
 

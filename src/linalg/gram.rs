@@ -237,11 +237,22 @@ pub(crate) fn certify_eigen_groups(
     par: Par,
 ) -> Result<Vec<Group<f64>>, Inconclusive> {
     let n = g.nrows();
-    let beta = dense::abs_norm2_ru(g);
+    // The Collatz bound (memory-bound passes over G, with serial steps
+    // between them) beside the product (compute-bound): each is the same
+    // computation as alone, so the same bits.
+    let (beta, (p, depth)) = match par {
+        Par::Rayon(t) if t.get() > 1 => rayon::join(
+            || dense::abs_norm2_ru(g),
+            || dense::chunked_product_wide(g, v, par),
+        ),
+        _ => (
+            dense::abs_norm2_ru(g),
+            dense::chunked_product_wide(g, v, par),
+        ),
+    };
     if !beta.is_finite() {
         return Err(Inconclusive::new("|| |G| || bound overflowed"));
     }
-    let (p, depth) = dense::chunked_product_wide(g, v, par);
     let bounded = dense::BoundedProduct {
         computed: p,
         col_err: product_col_err(depth, n, n, beta, v),

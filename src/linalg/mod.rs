@@ -758,19 +758,10 @@ pub(crate) fn check_preparable(a: &DenseMatrix) -> Result<(), Inconclusive> {
     Ok(())
 }
 
-/// [`prepare_checked`] of a matrix the caller gives up: the same checks,
-/// entries and scale, prepared in the matrix's own buffer where its layout
-/// allows ([`dense::prepare_owned`]).
-pub(crate) fn prepare_checked_owned(
-    a: DenseMatrix,
-) -> Result<Option<dense::Prepared>, Inconclusive> {
-    check_preparable(&a)?;
-    Ok(prepare_owned_after_check(a))
-}
-
-/// [`prepare_checked_owned`] of a matrix that [`check_preparable`] has
-/// already accepted (the caller's own check, not repeated: one pass less
-/// over an LLM-sized matrix).
+/// [`prepare_checked`] of a matrix the caller gives up and whose
+/// [`check_preparable`] it has already run (not repeated: one pass less over
+/// an LLM-sized matrix): the same entries and scale, prepared in the
+/// matrix's own buffer where its layout allows ([`dense::prepare_owned`]).
 pub(crate) fn prepare_owned_after_check(a: DenseMatrix) -> Option<dense::Prepared> {
     dense::prepare_owned(a.rows, a.cols, a.data)
 }

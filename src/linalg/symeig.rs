@@ -320,6 +320,27 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
+/// Rows per task of [`for_row_chunks`], at the least.
+const ROW_CHUNK_MIN: usize = 1024;
+
+/// `f(r0, chunk)` on consecutive chunks of `y` (`r0` the first row of the
+/// chunk), one per thread of the pool when `par` allows and `y` is long,
+/// else `f(0, y)`. For updates of each entry on its own (the panel's
+/// corrections of the tridiagonalization): the same bits on any split.
+fn for_row_chunks(y: &mut [f64], par: Par, f: impl Fn(usize, &mut [f64]) + Sync) {
+    match par {
+        Par::Rayon(t) if t.get() > 1 && y.len() >= 2 * ROW_CHUNK_MIN => {
+            use rayon::prelude::*;
+            let chunk = y.len().div_ceil(t.get()).max(ROW_CHUNK_MIN);
+            y.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(k, c)| f(k * chunk, c));
+        }
+        _ => f(0, y),
+    }
+}
+
+/// `y += alpha x` over the length of `y` (`x` at least as long).
 fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     for (yv, &xv) in y.iter_mut().zip(x) {
         *yv = alpha.mul_add(xv, *yv);
@@ -348,12 +369,13 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
             let c = k0 + i;
             let o = c - k0; // row of c in V and W
                             // Column c (rows c..n) receives the panel's earlier updates.
-            for q in 0..i {
-                let (wcq, vcq) = (w[(o, q)], v[(o, q)]);
-                let col = &mut a.col_as_slice_mut(c)[c..];
-                axpy(-wcq, &v.col_as_slice(q)[o..], col);
-                axpy(-vcq, &w.col_as_slice(q)[o..], col);
-            }
+            for_row_chunks(&mut a.col_as_slice_mut(c)[c..], par, |r0, col| {
+                for q in 0..i {
+                    let (wcq, vcq) = (w[(o, q)], v[(o, q)]);
+                    axpy(-wcq, &v.col_as_slice(q)[o + r0..], col);
+                    axpy(-vcq, &w.col_as_slice(q)[o + r0..], col);
+                }
+            });
             d[c] = a[(c, c)];
             // Reflector annihilating rows c+2..n of column c.
             let col = &mut a.col_as_slice_mut(c)[c + 1..];
@@ -385,10 +407,12 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
                 t1[q] = dot(&w.col_as_slice(q)[o + 1..], vc);
                 t2[q] = dot(&v.col_as_slice(q)[o + 1..], vc);
             }
-            for q in 0..i {
-                axpy(-t1[q], &v.col_as_slice(q)[o + 1..], wc);
-                axpy(-t2[q], &w.col_as_slice(q)[o + 1..], wc);
-            }
+            for_row_chunks(wc, par, |r0, wc| {
+                for q in 0..i {
+                    axpy(-t1[q], &v.col_as_slice(q)[o + 1 + r0..], wc);
+                    axpy(-t2[q], &w.col_as_slice(q)[o + 1 + r0..], wc);
+                }
+            });
             wc.iter_mut().for_each(|x| *x *= t);
             let alpha2 = -0.5 * t * dot(wc, vc);
             axpy(alpha2, vc, wc);
@@ -786,8 +810,12 @@ fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
 /// The narrowest column slab of [`by_column_slabs`].
 pub(crate) const SLAB_MIN: usize = 256;
 
+/// Slabs per thread of [`by_column_slabs`]: several, so that a thread
+/// slowed down (by the machine's other work) leaves a short tail.
+const SLABS_PER_THREAD: usize = 4;
+
 /// Runs `f` on slabs of consecutive columns of `z` (and the index of each
-/// slab's first column): with a pool of `t > 1` threads, about `2t` slabs
+/// slab's first column): with a pool of `t > 1` threads, about `4t` slabs ([`SLABS_PER_THREAD`])
 /// of at least [`SLAB_MIN`] columns side by side, else the whole of `z` at
 /// once. Meant for a product `Z <- f(Z)` whose columns are independent
 /// (the back-transformation, `G V`), each slab's products on one thread:
@@ -803,7 +831,7 @@ pub(crate) fn by_column_slabs(
     match par {
         Par::Rayon(t) if t.get() > 1 && z.ncols() > SLAB_MIN => {
             use rayon::prelude::*;
-            let width = z.ncols().div_ceil(2 * t.get()).max(SLAB_MIN);
+            let width = z.ncols().div_ceil(SLABS_PER_THREAD * t.get()).max(SLAB_MIN);
             z.par_col_chunks_mut(width)
                 .enumerate()
                 .for_each(|(i, slab)| f(slab, i * width));
@@ -986,6 +1014,34 @@ mod tests {
             }
         }
         (res, orth)
+    }
+
+    /// On a matrix large enough for the panel's corrections to be split by
+    /// rows ([`for_row_chunks`]) and the back-transformation by slabs, pools
+    /// of 2 and 3 threads give the bits of one thread.
+    #[test]
+    fn eigen_on_pools_of_2_and_3_threads_has_the_bits_of_one() {
+        let n = 2 * ROW_CHUNK_MIN + 100;
+        let g = random_symmetric(n, 11);
+        let (lam, v) = approx_symmetric_eigen(g.as_ref(), Par::Seq).expect("converges");
+        for t in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            let (lam_t, v_t) = pool
+                .install(|| approx_symmetric_eigen(g.as_ref(), Par::rayon(t)))
+                .expect("converges");
+            let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&lam), bits(&lam_t), "eigenvalues at {t} threads");
+            for j in 0..n {
+                assert_eq!(
+                    bits(v.col_as_slice(j)),
+                    bits(v_t.col_as_slice(j)),
+                    "vector {j} at {t}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -57,20 +57,39 @@ fn grid_integer(x: f64, q: i32) -> u64 {
 
 /// The grid of the entries: `(q, top)` with every nonzero entry a multiple
 /// of `2^q` and below `2^top` in magnitude; `None` for a zero matrix or a
-/// non-finite entry.
-fn grid(data: &[f64]) -> Option<(i32, i32)> {
-    let (mut q, mut top) = (i32::MAX, i32::MIN);
-    for &x in data {
-        if !x.is_finite() {
-            return None;
+/// non-finite entry. Split over the pool when `par` allows (a minimum and
+/// a maximum: the same on any split).
+fn grid(data: &[f64], par: faer::Par) -> Option<(i32, i32)> {
+    // (q, top, all finite) of a chunk, without an early exit (it vectorises).
+    let chunk = |c: &[f64]| {
+        c.iter()
+            .fold((i32::MAX, i32::MIN, true), |(q, top, ok), &x| {
+                if x == 0.0 || !x.is_finite() {
+                    return (q, top, ok && x.is_finite());
+                }
+                let (m, e) = significand(x);
+                let (lo, hi) = (
+                    e + m.trailing_zeros() as i32,
+                    e + (64 - m.leading_zeros()) as i32,
+                );
+                (q.min(lo), top.max(hi), ok)
+            })
+    };
+    let merge = |a: (i32, i32, bool), b: (i32, i32, bool)| (a.0.min(b.0), a.1.max(b.1), a.2 && b.2);
+    const CHUNK: usize = 1 << 16;
+    let (q, top, finite) = match par {
+        faer::Par::Rayon(t) if t.get() > 1 && data.len() > CHUNK => {
+            use rayon::prelude::*;
+            data.par_chunks(CHUNK)
+                .map(chunk)
+                .reduce(|| (i32::MAX, i32::MIN, true), merge)
         }
-        if x != 0.0 {
-            let (m, e) = significand(x);
-            q = q.min(e + m.trailing_zeros() as i32);
-            top = top.max(e + (64 - m.leading_zeros()) as i32);
-        }
-    }
-    (q != i32::MAX).then_some((q, top))
+        _ => data
+            .chunks(CHUNK)
+            .map(chunk)
+            .fold((i32::MAX, i32::MIN, true), merge),
+    };
+    (finite && q != i32::MAX).then_some((q, top))
 }
 
 /// Bits needed to count to `n`.
@@ -84,7 +103,7 @@ fn bits_of(n: usize) -> i32 {
 /// `2 span + bits(rows cols) <= 127`). In parallel over fixed blocks of rows
 /// when `par` allows; the sums are the same on any number of threads.
 pub(crate) fn exact_entry_sums(a: &DenseMatrix, par: faer::Par) -> Option<ExactEntrySums> {
-    let (q, top) = grid(&a.data)?;
+    let (q, top) = grid(&a.data, par)?;
     let span = top - q;
     if span > MAX_SPAN || 2 * span + bits_of(a.data.len()) > 127 {
         return None;
@@ -194,6 +213,27 @@ mod tests {
 
     fn matrix(rows: usize, cols: usize, data: Vec<f64>) -> DenseMatrix {
         DenseMatrix { rows, cols, data }
+    }
+
+    /// The grid over chunks on a pool is the one of a single pass, and a
+    /// non-finite entry anywhere (here in the last chunk) refuses it.
+    #[test]
+    fn grid_split_over_a_pool_is_the_grid_of_one_pass() {
+        let n = 5 << 16;
+        let mut data: Vec<f64> = (0..n).map(|i| ((i % 97) as f64 - 48.0) * 0.125).collect();
+        data[3 << 16] = 3.0 * 2f64.powi(-20); // lowest bit 2^-20
+        data[(4 << 16) + 7] = 1.5 * 2f64.powi(9); // top 2^10
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let on_pool = |d: &[f64]| pool.install(|| grid(d, faer::Par::rayon(3)));
+        assert_eq!(grid(&data, faer::Par::Seq), Some((-20, 10)));
+        assert_eq!(on_pool(&data), Some((-20, 10)));
+        assert_eq!(on_pool(&vec![0.0; n]), None);
+        data[n - 1] = f64::NAN;
+        assert_eq!(on_pool(&data), None);
+        assert_eq!(grid(&data, faer::Par::Seq), None);
     }
 
     #[test]

@@ -575,7 +575,8 @@ pub(crate) fn certify_and_summarize(
         return Ok((sv, summary));
     }
     let norms = enclose_entry_norms_par(&a, opts.precision, opts.par);
-    let prep = crate::linalg::prepare_checked_owned(a)?
+    // Checked above: not a second pass over the entries.
+    let prep = crate::linalg::prepare_owned_after_check(a)
         .expect("a matrix with a nonzero entry is prepared");
     let sv = crate::linalg::certify_prepared(&prep, rows, cols, opts)?;
     drop(prep);
