@@ -418,26 +418,14 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
             axpy(alpha2, vc, wc);
             w.col_as_slice_mut(i)[o + 1..].copy_from_slice(wc);
         }
-        // Trailing update of the lower triangle: A22 -= V W^T + W V^T.
         let k1 = k0 + nb;
-        let p = n - k1;
-        if p > 0 {
-            let vs = v.as_ref().subrows(nb, p);
-            let ws = w.as_ref().subrows(nb, p);
-            for (l, r) in [(vs, ws), (ws, vs)] {
-                triangular::matmul(
-                    a.as_mut().submatrix_mut(k1, k1, p, p),
-                    BlockStructure::TriangularLower,
-                    Accum::Add,
-                    l,
-                    BlockStructure::Rectangular,
-                    r.transpose(),
-                    BlockStructure::Rectangular,
-                    -1.0,
-                    par,
-                );
-            }
-        }
+        trailing_update(
+            a.as_mut(),
+            k1,
+            v.as_ref().subrows(nb, n - k1),
+            w.as_ref().subrows(nb, n - k1),
+            par,
+        );
         panels.push(Panel {
             k0,
             v: v.as_ref().subrows(1, rows - 1).to_owned(),
@@ -450,6 +438,36 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
         return None;
     }
     Some(Tridiagonal { d, e, panels })
+}
+
+/// The trailing update of the lower triangle of a panel of the
+/// tridiagonalization: `A22 -= V W^T + W V^T`, `A22 = a[k1.., k1..]` and
+/// `vs`, `ws` its rows of the panel's `V` and `W`.
+fn trailing_update(
+    a: MatMut<'_, f64>,
+    k1: usize,
+    vs: MatRef<'_, f64>,
+    ws: MatRef<'_, f64>,
+    par: Par,
+) {
+    let p = vs.nrows();
+    if p == 0 {
+        return;
+    }
+    let mut a22 = a.submatrix_mut(k1, k1, p, p);
+    for (l, r) in [(vs, ws), (ws, vs)] {
+        triangular::matmul(
+            a22.as_mut(),
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            l,
+            BlockStructure::Rectangular,
+            r.transpose(),
+            BlockStructure::Rectangular,
+            -1.0,
+            par,
+        );
+    }
 }
 
 /// `sqrt(a^2 + b^2)` without overflow or harmful underflow, to a few ulps
