@@ -240,16 +240,11 @@ pub(crate) fn certify_eigen_groups(
     // The Collatz bound (memory-bound passes over G, with serial steps
     // between them) beside the product (compute-bound): each is the same
     // computation as alone, so the same bits.
-    let (beta, (p, depth)) = match par {
-        Par::Rayon(t) if t.get() > 1 => rayon::join(
-            || dense::abs_norm2_ru(g),
-            || dense::chunked_product_wide(g, v, par),
-        ),
-        _ => (
-            dense::abs_norm2_ru(g),
-            dense::chunked_product_wide(g, v, par),
-        ),
-    };
+    let (beta, (p, depth)) = super::symeig::join_on_pool(
+        par,
+        || dense::abs_norm2_ru(g),
+        || dense::chunked_product_wide(g, v, par),
+    );
     if !beta.is_finite() {
         return Err(Inconclusive::new("|| |G| || bound overflowed"));
     }

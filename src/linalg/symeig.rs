@@ -204,6 +204,21 @@ fn map_in_order<I: Send, T: Send>(
     }
 }
 
+/// `(a(), b())`: side by side on the pool when `par` allows more than one
+/// thread, else one after the other on the calling thread (so that a
+/// matrix the scheduler gave one thread takes no other). Each result is
+/// the one it would be alone.
+pub(crate) fn join_on_pool<A: Send, B: Send>(
+    par: Par,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    match par {
+        Par::Rayon(t) if t.get() > 1 => rayon::join(a, b),
+        _ => (a(), b()),
+    }
+}
+
 /// Entries of the lower triangle per column block of [`symv_lower`]: about
 /// 4 MiB of matrix, so that a block's work outweighs its partial vector.
 const SYMV_BLOCK_AREA: usize = 1 << 19;
@@ -957,13 +972,11 @@ pub(crate) fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Ve
     let Tridiagonal { d, e, panels } = tridiagonalize(g.to_owned(), par)?;
     // The eigenvalues (a serial sweep) and the reflectors' WY blocks are
     // independent: side by side when the pool has two threads or more.
-    let (lam, blocks) = match par {
-        Par::Rayon(t) if t.get() > 1 => rayon::join(
-            || tridiagonal_eigenvalues(&d, &e),
-            || wy_blocks(panels, par),
-        ),
-        _ => (tridiagonal_eigenvalues(&d, &e), wy_blocks(panels, par)),
-    };
+    let (lam, blocks) = join_on_pool(
+        par,
+        || tridiagonal_eigenvalues(&d, &e),
+        || wy_blocks(panels, par),
+    );
     let lam = lam?;
     let mut z = tridiagonal_eigenvectors((&d, &e), &lam, par)?;
     back_transform(&blocks, &mut z, par);

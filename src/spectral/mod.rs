@@ -399,13 +399,11 @@ pub(crate) fn enclose_entry_summaries(
             return (Ok(f), Ok(n));
         }
     }
-    match par {
-        faer::Par::Rayon(t) if t.get() > 1 => rayon::join(
-            || enclose_frobenius_from_entries(a),
-            || enclose_entry_norms(a),
-        ),
-        _ => (enclose_frobenius_from_entries(a), enclose_entry_norms(a)),
-    }
+    crate::linalg::symeig::join_on_pool(
+        par,
+        || enclose_frobenius_from_entries(a),
+        || enclose_entry_norms(a),
+    )
 }
 
 /// Encloses the (2,1)-norm `sum_j ||A e_j||_2` (column = second index) and
