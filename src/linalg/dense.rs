@@ -555,12 +555,24 @@ pub(crate) fn product_col_err(
 ) -> Vec<f64> {
     let g = r::mul_ru(r::gamma_ru(depth), beta);
     let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(k as f64, ETA));
-    (0..b.ncols())
-        .map(|j| {
-            let bj: Vec<f64> = b.col(j).iter().copied().collect();
-            r::add_ru(r::mul_ru(g, r::norm2_ru(&bj)), under)
-        })
-        .collect()
+    map_columns(b, |bj| r::add_ru(r::mul_ru(g, r::norm2_ru(bj)), under))
+}
+
+/// `f` of every column of `b` as a slice, in column order: read in place
+/// where the column is contiguous (the matrices this crate allocates),
+/// else copied; the columns split over the pool for a large `b` (each
+/// column's value is computed alone, so the same bits on any split).
+pub(crate) fn map_columns(b: MatRef<'_, f64>, f: impl Fn(&[f64]) -> f64 + Sync) -> Vec<f64> {
+    let one = |j: usize| match b.col(j).try_as_col_major() {
+        Some(c) => f(c.as_slice()),
+        None => f(&b.col(j).iter().copied().collect::<Vec<f64>>()),
+    };
+    if split_pass(b.nrows() * b.ncols()) {
+        use rayon::prelude::*;
+        (0..b.ncols()).into_par_iter().map(one).collect()
+    } else {
+        (0..b.ncols()).map(one).collect()
+    }
 }
 
 /// `fl(A B)` (chunked) with its column error bounds (L4).
@@ -1189,12 +1201,7 @@ pub(crate) fn pair_bounds_and_merge(
         .zip(f.iter())
         .map(|(&e, &f)| r::add_ru(r::mul_ru(e, e), r::mul_ru(f, f)))
         .collect();
-    let ynorm_lo: Vec<f64> = (0..s.len())
-        .map(|j| {
-            let c: Vec<f64> = v.col(j).iter().copied().collect();
-            r::norm2_rd(&c)
-        })
-        .collect();
+    let ynorm_lo = map_columns(v.subcols(0, s.len()), r::norm2_rd);
     if res2_hi.iter().any(|x| !x.is_finite()) {
         return Err(Inconclusive::new(
             "residual bound overflowed (entries too large)",

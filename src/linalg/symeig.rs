@@ -417,11 +417,19 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
             // w = tau (A22 v - V (W^T v) - W (V^T v)), A22 = rows/cols c+1..n.
             let vc = &v.col_as_slice(i)[o + 1..];
             let wc = &mut w_col[..n - c - 1];
-            symv_lower(&a, c + 1, vc, wc, par);
-            for q in 0..i {
-                t1[q] = dot(&w.col_as_slice(q)[o + 1..], vc);
-                t2[q] = dot(&v.col_as_slice(q)[o + 1..], vc);
-            }
+            // The panel's dots with v beside the symmetric product (the
+            // dots were a serial twentieth of it).
+            let (t1, t2) = (&mut t1[..i], &mut t2[..i]);
+            join_on_pool(
+                par,
+                || symv_lower(&a, c + 1, vc, wc, par),
+                || {
+                    for q in 0..i {
+                        t1[q] = dot(&w.col_as_slice(q)[o + 1..], vc);
+                        t2[q] = dot(&v.col_as_slice(q)[o + 1..], vc);
+                    }
+                },
+            );
             for_row_chunks(wc, par, |r0, wc| {
                 for q in 0..i {
                     axpy(-t1[q], &v.col_as_slice(q)[o + 1 + r0..], wc);
@@ -458,6 +466,13 @@ fn tridiagonalize(mut a: Mat<f64>, par: Par) -> Option<Tridiagonal> {
 /// The trailing update of the lower triangle of a panel of the
 /// tridiagonalization: `A22 -= V W^T + W V^T`, `A22 = a[k1.., k1..]` and
 /// `vs`, `ws` its rows of the panel's `V` and `W`.
+///
+/// By column slabs of about equal area ([`symv_blocks`], a function of the
+/// order alone), each slab's products on one thread, the slabs side by
+/// side when `par` allows: one triangular product split over the pool kept
+/// two threads busy for no gain on this machine (the same wall time as
+/// one). Every entry gets the same two rounded updates, `V W^T` first, in
+/// any split, so the slabs change no bit.
 fn trailing_update(
     a: MatMut<'_, f64>,
     k1: usize,
@@ -469,20 +484,41 @@ fn trailing_update(
     if p == 0 {
         return;
     }
-    let mut a22 = a.submatrix_mut(k1, k1, p, p);
-    for (l, r) in [(vs, ws), (ws, vs)] {
-        triangular::matmul(
-            a22.as_mut(),
-            BlockStructure::TriangularLower,
-            Accum::Add,
-            l,
-            BlockStructure::Rectangular,
-            r.transpose(),
-            BlockStructure::Rectangular,
-            -1.0,
-            par,
-        );
+    let cuts = symv_blocks(p);
+    let mut slabs = Vec::with_capacity(cuts.len() - 1);
+    let mut rest = a.submatrix_mut(k1, k1, p, p);
+    for w in cuts.windows(2) {
+        let (slab, tail) = rest.split_at_col_mut(w[1] - w[0]);
+        slabs.push((w[0], slab));
+        rest = tail;
     }
+    let update = |(j0, slab): (usize, MatMut<'_, f64>)| {
+        let w = slab.ncols();
+        let (top, mut below) = slab.split_at_row_mut(j0 + w);
+        let mut diag = top.subrows_mut(j0, w);
+        for (l, r) in [(vs, ws), (ws, vs)] {
+            triangular::matmul(
+                diag.as_mut(),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                l.subrows(j0, w),
+                BlockStructure::Rectangular,
+                r.subrows(j0, w).transpose(),
+                BlockStructure::Rectangular,
+                -1.0,
+                Par::Seq,
+            );
+            faer::linalg::matmul::matmul(
+                below.as_mut(),
+                Accum::Add,
+                l.subrows(j0 + w, p - j0 - w),
+                r.subrows(j0, w).transpose(),
+                -1.0,
+                Par::Seq,
+            );
+        }
+    };
+    map_in_order(slabs, par, update);
 }
 
 /// `sqrt(a^2 + b^2)` without overflow or harmful underflow, to a few ulps
@@ -844,11 +880,12 @@ fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
 pub(crate) const SLAB_MIN: usize = 256;
 
 /// Slabs per thread of [`by_column_slabs`]: several, so that a thread
-/// slowed down (by the machine's other work) leaves a short tail.
-const SLABS_PER_THREAD: usize = 4;
+/// slowed down (by the machine's other work, or by the Collatz bound that
+/// runs beside `G V`) leaves a short tail.
+const SLABS_PER_THREAD: usize = 8;
 
 /// Runs `f` on slabs of consecutive columns of `z` (and the index of each
-/// slab's first column): with a pool of `t > 1` threads, about `4t` slabs ([`SLABS_PER_THREAD`])
+/// slab's first column): with a pool of `t > 1` threads, about `8t` slabs ([`SLABS_PER_THREAD`])
 /// of at least [`SLAB_MIN`] columns side by side, else the whole of `z` at
 /// once. Meant for a product `Z <- f(Z)` whose columns are independent
 /// (the back-transformation, `G V`), each slab's products on one thread:
@@ -887,10 +924,15 @@ const LANES: usize = 4;
 /// Isolated eigenvalues go [`LANES`] at a time (each lane's bits are those
 /// it has alone); `None` for a cluster over [`MAX_CLUSTER`] or a vector
 /// that vanished.
-fn tridiagonal_eigenvectors((d, e): (&[f64], &[f64]), lam: &[f64], par: Par) -> Option<Mat<f64>> {
+fn tridiagonal_eigenvectors(
+    (d, e): (&[f64], &[f64]),
+    lam: &[f64],
+    mut z: Mat<f64>,
+    par: Par,
+) -> Option<Mat<f64>> {
     let n = lam.len();
+    debug_assert_eq!((z.nrows(), z.ncols()), (n, n));
     let tnorm = lam.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let mut z = Mat::<f64>::zeros(n, n);
     let mut pieces = Vec::new();
     let mut rest = z.as_mut();
     for (j0, len, cluster) in vector_units(lam, tnorm) {
@@ -962,6 +1004,28 @@ fn vector_units(lam: &[f64], tnorm: f64) -> Vec<(usize, usize, bool)> {
 /// converge, produced non-finite numbers or met a cluster of more than
 /// `MAX_CLUSTER` eigenvalues.
 pub(crate) fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>, Mat<f64>)> {
+    on_a_pool_thread(par, || approx_symmetric_eigen_here(g, par))
+}
+
+/// `f()` on one of the pool's threads when `par` allows more than one and
+/// the caller is not one of them (the `svd` command's main thread), else
+/// on the calling thread. From outside the pool, each of the thousands of
+/// parallel steps of the tridiagonalization handed its work over and woke
+/// the caller again when it was done; from a pool thread the caller takes
+/// its own share and the others steal the rest.
+pub(crate) fn on_a_pool_thread<R: Send>(par: Par, f: impl FnOnce() -> R + Send) -> R {
+    match par {
+        Par::Rayon(t) if t.get() > 1 && rayon::current_thread_index().is_none() => {
+            let mut out = None;
+            rayon::scope(|_| out = Some(f()));
+            out.expect("the scope runs its body")
+        }
+        _ => f(),
+    }
+}
+
+/// [`approx_symmetric_eigen`] on the calling thread.
+fn approx_symmetric_eigen_here(g: MatRef<'_, f64>, par: Par) -> Option<(Vec<f64>, Mat<f64>)> {
     let n = g.nrows();
     if n == 0 || g.ncols() != n {
         return None;
@@ -970,15 +1034,16 @@ pub(crate) fn approx_symmetric_eigen(g: MatRef<'_, f64>, par: Par) -> Option<(Ve
         return Some((vec![g[(0, 0)]], Mat::identity(1, 1)));
     }
     let Tridiagonal { d, e, panels } = tridiagonalize(g.to_owned(), par)?;
-    // The eigenvalues (a serial sweep) and the reflectors' WY blocks are
+    // The eigenvalues (a serial sweep), the reflectors' WY blocks and the
+    // eigenvectors' n x n buffer (its first touch is serial too) are
     // independent: side by side when the pool has two threads or more.
-    let (lam, blocks) = join_on_pool(
+    let (lam, (blocks, z)) = join_on_pool(
         par,
         || tridiagonal_eigenvalues(&d, &e),
-        || wy_blocks(panels, par),
+        || (wy_blocks(panels, par), Mat::<f64>::zeros(n, n)),
     );
     let lam = lam?;
-    let mut z = tridiagonal_eigenvectors((&d, &e), &lam, par)?;
+    let mut z = tridiagonal_eigenvectors((&d, &e), &lam, z, par)?;
     back_transform(&blocks, &mut z, par);
     if z.as_ref().norm_max().is_finite() {
         Some((lam, z))
@@ -1050,6 +1115,41 @@ mod tests {
     /// On a matrix large enough for the panel's corrections to be split by
     /// rows ([`for_row_chunks`]) and the back-transformation by slabs, pools
     /// of 2 and 3 threads give the bits of one thread.
+    /// The trailing update by column slabs gives the bits of one
+    /// triangular product over the whole trailing matrix (each entry gets
+    /// the same two rounded updates), over orders of one slab and of many.
+    #[test]
+    fn trailing_update_by_slabs_has_the_bits_of_one_triangular_product() {
+        for (p, nb) in [(37, 5), (1500, 32), (2100, 17)] {
+            let a0 = random_symmetric(p + 3, p as u64);
+            let vs = random_symmetric(p, 7).as_ref().subcols(0, nb).to_owned();
+            let ws = random_symmetric(p, 9).as_ref().subcols(0, nb).to_owned();
+            let mut slabs = a0.clone();
+            trailing_update(slabs.as_mut(), 3, vs.as_ref(), ws.as_ref(), Par::Seq);
+            let mut whole = a0.clone();
+            let mut a22 = whole.as_mut().submatrix_mut(3, 3, p, p);
+            for (l, r) in [(&vs, &ws), (&ws, &vs)] {
+                triangular::matmul(
+                    a22.as_mut(),
+                    BlockStructure::TriangularLower,
+                    Accum::Add,
+                    l.as_ref(),
+                    BlockStructure::Rectangular,
+                    r.as_ref().transpose(),
+                    BlockStructure::Rectangular,
+                    -1.0,
+                    Par::Seq,
+                );
+            }
+            for j in 0..p + 3 {
+                for i in j..p + 3 {
+                    let (x, y) = (slabs[(i, j)], whole[(i, j)]);
+                    assert_eq!(x.to_bits(), y.to_bits(), "p {p}, entry ({i}, {j})");
+                }
+            }
+        }
+    }
+
     #[test]
     fn eigen_on_pools_of_2_and_3_threads_has_the_bits_of_one() {
         let n = 2 * ROW_CHUNK_MIN + 100;
