@@ -310,13 +310,12 @@ pub(crate) fn solver_par(rows: usize, cols: usize) -> Par {
 pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     let n = a.ncols();
     let mut g = Mat::<f64>::zeros(n, n);
-    let lower = |g: MatMut<'_, f64>, j0: usize, par: Par| {
-        // Columns j0.. of the lower triangle: a triangle on the diagonal,
-        // the rectangle under it.
-        let w = g.ncols();
-        let (top, below) = g.split_at_row_mut(j0 + w);
+    // Columns j0.. of the lower triangle: a triangle on the diagonal, the
+    // rectangle under it.
+    let lower = |(j0, diag, below): super::symeig::LowerSlab<'_>, par: Par| {
+        let w = diag.ncols();
         triangular::matmul(
-            top.subrows_mut(j0, w),
+            diag,
             BlockStructure::TriangularLower,
             Accum::Replace,
             a.subcols(j0, w).transpose(),
@@ -339,18 +338,15 @@ pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
         Par::Rayon(t) if t.get() > 1 && n >= 2 * super::symeig::SLAB_MIN => {
             use rayon::prelude::*;
             let bounds = gram_slab_bounds(n, 2 * t.get());
-            let mut slabs = Vec::with_capacity(bounds.len());
-            let mut rest = g.as_mut();
-            for w in bounds.windows(2) {
-                let (slab, tail) = rest.split_at_col_mut(w[1] - w[0]);
-                slabs.push((w[0], slab));
-                rest = tail;
-            }
-            slabs
+            super::symeig::lower_triangle_slabs(g.as_mut(), &bounds)
                 .into_par_iter()
-                .for_each(|(j0, slab)| lower(slab, j0, Par::Seq));
+                .for_each(|slab| lower(slab, Par::Seq));
         }
-        _ => lower(g.as_mut(), 0, par),
+        _ => {
+            for slab in super::symeig::lower_triangle_slabs(g.as_mut(), &[0, n]) {
+                lower(slab, par);
+            }
+        }
     }
     // Mirror in tiles (a copy of the same numbers: exact).
     const T: usize = 64;

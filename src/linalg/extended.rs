@@ -90,12 +90,7 @@ fn frob_ru(x: MatRef<'_, f64>) -> f64 {
 }
 
 fn col_norms_ru(x: MatRef<'_, f64>) -> Vec<f64> {
-    (0..x.ncols())
-        .map(|j| {
-            let c: Vec<f64> = x.col(j).iter().copied().collect();
-            r::norm2_ru(&c)
-        })
-        .collect()
+    super::dense::map_columns(x, r::norm2_ru)
 }
 
 /// `A Y` held as exactly computed slice products plus a bound of what was

@@ -48,14 +48,12 @@ fn two_stage_product(
     let (rows, k) = (l.nrows(), l.ncols());
     let mut p = Mat::<f64>::zeros(rows, y.ncols());
     faer::linalg::matmul::matmul(&mut p, Accum::Replace, l, w.computed.as_ref(), 1.0, par);
-    let g = r::mul_ru(r::gamma_ru(k), bl);
-    let under = r::mul_ru(r::sqrt_ru(rows as f64), r::mul_ru(k as f64, ETA));
-    let col_err = (0..y.ncols())
-        .map(|j| {
-            let wj: Vec<f64> = w.computed.col(j).iter().copied().collect();
-            let e = r::add_ru(r::mul_ru(g, r::norm2_ru(&wj)), under);
-            r::add_ru(e, r::mul_ru(bl, w.col_err[j]))
-        })
+    // The second product's own bound (one GEMM of depth k), then the
+    // first product's error carried through L.
+    let col_err = dense::product_col_err(k, k, rows, bl, w.computed.as_ref())
+        .into_iter()
+        .zip(&w.col_err)
+        .map(|(e, &ew)| r::add_ru(e, r::mul_ru(bl, ew)))
         .collect();
     BoundedProduct {
         computed: p,

@@ -484,18 +484,9 @@ fn trailing_update(
     if p == 0 {
         return;
     }
-    let cuts = symv_blocks(p);
-    let mut slabs = Vec::with_capacity(cuts.len() - 1);
-    let mut rest = a.submatrix_mut(k1, k1, p, p);
-    for w in cuts.windows(2) {
-        let (slab, tail) = rest.split_at_col_mut(w[1] - w[0]);
-        slabs.push((w[0], slab));
-        rest = tail;
-    }
-    let update = |(j0, slab): (usize, MatMut<'_, f64>)| {
-        let w = slab.ncols();
-        let (top, mut below) = slab.split_at_row_mut(j0 + w);
-        let mut diag = top.subrows_mut(j0, w);
+    let slabs = lower_triangle_slabs(a.submatrix_mut(k1, k1, p, p), &symv_blocks(p));
+    let update = |(j0, mut diag, mut below): LowerSlab<'_>| {
+        let w = diag.ncols();
         for (l, r) in [(vs, ws), (ws, vs)] {
             triangular::matmul(
                 diag.as_mut(),
@@ -519,6 +510,26 @@ fn trailing_update(
         }
     };
     map_in_order(slabs, par, update);
+}
+
+/// One slab of [`lower_triangle_slabs`]: its first column `j0`, its
+/// square block on the diagonal and the block under it.
+pub(crate) type LowerSlab<'a> = (usize, MatMut<'a, f64>, MatMut<'a, f64>);
+
+/// The lower triangle of the square `a` cut into slabs of consecutive
+/// columns at `cuts` (increasing, from 0 to the order): each slab's
+/// diagonal block and the rectangle under it, disjoint from every other
+/// slab's, so that the slabs can be filled or updated side by side.
+pub(crate) fn lower_triangle_slabs<'a>(a: MatMut<'a, f64>, cuts: &[usize]) -> Vec<LowerSlab<'a>> {
+    let mut slabs = Vec::with_capacity(cuts.len().saturating_sub(1));
+    let mut rest = a;
+    for w in cuts.windows(2) {
+        let (slab, tail) = rest.split_at_col_mut(w[1] - w[0]);
+        let (top, below) = slab.split_at_row_mut(w[1]);
+        slabs.push((w[0], top.subrows_mut(w[0], w[1] - w[0]), below));
+        rest = tail;
+    }
+    slabs
 }
 
 /// `sqrt(a^2 + b^2)` without overflow or harmful underflow, to a few ulps
@@ -1112,9 +1123,6 @@ mod tests {
         (res, orth)
     }
 
-    /// On a matrix large enough for the panel's corrections to be split by
-    /// rows ([`for_row_chunks`]) and the back-transformation by slabs, pools
-    /// of 2 and 3 threads give the bits of one thread.
     /// The trailing update by column slabs gives the bits of one
     /// triangular product over the whole trailing matrix (each entry gets
     /// the same two rounded updates), over orders of one slab and of many.
@@ -1150,6 +1158,9 @@ mod tests {
         }
     }
 
+    /// On a matrix large enough for the panel's corrections to be split by
+    /// rows ([`for_row_chunks`]) and the back-transformation by slabs, pools
+    /// of 2 and 3 threads give the bits of one thread.
     #[test]
     fn eigen_on_pools_of_2_and_3_threads_has_the_bits_of_one() {
         let n = 2 * ROW_CHUNK_MIN + 100;
