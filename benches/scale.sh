@@ -19,7 +19,8 @@
 # OMP_NUM_THREADS set to the same count, so each ratio compares like with
 # like. For llama7b, `specbound svd` of the layer's M_in alone (4096 x
 # 22016, written once as target/scale/m_in.npy) is timed at each count too,
-# and the speedup over the first count printed.
+# after the layer's runs, the counts back to back (svd_pairs below), and
+# the speedup over the first count printed pair by pair and as medians.
 #
 # With BEFORE, that binary certifies the same checkpoint too, in the same run
 # (before numpy; after this build's run in odd runs, before it in even ones),
@@ -27,8 +28,9 @@
 # printed: a before/after comparison that the machine's load affects alike.
 #
 # With REPEAT=N (default 1) every measurement of a thread count is taken N
-# times, interleaved (specbound, BEFORE, numpy, svd; then again), and a last
-# line gives the medians and the ratio of the medians: on a shared machine
+# times, interleaved (specbound, BEFORE, numpy; then again; `svd` at every
+# count, then again), and a last line gives the medians and the ratio of the
+# medians: on a shared machine
 # the same binary's time moves by 20-30% from run to run, more than one run
 # can tell apart.
 #
@@ -51,6 +53,40 @@ mkdir -p "$DIR"
 # A private copy: a shared target directory's binary may be replaced by another build.
 cp "${CARGO_TARGET_DIR:-target}/release/specbound" "$DIR/specbound"
 BIN="$DIR/specbound"
+# `specbound svd` of M_in at every thread count of THREADS back to back,
+# REPEAT times (the order reversed every other time), so that each speedup
+# compares runs minutes apart at most: timed inside the loop above, the
+# runs at one thread came all before those at two, and the machine's drift
+# over those minutes (20-30% here) went straight into the speedup.
+svd_pairs() {
+  local counts=($TLIST) rep t order
+  rm -f "$DIR"/svd.pairs
+  for rep in $(seq "${REPEAT:-1}"); do
+    order=("${counts[@]}")
+    if [ $((rep % 2)) -eq 0 ]; then
+      order=($(printf '%s\n' "${counts[@]}" | tac))
+    fi
+    for t in "${order[@]}"; do
+      RAYON_NUM_THREADS=$t /usr/bin/time -f "%e" -o "$DIR/svd.$t.time" \
+        "$BIN" svd "$DIR/m_in.npy" --precision f64 --json > "$DIR/svd.$t.json"
+      echo "$rep $t $(cat "$DIR/svd.$t.time")" >> "$DIR/svd.pairs"
+    done
+  done
+  python3 - "$DIR/svd.pairs" "${counts[0]}" <<'PY'
+import collections, statistics as st, sys
+runs, first = collections.defaultdict(dict), sys.argv[2]
+for line in open(sys.argv[1]):
+    rep, t, secs = line.split()
+    runs[t][rep] = float(secs)
+for t, by_rep in runs.items():
+    line = f"== svd of M_in (4096 x 22016 float16), {t} thread(s): {st.median(by_rep.values()):.2f} s (runs {', '.join(f'{x:.2f}' for x in by_rep.values())})"
+    if t != first:
+        pairs = [runs[first][r] / by_rep[r] for r in by_rep]
+        line += (f"; speedup over {first} thread(s) in each pair {', '.join(f'{x:.2f}' for x in pairs)}: "
+                 f"median {st.median(pairs):.2f}x, ratio of medians {st.median(runs[first].values()) / st.median(by_rep.values()):.2f}x")
+    print(line)
+PY
+}
 for shape in "${SHAPES[@]}"; do
   case "$shape" in
     llama7b) layers="${LLAMA_LAYERS:-1}" ;;
@@ -62,7 +98,7 @@ for shape in "${SHAPES[@]}"; do
     "$VENV/bin/python" benches/make_checkpoint.py "$shape" "$layers" "$ck"
   fi
   for threads in $TLIST; do
-  rm -f "$DIR/$shape.$threads.runs" "$DIR"/svd."$threads".runs.*
+  rm -f "$DIR/$shape.$threads.runs"
   for rep in $(seq "${REPEAT:-1}"); do
   echo "== $shape, $threads thread(s), run $rep of ${REPEAT:-1}"
   # Each binary in its own process under /usr/bin/time (peak RSS of that
@@ -148,17 +184,10 @@ with open(runsfile, "a") as f:  # per-layer seconds: specbound, numpy, BEFORE (o
 if shape == "llama7b" and not os.path.exists(os.path.join(os.path.dirname(ck), "m_in.npy")):
     np.save(os.path.join(os.path.dirname(ck), "m_in.npy"), m_in_t().T.astype(np.float16))
 PY
-  if [ "$shape" = llama7b ]; then
-    RAYON_NUM_THREADS=$threads /usr/bin/time -f "%e" -o "$DIR/svd.$threads.time" \
-      "$BIN" svd "$DIR/m_in.npy" --precision f64 --json > "$DIR/svd.$threads.json"
-    cat "$DIR/svd.$threads.time" >> "$DIR/svd.$threads.runs.$rep"
-    first=$(cat "$DIR/svd.${TLIST%% *}.time")
-    echo "  specbound svd of M_in (4096 x 22016 float16): $(cat "$DIR/svd.$threads.time") s; speedup over the first thread count $(python3 -c "print(f'{$first / $(cat "$DIR/svd.$threads.time"):.2f}')")"
-  fi
   done
-  python3 - "$shape" "$threads" "$DIR" "${TLIST%% *}" <<'PY'
-import glob, statistics as st, sys
-shape, threads, d, first = sys.argv[1:5]
+  python3 - "$shape" "$threads" "$DIR" <<'PY'
+import statistics as st, sys
+shape, threads, d = sys.argv[1:4]
 med = st.median
 rows = [l.split() for l in open(f"{d}/{shape}.{threads}.runs")]
 spec, num = [float(r[0]) for r in rows], [float(r[1]) for r in rows]
@@ -168,12 +197,8 @@ line = (f"== {shape}, {threads} thread(s), medians of {len(rows)} interleaved ru
 if rows[0][2] != "-":
     before = [float(r[2]) for r in rows]
     line += f"; BEFORE {med(before):.2f} s, speedup of medians {med(before) / med(spec):.2f}x"
-svd = lambda t: [float(open(f).read().split()[0]) for f in sorted(glob.glob(f"{d}/svd.{t}.runs.*"))]
-if shape == "llama7b" and svd(threads):
-    line += f"; svd of M_in {med(svd(threads)):.2f} s"
-    if threads != first and svd(first):
-        line += f", {med(svd(first)) / med(svd(threads)):.2f}x the median at {first} thread(s)"
 print(line)
 PY
   done
+  [ "$shape" = llama7b ] && svd_pairs
 done

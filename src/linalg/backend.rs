@@ -298,13 +298,22 @@ pub(crate) fn solver_par(rows: usize, cols: usize) -> Par {
     }
 }
 
+/// Slabs per thread of [`gram_on_cpu`]: equal areas are not equal times
+/// (a slab's triangle and its rectangle run at different speeds, and a
+/// thread may be slowed down by the machine's other work), and with two
+/// slabs per thread one thread of two sat idle for up to a fifth of the
+/// Gram of a LLaMA-7B `M_in`; more slabs let the other steal the rest.
+/// Each slab packs the columns under it once more, so not many more.
+const GRAM_SLABS_PER_THREAD: usize = 4;
+
 /// The CPU's `gram::gram`: faer's symmetric (lower-triangle) product, mirrored.
 ///
 /// With a pool of `t > 1` threads the lower triangle is cut into about
-/// `2t` slabs of consecutive columns of equal area ([`gram_slab_bounds`]),
-/// each slab's products on one thread, side by side: that scales better
-/// than one triangular product split over the pool (the 4096-column Gram
-/// of a LLaMA-7B `M_in`: 1.6x at 2 threads as one product). Each entry is
+/// [`GRAM_SLABS_PER_THREAD`]` t` slabs of consecutive columns of equal area
+/// ([`gram_slab_bounds`]), each slab's products on one thread, side by
+/// side: that scales better than one triangular product split over the
+/// pool (the 4096-column Gram of a LLaMA-7B `M_in`: 1.6x at 2 threads as
+/// one product). Each entry is
 /// still one length-`m` dot product in some order, so the split changes
 /// nothing where the Gram is exact (L23), the one case its callers use.
 pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
@@ -337,7 +346,7 @@ pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     match par {
         Par::Rayon(t) if t.get() > 1 && n >= 2 * super::symeig::SLAB_MIN => {
             use rayon::prelude::*;
-            let bounds = gram_slab_bounds(n, 2 * t.get());
+            let bounds = gram_slab_bounds(n, GRAM_SLABS_PER_THREAD * t.get());
             super::symeig::lower_triangle_slabs(g.as_mut(), &bounds)
                 .into_par_iter()
                 .for_each(|slab| lower(slab, Par::Seq));
