@@ -200,5 +200,5 @@ if rows[0][2] != "-":
 print(line)
 PY
   done
-  [ "$shape" = llama7b ] && svd_pairs
+  if [ "$shape" = llama7b ]; then svd_pairs; fi
 done

@@ -309,13 +309,13 @@ const GRAM_SLABS_PER_THREAD: usize = 4;
 /// The CPU's `gram::gram`: faer's symmetric (lower-triangle) product, mirrored.
 ///
 /// With a pool of `t > 1` threads the lower triangle is cut into about
-/// [`GRAM_SLABS_PER_THREAD`]` t` slabs of consecutive columns of equal area
-/// ([`gram_slab_bounds`]), each slab's products on one thread, side by
-/// side: that scales better than one triangular product split over the
-/// pool (the 4096-column Gram of a LLaMA-7B `M_in`: 1.6x at 2 threads as
-/// one product). Each entry is
-/// still one length-`m` dot product in some order, so the split changes
-/// nothing where the Gram is exact (L23), the one case its callers use.
+/// `GRAM_SLABS_PER_THREAD * t` slabs of consecutive columns of equal area
+/// ([`gram_slab_bounds`], [`GRAM_SLABS_PER_THREAD`]), each slab's products
+/// on one thread, side by side: that scales better than one triangular
+/// product split over the pool (the 4096-column Gram of a LLaMA-7B `M_in`:
+/// 1.6x at 2 threads as one product). Each entry is still one length-`m`
+/// dot product in some order, so the split changes nothing where the Gram
+/// is exact (L23), the one case its callers use.
 pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     let n = a.ncols();
     let mut g = Mat::<f64>::zeros(n, n);
