@@ -29,6 +29,14 @@
 //! assert!(sv.values[0].enclosure.lo() <= 3.0 && 3.0 <= sv.values[0].enclosure.hi());
 //! ```
 //!
+//! ## Cargo features
+//!
+//! - `nalgebra` (off): [`matrix::DenseMatrix`] from and into
+//!   `nalgebra::DMatrix<f64>`, exact copies. Off by default because the
+//!   engine never runs nalgebra and building it was a tenth of the first
+//!   build.
+//! - `cuda` (off): the GPU route, `--device cuda` (`docs/certify.md`, "GPU").
+//!
 //! ## The pipeline, one module per stage
 //!
 //! Layering is one-way, pinned by `tests/layering.rs`: a module imports

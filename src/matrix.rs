@@ -139,8 +139,9 @@ impl SourceDtype {
     }
 }
 
+#[cfg(feature = "nalgebra")]
 impl From<&nalgebra::DMatrix<f64>> for DenseMatrix {
-    /// Copies a nalgebra matrix (exact).
+    /// Copies a nalgebra matrix (exact). Feature `nalgebra`.
     fn from(m: &nalgebra::DMatrix<f64>) -> Self {
         let (rows, cols) = m.shape();
         let mut data = Vec::with_capacity(rows * cols);
@@ -153,8 +154,9 @@ impl From<&nalgebra::DMatrix<f64>> for DenseMatrix {
     }
 }
 
+#[cfg(feature = "nalgebra")]
 impl From<&DenseMatrix> for nalgebra::DMatrix<f64> {
-    /// Copies into a nalgebra matrix (exact).
+    /// Copies into a nalgebra matrix (exact). Feature `nalgebra`.
     fn from(m: &DenseMatrix) -> Self {
         nalgebra::DMatrix::from_row_slice(m.rows, m.cols, &m.data)
     }
