@@ -71,20 +71,8 @@ fn advise_huge(p: *mut u8, size: usize) {
 #[global_allocator]
 static ALLOC: HugePageAlloc = HugePageAlloc;
 
-/// How much free memory at the top of a glibc heap is kept for reuse
-/// rather than returned to the system: the blocks under the mmap threshold
-/// (vectors, the heads' `r x r` cores, the eigensolver's panels) are freed
-/// and allocated again thousands of times per layer, and with glibc's 128
-/// KiB (fixed once the mmap threshold is) each cycle faulted them in anew.
-/// `certify` of the `benches/scale.sh` layer at two threads: 590 thousand
-/// minor faults and 1.9 to 2.4 s of system time, against 144 thousand and
-/// 1.1 to 1.2 s with 16 MiB (4 MiB left 242 thousand), at the same peak RSS.
-/// Bounded: at most this much per heap, whatever the number of layers.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const TRIM_THRESHOLD: libc::c_int = 16 << 20;
-
-/// Before any thread starts: the default SIGPIPE disposition, a fixed
-/// mmap threshold and a fixed trim threshold ([`TRIM_THRESHOLD`]).
+/// Before any thread starts: the default SIGPIPE disposition and a fixed
+/// mmap threshold.
 pub fn init() {
     // Die quietly on a closed pipe (`specbound ... | head`), like other Unix tools,
     // instead of panicking in println!.
@@ -103,6 +91,5 @@ pub fn init() {
     // SAFETY: mallopt only changes an allocator parameter, before any thread starts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
     }
 }
