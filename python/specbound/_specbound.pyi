@@ -249,7 +249,7 @@ def certify(
 
 @final
 class SpectraResult:
-    """Certified spectra of a checkpoint's matrices (see :func:`spectra`).
+    r"""Certified spectra of a checkpoint's matrices (see :func:`spectra`).
 
     >>> import specbound
     >>> len(specbound.spectra("data/all-MiniLM-L6-v2", include=r"layer\.0\..*query\.weight"))
@@ -287,7 +287,7 @@ def spectra(
     device: str = "cpu",
     singular_values: bool = False,
 ) -> SpectraResult:
-    """Certified spectra of every 2-D weight tensor (``specbound spectra``).
+    r"""Certified spectra of every 2-D weight tensor (``specbound spectra``).
 
     >>> import specbound
     >>> specbound.spectra("data/all-MiniLM-L6-v2", include=r"layer\.0\..*query\.weight").certified

@@ -49,3 +49,19 @@ def test_code_using_the_package_type_checks(tmp_path):
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(f)], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_stub_has_no_invalid_escape_sequences():
+    # Regression: two docstrings of the stub quoted a regex (r"layer\.0\...")
+    # inside a plain triple-quoted string, so every parse of the stub warned
+    # "invalid escape sequence" (an error in a future Python).
+    import ast
+    import os
+    import warnings
+
+    stub = os.path.join(os.path.dirname(__file__), "..", "specbound", "_specbound.pyi")
+    with open(stub, encoding="utf-8") as f:
+        source = f.read()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ast.parse(source)
