@@ -19,6 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "data" / "all-MiniLM-L6-v2"
 QUERY_NPY = REPO / "data" / "minilm-l0-query.npy"
+STUB = REPO / "python" / "specbound" / "_specbound.pyi"
 
 
 def missing(what: str) -> None:

@@ -5,8 +5,8 @@ the signatures' own defaults (pyo3's) read the same constants."""
 
 import ast
 import inspect
-import os
 
+from conftest import STUB
 from specbound import _specbound
 
 D = _specbound.DEFAULTS
@@ -41,8 +41,7 @@ def test_every_signature_states_the_library_default():
 
 
 def test_every_stub_states_the_library_default():
-    stub = os.path.join(os.path.dirname(__file__), "..", "specbound", "_specbound.pyi")
-    tree = ast.parse(open(stub, encoding="utf-8").read())
+    tree = ast.parse(STUB.read_text(encoding="utf-8"))
     found = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in EXPECTED:

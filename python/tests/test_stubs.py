@@ -1,10 +1,13 @@
 """The type stubs match the compiled module (mypy's stubtest), and code
-using the package type-checks under mypy --strict."""
+using the package type-checks under mypy --strict; the stub parses
+without warnings."""
 
+import ast
 import subprocess
 import sys
+import warnings
 
-from conftest import missing
+from conftest import STUB, missing
 
 USE = '''
 import numpy as np
@@ -55,13 +58,6 @@ def test_stub_has_no_invalid_escape_sequences():
     # Regression: two docstrings of the stub quoted a regex (r"layer\.0\...")
     # inside a plain triple-quoted string, so every parse of the stub warned
     # "invalid escape sequence" (an error in a future Python).
-    import ast
-    import os
-    import warnings
-
-    stub = os.path.join(os.path.dirname(__file__), "..", "specbound", "_specbound.pyi")
-    with open(stub, encoding="utf-8") as f:
-        source = f.read()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ast.parse(source)
+        ast.parse(STUB.read_text(encoding="utf-8"))
