@@ -109,24 +109,16 @@ pub trait Backend: Send + Sync {
         chunk: usize,
         par: Par,
     ) -> Mat<f64> {
-        let (m, k) = (a.nrows(), a.ncols());
-        let p = b.ncols();
-        let chunk = chunk.max(1);
-        let mut c = Mat::<f64>::zeros(m, p);
-        let mut part = Mat::<f64>::zeros(if k > chunk { m } else { 0 }, p);
-        for lo in (0..k.max(1)).step_by(chunk) {
-            let len = chunk.min(k - lo);
-            let (ac, bc) = (a.subcols(lo, len), b.subrows(lo, len));
-            add_chunk_product(self, &mut c, &mut part, lo == 0, ac, bc, par);
-        }
+        let mut c = Mat::<f64>::zeros(a.nrows(), b.ncols());
+        chunked_product_into(self, c.as_mut(), a, b, chunk, par);
         c
     }
 
     /// [`Backend::chunked_product`] for a `B` of many independent columns
     /// (`G V`): every entry is the same chunked sum, with the same error
-    /// bound (L4, blocked form); a backend may split `B`'s columns among its
-    /// workers (the CPU: `symeig::by_column_slabs`, each slab's product on one
-    /// thread, which scales better than one product over the pool).
+    /// bound (L4, blocked form); a backend may split the product among its
+    /// workers (the CPU: slabs of rows of `A`, each slab's product on one
+    /// thread, [`WIDE_SLABS_PER_THREAD`]).
     fn chunked_product_wide(
         &self,
         a: MatRef<'_, f64>,
@@ -169,14 +161,19 @@ impl Backend for Cpu {
         chunk: usize,
         par: Par,
     ) -> Mat<f64> {
-        if !matches!(par, Par::Rayon(t) if t.get() > 1) {
-            return self.chunked_product(a, b, chunk, par);
-        }
+        let t = match par {
+            Par::Rayon(t) if t.get() > 1 => t.get(),
+            _ => return self.chunked_product(a, b, chunk, par),
+        };
+        use rayon::prelude::*;
         let mut c = Mat::<f64>::zeros(a.nrows(), b.ncols());
-        super::symeig::by_column_slabs(c.as_mut(), par, |mut slab, j0| {
-            let p = self.chunked_product(a, b.subcols(j0, slab.ncols()), chunk, Par::Seq);
-            slab.copy_from(p.as_ref());
-        });
+        let rows = a.nrows().div_ceil(WIDE_SLABS_PER_THREAD * t).max(1);
+        c.par_row_chunks_mut(rows)
+            .enumerate()
+            .for_each(|(s, slab)| {
+                let a_rows = a.subrows(s * rows, slab.nrows());
+                chunked_product_into(self, slab, a_rows, b, chunk, Par::Seq);
+            });
         c
     }
 
@@ -215,7 +212,7 @@ impl Backend for Cpu {
 /// streamed `A^T U` of `dense`.
 pub(crate) fn add_chunk_product<B: Backend + ?Sized>(
     b: &B,
-    c: &mut Mat<f64>,
+    c: MatMut<'_, f64>,
     part: &mut Mat<f64>,
     first: bool,
     ac: MatRef<'_, f64>,
@@ -223,11 +220,32 @@ pub(crate) fn add_chunk_product<B: Backend + ?Sized>(
     par: Par,
 ) {
     if first {
-        b.gemm(c.as_mut(), Accum::Replace, ac, bc, par);
+        b.gemm(c, Accum::Replace, ac, bc, par);
         return;
     }
     b.gemm(part.as_mut(), Accum::Replace, ac, bc, par);
-    add_in_place(c.as_mut(), part.as_ref(), par);
+    add_in_place(c, part.as_ref(), par);
+}
+
+/// [`Backend::chunked_product`] written into `c` (`A`'s rows by `B`'s
+/// columns): the chunk products by `backend`'s `gemm`, added in chunk order
+/// with one rounded addition per entry (L4, blocked form).
+pub(crate) fn chunked_product_into<B: Backend + ?Sized>(
+    backend: &B,
+    mut c: MatMut<'_, f64>,
+    a: MatRef<'_, f64>,
+    b: MatRef<'_, f64>,
+    chunk: usize,
+    par: Par,
+) {
+    let k = a.ncols();
+    let chunk = chunk.max(1);
+    let mut part = Mat::<f64>::zeros(if k > chunk { a.nrows() } else { 0 }, b.ncols());
+    for lo in (0..k.max(1)).step_by(chunk) {
+        let len = chunk.min(k - lo);
+        let (ac, bc) = (a.subcols(lo, len), b.subrows(lo, len));
+        add_chunk_product(backend, c.as_mut(), &mut part, lo == 0, ac, bc, par);
+    }
 }
 
 /// `c += part`, one rounded addition per entry (column slices: the
@@ -300,62 +318,51 @@ pub(crate) fn solver_par(rows: usize, cols: usize) -> Par {
 
 /// Slabs per thread of [`gram_on_cpu`]: equal areas are not equal times
 /// (a slab's triangle and its rectangle run at different speeds, and a
-/// thread may be slowed down by the machine's other work), and with two
-/// slabs per thread one thread of two sat idle for up to a fifth of the
-/// Gram of a LLaMA-7B `M_in`; more slabs let the other steal the rest.
-/// Each slab packs the columns under it once more, so not many more.
+/// thread may be slowed down by the machine's other work), so several per
+/// thread let a thread that finishes early steal the rest. On the Gram of
+/// a LLaMA-7B `M_in` at 2 threads, 4 took 2.81-2.90 s and 2 took
+/// 2.74-3.43 s, against 3.04-3.46 s for the column slabs before.
 const GRAM_SLABS_PER_THREAD: usize = 4;
+
+/// Slabs of rows per thread of [`Cpu`]'s `chunked_product_wide` (`G V`):
+/// each slab packs its own rows of `A` and reads all of `B`, so a few: on a
+/// LLaMA-7B `M_in`'s `G V` at 2 threads, 2 took 1.47-1.57 s, 4 took
+/// 1.62-1.74 s and 8 took 1.70-2.14 s, against 1.76-2.54 s for the 16 slabs
+/// of columns before (each packed all of `A`).
+const WIDE_SLABS_PER_THREAD: usize = 2;
 
 /// The CPU's `gram::gram`: faer's symmetric (lower-triangle) product, mirrored.
 ///
 /// With a pool of `t > 1` threads the lower triangle is cut into about
-/// `GRAM_SLABS_PER_THREAD * t` slabs of consecutive columns of equal area
-/// ([`gram_slab_bounds`], [`GRAM_SLABS_PER_THREAD`]), each slab's products
-/// on one thread, side by side: that scales better than one triangular
-/// product split over the pool (the 4096-column Gram of a LLaMA-7B `M_in`:
-/// 1.6x at 2 threads as one product). Each entry is still one length-`m`
-/// dot product in some order, so the split changes nothing where the Gram
-/// is exact (L23), the one case its callers use.
+/// `GRAM_SLABS_PER_THREAD * t` slabs of consecutive *rows* of equal area
+/// ([`gram_row_slab_bounds`]), each slab's two products (the block left of
+/// the diagonal and the triangle on it) on one thread, side by side. A row
+/// slab packs only its own columns of `A` (`A[:, i0..i1]^T`), so the slabs
+/// together pack `A` about twice whatever their number; column slabs each
+/// packed all the columns right of them (the 4096-column Gram of a
+/// LLaMA-7B `M_in` at 2 threads: a tenth of the time in packing, then a
+/// tail of 0.9 s on one thread). Each entry is still one length-`m` dot
+/// product in some order, so the split changes nothing where the Gram is
+/// exact (L23), the one case its callers use.
 pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
     let n = a.ncols();
     let mut g = Mat::<f64>::zeros(n, n);
-    // Columns j0.. of the lower triangle: a triangle on the diagonal, the
-    // rectangle under it.
-    let lower = |(j0, diag, below): super::symeig::LowerSlab<'_>, par: Par| {
-        let w = diag.ncols();
-        triangular::matmul(
-            diag,
-            BlockStructure::TriangularLower,
-            Accum::Replace,
-            a.subcols(j0, w).transpose(),
-            BlockStructure::Rectangular,
-            a.subcols(j0, w),
-            BlockStructure::Rectangular,
-            1.0,
-            par,
-        );
-        faer::linalg::matmul::matmul(
-            below,
-            Accum::Replace,
-            a.subcols(j0 + w, n - j0 - w).transpose(),
-            a.subcols(j0, w),
-            1.0,
-            par,
-        );
-    };
     match par {
         Par::Rayon(t) if t.get() > 1 && n >= 2 * super::symeig::SLAB_MIN => {
             use rayon::prelude::*;
-            let bounds = gram_slab_bounds(n, GRAM_SLABS_PER_THREAD * t.get());
-            super::symeig::lower_triangle_slabs(g.as_mut(), &bounds)
+            let bounds = gram_row_slab_bounds(n, GRAM_SLABS_PER_THREAD * t.get());
+            lower_triangle_row_slabs(g.as_mut(), &bounds)
                 .into_par_iter()
-                .for_each(|slab| lower(slab, Par::Seq));
+                .for_each(|(i0, left, diag)| {
+                    let rows = a.subcols(i0, diag.nrows());
+                    lower_gram_block(diag, rows, Par::Seq);
+                    if i0 > 0 {
+                        let (lhs, rhs) = (rows.transpose(), a.subcols(0, i0));
+                        faer::linalg::matmul::matmul(left, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+                    }
+                });
         }
-        _ => {
-            for slab in super::symeig::lower_triangle_slabs(g.as_mut(), &[0, n]) {
-                lower(slab, par);
-            }
-        }
+        _ => lower_gram_block(g.as_mut(), a, par),
     }
     // Mirror in tiles (a copy of the same numbers: exact).
     const T: usize = 64;
@@ -369,6 +376,55 @@ pub(crate) fn gram_on_cpu(a: MatRef<'_, f64>, par: Par) -> Mat<f64> {
         }
     }
     g
+}
+
+/// The lower triangle of the Gram matrix `fl(X^T X)` into `c` (the lower
+/// triangle of a square block on its diagonal), by faer's triangular
+/// product.
+fn lower_gram_block(c: MatMut<'_, f64>, x: MatRef<'_, f64>, par: Par) {
+    triangular::matmul(
+        c,
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        x.transpose(),
+        BlockStructure::Rectangular,
+        x,
+        BlockStructure::Rectangular,
+        1.0,
+        par,
+    );
+}
+
+/// Row bounds `0 = b_0 < b_1 < ... = n` of `k` slabs of about equal area of
+/// an `n x n` lower triangle (the slab of rows `b_s..b_{s+1}` holds
+/// `i + 1` entries of each row `i`): the column bounds of
+/// [`gram_slab_bounds`] reflected, since `i -> n - 1 - i` maps a row slab
+/// of the lower triangle onto a column slab of the same area.
+fn gram_row_slab_bounds(n: usize, k: usize) -> Vec<usize> {
+    gram_slab_bounds(n, k)
+        .iter()
+        .rev()
+        .map(|&j| n - j)
+        .collect()
+}
+
+/// The lower triangle of the square `a` cut into slabs of consecutive rows
+/// at `cuts` (increasing, from 0 to the order): each slab's first row
+/// `i0`, its block left of the diagonal (`i0` columns) and its square block
+/// on the diagonal, disjoint from every other slab's.
+fn lower_triangle_row_slabs<'a>(
+    a: MatMut<'a, f64>,
+    cuts: &[usize],
+) -> Vec<(usize, MatMut<'a, f64>, MatMut<'a, f64>)> {
+    let mut slabs = Vec::with_capacity(cuts.len().saturating_sub(1));
+    let mut rest = a;
+    for w in cuts.windows(2) {
+        let (top, below) = rest.split_at_row_mut(w[1] - w[0]);
+        let (left, right) = top.split_at_col_mut(w[0]);
+        slabs.push((w[0], left, right.subcols_mut(0, w[1] - w[0])));
+        rest = below;
+    }
+    slabs
 }
 
 /// Column bounds `0 = b_0 < b_1 < ... = n` of `k` slabs of about equal
@@ -541,6 +597,59 @@ mod tests {
                 assert_eq!(slabs.iter().sum::<usize>(), total);
                 // Each slab within one column's entries of an equal share.
                 assert!(slabs.iter().all(|&s| s.abs_diff(share) <= n), "{slabs:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn gram_row_slab_bounds_cut_the_triangle_into_row_slabs_of_about_equal_area() {
+        for (n, k) in [(512, 4), (4096, 8), (600, 6), (1000, 32), (3, 8)] {
+            let b = gram_row_slab_bounds(n, k);
+            assert_eq!((b[0], *b.last().unwrap()), (0, n), "n {n}, k {k}");
+            assert!(b.windows(2).all(|w| w[0] < w[1]), "n {n}, k {k}: {b:?}");
+            if n >= 512 {
+                // Row i of the lower triangle holds i + 1 entries.
+                let area = |i0: usize, i1: usize| (i0..i1).map(|i| i + 1).sum::<usize>();
+                let share = n * (n + 1) / 2 / k;
+                let slabs: Vec<usize> = b.windows(2).map(|w| area(w[0], w[1])).collect();
+                assert_eq!(slabs.iter().sum::<usize>(), n * (n + 1) / 2);
+                assert!(slabs.iter().all(|&s| s.abs_diff(share) <= n), "{slabs:?}");
+            }
+        }
+    }
+
+    /// `G V` by slabs of rows over pools of 2 and 3 threads has the bits of
+    /// the one chunked product on the calling thread: entries that round
+    /// (random fractions, three chunks of the inner dimension), and orders
+    /// that are not multiples of the GEMM's tiles.
+    #[test]
+    fn wide_product_by_row_slabs_has_the_bits_of_the_sequential_product() {
+        let (m, k, p) = (601, 1100, 37);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let a = Mat::from_fn(m, k, |_, _| next());
+        let b = Mat::from_fn(k, p, |_, _| next());
+        let seq = Cpu.chunked_product(a.as_ref(), b.as_ref(), 512, Par::Seq);
+        for t in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            let par = Par::rayon(t);
+            let wide = pool.install(|| Cpu.chunked_product_wide(a.as_ref(), b.as_ref(), 512, par));
+            for j in 0..p {
+                for i in 0..m {
+                    assert_eq!(
+                        wide[(i, j)].to_bits(),
+                        seq[(i, j)].to_bits(),
+                        "({i}, {j}) at {t}"
+                    );
+                }
             }
         }
     }

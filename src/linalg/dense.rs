@@ -1064,7 +1064,15 @@ fn left_product(
             for (j, t) in tail.iter_mut().enumerate() {
                 t.feed(bc.col(j).iter().copied());
             }
-            backend::add_chunk_product(backend::current(), &mut c, &mut part, ch == 0, ac, bc, par);
+            backend::add_chunk_product(
+                backend::current(),
+                c.as_mut(),
+                &mut part,
+                ch == 0,
+                ac,
+                bc,
+                par,
+            );
         });
     }
     let depth = product_depth(m);
