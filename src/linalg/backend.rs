@@ -117,8 +117,8 @@ pub trait Backend: Send + Sync {
     /// [`Backend::chunked_product`] for a `B` of many independent columns
     /// (`G V`): every entry is the same chunked sum, with the same error
     /// bound (L4, blocked form); a backend may split the product among its
-    /// workers (the CPU: slabs of rows of `A`, each slab's product on one
-    /// thread, [`WIDE_SLABS_PER_THREAD`]).
+    /// workers (the CPU: `WIDE_SLABS_PER_THREAD` slabs of rows of `A` per
+    /// thread, each slab's product on one thread).
     fn chunked_product_wide(
         &self,
         a: MatRef<'_, f64>,

@@ -495,8 +495,9 @@ pub(crate) fn chunked_product(
 }
 
 /// [`chunked_product`] of a `B` of many independent columns (`G V`), by
-/// the backend's `chunked_product_wide` (on the CPU, column slabs side by
-/// side): every entry the same chunked sum, so the same rounding depth.
+/// the backend's `chunked_product_wide` (on the CPU, slabs of `A`'s rows
+/// side by side): every entry the same chunked sum, so the same rounding
+/// depth.
 pub(crate) fn chunked_product_wide(
     a: MatRef<'_, f64>,
     b: MatRef<'_, f64>,

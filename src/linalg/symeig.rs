@@ -891,15 +891,14 @@ fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
 pub(crate) const SLAB_MIN: usize = 256;
 
 /// Slabs per thread of [`by_column_slabs`]: several, so that a thread
-/// slowed down (by the machine's other work, or by the Collatz bound that
-/// runs beside `G V`) leaves a short tail.
+/// slowed down (by the machine's other work) leaves a short tail.
 const SLABS_PER_THREAD: usize = 8;
 
 /// Runs `f` on slabs of consecutive columns of `z` (and the index of each
 /// slab's first column): with a pool of `t > 1` threads, about `8t` slabs ([`SLABS_PER_THREAD`])
 /// of at least [`SLAB_MIN`] columns side by side, else the whole of `z` at
 /// once. Meant for a product `Z <- f(Z)` whose columns are independent
-/// (the back-transformation, `G V`), each slab's products on one thread:
+/// (the back-transformation), each slab's products on one thread:
 /// that scales better than each product split over the pool, and gives
 /// the same bits, since faer's products do however their columns are split
 /// (the assumption the pool's products already rest on, pinned by
