@@ -583,37 +583,63 @@ pub fn with_device<R>(
 mod tests {
     use super::*;
 
+    /// `bounds` of `k` slabs of an `n x n` lower triangle: ordered, from 0
+    /// to `n`, at most `k` slabs, and (from order 512 on) each slab within
+    /// one row's or column's entries of an equal share, `area(lo, hi)`
+    /// being a slab's number of entries.
+    fn assert_equal_area_slabs(
+        b: &[usize],
+        n: usize,
+        k: usize,
+        area: impl Fn(usize, usize) -> usize,
+    ) {
+        assert_eq!((b[0], *b.last().unwrap()), (0, n), "n {n}, k {k}");
+        assert!(b.windows(2).all(|w| w[0] < w[1]), "n {n}, k {k}: {b:?}");
+        assert!(b.len() <= k + 1);
+        if n >= 512 {
+            let (total, share) = (n * (n + 1) / 2, n * (n + 1) / 2 / k);
+            let slabs: Vec<usize> = b.windows(2).map(|w| area(w[0], w[1])).collect();
+            assert_eq!(slabs.iter().sum::<usize>(), total);
+            assert!(slabs.iter().all(|&s| s.abs_diff(share) <= n), "{slabs:?}");
+        }
+    }
+
+    const SLAB_CASES: [(usize, usize); 6] =
+        [(512, 4), (4096, 4), (4096, 8), (600, 6), (1000, 32), (3, 8)];
+
     #[test]
     fn gram_slab_bounds_cut_the_triangle_into_ordered_slabs_of_about_equal_area() {
-        for (n, k) in [(512, 4), (4096, 4), (600, 6), (1000, 32), (3, 8)] {
-            let b = gram_slab_bounds(n, k);
-            assert_eq!((b[0], *b.last().unwrap()), (0, n), "n {n}, k {k}");
-            assert!(b.windows(2).all(|w| w[0] < w[1]), "n {n}, k {k}: {b:?}");
-            assert!(b.len() <= k + 1);
-            if n >= 512 {
-                let area = |j0: usize, j1: usize| (j0..j1).map(|j| n - j).sum::<usize>();
-                let (total, share) = (n * (n + 1) / 2, n * (n + 1) / 2 / k);
-                let slabs: Vec<usize> = b.windows(2).map(|w| area(w[0], w[1])).collect();
-                assert_eq!(slabs.iter().sum::<usize>(), total);
-                // Each slab within one column's entries of an equal share.
-                assert!(slabs.iter().all(|&s| s.abs_diff(share) <= n), "{slabs:?}");
-            }
+        for (n, k) in SLAB_CASES {
+            // Column j of the lower triangle holds n - j entries.
+            let area = |j0: usize, j1: usize| (j0..j1).map(|j| n - j).sum::<usize>();
+            assert_equal_area_slabs(&gram_slab_bounds(n, k), n, k, area);
         }
     }
 
     #[test]
     fn gram_row_slab_bounds_cut_the_triangle_into_row_slabs_of_about_equal_area() {
-        for (n, k) in [(512, 4), (4096, 8), (600, 6), (1000, 32), (3, 8)] {
-            let b = gram_row_slab_bounds(n, k);
-            assert_eq!((b[0], *b.last().unwrap()), (0, n), "n {n}, k {k}");
-            assert!(b.windows(2).all(|w| w[0] < w[1]), "n {n}, k {k}: {b:?}");
-            if n >= 512 {
-                // Row i of the lower triangle holds i + 1 entries.
-                let area = |i0: usize, i1: usize| (i0..i1).map(|i| i + 1).sum::<usize>();
-                let share = n * (n + 1) / 2 / k;
-                let slabs: Vec<usize> = b.windows(2).map(|w| area(w[0], w[1])).collect();
-                assert_eq!(slabs.iter().sum::<usize>(), n * (n + 1) / 2);
-                assert!(slabs.iter().all(|&s| s.abs_diff(share) <= n), "{slabs:?}");
+        for (n, k) in SLAB_CASES {
+            // Row i of the lower triangle holds i + 1 entries.
+            let area = |i0: usize, i1: usize| (i0..i1).map(|i| i + 1).sum::<usize>();
+            assert_equal_area_slabs(&gram_row_slab_bounds(n, k), n, k, area);
+        }
+    }
+
+    /// `on(Par::rayon(t))` on a fresh pool of `t` threads, for `t` = 2 and
+    /// 3, has every bit of `seq` (the same computation on the calling
+    /// thread).
+    fn same_bits_on_pools_of_2_and_3(seq: &Mat<f64>, on: impl Fn(Par) -> Mat<f64> + Sync) {
+        for t in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            let par = pool.install(|| on(Par::rayon(t)));
+            for j in 0..seq.ncols() {
+                for i in 0..seq.nrows() {
+                    let (x, y) = (par[(i, j)].to_bits(), seq[(i, j)].to_bits());
+                    assert_eq!(x, y, "({i}, {j}) at {t}");
+                }
             }
         }
     }
@@ -635,23 +661,9 @@ mod tests {
         let a = Mat::from_fn(m, k, |_, _| next());
         let b = Mat::from_fn(k, p, |_, _| next());
         let seq = Cpu.chunked_product(a.as_ref(), b.as_ref(), 512, Par::Seq);
-        for t in [2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .unwrap();
-            let par = Par::rayon(t);
-            let wide = pool.install(|| Cpu.chunked_product_wide(a.as_ref(), b.as_ref(), 512, par));
-            for j in 0..p {
-                for i in 0..m {
-                    assert_eq!(
-                        wide[(i, j)].to_bits(),
-                        seq[(i, j)].to_bits(),
-                        "({i}, {j}) at {t}"
-                    );
-                }
-            }
-        }
+        same_bits_on_pools_of_2_and_3(&seq, |par| {
+            Cpu.chunked_product_wide(a.as_ref(), b.as_ref(), 512, par)
+        });
     }
 
     /// An exact Gram (integer entries: L23) by slabs over pools of 2 and 3
@@ -661,22 +673,7 @@ mod tests {
         let (m, n) = (70, 600);
         let a = Mat::from_fn(m, n, |i, j| (((i * 31 + j * 17) % 23) as f64) - 11.0);
         let seq = gram_on_cpu(a.as_ref(), Par::Seq);
-        for t in [2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .unwrap();
-            let par = pool.install(|| gram_on_cpu(a.as_ref(), Par::rayon(t)));
-            for j in 0..n {
-                for i in 0..n {
-                    assert_eq!(
-                        par[(i, j)].to_bits(),
-                        seq[(i, j)].to_bits(),
-                        "({i}, {j}) at {t}"
-                    );
-                }
-            }
-        }
+        same_bits_on_pools_of_2_and_3(&seq, |par| gram_on_cpu(a.as_ref(), par));
         // And it is A^T A: one entry computed by hand.
         let want: f64 = (0..m).map(|i| a[(i, 5)] * a[(i, 599)]).sum();
         assert_eq!(seq[(599, 5)], want);
