@@ -340,7 +340,7 @@ const WIDE_SLABS_PER_THREAD: usize = 2;
 /// slab packs only its own columns of `A` (`A[:, i0..i1]^T`), so the slabs
 /// together pack `A` about twice whatever their number; column slabs each
 /// packed all the columns right of them (the 4096-column Gram of a
-/// LLaMA-7B `M_in` at 2 threads: a tenth of the time in packing, then a
+/// LLaMA-7B `M_in` at 2 threads: 13% of the samples in packing, then a
 /// tail of 0.9 s on one thread). Each entry is still one length-`m` dot
 /// product in some order, so the split changes nothing where the Gram is
 /// exact (L23), the one case its callers use.
