@@ -880,7 +880,7 @@ fn wy_blocks(panels: Vec<Panel>, par: Par) -> Vec<WyBlock> {
 /// ([`by_column_slabs`]; a product per block and slab on one
 /// thread scales better than each block's products split over the pool).
 fn back_transform(blocks: &[WyBlock], z: &mut Mat<f64>, par: Par) {
-    by_column_slabs(z.as_mut(), par, |mut slab, _| {
+    by_column_slabs(z.as_mut(), par, |mut slab| {
         for b in blocks.iter().rev() {
             apply_wy(b, slab.as_mut());
         }
@@ -894,29 +894,23 @@ pub(crate) const SLAB_MIN: usize = 256;
 /// slowed down (by the machine's other work) leaves a short tail.
 const SLABS_PER_THREAD: usize = 8;
 
-/// Runs `f` on slabs of consecutive columns of `z` (and the index of each
-/// slab's first column): with a pool of `t > 1` threads, about `8t` slabs ([`SLABS_PER_THREAD`])
-/// of at least [`SLAB_MIN`] columns side by side, else the whole of `z` at
-/// once. Meant for a product `Z <- f(Z)` whose columns are independent
-/// (the back-transformation), each slab's products on one thread:
-/// that scales better than each product split over the pool, and gives
+/// Runs `f` on slabs of consecutive columns of `z`: with a pool of `t > 1`
+/// threads, about `8t` slabs ([`SLABS_PER_THREAD`]) of at least
+/// [`SLAB_MIN`] columns side by side, else on the whole of `z` at once.
+/// Meant for a product `Z <- f(Z)` whose columns are independent (the
+/// back-transformation), each slab's products on one thread: that scales
+/// better than each product split over the pool, and gives
 /// the same bits, since faer's products do however their columns are split
 /// (the assumption the pool's products already rest on, pinned by
 /// `tests/threads.rs`).
-pub(crate) fn by_column_slabs(
-    z: MatMut<'_, f64>,
-    par: Par,
-    f: impl Fn(MatMut<'_, f64>, usize) + Sync,
-) {
+fn by_column_slabs(z: MatMut<'_, f64>, par: Par, f: impl Fn(MatMut<'_, f64>) + Sync) {
     match par {
         Par::Rayon(t) if t.get() > 1 && z.ncols() > SLAB_MIN => {
             use rayon::prelude::*;
             let width = z.ncols().div_ceil(SLABS_PER_THREAD * t.get()).max(SLAB_MIN);
-            z.par_col_chunks_mut(width)
-                .enumerate()
-                .for_each(|(i, slab)| f(slab, i * width));
+            z.par_col_chunks_mut(width).for_each(&f);
         }
-        _ => f(z, 0),
+        _ => f(z),
     }
 }
 
