@@ -60,36 +60,56 @@ fn grid_integer(x: f64, q: i32) -> u64 {
 /// non-finite entry. Split over the pool when `par` allows (a minimum and
 /// a maximum: the same on any split).
 fn grid(data: &[f64], par: faer::Par) -> Option<(i32, i32)> {
-    // (q, top, all finite) of a chunk, without an early exit (it vectorises).
+    // Per chunk, the bit patterns of the smallest lowest-bit value and of
+    // the largest magnitude: for nonnegative binary64 numbers the patterns
+    // order as the values do, so integer minima and maxima (no branch, no
+    // early exit: it vectorises) find them.
     let chunk = |c: &[f64]| {
-        c.iter()
-            .fold((i32::MAX, i32::MIN, true), |(q, top, ok), &x| {
-                if x == 0.0 || !x.is_finite() {
-                    return (q, top, ok && x.is_finite());
-                }
-                let (m, e) = significand(x);
-                let (lo, hi) = (
-                    e + m.trailing_zeros() as i32,
-                    e + (64 - m.leading_zeros()) as i32,
-                );
-                (q.min(lo), top.max(hi), ok)
-            })
+        c.iter().fold((u64::MAX, 0u64), |(lo, hi), &x| {
+            let a = x.abs();
+            let low = if a == 0.0 {
+                u64::MAX
+            } else {
+                lowest_bit_value(a).to_bits()
+            };
+            (lo.min(low), hi.max(a.to_bits()))
+        })
     };
-    let merge = |a: (i32, i32, bool), b: (i32, i32, bool)| (a.0.min(b.0), a.1.max(b.1), a.2 && b.2);
+    let merge = |a: (u64, u64), b: (u64, u64)| (a.0.min(b.0), a.1.max(b.1));
     const CHUNK: usize = 1 << 16;
-    let (q, top, finite) = match par {
+    let (lo, hi) = match par {
         faer::Par::Rayon(t) if t.get() > 1 && data.len() > CHUNK => {
             use rayon::prelude::*;
             data.par_chunks(CHUNK)
                 .map(chunk)
-                .reduce(|| (i32::MAX, i32::MIN, true), merge)
+                .reduce(|| (u64::MAX, 0), merge)
         }
-        _ => data
-            .chunks(CHUNK)
-            .map(chunk)
-            .fold((i32::MAX, i32::MIN, true), merge),
+        _ => data.chunks(CHUNK).map(chunk).fold((u64::MAX, 0), merge),
     };
-    (finite && q != i32::MAX).then_some((q, top))
+    // A NaN or an infinity has the largest pattern of all (abs clears the
+    // sign); a zero matrix has no lowest bit.
+    if hi >= f64::INFINITY.to_bits() || lo == u64::MAX {
+        return None;
+    }
+    let (m, e) = significand(f64::from_bits(hi));
+    let top = e + (64 - m.leading_zeros()) as i32;
+    Some((crate::linalg::dense::lowest_bit(f64::from_bits(lo)), top))
+}
+
+/// The value `2^lowest_bit(a)` of the lowest set bit of a finite `a > 0`:
+/// `a` less `a` with that bit cleared. Both lie in one binade (or are
+/// subnormal), so the subtraction is exact (Sterbenz); a power of two
+/// (whose fraction field is zero) is its own lowest bit. A NaN or an
+/// infinity gives a value that the caller discards.
+#[inline(always)]
+fn lowest_bit_value(a: f64) -> f64 {
+    const FRACTION: u64 = (1 << 52) - 1;
+    let b = a.to_bits();
+    if b & FRACTION == 0 {
+        a
+    } else {
+        a - f64::from_bits(b & (b - 1))
+    }
 }
 
 /// Bits needed to count to `n`.
@@ -109,33 +129,14 @@ pub(crate) fn exact_entry_sums(a: &DenseMatrix, par: faer::Par) -> Option<ExactE
         return None;
     }
     let n = a.cols;
+    let run = binary64_run(q, span);
     // Within a block, 64-bit column sums where they cannot wrap (float16
     // weights span about 21 bits: squares below 2^42, 256 of them below
     // 2^50); else 128-bit ones (L39 b, with the block's count).
     let narrow = 2 * span + bits_of(ROWS_PER_TASK) <= 64 && span + bits_of(ROWS_PER_TASK * n) <= 64;
-    let block = |rows: &[f64]| -> (u128, Vec<u128>) {
-        if narrow {
-            let mut abs = 0u64;
-            let mut col_sq = vec![0u64; n];
-            for row in rows.chunks_exact(n.max(1)) {
-                for (c, &x) in col_sq.iter_mut().zip(row) {
-                    let v = grid_integer(x, q);
-                    abs += v;
-                    *c += v * v;
-                }
-            }
-            return (abs as u128, col_sq.into_iter().map(u128::from).collect());
-        }
-        let mut abs = 0u128;
-        let mut col_sq = vec![0u128; n];
-        for row in rows.chunks_exact(n.max(1)) {
-            for (c, &x) in col_sq.iter_mut().zip(row) {
-                let v = grid_integer(x, q) as u128;
-                abs += v;
-                *c += v * v;
-            }
-        }
-        (abs, col_sq)
+    let block = |rows: &[f64]| match run {
+        Some(run) => binary64_block_sums(rows, n, q, run),
+        None => integer_block_sums(rows, n, q, narrow),
     };
     let chunk = ROWS_PER_TASK * n.max(1);
     let parts: Vec<(u128, Vec<u128>)> = match par {
@@ -152,6 +153,76 @@ pub(crate) fn exact_entry_sums(a: &DenseMatrix, par: faer::Par) -> Option<ExactE
         col_sq.iter_mut().zip(pc).for_each(|(c, p)| *c += p);
     }
     Some(ExactEntrySums { q, abs, col_sq })
+}
+
+/// The exact sums of a block of `rows` (row-major, `n` columns) on the
+/// grid `2^q Z` in integer arithmetic (L39 a, b): 64-bit column sums when
+/// `narrow` says they cannot wrap, else 128-bit ones.
+fn integer_block_sums(rows: &[f64], n: usize, q: i32, narrow: bool) -> (u128, Vec<u128>) {
+    if narrow {
+        let mut abs = 0u64;
+        let mut col_sq = vec![0u64; n];
+        for row in rows.chunks_exact(n.max(1)) {
+            for (c, &x) in col_sq.iter_mut().zip(row) {
+                let v = grid_integer(x, q);
+                abs += v;
+                *c += v * v;
+            }
+        }
+        return (abs as u128, col_sq.into_iter().map(u128::from).collect());
+    }
+    let mut abs = 0u128;
+    let mut col_sq = vec![0u128; n];
+    for row in rows.chunks_exact(n.max(1)) {
+        for (c, &x) in col_sq.iter_mut().zip(row) {
+            let v = grid_integer(x, q) as u128;
+            abs += v;
+            *c += v * v;
+        }
+    }
+    (abs, col_sq)
+}
+
+/// Rows per run of [`binary64_block_sums`] for entries on the grid
+/// `2^q Z` spanning `span` bits, or `None` where that path is not exact:
+/// `2^-q` must be a normal binary64 number (so `|x| 2^-q` is computed
+/// exactly, L2) and a run of `R` rows must keep every column's sum of
+/// squares, `R 2^(2 span)` at most, within binary64's integers
+/// (`<= 2^53`, L39 e). At most [`ROWS_PER_TASK`] (a block's rows).
+fn binary64_run(q: i32, span: i32) -> Option<usize> {
+    let room = 53 - 2 * span;
+    ((-1000..=1000).contains(&q) && room >= 0).then(|| 1usize << room.min(bits_of(ROWS_PER_TASK)))
+}
+
+/// The exact sums of a block of `rows` (row-major, `n` columns) on the
+/// grid `2^q Z`, computed in binary64 a run of `run` rows at a time
+/// ([`binary64_run`]): every entry `a = |x| 2^-q` is an integer below
+/// `2^span`, each column's running sums `sum a^2` (by fused multiply-adds)
+/// and `sum a` stay integers of at most 53 bits, so every operation is
+/// exact (L39 e), and the sums of each run are moved into 128-bit integers
+/// exactly. The same integers as the integer path, with one multiply-add
+/// per entry side by side over the columns (it vectorises).
+fn binary64_block_sums(rows: &[f64], n: usize, q: i32, run: usize) -> (u128, Vec<u128>) {
+    let scale = r::pow2(-q);
+    let mut sq = vec![0.0f64; n];
+    let mut ab = vec![0.0f64; n];
+    let (mut abs, mut col_sq) = (0u128, vec![0u128; n]);
+    for part in rows.chunks(run * n.max(1)) {
+        for row in part.chunks_exact(n.max(1)) {
+            for ((s, b), &x) in sq.iter_mut().zip(ab.iter_mut()).zip(row) {
+                let a = x.abs() * scale;
+                *s = a.mul_add(a, *s);
+                *b += a;
+            }
+        }
+        for ((c, s), b) in col_sq.iter_mut().zip(sq.iter_mut()).zip(ab.iter_mut()) {
+            // Integers below 2^53: the conversions are exact.
+            *c += *s as u128;
+            abs += *b as u128;
+            (*s, *b) = (0.0, 0.0);
+        }
+    }
+    (abs, col_sq)
 }
 
 /// `[lo, hi]` with `lo <= s <= hi` and both within one ulp of `s` (L39 c):
@@ -236,6 +307,60 @@ mod tests {
         assert_eq!(grid(&data, faer::Par::Seq), None);
     }
 
+    /// The grid of entries one by one, from their encodings (L39 a).
+    fn grid_by_entries(data: &[f64]) -> Option<(i32, i32)> {
+        if data.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let nz: Vec<(u64, i32)> = data
+            .iter()
+            .filter(|&&x| x != 0.0)
+            .map(|&x| significand(x))
+            .collect();
+        let q = nz
+            .iter()
+            .map(|&(m, e)| e + m.trailing_zeros() as i32)
+            .min()?;
+        let top = nz
+            .iter()
+            .map(|&(m, e)| e + (64 - m.leading_zeros()) as i32)
+            .max()?;
+        Some((q, top))
+    }
+
+    #[test]
+    fn grid_of_extreme_entries_is_the_grid_entry_by_entry() {
+        let tiny = f64::from_bits(1);
+        let cases: Vec<Vec<f64>> = vec![
+            vec![1.0, -0.5, 0.75],
+            vec![0.0, -0.0, 3.0 * 2f64.powi(-20)],
+            vec![tiny, 1.0],
+            vec![f64::MAX, -f64::MIN_POSITIVE],
+            vec![f64::from_bits(0x000f_ffff_ffff_ffff), 2.0],
+            vec![1.0 + f64::EPSILON, 2f64.powi(-1022)],
+            vec![0.0, 0.0],
+            vec![1.0, f64::INFINITY],
+            vec![f64::NAN, 1.0],
+            vec![-f64::INFINITY],
+        ];
+        for c in cases {
+            assert_eq!(grid(&c, faer::Par::Seq), grid_by_entries(&c), "{c:?}");
+        }
+    }
+
+    quickcheck! {
+        /// Any bit patterns (zeros, subnormals, infinities and NaNs among
+        /// them): the grid is that of the entries one by one.
+        fn grid_is_the_grid_entry_by_entry(bits: Vec<u64>, small: Vec<u16>) -> bool {
+            let mut data: Vec<f64> = bits.iter().map(|&b| f64::from_bits(b)).collect();
+            // float16-like entries too, so that most cases are finite.
+            data.extend(small.iter().map(|&h| half::f16::from_bits(h).to_f64()));
+            let finite: Vec<f64> = data.iter().copied().filter(|x| x.is_finite()).collect();
+            grid(&data, faer::Par::Seq) == grid_by_entries(&data)
+                && grid(&finite, faer::Par::Seq) == grid_by_entries(&finite)
+        }
+    }
+
     #[test]
     fn grid_integers_are_the_entries_on_their_grid() {
         for &(x, q) in &[
@@ -288,6 +413,51 @@ mod tests {
             );
             assert!(lo == hi || hi == lo.next_up());
         }
+    }
+
+    /// A block of `rows x cols` entries on the grid `2^q Z` spanning
+    /// exactly `span` bits (the top entry `2^span - 1` times `2^q`, the
+    /// others random below it, some zero, signs mixed).
+    fn block_on_grid(rows: usize, cols: usize, q: i32, span: i32, seed: u64) -> Vec<f64> {
+        let mut s = seed | 1;
+        let top = (1u64 << span) - 1;
+        (0..rows * cols)
+            .map(|k| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let v = if k == 0 { top } else { (s >> 11) % (top + 1) };
+                let v = if s % 7 == 0 { 0 } else { v };
+                let sign = if s % 3 == 0 { -1.0 } else { 1.0 };
+                sign * r::scale_pow2_rn(v as f64, q)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn binary64_runs_give_the_integer_sums_bit_for_bit() {
+        let (rows, cols) = (ROWS_PER_TASK, 9);
+        for span in 1..=26 {
+            for (q, seed) in [(-24, 1u64), (-60, 7), (3, 99)] {
+                let data = block_on_grid(rows, cols, q, span, seed + span as u64);
+                let run = binary64_run(q, span).expect("span <= 26");
+                // A run never holds more squares than binary64's integers can.
+                assert!(run as u128 * (1u128 << (2 * span)) <= 1 << 53 || run == 1 << 9);
+                let ints = integer_block_sums(&data, cols, q, false);
+                assert_eq!(
+                    binary64_block_sums(&data, cols, q, run),
+                    ints,
+                    "span {span}, q {q}"
+                );
+                let a = matrix(rows, cols, data);
+                let sums = exact_entry_sums(&a, faer::Par::Seq).expect("on a grid");
+                assert_eq!((sums.abs, sums.col_sq), ints);
+            }
+        }
+        assert_eq!(binary64_run(-24, 27), None);
+        assert_eq!(binary64_run(-1074, 10), None);
+        assert_eq!(binary64_run(-24, 21), Some(1 << 9));
+        assert_eq!(binary64_run(-24, 26), Some(2));
     }
 
     quickcheck! {
