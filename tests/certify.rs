@@ -37,6 +37,44 @@ fn certificate() -> Value {
         .clone()
 }
 
+/// The files' SHA-256 is computed beside the certification when no resume
+/// directory needs it first, and before anything else when one does: both
+/// certificates record the digest `sha256sum` gives, for every file.
+#[test]
+fn recorded_sha256_is_the_files_digest_with_and_without_a_resume_directory() {
+    let model = bundled();
+    let expected = |file: &str| {
+        let out = std::process::Command::new("sha256sum")
+            .arg(model.join(file))
+            .output()
+            .expect("sha256sum (coreutils) runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()[..64].to_string()
+    };
+    let d = tmpdir("certify-sha256");
+    let out = d.join("cert.json");
+    let m = model.to_string_lossy().into_owned();
+    let resumed = run(&[
+        "certify",
+        &m,
+        "-q",
+        "--out",
+        &out.to_string_lossy(),
+        "--resume-dir",
+        &d.join("resume").to_string_lossy(),
+    ]);
+    assert!(resumed.status.success(), "{resumed:?}");
+    let with_resume: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    for c in [certificate(), with_resume] {
+        let files = c["model"]["files"].as_array().expect("files").clone();
+        assert_eq!(files.len(), 1, "{files:?}");
+        for f in files {
+            let name = f["file"].as_str().unwrap();
+            assert_eq!(f["sha256"].as_str().unwrap(), expected(name), "{name}");
+        }
+    }
+}
+
 #[test]
 fn default_run_certifies_the_bundled_model_with_all_keys() {
     let c = certificate();
