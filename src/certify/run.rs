@@ -16,7 +16,8 @@ use crate::certificate::{
     MAX_GRID_M,
 };
 use crate::enclosure::Inconclusive;
-use crate::io::checkpoint::Checkpoint;
+use crate::io::checkpoint::{Checkpoint, FileHash};
+use crate::io::ReadError;
 
 use crate::linalg::{Precision, SvdOptions};
 use crate::progress::Progress;
@@ -119,23 +120,31 @@ pub fn certify_run(
         // against it) need it first; otherwise it runs on a thread of its
         // own beside the certification instead of keeping every other
         // thread waiting.
-        let (header, hashing) = match scope.resume_dir {
-            Some(_) => (with_files(header, &ck)?, None),
-            None => (header, Some(sc.spawn(|| ck.file_hashes()))),
+        let mut header = header;
+        let hashing = match scope.resume_dir {
+            Some(_) => {
+                record_files(&mut header, ck.file_hashes())?;
+                None
+            }
+            None => Some(sc.spawn(|| ck.file_hashes())),
         };
         let mut outcome = certify_layers(&ck, &arch, header, opts, scope, progress)?;
         if let (Outcome::Certified(run), Some(h)) = (&mut outcome, hashing) {
             let hashes = h.join().expect("the hashing thread does not panic");
-            run.header.model.files = super::file_entries(&hashes.map_err(ModelError::from)?);
+            record_files(&mut run.header, hashes)?;
         }
         Ok(outcome)
     })
 }
 
-/// `header` with the SHA-256 of every weight file of `ck`.
-fn with_files(mut header: Header, ck: &Checkpoint) -> Result<Header, CertifyError> {
-    header.model.files = super::file_entries(&ck.file_hashes().map_err(ModelError::from)?);
-    Ok(header)
+/// Records the weight files and their SHA-256 (`hashes`, or its error)
+/// in `header`.
+fn record_files(
+    header: &mut Header,
+    hashes: Result<Vec<FileHash>, ReadError>,
+) -> Result<(), CertifyError> {
+    header.model.files = super::file_entries(&hashes.map_err(ModelError::from)?);
+    Ok(())
 }
 
 /// [`certify_run`] after the checkpoint is opened and checked: `header`'s
