@@ -79,6 +79,22 @@ pub(crate) fn lowest_bit(x: f64) -> i32 {
     e + int.trailing_zeros() as i32
 }
 
+/// The value `2^lowest_bit(a)` of the lowest set bit of a finite `a > 0`:
+/// `a` less `a` with that bit cleared. Both lie in one binade (or are
+/// subnormal), so the subtraction is exact (Sterbenz); a power of two
+/// (whose fraction field is zero) is its own lowest bit. A NaN or an
+/// infinity gives a value that the caller discards.
+#[inline(always)]
+pub(crate) fn lowest_bit_value(a: f64) -> f64 {
+    const FRACTION: u64 = (1 << 52) - 1;
+    let b = a.to_bits();
+    if b & FRACTION == 0 {
+        a
+    } else {
+        a - f64::from_bits(b & (b - 1))
+    }
+}
+
 /// Exponent `k` such that `2^k maxabs` lies in `[1, 2)` when scaling every
 /// entry by `2^k` is exact (L2); otherwise the `k` closest to it that is
 /// still exact for every entry. Scaling up (k >= 0) cannot lose bits (no
@@ -563,7 +579,7 @@ pub(crate) fn product_col_err(
 /// where the column is contiguous (the matrices this crate allocates),
 /// else copied; the columns split over the pool for a large `b` (each
 /// column's value is computed alone, so the same bits on any split).
-pub(crate) fn map_columns(b: MatRef<'_, f64>, f: impl Fn(&[f64]) -> f64 + Sync) -> Vec<f64> {
+pub(crate) fn map_columns<T: Send>(b: MatRef<'_, f64>, f: impl Fn(&[f64]) -> T + Sync) -> Vec<T> {
     let one = |j: usize| match b.col(j).try_as_col_major() {
         Some(c) => f(c.as_slice()),
         None => f(&b.col(j).iter().copied().collect::<Vec<f64>>()),

@@ -34,27 +34,32 @@ use crate::enclosure::{Enclosure, Inconclusive};
 /// column norm is `< 2^(53 + 2q)`. A `false` means only "not proved exact".
 pub fn gram_is_exact(a: MatRef<'_, f64>) -> bool {
     let m = a.nrows();
-    // Per column: the lowest set bit of its nonzero entries and an upper
-    // bound of its squared norm (each column's own sequential sum, so the
-    // same bits whichever thread computes it); `None` if not finite.
-    let column = |j: usize| -> Option<(i32, f64)> {
-        let col: Vec<f64> = a.col(j).iter().copied().collect();
-        let q = col
-            .iter()
-            .filter(|&&x| x != 0.0)
-            .map(|&x| dense::lowest_bit(x))
-            .min()
-            .unwrap_or(i32::MAX);
-        let s = r::nonneg_sum_ru(r::sum_sq(&col), m);
+    // Per column: the lowest set bit of its nonzero entries (from the
+    // smallest lowest-bit value's pattern: an integer minimum without
+    // branches, which vectorises) and an upper bound of its squared norm
+    // (each column's own sequential sum, so the same bits whichever thread
+    // computes it); `None` if not finite.
+    let column = |col: &[f64]| -> Option<(i32, f64)> {
+        let low = col.iter().fold(u64::MAX, |lo, &x| {
+            let v = x.abs();
+            lo.min(if v == 0.0 {
+                u64::MAX
+            } else {
+                dense::lowest_bit_value(v).to_bits()
+            })
+        });
+        let q = if low == u64::MAX {
+            i32::MAX
+        } else {
+            dense::lowest_bit(f64::from_bits(low))
+        };
+        let s = r::nonneg_sum_ru(r::sum_sq(col), m);
         s.is_finite().then_some((q, s))
     };
-    let cols: Option<Vec<(i32, f64)>> = if dense::split_pass(m * a.ncols()) {
-        use rayon::prelude::*;
-        (0..a.ncols()).into_par_iter().map(column).collect()
-    } else {
-        (0..a.ncols()).map(column).collect()
-    };
-    let Some(cols) = cols else {
+    let Some(cols) = dense::map_columns(a, column)
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+    else {
         return false;
     };
     let q = cols.iter().map(|c| c.0).min().unwrap_or(i32::MAX);
@@ -342,6 +347,45 @@ mod tests {
             let mut moved = v.clone();
             permute_columns(&mut moved, &order);
             moved == copy
+        }
+
+        /// `gram_is_exact` decides as the test of L23 read entry by entry:
+        /// `q` the smallest `lowest_bit` of a nonzero entry, and every
+        /// column's squared norm bounded below `2^(53 + 2q)`; for entries of
+        /// every magnitude (subnormals and powers of two among them), zeros,
+        /// and non-finite values (never exact).
+        fn gram_is_exact_is_the_test_of_l23_entry_by_entry(bits: Vec<u64>, rows: u8, spread: u8) -> bool {
+            let m = usize::from(rows % 6) + 1;
+            let n = bits.len() / m;
+            let spread = u32::from(spread % 64);
+            // Exponent fields from 1023 to 1023 + spread, zeros,
+            // subnormals and a few non-finite entries.
+            let entry = |b: u64| match b % 101 {
+                0 if b & 128 == 0 => f64::INFINITY,
+                0 => f64::NAN,
+                1..=9 => 0.0,
+                10..=18 => f64::from_bits(b >> 12), // a subnormal
+                _ => {
+                    let e = (1023 + (b >> 52) as i64 % (i64::from(spread) + 1)) as u64;
+                    let low = (1u64 << (b % 53)) - 1; // cleared: a coarser grid
+                    f64::from_bits((b & (1 << 63)) | (e << 52) | (b & ((1 << 52) - 1) & !low))
+                }
+            };
+            let a = Mat::<f64>::from_fn(m, n, |i, j| entry(bits[j * m + i]));
+            let (mut q, mut finite, mut s_max) = (i32::MAX, true, 0.0f64);
+            for j in 0..n {
+                let col: Vec<f64> = a.col(j).iter().copied().collect();
+                for &x in col.iter().filter(|&&x| x != 0.0) {
+                    q = q.min(dense::lowest_bit(x));
+                }
+                let s = r::nonneg_sum_ru(r::sum_sq(&col), m);
+                finite &= s.is_finite();
+                s_max = s_max.max(s);
+            }
+            let want = finite
+                && (q == i32::MAX
+                    || (2 * q >= -1074 && (53 + 2 * q > 1023 || s_max < r::scale_pow2_rn(1.0, 53 + 2 * q))));
+            gram_is_exact(a.as_ref()) == want
         }
     }
 }

@@ -14,7 +14,7 @@
 //! L12).
 
 use crate::enclosure::Enclosure;
-use crate::linalg::dense::significand;
+use crate::linalg::dense::{lowest_bit_value, significand};
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::matrix::DenseMatrix;
@@ -94,22 +94,6 @@ fn grid(data: &[f64], par: faer::Par) -> Option<(i32, i32)> {
     let (m, e) = significand(f64::from_bits(hi));
     let top = e + (64 - m.leading_zeros()) as i32;
     Some((crate::linalg::dense::lowest_bit(f64::from_bits(lo)), top))
-}
-
-/// The value `2^lowest_bit(a)` of the lowest set bit of a finite `a > 0`:
-/// `a` less `a` with that bit cleared. Both lie in one binade (or are
-/// subnormal), so the subtraction is exact (Sterbenz); a power of two
-/// (whose fraction field is zero) is its own lowest bit. A NaN or an
-/// infinity gives a value that the caller discards.
-#[inline(always)]
-fn lowest_bit_value(a: f64) -> f64 {
-    const FRACTION: u64 = (1 << 52) - 1;
-    let b = a.to_bits();
-    if b & FRACTION == 0 {
-        a
-    } else {
-        a - f64::from_bits(b & (b - 1))
-    }
 }
 
 /// Bits needed to count to `n`.
