@@ -79,19 +79,26 @@ pub(crate) fn lowest_bit(x: f64) -> i32 {
     e + int.trailing_zeros() as i32
 }
 
-/// The value `2^lowest_bit(a)` of the lowest set bit of a finite `a > 0`:
-/// `a` less `a` with that bit cleared. Both lie in one binade (or are
-/// subnormal), so the subtraction is exact (Sterbenz); a power of two
-/// (whose fraction field is zero) is its own lowest bit. A NaN or an
-/// infinity gives a value that the caller discards.
+/// A key of the lowest set bit of `|x|` for an integer minimum: the bit
+/// pattern of its value `2^lowest_bit(x)`, or `u64::MAX` for a zero (no
+/// lowest bit). Nonnegative binary64 patterns order as their values do,
+/// so the smallest key of a slice is its lowest bit (its [`lowest_bit`],
+/// unless `u64::MAX`), found without branches or early exit (the minimum
+/// vectorises). The value is `|x|` less `|x|` with that bit cleared: both
+/// lie in one binade (or are subnormal), so the subtraction is exact
+/// (Sterbenz); a power of two (fraction field zero) is its own lowest
+/// bit. A NaN or an infinity gives a key that the caller discards.
 #[inline(always)]
-pub(crate) fn lowest_bit_value(a: f64) -> f64 {
+pub(crate) fn lowest_bit_key(x: f64) -> u64 {
     const FRACTION: u64 = (1 << 52) - 1;
+    let a = x.abs();
     let b = a.to_bits();
-    if b & FRACTION == 0 {
-        a
+    if a == 0.0 {
+        u64::MAX
+    } else if b & FRACTION == 0 {
+        b
     } else {
-        a - f64::from_bits(b & (b - 1))
+        (a - f64::from_bits(b & (b - 1))).to_bits()
     }
 }
 

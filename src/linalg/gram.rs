@@ -34,20 +34,14 @@ use crate::enclosure::{Enclosure, Inconclusive};
 /// column norm is `< 2^(53 + 2q)`. A `false` means only "not proved exact".
 pub fn gram_is_exact(a: MatRef<'_, f64>) -> bool {
     let m = a.nrows();
-    // Per column: the lowest set bit of its nonzero entries (from the
-    // smallest lowest-bit value's pattern: an integer minimum without
-    // branches, which vectorises) and an upper bound of its squared norm
-    // (each column's own sequential sum, so the same bits whichever thread
+    // Per column: the lowest set bit of its nonzero entries (the smallest
+    // `lowest_bit_key`) and an upper bound of its squared norm (each
+    // column's own sequential sum, so the same bits whichever thread
     // computes it); `None` if not finite.
     let column = |col: &[f64]| -> Option<(i32, f64)> {
-        let low = col.iter().fold(u64::MAX, |lo, &x| {
-            let v = x.abs();
-            lo.min(if v == 0.0 {
-                u64::MAX
-            } else {
-                dense::lowest_bit_value(v).to_bits()
-            })
-        });
+        let low = col
+            .iter()
+            .fold(u64::MAX, |lo, &x| lo.min(dense::lowest_bit_key(x)));
         let q = if low == u64::MAX {
             i32::MAX
         } else {

@@ -14,7 +14,7 @@
 //! L12).
 
 use crate::enclosure::Enclosure;
-use crate::linalg::dense::{lowest_bit_value, significand};
+use crate::linalg::dense::{lowest_bit_key, significand};
 use crate::linalg::eft::Sum2;
 use crate::linalg::rounding as r;
 use crate::matrix::DenseMatrix;
@@ -60,19 +60,13 @@ fn grid_integer(x: f64, q: i32) -> u64 {
 /// non-finite entry. Split over the pool when `par` allows (a minimum and
 /// a maximum: the same on any split).
 fn grid(data: &[f64], par: faer::Par) -> Option<(i32, i32)> {
-    // Per chunk, the bit patterns of the smallest lowest-bit value and of
-    // the largest magnitude: for nonnegative binary64 numbers the patterns
+    // Per chunk, the smallest lowest-bit key and the bit pattern of the
+    // largest magnitude: for nonnegative binary64 numbers the patterns
     // order as the values do, so integer minima and maxima (no branch, no
     // early exit: it vectorises) find them.
     let chunk = |c: &[f64]| {
         c.iter().fold((u64::MAX, 0u64), |(lo, hi), &x| {
-            let a = x.abs();
-            let low = if a == 0.0 {
-                u64::MAX
-            } else {
-                lowest_bit_value(a).to_bits()
-            };
-            (lo.min(low), hi.max(a.to_bits()))
+            (lo.min(lowest_bit_key(x)), hi.max(x.abs().to_bits()))
         })
     };
     let merge = |a: (u64, u64), b: (u64, u64)| (a.0.min(b.0), a.1.max(b.1));
