@@ -424,10 +424,21 @@ fn prop_factored_contains_exact_values_and_structural_zeros() {
         let mut rng = Rng(seed | 1);
         let d = spectrum(kind % 4, r, &mut rng);
         let (b, c) = factored_case(m, n, &d, &mut rng);
-        // Auto takes the dense fallback; f64 is the factored route itself
-        // (the one `certify` uses by default).
+        // Extended takes the dense fallback; f64 is the factored route
+        // itself (the one `certify` uses by default); auto keeps the
+        // factored answer where it meets rtol, and with an rtol no stage
+        // meets it climbs the dense ladder and keeps the narrower of each.
         let mut decided = false;
-        for o in [SvdOptions::default(), opts(Precision::F64)] {
+        let unreachable_rtol = SvdOptions {
+            rtol: 1e-300,
+            ..SvdOptions::default()
+        };
+        for o in [
+            opts(Precision::Extended),
+            SvdOptions::default(),
+            unreachable_rtol,
+            opts(Precision::F64),
+        ] {
             let sv = match certify_factored(&b, &c, &o) {
                 Ok(sv) => sv,
                 Err(_) => continue,
@@ -669,9 +680,9 @@ fn factored_norms_with_factors_scaled_by_2_pow_pm_500_contain_exact_values() {
         let what = format!("factored 2^{kb} 2^{kc}");
         let mut oracle = sorted_abs(&d);
         oracle.resize(10, 0.0);
-        // The dense fallback (any precision but f64) bounds fl(BC) - BC with
-        // the factors' norms, rescaled as well.
-        let sv = certify_factored(&b, &c, &SvdOptions::default())
+        // The dense fallback (extended, mpfr) bounds fl(BC) - BC with the
+        // factors' norms, rescaled as well.
+        let sv = certify_factored(&b, &c, &opts(Precision::Extended))
             .unwrap_or_else(|e| panic!("{what} (dense fallback): {e}"));
         assert_contains_all(&sv.enclosures(), &oracle, &what);
         let sv = certify_factored(&b, &c, &opts(Precision::F64))

@@ -240,6 +240,77 @@ fn zero_head_is_structurally_zero_at_every_precision() {
     }
 }
 
+/// A head-like product `B C` (32 x 6 times 6 x 28) of entries `k 2^-8`,
+/// `|k| <= 100`, and the product itself (every sum exact in binary64).
+fn small_head(seed: u64) -> (DenseMatrix, DenseMatrix, DenseMatrix) {
+    let mut rng = Rng(seed);
+    let (m, r, n) = (32, 6, 28);
+    let mut draw = |k: usize| -> Vec<f64> {
+        (0..k)
+            .map(|_| (rng.below(201) as f64 - 100.0) * 2f64.powi(-8))
+            .collect()
+    };
+    let (b, c) = (draw(m * r), draw(r * n));
+    let prod = (0..m * n)
+        .map(|ij| (0..r).map(|k| b[ij / n * r + k] * c[k * n + ij % n]).sum())
+        .collect();
+    let mat = |rows, cols, data| DenseMatrix { rows, cols, data };
+    (mat(m, r, b), mat(r, n, c), mat(m, n, prod))
+}
+
+/// Regression: `auto` on a factored head formed the product and climbed
+/// the dense ladder even where the factored binary64 route met the target
+/// (a head of order 4096: about 170 s against 0.05 s at one thread, so
+/// `certify --precision auto` of a LLaMA-7B layer took hours). The dense
+/// extended stage is narrower at sigma_1 here, so a dense stage that ran
+/// would show in auto's answer; auto's answer is the factored one, bit for
+/// bit. Where no route meets the target, auto still climbs the dense ladder
+/// and keeps, per index, the narrower of it and the factored answer.
+#[test]
+fn auto_on_a_factored_head_climbed_the_dense_ladder_where_the_factored_route_settled() {
+    use specbound::linalg::factored::certify_factored;
+    let width =
+        |sv: &SingularValues, i: usize| sv.values[i].enclosure.hi() - sv.values[i].enclosure.lo();
+    for seed in [3, 4] {
+        let (b, c, a) = small_head(seed);
+        let run = |o: &SvdOptions| certify_factored(&b, &c, o).unwrap();
+        let f64 = run(&opts(Precision::F64));
+        let ext = run(&opts(Precision::Extended));
+        let auto = run(&opts(Precision::Auto));
+        let climbed = run(&SvdOptions {
+            rtol: 1e-300,
+            ..opts(Precision::Auto)
+        });
+        for (sv, what) in [
+            (&f64, "f64"),
+            (&ext, "extended"),
+            (&auto, "auto"),
+            (&climbed, "climbed"),
+        ] {
+            assert_contained_exactly(&a, sv, &format!("seed {seed}, {what}"));
+        }
+        assert!(
+            width(&ext, 0) < width(&f64, 0),
+            "seed {seed}: the dense stage should be narrower at sigma_1 for this test to see it"
+        );
+        assert_eq!(auto.enclosures(), f64.enclosures(), "seed {seed}: auto");
+        assert!(auto.notes.is_empty(), "seed {seed}: {:?}", auto.notes);
+        for i in 0..a.cols {
+            let best = width(&f64, i).min(width(&ext, i));
+            assert!(width(&climbed, i) <= best, "seed {seed}: sigma_{}", i + 1);
+        }
+        assert!(width(&climbed, 0) < width(&f64, 0), "seed {seed}: climbed");
+        assert!(
+            climbed
+                .notes
+                .iter()
+                .any(|n| n.starts_with("auto target not met")),
+            "seed {seed}: {:?}",
+            climbed.notes
+        );
+    }
+}
+
 #[test]
 #[ignore = "timing (run alone): cargo test --release --test tightness_escalation -- --ignored --nocapture"]
 fn escalation_costs_nothing_where_the_gram_route_settles() {

@@ -18,7 +18,8 @@ use super::dense::{
 };
 use super::rounding::{self as r, ETA};
 use super::{
-    certify_singular_values, values_from_groups, CertifiedValue, Method, SingularValues, SvdOptions,
+    certify_singular_values, values_from_groups, CertifiedValue, Method, Precision, SingularValues,
+    SvdOptions,
 };
 use crate::enclosure::{Enclosure, Inconclusive};
 use crate::matrix::DenseMatrix;
@@ -84,9 +85,11 @@ fn structural_zero(count: usize) -> CertifiedValue {
 /// [`proofs/near-orthogonal.md`](crate::proofs::near_orthogonal) (L8), [`proofs/dot-product-error.md`](crate::proofs::dot_product_error) (L4),
 /// [`proofs/collatz-bound.md`](crate::proofs::collatz_bound) (L5), [`proofs/weyl.md`](crate::proofs::weyl) (L9) for the dense fallback.
 ///
-/// The factored route runs in binary64; with `opts.precision` other than
-/// `F64`, or when the counting condition of L14 fails, the dense fallback
-/// certifies `fl(B C)` with that precision and widens by the product error.
+/// The factored route runs in binary64. With `extended` or `mpfr:BITS`,
+/// or when the counting condition of L14 fails, the dense fallback
+/// certifies `fl(B C)` with that precision and widens by the product error;
+/// `auto` takes the factored route's answer where it meets the target and
+/// climbs the dense ladder only where it does not (`auto_factored`).
 ///
 /// Where the rank is still undecided, the factors' ranks are bounded
 /// exactly (`rank(B C) <= rank B, rank C`, each by exact null vectors, L30
@@ -181,9 +184,32 @@ fn certify_factored_stages(
     if let Some(reduced) = reduce(b, c) {
         return certify_reduced(&reduced, (m0, n0), opts);
     }
-    if b.cols >= kmin || opts.precision != super::Precision::F64 {
+    if b.cols >= kmin {
         return dense_fallback(b, c, opts);
     }
+    match opts.precision {
+        Precision::F64 => match factored_f64(b, c, opts.par)? {
+            Some(values) => Ok(values),
+            None => dense_fallback(b, c, opts),
+        },
+        Precision::Auto => auto_factored(b, c, opts),
+        Precision::Extended | Precision::Mpfr(_) => dense_fallback(b, c, opts),
+    }
+}
+
+/// The factored binary64 route of [`certify_factored`] for `r < min(m, n)`
+/// (its guarantee; L14 with L6, L7, L8, L4, L5): approximate pairs through
+/// the thin factors, residuals through the factors, the trailing values
+/// structural zeros. `Ok(None)` where some hull touches 0, so that the
+/// counting argument of L14 does not apply (the caller then forms the
+/// product densely).
+fn factored_f64(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+    par: Par,
+) -> Result<Option<SingularValues>, Inconclusive> {
+    let (m0, n0) = (b.rows, c.cols);
+    let kmin = m0.min(n0);
     // Orient so that m >= n: (BC)^T = C^T B^T.
     let (bb, cc) = if m0 >= n0 {
         (Cow::Borrowed(b), Cow::Borrowed(c))
@@ -195,13 +221,12 @@ fn certify_factored_stages(
     let cm = to_faer(&cc, kc);
     drop((bb, cc));
     if bm.as_ref().norm_max() == 0.0 || cm.as_ref().norm_max() == 0.0 {
-        return Ok(zero_product(m0, n0));
+        return Ok(Some(zero_product(m0, n0)));
     }
-    let (s, u, v) = approx_svd_of_product(bm.as_ref(), cm.as_ref(), opts.par)?;
+    let (s, u, v) = approx_svd_of_product(bm.as_ref(), cm.as_ref(), par)?;
     // Residuals through the factors.
     let beta_b = abs_norm2_ru(bm.as_ref());
     let beta_c = abs_norm2_ru(cm.as_ref());
-    let par = opts.par;
     let pv = two_stage_product(bm.as_ref(), cm.as_ref(), v.as_ref(), beta_b, beta_c, par);
     let qu = two_stage_product(
         cm.transpose(),
@@ -218,15 +243,53 @@ fn certify_factored_stages(
             let mut values = values_from_groups(&groups, kb + kc, Method::F64Residual)?;
             let zeros = kmin - b.cols;
             values.extend((0..zeros).map(|_| structural_zero(zeros)));
-            Ok(SingularValues {
+            Ok(Some(SingularValues {
                 rows: m0,
                 cols: n0,
                 values,
                 structural_zeros: zeros,
                 notes: Vec::new(),
-            })
+            }))
         }
-        _ => dense_fallback(b, c, opts),
+        _ => Ok(None),
+    }
+}
+
+/// `auto` on a factored product: the factored binary64 route is its first
+/// stage, and where that meets the target (as `auto` judges a dense
+/// matrix's stages) nothing else runs. Otherwise the product is formed and
+/// certified densely with `auto`'s ladder ([`dense_fallback`]), and the
+/// narrower of the two enclosures kept index by index (both certified; L10).
+///
+/// The dense ladder of a head of order 4096 took about 170 s at one thread
+/// against 0.05 s for the factored route: `certify --precision auto` of a
+/// LLaMA-7B layer was hours where the factored route met the target.
+fn auto_factored(
+    b: &DenseMatrix,
+    c: &DenseMatrix,
+    opts: &SvdOptions,
+) -> Result<SingularValues, Inconclusive> {
+    let first = factored_f64(b, c, opts.par).ok().flatten();
+    let first = match first {
+        Some(v) if super::stages::auto_settles(&v, opts.rtol) => return Ok(v),
+        other => other,
+    };
+    let work = product_work(b, c);
+    match (dense_fallback(b, c, opts), first) {
+        (Ok(mut dense), Some(factored)) => {
+            dense.keep_narrower(factored);
+            Ok(super::stages::rejudge_auto(dense, opts.rtol, work))
+        }
+        (Ok(dense), None) => Ok(dense),
+        (Err(why), Some(mut factored)) => {
+            factored.notes.push(format!(
+                "dense stages inconclusive ({}); the values are those of the factored \
+                 binary64 stage",
+                why.reason
+            ));
+            Ok(super::stages::rejudge_auto(factored, opts.rtol, work))
+        }
+        (Err(why), None) => Err(why),
     }
 }
 
@@ -455,6 +518,13 @@ fn certify_reduced(
     })
 }
 
+/// `m n^2` of the product `B C` oriented with `m >= n`: the size by which
+/// `auto` decides which dense stages it runs.
+fn product_work(b: &DenseMatrix, c: &DenseMatrix) -> usize {
+    let (m, n) = (b.rows.max(c.cols), b.rows.min(c.cols));
+    m.saturating_mul(n).saturating_mul(n)
+}
+
 /// Forms `fl(B C)`, certifies it, widens by `||BC - fl(BC)||_F` (L9) and
 /// forces the values beyond index r to exact zeros (L14).
 fn dense_fallback(
@@ -523,6 +593,11 @@ fn dense_fallback(
         v.exact = None;
     }
     sv.structural_zeros = kmin.saturating_sub(rr);
+    sv.drop_notes_of_an_undecided_rank();
+    if opts.precision == Precision::Auto {
+        // `auto` judged the values before the zeros of L14 were set.
+        sv = super::stages::rejudge_auto(sv, opts.rtol, product_work(b, c));
+    }
     Ok(sv)
 }
 

@@ -197,6 +197,11 @@ const AFTER_STAGES: &str = "after every stage run: ";
 /// How [`SingularValues::unsettled`] names an undecided rank.
 const RANK_UNDECIDED: &str = "the rank undecided";
 
+/// How the note on an undecided rank the exact kernel certificate did not
+/// try begins.
+const KERNEL_NOT_ATTEMPTED: &str =
+    "exact kernel certificate not attempted for the undecided rank: ";
+
 /// The target relative radius of [`Precision::Auto`] unless asked
 /// otherwise: sigma_1 and every value >= 1e-6 sigma_1 to 11 digits.
 pub(crate) const DEFAULT_RTOL: f64 = 1e-11;
@@ -576,6 +581,18 @@ impl SingularValues {
         Ok(())
     }
 
+    /// Once the rank is decided (by a later certificate: exact zeros,
+    /// an exact kernel), drops the notes that said it was not: `auto`'s
+    /// note of what its stages left open and the exact kernel's note.
+    pub(crate) fn drop_notes_of_an_undecided_rank(&mut self) {
+        if self.rank_undecided_at().is_some() {
+            return;
+        }
+        let open = format!("{AFTER_STAGES}{RANK_UNDECIDED}");
+        self.notes
+            .retain(|n| !n.starts_with(&open) && !n.starts_with(KERNEL_NOT_ATTEMPTED));
+    }
+
     /// Keeps, index by index, the narrower of two index-matched enclosures of
     /// the same matrix (both contain the exact value; [`proofs/sorting-lemma.md`](crate::proofs::sorting_lemma), L10).
     /// Then restores the order of the ends with [`Self::tighten_by_order`]
@@ -825,17 +842,11 @@ pub(crate) fn certify_prepared(
                 r.apply_exact_kernel(|| Ok(e.nullity()))?;
                 r.apply_rank_lower_bound(a, prep.scale_exp, e)?;
             }
-            if r.rank_undecided_at().is_none() {
-                // `auto`'s note of what its stages left open no longer holds.
-                let stale = format!("{AFTER_STAGES}{RANK_UNDECIDED}");
-                r.notes.retain(|n| !n.starts_with(&stale));
-            }
+            r.drop_notes_of_an_undecided_rank();
         }
         if r.rank_undecided_at().is_some() {
             if let Some(Err(why)) = elim.get() {
-                r.notes.push(format!(
-                    "exact kernel certificate not attempted for the undecided rank: {why}"
-                ));
+                r.notes.push(format!("{KERNEL_NOT_ATTEMPTED}{why}"));
             }
         }
     }

@@ -367,7 +367,7 @@ fn stop_before(rung: Rung, best: &Certified, notes: &mut Vec<String>) -> bool {
 /// what it could not reach is said in notes.
 fn auto(s: &Stages<'_>) -> Certified {
     let rtol = s.opts.rtol;
-    let done = |r: &SingularValues| target(r) <= rtol && r.unsettled(rtol).is_none();
+    let done = |r: &SingularValues| auto_settles(r, rtol);
     let mut best = s.f64();
     if best.as_ref().is_ok_and(done) {
         return best;
@@ -409,6 +409,29 @@ fn auto(s: &Stages<'_>) -> Certified {
     Ok(auto_notes(best, notes, rtol, work))
 }
 
+/// Whether `r` is an answer at which `auto` stops: sigma_1 and every value
+/// above the relevant fraction within `rtol`, nothing left unsettled.
+pub(super) fn auto_settles(r: &SingularValues, rtol: f64) -> bool {
+    target(r) <= rtol && r.unsettled(rtol).is_none()
+}
+
+/// How `auto`'s note on a stage skipped for the matrix's size begins.
+const MPFR_NOT_RUN: &str = "MPFR stage not run: m n^2 = ";
+/// How `auto`'s note on a target it did not reach begins.
+const TARGET_NOT_MET: &str = "auto target not met: ";
+
+/// `best`, an answer of `auto` since narrowed by another certified stage
+/// (L10), with the notes in which `auto` judged the earlier values
+/// ([`auto_notes`]) judged again on these (`work = m n^2` of the matrix).
+pub(super) fn rejudge_auto(mut best: SingularValues, rtol: f64, work: usize) -> SingularValues {
+    best.notes.retain(|n| {
+        ![MPFR_NOT_RUN, TARGET_NOT_MET, AFTER_STAGES]
+            .iter()
+            .any(|p| n.starts_with(p))
+    });
+    auto_notes(best, Vec::new(), rtol, work)
+}
+
 /// `auto`'s answer with its notes: the stages inconclusive, the MPFR
 /// stage not run for its size, the target not met, and what is still
 /// unsettled.
@@ -422,12 +445,12 @@ fn auto_notes(
     if !(reached <= rtol) {
         if work > AUTO_MPFR_MAX_WORK {
             notes.push(format!(
-                "MPFR stage not run: m n^2 = {work} exceeds the auto limit {AUTO_MPFR_MAX_WORK} \
+                "{MPFR_NOT_RUN}{work} exceeds the auto limit {AUTO_MPFR_MAX_WORK} \
                  (--precision mpfr:BITS runs it)"
             ));
         }
         notes.push(format!(
-            "auto target not met: relative radius {reached:.3e} > rtol {rtol:e} \
+            "{TARGET_NOT_MET}relative radius {reached:.3e} > rtol {rtol:e} \
              (sigma_1 and every value >= {AUTO_RELEVANT_FRACTION:e} sigma_1)"
         ));
     }
