@@ -362,8 +362,11 @@ mod tests {
         let f = matrix_cost(384, 384, Some(32), Precision::F64);
         let d = matrix_cost(384, 384, None, Precision::F64);
         assert!(f * 10 < d);
-        // Another precision certifies the product densely.
+        // Auto keeps the factored route where it meets its target;
+        // extended and MPFR certify the product densely.
+        assert_eq!(matrix_cost(384, 384, Some(32), Precision::Auto), f);
         assert!(matrix_cost(384, 384, Some(32), Precision::Extended) > d);
+        assert!(matrix_cost(384, 384, Some(32), Precision::Mpfr(128)) > d);
         // An inner dimension as large as the matrix is a dense matrix.
         assert_eq!(
             matrix_cost(8, 8, Some(8), Precision::F64),

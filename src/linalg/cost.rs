@@ -23,12 +23,13 @@ pub(crate) const FACTORED_WEIGHT: u128 = 4;
 ///   SVD, then the residual products `A V` and `A^T U` and the Gram defects
 ///   of the certification) and `4 p q` for the norms from the entries;
 /// * a product of thin factors of inner dimension `r < q`, certified in
-///   binary64 through the factors: [`FACTORED_WEIGHT`] times
+///   binary64 through the factors (at `f64`, and at `auto`, which stops
+///   there where that meets its target): [`FACTORED_WEIGHT`] times
 ///   `6 (rows + cols) r^2 + 8 r^3` for the singular values plus
 ///   `rows cols (r + 4)` for the norms, whose entries are formed from the
 ///   factors;
-/// * a thin product under another precision (certified densely, after
-///   forming the product): the dense cost plus `rows cols r`.
+/// * a thin product under `extended` or `mpfr:BITS` (certified densely,
+///   after forming the product): the dense cost plus `rows cols r`.
 pub(crate) fn matrix_cost(
     rows: usize,
     cols: usize,
@@ -41,7 +42,7 @@ pub(crate) fn matrix_cost(
     match inner {
         Some(r) if (r as u128) < q => {
             let r = r as u128;
-            if precision == Precision::F64 {
+            if matches!(precision, Precision::F64 | Precision::Auto) {
                 let sv = 6 * (rows as u128 + cols as u128) * r * r + 8 * r * r * r;
                 FACTORED_WEIGHT * (sv + entries * (r + 4))
             } else {
