@@ -350,3 +350,43 @@ fn dependent_head_factor_rank_was_undecided() {
         );
     }
 }
+
+/// Regression: the dense route of a head (`extended`, `mpfr:BITS`, and
+/// `auto` where it climbs) kept the notes its stages wrote before the
+/// values past the head dimension were set to exact zeros (L14): "after
+/// every stage run: the rank undecided" and "exact kernel certificate not
+/// attempted for the undecided rank", on ranks the zeros decided (every
+/// head of MiniLM at `--precision extended`). A 160 x 8 times 8 x 150
+/// product (beyond the exact kernel's limits), entries `k 2^-8`.
+#[test]
+fn dense_route_of_a_head_said_its_decided_rank_was_undecided() {
+    use specbound::linalg::{factored::certify_factored, Precision, SvdOptions};
+    use specbound::matrix::DenseMatrix;
+    let mut rng = common::Rng(29);
+    let mut draw = |rows: usize, cols: usize| DenseMatrix {
+        rows,
+        cols,
+        data: (0..rows * cols)
+            .map(|_| (rng.below(201) as f64 - 100.0) * 2f64.powi(-8))
+            .collect(),
+    };
+    let (b, c) = (draw(160, 8), draw(8, 150));
+    let climbing = SvdOptions {
+        rtol: 1e-300,
+        ..SvdOptions::default()
+    };
+    let extended = SvdOptions {
+        precision: Precision::Extended,
+        ..SvdOptions::default()
+    };
+    for o in [extended, climbing] {
+        let sv = certify_factored(&b, &c, &o).unwrap_or_else(|e| panic!("{e}"));
+        let p = o.precision;
+        assert_eq!(rank_of(&sv), (8, 8), "{p:?}: {:?}", sv.notes);
+        let stale = |n: &String| {
+            n.starts_with("after every stage run: the rank undecided")
+                || n.starts_with("exact kernel certificate not attempted for the undecided rank")
+        };
+        assert!(!sv.notes.iter().any(stale), "{p:?}: {:?}", sv.notes);
+    }
+}
