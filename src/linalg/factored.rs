@@ -104,6 +104,9 @@ pub fn certify_factored(
     if sv.rank_undecided_at().is_some() {
         apply_factor_ranks(&mut sv, b, c)?;
     }
+    // The stages' notes on an undecided rank were written before the
+    // zeros of L14 (dense fallback) or of the factors' ranks were set.
+    sv.drop_notes_of_an_undecided_rank();
     Ok(sv)
 }
 
@@ -593,7 +596,6 @@ fn dense_fallback(
         v.exact = None;
     }
     sv.structural_zeros = kmin.saturating_sub(rr);
-    sv.drop_notes_of_an_undecided_rank();
     if opts.precision == Precision::Auto {
         // `auto` judged the values before the zeros of L14 were set.
         sv = super::stages::rejudge_auto(sv, opts.rtol, product_work(b, c));
