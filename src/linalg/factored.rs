@@ -277,7 +277,7 @@ fn auto_factored(
         Some(v) if super::stages::auto_settles(&v, opts.rtol) => return Ok(v),
         other => other,
     };
-    let work = product_work(b, c);
+    let work = super::stages::auto_work(b.rows, c.cols);
     match (dense_fallback(b, c, opts), first) {
         (Ok(mut dense), Some(factored)) => {
             dense.keep_narrower(factored);
@@ -521,13 +521,6 @@ fn certify_reduced(
     })
 }
 
-/// `m n^2` of the product `B C` oriented with `m >= n`: the size by which
-/// `auto` decides which dense stages it runs.
-fn product_work(b: &DenseMatrix, c: &DenseMatrix) -> usize {
-    let (m, n) = (b.rows.max(c.cols), b.rows.min(c.cols));
-    m.saturating_mul(n).saturating_mul(n)
-}
-
 /// Forms `fl(B C)`, certifies it, widens by `||BC - fl(BC)||_F` (L9) and
 /// forces the values beyond index r to exact zeros (L14).
 fn dense_fallback(
@@ -598,7 +591,7 @@ fn dense_fallback(
     sv.structural_zeros = kmin.saturating_sub(rr);
     if opts.precision == Precision::Auto {
         // `auto` judged the values before the zeros of L14 were set.
-        sv = super::stages::rejudge_auto(sv, opts.rtol, product_work(b, c));
+        sv = super::stages::rejudge_auto(sv, opts.rtol, super::stages::auto_work(b.rows, c.cols));
     }
     Ok(sv)
 }

@@ -231,8 +231,7 @@ pub(super) fn run_precision(s: &Stages<'_>) -> Certified {
 /// precision is never looser than `auto` (issue 33). Said in a note.
 fn mpfr_never_looser_than_auto(s: &Stages<'_>, bits: u32) -> Certified {
     let first = s.mpfr(bits);
-    let (m, n) = (s.prep.a().nrows(), s.prep.a().ncols());
-    let work = m.saturating_mul(n).saturating_mul(n);
+    let work = auto_work(s.prep.a().nrows(), s.prep.a().ncols());
     let graded =
         super::graded_precision(s.prep.a()).filter(|&g| g > bits && work <= AUTO_GRADED_MAX_WORK);
     let Some(g) = graded else {
@@ -373,8 +372,7 @@ fn auto(s: &Stages<'_>) -> Certified {
         return best;
     }
     let mut notes: Vec<String> = Vec::new();
-    let (m, n) = (s.prep.a().nrows(), s.prep.a().ncols());
-    let work = m.saturating_mul(n).saturating_mul(n);
+    let work = auto_work(s.prep.a().nrows(), s.prep.a().ncols());
     for rung in rungs(s, work) {
         if stop_before(rung, &best, &mut notes) {
             break;
@@ -407,6 +405,13 @@ fn auto(s: &Stages<'_>) -> Certified {
         Inconclusive::new(why)
     })?;
     Ok(auto_notes(best, notes, rtol, work))
+}
+
+/// `m n^2` of a `rows x cols` matrix oriented with `m >= n`: the size by
+/// which `auto` decides which stages it runs (saturating).
+pub(super) fn auto_work(rows: usize, cols: usize) -> usize {
+    let (m, n) = (rows.max(cols), rows.min(cols));
+    m.saturating_mul(n).saturating_mul(n)
 }
 
 /// Whether `r` is an answer at which `auto` stops: sigma_1 and every value
